@@ -1,0 +1,90 @@
+/**
+ * The batch loop (SPEC §3): every record of a batch attempted at most once, at most
+ * `concurrency` at a time, FIFO message groups one record at a time and in order, and nothing
+ * started once the function's time is nearly up.
+ */
+import type { SQSRecord } from 'aws-lambda';
+
+/** Why a record was handed back without being sent. */
+export type NotAttemptedReason = 'deadline' | 'fifo-group-blocked';
+
+/** A record that was not sent at all; the batch loop produces these itself. */
+export interface NotAttempted {
+  readonly kind: 'not-attempted';
+  readonly reason: NotAttemptedReason;
+}
+
+/** Options of {@link runBatch}. */
+export interface BatchLoopOptions<Outcome> {
+  /** Records in flight at once, at most. */
+  readonly concurrency: number;
+  /**
+   * Whether an outcome leaves its FIFO group blocked: the group's later records must not be
+   * sent once an earlier one was not acknowledged, or they would overtake it.
+   */
+  readonly blocksGroup: (outcome: Outcome) => boolean;
+  /** Asked before each record: false once too little time is left to start a request. */
+  readonly canStart: () => boolean;
+}
+
+/**
+ * Splits records into lanes that must each run in order: one lane per FIFO message group (in
+ * the batch's order), and a lane of one for every record without a group.
+ */
+export function lanesOf(records: readonly SQSRecord[]): number[][] {
+  const lanes: number[][] = [];
+  const byGroup = new Map<string, number[]>();
+  records.forEach((record, index) => {
+    const group = record.attributes?.MessageGroupId;
+    if (group === undefined) {
+      lanes.push([index]);
+      return;
+    }
+    let lane = byGroup.get(group);
+    if (lane === undefined) {
+      lane = [];
+      byGroup.set(group, lane);
+      lanes.push(lane);
+    }
+    lane.push(index);
+  });
+  return lanes;
+}
+
+/**
+ * Runs `attempt` over `records` and returns one outcome per record, in the records' order.
+ * `attempt` should not throw; if it does, the error propagates to the caller, which decides.
+ * A fixed pool of `concurrency` workers takes lanes from a shared cursor, so a batch of 10,000
+ * records never holds more than `concurrency` requests or promises in flight.
+ */
+export async function runBatch<Outcome>(
+  records: readonly SQSRecord[],
+  options: BatchLoopOptions<Outcome>,
+  attempt: (record: SQSRecord) => Promise<Outcome>,
+): Promise<(Outcome | NotAttempted)[]> {
+  const outcomes = new Array<Outcome | NotAttempted>(records.length);
+  const lanes = lanesOf(records);
+  let nextLane = 0;
+  const worker = async (): Promise<void> => {
+    while (nextLane < lanes.length) {
+      const lane = lanes[nextLane++] ?? [];
+      let blocked = false;
+      for (const index of lane) {
+        const record = records[index] as SQSRecord;
+        if (blocked) {
+          outcomes[index] = { kind: 'not-attempted', reason: 'fifo-group-blocked' };
+        } else if (!options.canStart()) {
+          outcomes[index] = { kind: 'not-attempted', reason: 'deadline' };
+          blocked = true; // a later record of the group must not go out if time frees up
+        } else {
+          const outcome = await attempt(record);
+          outcomes[index] = outcome;
+          blocked = options.blocksGroup(outcome);
+        }
+      }
+    }
+  };
+  const workers = Math.max(1, Math.min(options.concurrency, lanes.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  return outcomes;
+}

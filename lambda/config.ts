@@ -1,0 +1,171 @@
+/**
+ * The relay's configuration: every environment variable the function reads, parsed and
+ * validated once at cold start. A bad value fails fast with a {@link ConfigError} that names
+ * the variable and says what was expected, instead of failing record by record later.
+ */
+import { isIP } from 'node:net';
+import { version } from '../package.json';
+
+/** The backoff policies of SPEC §2 (`BACKOFF`). */
+export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'none'] as const;
+/** One of {@link BACKOFF_POLICIES}. */
+export type BackoffPolicyName = (typeof BACKOFF_POLICIES)[number];
+
+/** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
+export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
+/** One of {@link PERMANENT_FAILURE_MODES}. */
+export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
+
+/** How the delay before a retry is computed when the webhook did not name one. */
+export interface BackoffSettings {
+  readonly policy: BackoffPolicyName;
+  /** `BACKOFF_BASE_SECONDS`: the unit every policy multiplies. */
+  readonly baseSeconds: number;
+  /** `BACKOFF_MAX_SECONDS`: no computed delay (jitter included) exceeds this. */
+  readonly maxSeconds: number;
+  /** `BACKOFF_JITTER`: add up to 25 % random jitter so retries of one burst spread out. */
+  readonly jitter: boolean;
+}
+
+/** The validated configuration the handler runs with. */
+export interface RelayConfig {
+  /** `WEBHOOK_URL`: where every record is POSTed. */
+  readonly webhookUrl: URL;
+  /** `HEADER_PREFIX`: prefix of the Carrier-compatible headers. */
+  readonly headerPrefix: string;
+  /** `DEFAULT_CONTENT_TYPE`: used when a message has no `Body.ContentType` attribute. */
+  readonly defaultContentType: string;
+  /** `REQUEST_TIMEOUT_MS`: upper bound of one webhook request, response body included. */
+  readonly requestTimeoutMs: number;
+  /** `MAX_CONCURRENCY`: webhook requests in flight at once per invocation. */
+  readonly maxConcurrency: number;
+  /** `DEADLINE_MARGIN_MS`: time kept back from the function's deadline for the SQS calls after the last request. */
+  readonly deadlineMarginMs: number;
+  readonly backoff: BackoffSettings;
+  /** `PERMANENT_FAILURE`: dead-letter permanent failures at once, or retry them. */
+  readonly permanentFailure: PermanentFailureMode;
+  /** `DLQ_URL`: the dead-letter queue; when absent it is found from the source queue's redrive policy. */
+  readonly deadLetterQueueUrl: string | undefined;
+  /** `MAX_RECEIVE_COUNT`: the redrive policy's count, so the last failure before the DLQ is logged at WARN. */
+  readonly maxReceiveCount: number;
+  /** `User-Agent` of every delivery request. */
+  readonly userAgent: string;
+}
+
+/** Raised for an invalid configuration; `variable` names the environment variable at fault. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    expected: string,
+    received: string | undefined,
+  ) {
+    super(`Invalid configuration: ${variable} must be ${expected}; got ${received === undefined ? 'nothing' : JSON.stringify(received)}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The environment variable's value, or `undefined` when it is unset or blank. */
+function read(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
+  }
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const lower = raw.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+  if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  throw new ConfigError(name, '"true" or "false"', raw);
+}
+
+function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const match = choices.find((choice) => choice === raw.toLowerCase());
+  if (match === undefined) throw new ConfigError(name, `one of ${choices.join(', ')}`, raw);
+  return match;
+}
+
+/** True for hosts that can only be this machine: `localhost`, `*.localhost`, 127.0.0.0/8 and `::1`. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  if (isIP(host) === 6) return host === '::1';
+  return false;
+}
+
+function webhookUrl(env: Env): URL {
+  const name = 'WEBHOOK_URL';
+  const raw = read(env, name);
+  const expected = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
+  if (raw === undefined) throw new ConfigError(name, expected, raw);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, expected, raw);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, expected, raw);
+  if (url.username !== '' || url.password !== '') {
+    // Credentials in a URL end up in the template, the environment and logs; they belong in AUTH_SECRET_ARN.
+    throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
+  }
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !boolean(env, 'ALLOW_INSECURE_HTTP', false)) {
+    throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, raw);
+  }
+  return url;
+}
+
+const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * Parses and validates the relay's configuration from environment variables.
+ * @throws {ConfigError} naming the first variable that is missing or malformed.
+ */
+export function loadConfig(env: Env = process.env): RelayConfig {
+  const headerPrefix = read(env, 'HEADER_PREFIX') ?? 'X-Carrier-';
+  if (!HEADER_TOKEN.test(headerPrefix)) {
+    throw new ConfigError('HEADER_PREFIX', 'characters legal in a header name (letters, digits, "-")', headerPrefix);
+  }
+  const defaultContentType = read(env, 'DEFAULT_CONTENT_TYPE') ?? 'application/json';
+  if (!/^[\x21-\x7e][\x20-\x7e]*$/.test(defaultContentType)) {
+    throw new ConfigError('DEFAULT_CONTENT_TYPE', 'a printable ASCII media type', defaultContentType);
+  }
+  const baseSeconds = integer(env, 'BACKOFF_BASE_SECONDS', 2, 0, 43_200);
+  const maxSeconds = integer(env, 'BACKOFF_MAX_SECONDS', 300, 0, 43_200);
+  if (maxSeconds < baseSeconds) {
+    throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
+  }
+  return {
+    webhookUrl: webhookUrl(env),
+    headerPrefix,
+    defaultContentType,
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 10_000, 1, 900_000),
+    maxConcurrency: integer(env, 'MAX_CONCURRENCY', 10, 1, 1_000),
+    deadlineMarginMs: integer(env, 'DEADLINE_MARGIN_MS', 1_000, 0, 60_000),
+    backoff: {
+      policy: oneOf(env, 'BACKOFF', BACKOFF_POLICIES, 'exponential'),
+      baseSeconds,
+      maxSeconds,
+      jitter: boolean(env, 'BACKOFF_JITTER', true),
+    },
+    permanentFailure: oneOf(env, 'PERMANENT_FAILURE', PERMANENT_FAILURE_MODES, 'dead-letter'),
+    deadLetterQueueUrl: read(env, 'DLQ_URL'),
+    maxReceiveCount: integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000),
+    userAgent: `sqs-webhook-relay/${version}`,
+  };
+}

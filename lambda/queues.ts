@@ -1,0 +1,75 @@
+/**
+ * Finding queue URLs. Lambda's records name their queue only by ARN; the URL that SQS API
+ * calls need is asked of SQS itself (`GetQueueUrl`), so it is right for real SQS, VPC
+ * endpoints and emulators alike (fauxqs's URLs look like
+ * `http://sqs.<region>.localhost:<port>/000000000000/<name>` and must match exactly).
+ * Answers are cached for the life of the container; failures are not, so the next record retries.
+ */
+import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+
+/** The parts of an SQS queue ARN. */
+export interface QueueArnParts {
+  readonly region: string;
+  readonly account: string;
+  readonly name: string;
+}
+
+/** Splits `arn:<partition>:sqs:<region>:<account>:<name>`; throws for anything else. */
+export function parseQueueArn(arn: string): QueueArnParts {
+  const parts = arn.split(':');
+  const [prefix, , service, region, account, name] = parts;
+  if (parts.length !== 6 || prefix !== 'arn' || service !== 'sqs' || !region || !account || !name) {
+    throw new Error(`not an SQS queue ARN: ${JSON.stringify(arn)}`);
+  }
+  return { region, account, name };
+}
+
+/** Resolves queue ARNs to URLs, and source queues to their dead-letter queues, with caching. */
+export class QueueDirectory {
+  private readonly urls = new Map<string, Promise<string>>();
+  private readonly deadLetterUrls = new Map<string, Promise<string>>();
+
+  /**
+   * @param sqs the client every lookup goes through
+   * @param configuredDeadLetterUrl `DLQ_URL`, which wins over discovery from the redrive policy
+   */
+  constructor(
+    private readonly sqs: () => SQSClient,
+    private readonly configuredDeadLetterUrl: string | undefined,
+  ) {}
+
+  /** The URL of the queue with this ARN. */
+  urlOf(queueArn: string): Promise<string> {
+    return this.cached(this.urls, queueArn, async () => {
+      const { name, account } = parseQueueArn(queueArn);
+      const { QueueUrl } = await this.sqs().send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
+      if (QueueUrl === undefined) throw new Error(`GetQueueUrl returned no URL for ${queueArn}`);
+      return QueueUrl;
+    });
+  }
+
+  /** The URL of the dead-letter queue of the queue with this ARN: `DLQ_URL`, or its redrive policy's target. */
+  deadLetterUrlOf(sourceQueueArn: string): Promise<string> {
+    const configured = this.configuredDeadLetterUrl;
+    if (configured !== undefined) return Promise.resolve(configured);
+    return this.cached(this.deadLetterUrls, sourceQueueArn, async () => {
+      const { Attributes } = await this.sqs().send(
+        new GetQueueAttributesCommand({ QueueUrl: await this.urlOf(sourceQueueArn), AttributeNames: ['RedrivePolicy'] }),
+      );
+      const policy = Attributes?.RedrivePolicy;
+      const target = policy === undefined ? undefined : (JSON.parse(policy) as { deadLetterTargetArn?: string }).deadLetterTargetArn;
+      if (target === undefined) throw new Error(`queue ${sourceQueueArn} has no redrive policy and DLQ_URL is not set`);
+      return this.urlOf(target);
+    });
+  }
+
+  private cached(cache: Map<string, Promise<string>>, key: string, lookup: () => Promise<string>): Promise<string> {
+    let pending = cache.get(key);
+    if (pending === undefined) {
+      pending = lookup();
+      cache.set(key, pending);
+      pending.catch(() => cache.delete(key));
+    }
+    return pending;
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * The relay: one SQS batch in, one POST per record out, and the batch response that tells
+ * Lambda which records to leave on the queue. This module wires the small pieces together;
+ * each decision lives in its own module (request building, classification, retry timing,
+ * visibility updates, dead-lettering, the batch loop).
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { type NotAttempted, runBatch } from './batch';
+import { classify } from './classify';
+import type { RelayConfig } from './config';
+import { DeadLetterWriter } from './dead-letter';
+import { QueueDirectory } from './queues';
+import { buildDeliveryRequest } from './request';
+import { backoffDelay, clampVisibility } from './retry-timing';
+import { WebhookTransmitter } from './transmitter';
+import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
+
+/** Metric names the handler publishes (EMF), shared with the stack's dashboard and alarms. */
+export const METRIC_NAMES = {
+  delivered: 'Delivered',
+  retried: 'Retried',
+  deadLettered: 'DeadLettered',
+  webhookLatency: 'WebhookLatency',
+} as const;
+
+/** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */
+export const DEFAULT_METRICS_NAMESPACE = 'SqsWebhookRelay';
+/** The default service name of logs and metrics (`POWERTOOLS_SERVICE_NAME` overrides it). */
+export const DEFAULT_SERVICE_NAME = 'sqs-webhook-relay';
+/** No request starts with less than this left before the deadline margin: it could not finish. */
+export const MIN_REQUEST_TIME_MS = 100;
+
+/** A record that went out and came to a conclusion. */
+export type AttemptOutcome =
+  | { readonly kind: 'delivered'; readonly status: number }
+  | { readonly kind: 'dead-lettered'; readonly status: number; readonly response: string }
+  | {
+      readonly kind: 'retry';
+      /** Seconds until SQS should hand the message back; `undefined` keeps the queue's default. */
+      readonly delaySeconds: number | undefined;
+      readonly status?: number;
+      readonly error?: string;
+    };
+
+/** What happened to one record of a batch. */
+export type RecordOutcome = AttemptOutcome | NotAttempted;
+
+/** True when the record must go back to the queue (it is in `batchItemFailures`). */
+export function isFailure(outcome: RecordOutcome): boolean {
+  return outcome.kind === 'retry' || outcome.kind === 'not-attempted';
+}
+
+/** What the relay is built from; everything but the configuration has a production default. */
+export interface RelayDependencies {
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  /** The SQS client; by default one built from the SDK's defaults (so `AWS_ENDPOINT_URL_SQS` works), on first use. */
+  readonly sqs?: SQSClient;
+  /** Jitter source. */
+  readonly random?: () => number;
+}
+
+/** Raised for an event that is not an SQS batch: the one input the handler refuses outright. */
+export class NotAnSqsEventError extends TypeError {
+  constructor(detail: string) {
+    super(`The event is not an SQS batch (${detail}); is the function wired to something other than an SQS event source?`);
+    this.name = 'NotAnSqsEventError';
+  }
+}
+
+function assertSqsEvent(event: unknown): asserts event is SQSEvent {
+  if (typeof event !== 'object' || event === null) throw new NotAnSqsEventError(`got ${event === null ? 'null' : typeof event}`);
+  const records = (event as { Records?: unknown }).Records;
+  if (!Array.isArray(records)) throw new NotAnSqsEventError('no Records array');
+  records.forEach((record: unknown, index) => {
+    const r = record as Partial<SQSRecord> | null;
+    if (typeof r !== 'object' || r === null || r.eventSource !== 'aws:sqs' || typeof r.messageId !== 'string' || typeof r.receiptHandle !== 'string' || typeof r.eventSourceARN !== 'string') {
+      throw new NotAnSqsEventError(`Records[${index}] is not an SQS record`);
+    }
+  });
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** Relays batches for one configuration. Long-lived: one per warm container. */
+export class BatchRelay {
+  private readonly logger: Logger;
+  private readonly metrics: Metrics;
+  private readonly random: () => number;
+  private readonly transmitter: WebhookTransmitter;
+  private readonly queues: QueueDirectory;
+  private readonly visibility: VisibilityUpdater;
+  private readonly deadLetters: DeadLetterWriter;
+
+  constructor(
+    private readonly config: RelayConfig,
+    dependencies: RelayDependencies = {},
+  ) {
+    // Powertools prefers an explicit option over its environment variables; ours are only defaults.
+    const serviceName = process.env.POWERTOOLS_SERVICE_NAME || DEFAULT_SERVICE_NAME;
+    this.logger = dependencies.logger ?? new Logger({ serviceName });
+    this.metrics = dependencies.metrics ?? new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
+    this.random = dependencies.random ?? Math.random;
+    let client = dependencies.sqs;
+    // useQueueUrlAsEndpoint false: the SDK would otherwise send each call to the host in the
+    // queue URL, ignoring AWS_ENDPOINT_URL_SQS, and an emulator's URL host need not resolve.
+    const sqs = (): SQSClient => (client ??= new SQSClient({ useQueueUrlAsEndpoint: false }));
+    this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
+    this.queues = new QueueDirectory(sqs, config.deadLetterQueueUrl);
+    this.visibility = new VisibilityUpdater(sqs);
+    this.deadLetters = new DeadLetterWriter(sqs, this.queues);
+  }
+
+  /** The logger and metrics, for the middleware that flushes them. */
+  get telemetry(): { logger: Logger; metrics: Metrics } {
+    return { logger: this.logger, metrics: this.metrics };
+  }
+
+  /**
+   * Relays one batch and returns the records to leave on the queue.
+   * @throws {NotAnSqsEventError} only when the event is not an SQS batch
+   */
+  async relay(event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> {
+    assertSqsEvent(event);
+    const startedAt = Date.now();
+    const records = event.Records;
+    const timeLeftForRequests = (): number => context.getRemainingTimeInMillis() - this.config.deadlineMarginMs;
+    const outcomes = await runBatch<AttemptOutcome>(
+      records,
+      {
+        concurrency: this.config.maxConcurrency,
+        blocksGroup: (outcome) => outcome.kind === 'retry',
+        canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
+      },
+      (record) => this.attempt(record, Math.min(this.config.requestTimeoutMs, timeLeftForRequests())),
+    );
+    const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt);
+    const batchItemFailures = records.filter((_, index) => isFailure(outcomes[index] as RecordOutcome)).map((record) => ({ itemIdentifier: record.messageId }));
+    this.report(records, outcomes, visibilityFailures, startedAt);
+    return { batchItemFailures };
+  }
+
+  /** One record: build, send, classify, and dead-letter if permanent. Never throws. */
+  private async attempt(record: SQSRecord, timeoutMs: number): Promise<AttemptOutcome> {
+    const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+    try {
+      const request = buildDeliveryRequest(record, this.config);
+      for (const skipped of request.skippedAttributes) {
+        this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
+      }
+      const result = await this.transmitter.post(request.headers, request.body, timeoutMs);
+      this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
+      const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
+      if (result.kind === 'transport-error') {
+        return { kind: 'retry', delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined, error: `${result.error}: ${result.message}` };
+      }
+      const { status } = result;
+      if (verdict.kind === 'delivered') return { kind: 'delivered', status };
+      if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status };
+      const copied = await this.deadLetters.send(record, status, result.excerpt);
+      if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
+      return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
+    } catch (error) {
+      return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: describeError(error) };
+    }
+  }
+
+  private backoff(receiveCount: number): number | undefined {
+    return backoffDelay(this.config.backoff, receiveCount, this.random);
+  }
+
+  /**
+   * Sets the visibility of every record going back to the queue: its retry delay, or 0 for a
+   * record that was never sent (it did nothing wrong and should come back at once). Records
+   * retried under the `none` policy keep the queue's default.
+   */
+  private async updateVisibility(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], startedAt: number): Promise<FailedVisibilityChange[]> {
+    const elapsedSeconds = (Date.now() - startedAt) / 1000;
+    const byQueue = new Map<string, VisibilityChange[]>();
+    records.forEach((record, index) => {
+      const outcome = outcomes[index] as RecordOutcome;
+      const requested = outcome.kind === 'retry' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
+      if (requested === undefined) return;
+      const changes = byQueue.get(record.eventSourceARN) ?? [];
+      changes.push({ messageId: record.messageId, receiptHandle: record.receiptHandle, visibilitySeconds: clampVisibility(requested, elapsedSeconds) });
+      byQueue.set(record.eventSourceARN, changes);
+    });
+    const results = await Promise.all(
+      [...byQueue].map(async ([queueArn, changes]) => {
+        try {
+          return await this.visibility.apply(await this.queues.urlOf(queueArn), changes);
+        } catch (error) {
+          const reason = `queue URL lookup failed: ${describeError(error)}`;
+          return changes.map((change) => ({ messageId: change.messageId, reason }));
+        }
+      }),
+    );
+    return results.flat();
+  }
+
+  /** The per-record lines for records not delivered, the batch summary line, and the counters. */
+  private report(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], visibilityFailures: readonly FailedVisibilityChange[], startedAt: number): void {
+    const failedVisibility = new Map(visibilityFailures.map((failure) => [failure.messageId, failure.reason]));
+    const counts = { delivered: 0, retried: 0, deadLettered: 0, notAttempted: 0 };
+    records.forEach((record, index) => {
+      const outcome = outcomes[index] as RecordOutcome;
+      if (outcome.kind === 'delivered') {
+        counts.delivered += 1;
+        return;
+      }
+      const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+      const line: Record<string, unknown> = { messageId: record.messageId, outcome: outcome.kind, receiveCount };
+      if (outcome.kind === 'dead-lettered') {
+        counts.deadLettered += 1;
+        Object.assign(line, { status: outcome.status, response: outcome.response });
+        this.logger.warn('Message dead-lettered: the webhook refused it permanently', line);
+        return;
+      }
+      if (outcome.kind === 'retry') {
+        counts.retried += 1;
+        Object.assign(line, { status: outcome.status, delaySeconds: outcome.delaySeconds, error: outcome.error });
+      } else {
+        counts.notAttempted += 1;
+        Object.assign(line, { reason: outcome.reason });
+      }
+      const visibilityError = failedVisibility.get(record.messageId);
+      if (visibilityError !== undefined) line.visibilityError = visibilityError;
+      if (receiveCount >= this.config.maxReceiveCount) {
+        this.logger.warn('Message not delivered on its last receive: SQS moves it to the dead-letter queue next', line);
+      } else {
+        this.logger.info('Message not delivered; returned to the queue', line);
+      }
+    });
+    for (const failure of visibilityFailures) {
+      this.logger.error('Visibility change failed; SQS will use the queue default', { messageId: failure.messageId, error: failure.reason });
+    }
+    this.metrics.addMetric(METRIC_NAMES.delivered, MetricUnit.Count, counts.delivered);
+    this.metrics.addMetric(METRIC_NAMES.retried, MetricUnit.Count, counts.retried + counts.notAttempted);
+    this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
+    this.logger.info('Batch relayed', { records: records.length, ...counts, visibilityFailures: visibilityFailures.length, durationMs: Date.now() - startedAt });
+  }
+
+  /** Closes kept-alive webhook connections. */
+  close(): void {
+    this.transmitter.close();
+  }
+}
+
+/** The Lambda handler type of the relay. */
+export type RelayHandler = middy.MiddyfiedHandler<SQSEvent, SQSBatchResponse, Error, Context>;
+
+/**
+ * Builds the middy-wrapped Lambda handler for `config`: Powertools' context injection for
+ * logs and metrics flushing around {@link BatchRelay.relay}.
+ */
+export function createRelayHandler(config: RelayConfig, dependencies: RelayDependencies = {}): RelayHandler {
+  const relay = new BatchRelay(config, dependencies);
+  const { logger, metrics } = relay.telemetry;
+  // timeoutEarlyInMillis 0: the relay keeps its own deadline margin and returns partial results;
+  // middy's early timeout would instead throw and send the whole batch, delivered records too, back.
+  return middy<SQSEvent, SQSBatchResponse, Error, Context>({ timeoutEarlyInMillis: 0 })
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics))
+    .handler((event, context) => relay.relay(event, context));
+}

@@ -1,0 +1,95 @@
+/**
+ * Building the delivery request for one SQS record (SPEC §1): the body byte for byte and the
+ * Carrier-compatible headers. Attribute values that are not legal header values are reported
+ * back, never sent.
+ */
+import type { SQSRecord } from 'aws-lambda';
+import type { RelayConfig } from './config';
+
+/** The message attribute whose value becomes the request's `Content-Type`. */
+export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
+/** W3C trace-context attributes copied to headers of the same name. */
+export const TRACE_ATTRIBUTES = ['traceparent', 'tracestate'] as const;
+/**
+ * Longest attribute value sent as a header. Common servers reject header lines over 8 KiB
+ * (nginx's default buffer, Node's 16 KiB for all headers), turning one long attribute into a
+ * 431 and a dead-lettered message; skipping it with a warning is the lesser harm.
+ */
+export const MAX_ATTRIBUTE_HEADER_LENGTH = 4_096;
+
+/** The request for one record: what is sent, and which attributes had to be left out. */
+export interface DeliveryRequest {
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+  /** Attributes not sent, each with the reason (logged at WARN by the caller). */
+  readonly skippedAttributes: readonly { readonly name: string; readonly reason: string }[];
+}
+
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Visible ASCII, space and tab. obs-text (0x80-0xFF) is legal in theory but read differently by
+// different servers, and anything else (CR, LF, NUL, non-Latin-1) is a header-injection risk.
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** True when `value` can be sent as a header value unchanged and read back the same way. */
+export function isLegalHeaderValue(value: string): boolean {
+  return value.length <= MAX_ATTRIBUTE_HEADER_LENGTH && HEADER_VALUE.test(value) && value.trim() === value;
+}
+
+/** The queue name of an SQS queue ARN (`arn:aws:sqs:<region>:<account>:<name>`). */
+export function queueNameOfArn(queueArn: string): string {
+  return queueArn.slice(queueArn.lastIndexOf(':') + 1);
+}
+
+/** Whole seconds since the epoch from an SQS millisecond timestamp string; `undefined` if not a number. */
+function epochSeconds(milliseconds: string | undefined): string | undefined {
+  if (milliseconds === undefined || !/^[0-9]+$/.test(milliseconds)) return undefined;
+  return String(Math.floor(Number(milliseconds) / 1000));
+}
+
+/**
+ * Builds the POST for `record`. Pure: the same record and configuration always give the same
+ * request, which the property tests rely on.
+ */
+export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): DeliveryRequest {
+  const prefix = config.headerPrefix;
+  const body = Buffer.from(record.body ?? '', 'utf8');
+  const skippedAttributes: { name: string; reason: string }[] = [];
+  const headers: Record<string, string> = {
+    'Content-Type': config.defaultContentType,
+    'Content-Length': String(body.length),
+    'User-Agent': config.userAgent,
+  };
+  const system = record.attributes ?? {};
+  const put = (name: string, value: string | undefined): void => {
+    if (value !== undefined && isLegalHeaderValue(value)) headers[name] = value;
+  };
+  put(`${prefix}Receive-Count`, system.ApproximateReceiveCount);
+  put(`${prefix}First-Receive-Time`, epochSeconds(system.ApproximateFirstReceiveTimestamp));
+  put(`${prefix}Message-Id`, record.messageId);
+  put(`${prefix}Sent-Time`, epochSeconds(system.SentTimestamp));
+  put(`${prefix}Queue`, queueNameOfArn(record.eventSourceARN ?? ''));
+  put(`${prefix}Message-Group-Id`, system.MessageGroupId);
+  put(`${prefix}Sequence-Number`, system.SequenceNumber);
+
+  for (const [name, attribute] of Object.entries(record.messageAttributes ?? {})) {
+    const dataType = attribute?.dataType ?? '';
+    // Custom types ("Number.float", "String.json") keep their base type's rules.
+    const isText = dataType === 'String' || dataType.startsWith('String.') || dataType === 'Number' || dataType.startsWith('Number.');
+    if (!isText) continue; // Binary attributes have no header representation.
+    const value = attribute.stringValue ?? '';
+    if (!isLegalHeaderValue(value)) {
+      skippedAttributes.push({ name, reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header' });
+      continue;
+    }
+    if (name === CONTENT_TYPE_ATTRIBUTE) {
+      if (value !== '') headers['Content-Type'] = value;
+    } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
+      headers[name] = value;
+    } else if (HEADER_NAME.test(name)) {
+      headers[`${prefix}Attr-${name}`] = value;
+    } else {
+      skippedAttributes.push({ name, reason: 'name not allowed in a header' });
+    }
+  }
+  return { headers, body, skippedAttributes };
+}

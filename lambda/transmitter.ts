@@ -1,0 +1,130 @@
+/**
+ * The transmitter: one POST to the webhook, bounded in time and in memory. It never follows a
+ * redirect, never buffers more than a small excerpt of the response body, and turns every way a
+ * request can go wrong into a value rather than an exception.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+
+/** Bytes of a response body kept for logs and dead-letter attributes. */
+export const RESPONSE_EXCERPT_BYTES = 512;
+/**
+ * Bytes of a response body read at most. Reading a small body to its end lets the connection be
+ * reused; past this the socket is dropped instead, so a webhook answering 1 GB costs nothing.
+ */
+export const RESPONSE_READ_LIMIT_BYTES = 64 * 1024;
+
+/** The webhook answered with a status line. */
+export interface WebhookResponse {
+  readonly kind: 'response';
+  readonly status: number;
+  /** The raw `Retry-After` header, if any. */
+  readonly retryAfter: string | undefined;
+  /** The start of the response body, as text, for logs. */
+  readonly excerpt: string;
+  readonly latencyMs: number;
+}
+
+/** Why no usable response came back. All of these are transient. */
+export type TransportErrorKind = 'timeout' | 'connection' | 'dns' | 'protocol';
+
+/** The request failed before a complete response arrived. */
+export interface TransportFailure {
+  readonly kind: 'transport-error';
+  readonly error: TransportErrorKind;
+  readonly message: string;
+  readonly latencyMs: number;
+}
+
+/** What one delivery attempt came to. */
+export type WebhookResult = WebhookResponse | TransportFailure;
+
+class RequestTimeout extends Error {
+  constructor(timeoutMs: number) {
+    super(`no complete response within ${timeoutMs} ms`);
+  }
+}
+
+function classifyError(error: unknown): { error: TransportErrorKind; message: string } {
+  if (error instanceof RequestTimeout) return { error: 'timeout', message: error.message };
+  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? '';
+  const message = error instanceof Error ? error.message : String(error);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL') return { error: 'dns', message };
+  if (code.startsWith('HPE_') || code === 'ERR_INVALID_HTTP_RESPONSE') return { error: 'protocol', message };
+  if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { error: 'timeout', message };
+  return { error: 'connection', message: code === '' ? message : `${code}: ${message}` };
+}
+
+/** POSTs to one webhook URL over a pool of kept-alive connections. */
+export class WebhookTransmitter {
+  private readonly agent: HttpAgent;
+  private readonly send: typeof httpRequest;
+
+  /**
+   * @param url the webhook
+   * @param maxSockets connections kept to it; the relay's concurrency, so no request waits for a socket
+   */
+  constructor(
+    private readonly url: URL,
+    maxSockets: number,
+  ) {
+    const isHttps = url.protocol === 'https:';
+    const options = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
+    this.agent = isHttps ? new HttpsAgent(options) : new HttpAgent(options);
+    this.send = isHttps ? httpsRequest : httpRequest;
+  }
+
+  /**
+   * POSTs `body` with `headers`. Resolves (never rejects) once the response is complete or has
+   * been read up to {@link RESPONSE_READ_LIMIT_BYTES}, or once the attempt failed.
+   * @param timeoutMs bound on the whole exchange, from connect to the end of the response
+   */
+  post(headers: Record<string, string>, body: Buffer, timeoutMs: number): Promise<WebhookResult> {
+    const started = performance.now();
+    const elapsed = (): number => performance.now() - started;
+    return new Promise<WebhookResult>((resolve) => {
+      let settled = false;
+      const finish = (result: WebhookResult): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const fail = (error: unknown): void => finish({ kind: 'transport-error', ...classifyError(error), latencyMs: elapsed() });
+      const request = this.send(this.url, { method: 'POST', headers, agent: this.agent });
+      const timer = setTimeout(() => request.destroy(new RequestTimeout(timeoutMs)), timeoutMs);
+      request.on('error', fail);
+      request.on('response', (response: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let read = 0;
+        const retryAfterHeader = response.headers['retry-after'];
+        const complete = (): void => {
+          const status = response.statusCode ?? 0;
+          const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+          finish({ kind: 'response', status, retryAfter: retryAfterHeader, excerpt, latencyMs: elapsed() });
+        };
+        response.on('data', (chunk: Buffer) => {
+          if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);
+          read += chunk.length;
+          if (read > RESPONSE_READ_LIMIT_BYTES) {
+            // Enough: the status is known. Drop this connection rather than drain the rest.
+            complete();
+            request.destroy();
+          }
+        });
+        response.on('end', complete);
+        // A connection closed mid-body means no complete answer: whatever the status said, retry.
+        response.on('close', () => {
+          if (!response.complete) fail(Object.assign(new Error('connection closed mid-response'), { code: 'ECONNRESET' }));
+        });
+        response.on('error', fail);
+      });
+      request.end(body);
+    });
+  }
+
+  /** Closes idle kept-alive connections (for tests and the local runner's shutdown). */
+  close(): void {
+    this.agent.destroy();
+  }
+}

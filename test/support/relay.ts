@@ -1,0 +1,58 @@
+/**
+ * Building and invoking the relay in tests: the real handler for a given environment, its logs
+ * captured as parsed JSON lines, and Lambda's side of an invocation (deleting what the handler
+ * acknowledged, as the event source mapping does).
+ */
+import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { loadConfig } from '../../lambda/config';
+import { createRelayHandler, type RelayDependencies, type RelayHandler } from '../../lambda/relay';
+import { createLambdaContext } from '../../local/event-source';
+
+/** A log line the relay wrote, parsed. */
+export type LogLine = Record<string, unknown> & { level: string; message: string };
+
+/** A Logger and Metrics whose JSON output is collected in `lines` instead of printed. */
+export function capturedTelemetry(): { logger: Logger; metrics: Metrics; lines: LogLine[]; emf: Record<string, unknown>[] } {
+  const lines: LogLine[] = [];
+  const emf: Record<string, unknown>[] = [];
+  const sink = <T>(text: string, into: T[]): void => {
+    for (const line of text.split('\n')) if (line.trim() !== '') into.push(JSON.parse(line) as T);
+  };
+  const logger = new Logger({ serviceName: 'test', logLevel: 'DEBUG' });
+  // Powertools writes through a Console of its own; replacing its methods is the documented seam in tests.
+  const toLines = (text: string): void => sink(text, lines);
+  const loggerConsole = Object.fromEntries(['log', 'info', 'warn', 'error', 'debug', 'trace'].map((method) => [method, toLines]));
+  Object.defineProperty(logger, 'console', { value: loggerConsole });
+  const metrics = new Metrics({ namespace: 'Test', serviceName: 'test' });
+  Object.defineProperty(metrics, 'console', { value: { log: (text: string) => sink(text, emf) } });
+  return { logger, metrics, lines, emf };
+}
+
+/** The relay handler configured from `env` (plus test defaults: no jitter). */
+export function relayFor(env: Record<string, string>, dependencies: RelayDependencies = {}): RelayHandler {
+  return createRelayHandler(loadConfig({ BACKOFF_JITTER: 'false', ...env }), dependencies);
+}
+
+/** Invokes `handler` as Lambda would, with a deadline `timeoutMs` away. */
+export function invoke(handler: RelayHandler, event: SQSEvent, timeoutMs = 30_000): Promise<SQSBatchResponse> {
+  return handler(event, createLambdaContext(timeoutMs));
+}
+
+/** What Lambda does after a partial batch response: delete every record not reported as failed. */
+export async function acknowledge(sqs: SQSClient, queueUrl: string, event: SQSEvent, response: SQSBatchResponse): Promise<void> {
+  const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+  const done = event.Records.filter((record) => !failed.has(record.messageId));
+  for (let start = 0; start < done.length; start += 10) {
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: done.slice(start, start + 10).map((record, index) => ({ Id: `d${index}`, ReceiptHandle: record.receiptHandle })),
+      }),
+    );
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

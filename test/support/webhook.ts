@@ -1,0 +1,94 @@
+/**
+ * A real HTTP webhook on 127.0.0.1 for end-to-end tests: every request is recorded, and a
+ * test-supplied responder decides what each one gets (status, headers, body, a delay, a hang,
+ * or a connection reset mid-response).
+ */
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface ReceivedRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  readonly receivedAt: number;
+}
+
+/** What the webhook does with one request. */
+export type WebhookReply =
+  | { readonly status: number; readonly headers?: Record<string, string>; readonly body?: string; readonly delayMs?: number }
+  /** Never answer (the relay's timeout must fire). */
+  | { readonly hang: true }
+  /** Send the status line and part of a body, then destroy the socket. */
+  | { readonly resetMidResponse: true }
+  /** Destroy the socket without answering at all. */
+  | { readonly resetBeforeResponse: true };
+
+export type Responder = (request: ReceivedRequest, index: number) => WebhookReply | Promise<WebhookReply>;
+
+export interface TestWebhook {
+  readonly url: string;
+  readonly requests: ReceivedRequest[];
+  /** Replace how requests are answered. */
+  respondWith(responder: Responder): void;
+  close(): Promise<void>;
+}
+
+/** Starts a webhook on 127.0.0.1 at a free port; it answers 200 until told otherwise. */
+export async function startWebhook(responder: Responder = () => ({ status: 200 })): Promise<TestWebhook> {
+  let respond = responder;
+  const requests: ReceivedRequest[] = [];
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const request: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+        receivedAt: Date.now(),
+      };
+      const index = requests.push(request) - 1;
+      void Promise.resolve(respond(request, index)).then((reply) => answer(res, reply));
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    requests,
+    respondWith(next) {
+      respond = next;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function answer(res: ServerResponse, reply: WebhookReply): void {
+  if ('hang' in reply) return;
+  if ('resetBeforeResponse' in reply) {
+    res.socket?.destroy();
+    return;
+  }
+  if ('resetMidResponse' in reply) {
+    res.writeHead(200, { 'Content-Length': '1000' });
+    res.write('partial');
+    setTimeout(() => res.socket?.destroy(), 20);
+    return;
+  }
+  const send = (): void => {
+    res.writeHead(reply.status, reply.headers);
+    res.end(reply.body ?? '');
+  };
+  if (reply.delayMs !== undefined && reply.delayMs > 0) setTimeout(send, reply.delayMs);
+  else send();
+}
