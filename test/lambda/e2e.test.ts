@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { type Emulator, startEmulator } from '../support/emulator';
 import { acknowledge, capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
+import { type RefusingProxy, startRefusingProxy } from '../support/sqs-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 let emulator: Emulator;
@@ -131,6 +132,137 @@ describe('nothing is lost when', () => {
       await expectKept({ WEBHOOK_URL: `http://127.0.0.1:${port}/hook` });
     } finally {
       garbage.close();
+    }
+  });
+});
+
+describe('when SQS refuses', () => {
+  let proxy: RefusingProxy;
+  beforeAll(async () => {
+    proxy = await startRefusingProxy(emulator.endpoint, emulator.region);
+  });
+  afterAll(async () => proxy.close());
+  afterEach(() => proxy.refused.clear());
+
+  test('the visibility call: the record stays failed, in flight with the queue default, and the failure is logged', async () => {
+    proxy.refused.add('ChangeMessageVisibilityBatch');
+    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '0' } }));
+    await emulator.send('refused visibility');
+    const event = await emulator.receiveEvent();
+    const telemetry = capturedTelemetry();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }, { sqs: proxy.sqs, ...telemetry }), event);
+    expect(proxy.refusals.get('ChangeMessageVisibilityBatch')).toBeGreaterThan(0);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
+    // Retry-After: 0 would have made it visible at once; refused, it keeps the 30 s default.
+    expect(emulator.counts(emulator.queue)).toMatchObject({ ready: 0, inflight: 1 });
+    expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({ messageId: event.Records[0]?.messageId, error: expect.stringContaining('AccessDenied') });
+  });
+
+  test('the dead-letter copy: a permanent failure is retried instead of acknowledged', async () => {
+    proxy.refused.add('SendMessage');
+    webhook.respondWith(() => ({ status: 404, body: 'no such tenant' }));
+    await emulator.send('refused dlq');
+    const event = await emulator.receiveEvent();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, DLQ_URL: emulator.dlq.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }, { sqs: proxy.sqs }), event);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
+    await acknowledge(emulator.sqs, emulator.queue.url, event, response);
+    expect(emulator.counts(emulator.queue).inflight).toBe(1);
+    expect(emulator.counts(emulator.dlq).ready).toBe(0);
+  });
+});
+
+describe('permanent failures', () => {
+  test('a 404 is copied to the DLQ with why, then acknowledged; the DLQ is found from the redrive policy', async () => {
+    webhook.respondWith(() => ({ status: 404, body: 'no such tenant' }));
+    const id = await emulator.send('{"tenant":"gone"}', { attributes: { tenant: { DataType: 'String', StringValue: 'gone' } } });
+    const event = await emulator.receiveEvent();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
+    expect(response.batchItemFailures).toEqual([]);
+    const [copy] = await emulator.receive(emulator.dlq);
+    expect(copy?.Body).toBe('{"tenant":"gone"}');
+    expect(copy?.MessageAttributes?.tenant?.StringValue).toBe('gone');
+    const reason = JSON.parse(copy?.MessageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}');
+    expect(reason).toMatchObject({ status: 404, response: 'no such tenant', originalMessageId: id, sourceQueue: emulator.queue.name, receiveCount: 1 });
+    expect(Date.parse(reason.deadLetteredAt)).not.toBeNaN();
+  });
+
+  test('PERMANENT_FAILURE=retry treats a 404 as a retry', async () => {
+    webhook.respondWith(() => ({ status: 404 }));
+    await emulator.send('retry me');
+    const event = await emulator.receiveEvent();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, PERMANENT_FAILURE: 'retry' }), event);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(emulator.counts(emulator.dlq).ready).toBe(0);
+  });
+});
+
+describe('the function deadline', () => {
+  test('no request starts when too little time is left; unsent records come back at once', async () => {
+    for (let i = 0; i < 5; i += 1) await emulator.send(`late ${i}`);
+    const event = await emulator.receiveEvent(10);
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, DEADLINE_MARGIN_MS: '1000' }), event, 1_050);
+    expect(webhook.requests).toHaveLength(0);
+    expect(response.batchItemFailures).toHaveLength(5);
+    expect(ready()).toBe(5);
+  });
+
+  test('a slow webhook: requests are cut at the deadline and records not reached are returned', async () => {
+    webhook.respondWith(() => ({ status: 200, delayMs: 700 }));
+    for (let i = 0; i < 4; i += 1) await emulator.send(`slow ${i}`);
+    const event = await emulator.receiveEvent(10);
+    // Concurrency 1, 1.5 s of budget after the margin: the first request completes, later ones cannot all.
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', DEADLINE_MARGIN_MS: '500' }), event, 2_000);
+    const delivered = event.Records.length - response.batchItemFailures.length;
+    expect(delivered).toBeGreaterThanOrEqual(1);
+    expect(delivered).toBeLessThan(4);
+    const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+    // Whatever was not acknowledged is still on the queue.
+    expect(ready() + inflight()).toBe(4);
+    expect(failed.size).toBe(4 - delivered);
+  });
+});
+
+describe('logs and input', () => {
+  test('a failure on the last receive before the DLQ is logged at WARN', async () => {
+    webhook.respondWith(() => ({ status: 500 }));
+    await emulator.send('last chance');
+    const event = await emulator.receiveEvent();
+    const telemetry = capturedTelemetry();
+    await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_RECEIVE_COUNT: '1' }, telemetry), event);
+    const warning = telemetry.lines.find((line) => line.level === 'WARN');
+    expect(warning).toMatchObject({ messageId: event.Records[0]?.messageId, status: 500, outcome: 'retry', receiveCount: 1 });
+    const summary = telemetry.lines.find((line) => line.message === 'Batch relayed');
+    expect(summary).toMatchObject({ records: 1, delivered: 0, retried: 1, deadLettered: 0 });
+    // No message body at INFO or above.
+    expect(JSON.stringify(telemetry.lines)).not.toContain('last chance');
+    expect(telemetry.emf.at(-1)).toMatchObject({ Delivered: 0, Retried: 1, DeadLettered: 0 });
+  });
+
+  test('a hostile attribute value is skipped with a warning, and the record still goes out', async () => {
+    const telemetry = capturedTelemetry();
+    await emulator.send('hostile', { attributes: { evil: { DataType: 'String', StringValue: 'a\r\nX-Injected: 1' }, fine: { DataType: 'Number', StringValue: '7' } } });
+    const event = await emulator.receiveEvent();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }, telemetry), event);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(webhook.requests[0]?.headers['x-injected']).toBeUndefined();
+    expect(webhook.requests[0]?.headers['x-carrier-attr-evil']).toBeUndefined();
+    expect(webhook.requests[0]?.headers['x-carrier-attr-fine']).toBe('7');
+    expect(telemetry.lines.find((line) => line.level === 'WARN')).toMatchObject({ attribute: 'evil' });
+  });
+
+  test('an event that is not an SQS batch fails the invocation with a message that says so', async () => {
+    const handler = relayFor({ WEBHOOK_URL: webhook.url });
+    await expect(invoke(handler, { detail: {} } as never)).rejects.toThrow(/not an SQS batch/);
+    await expect(invoke(handler, { Records: [{ eventSource: 'aws:s3' }] } as never)).rejects.toThrow(/Records\[0\]/);
+  });
+
+  test('the handler module refuses to load with an invalid configuration, naming the variable', async () => {
+    const saved = process.env.WEBHOOK_URL;
+    process.env.WEBHOOK_URL = 'http://example.com/hook';
+    try {
+      await expect(import('../../lambda/handler')).rejects.toThrow(/WEBHOOK_URL must be an absolute https:\/\/ URL/);
+    } finally {
+      process.env.WEBHOOK_URL = saved;
     }
   });
 });

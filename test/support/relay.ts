@@ -31,9 +31,13 @@ export function capturedTelemetry(): { logger: Logger; metrics: Metrics; lines: 
   return { logger, metrics, lines, emf };
 }
 
-/** The relay handler configured from `env` (plus test defaults: no jitter). */
+/**
+ * The relay handler configured from `env` (plus test defaults: no jitter), its logs and
+ * metrics captured rather than printed unless `dependencies` says otherwise.
+ */
 export function relayFor(env: Record<string, string>, dependencies: RelayDependencies = {}): RelayHandler {
-  return createRelayHandler(loadConfig({ BACKOFF_JITTER: 'false', ...env }), dependencies);
+  const { logger, metrics } = capturedTelemetry();
+  return createRelayHandler(loadConfig({ BACKOFF_JITTER: 'false', ...env }), { logger, metrics, ...dependencies });
 }
 
 /** Invokes `handler` as Lambda would, with a deadline `timeoutMs` away. */

@@ -1,0 +1,48 @@
+/**
+ * A batch of 10,000 records, the most Lambda hands over: every record delivered once, never
+ * more than MAX_CONCURRENCY requests open at the webhook.
+ */
+import type { SQSRecord } from 'aws-lambda';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { invoke, relayFor, sleep } from '../support/relay';
+import { startWebhook, type TestWebhook } from '../support/webhook';
+
+let webhook: TestWebhook;
+beforeAll(async () => {
+  webhook = await startWebhook();
+});
+afterAll(async () => webhook.close());
+
+function record(index: number): SQSRecord {
+  return {
+    messageId: `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`,
+    receiptHandle: `handle-${index}`,
+    body: JSON.stringify({ index }),
+    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AID', ApproximateFirstReceiveTimestamp: '1700000000500' },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:big',
+    awsRegion: 'us-east-1',
+  };
+}
+
+test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in flight', async () => {
+  let open = 0;
+  let mostOpen = 0;
+  webhook.respondWith(async () => {
+    open += 1;
+    mostOpen = Math.max(mostOpen, open);
+    await sleep(0);
+    open -= 1;
+    return { status: 200 };
+  });
+  const records = Array.from({ length: 10_000 }, (_, index) => record(index));
+  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }), { Records: records }, 120_000);
+  expect(response.batchItemFailures).toEqual([]);
+  const seen = webhook.requests.map((request) => (JSON.parse(request.body.toString()) as { index: number }).index);
+  expect(seen).toHaveLength(10_000);
+  expect(new Set(seen).size).toBe(10_000);
+  expect(mostOpen).toBeLessThanOrEqual(8);
+  expect(mostOpen).toBeGreaterThan(1);
+}, 120_000);

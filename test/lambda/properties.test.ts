@@ -1,0 +1,171 @@
+/**
+ * Property-based tests of the relay's invariants, run against a real webhook and (for the
+ * queue-level ones) a real SQS wire protocol:
+ *  - acknowledged == delivered with a 2xx, or dead-lettered with the DLQ copy confirmed;
+ *  - `batchItemFailures` names exactly the other records;
+ *  - every retried record got the visibility it asked for, clamped;
+ *  - FIFO: no record is sent after an earlier record of its group was not acknowledged.
+ */
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { clampVisibility } from '../../lambda/retry-timing';
+import { type Emulator, startEmulator } from '../support/emulator';
+import { invoke, relayFor } from '../support/relay';
+import { startWebhook, type TestWebhook, type WebhookReply } from '../support/webhook';
+
+/** What the webhook does with one record, as the property chooses. */
+type Reply =
+  | { kind: 'ok'; status: 200 | 201 | 204 }
+  | { kind: 'retry-after'; status: 429 | 503; seconds: number }
+  | { kind: 'transient'; status: 500 | 502 | 408 | 429 }
+  | { kind: 'permanent'; status: 400 | 404 | 410 | 301 }
+  | { kind: 'reset' };
+
+const replyArbitrary: fc.Arbitrary<Reply> = fc.oneof(
+  fc.record({ kind: fc.constant('ok' as const), status: fc.constantFrom(200 as const, 201 as const, 204 as const) }),
+  fc.record({ kind: fc.constant('retry-after' as const), status: fc.constantFrom(429 as const, 503 as const), seconds: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.constant(100_000)) }),
+  fc.record({ kind: fc.constant('transient' as const), status: fc.constantFrom(500 as const, 502 as const, 408 as const, 429 as const) }),
+  fc.record({ kind: fc.constant('permanent' as const), status: fc.constantFrom(400 as const, 404 as const, 410 as const, 301 as const) }),
+  fc.constant({ kind: 'reset' as const }),
+);
+
+function toWebhookReply(reply: Reply): WebhookReply {
+  switch (reply.kind) {
+    case 'ok':
+    case 'transient':
+    case 'permanent':
+      return { status: reply.status, ...(reply.status === 301 ? { headers: { Location: 'http://127.0.0.1:1/elsewhere' } } : {}) };
+    case 'retry-after':
+      return { status: reply.status, headers: { 'Retry-After': String(reply.seconds) } };
+    case 'reset':
+      return { resetBeforeResponse: true };
+  }
+}
+
+/**
+ * The visibility (seconds) the relay should ask for: the fixed backoff of 7 s, or the
+ * Retry-After clamped to SQS's limit, whose ceiling shrinks by the seconds the batch has run.
+ */
+const BACKOFF_SECONDS = 7;
+function expectedVisibility(reply: Reply, elapsedSeconds: number): number {
+  if (reply.kind === 'retry-after') return clampVisibility(reply.seconds, elapsedSeconds);
+  return BACKOFF_SECONDS;
+}
+
+describe('against fauxqs and a real webhook', () => {
+  let emulator: Emulator;
+  let webhook: TestWebhook;
+  beforeAll(async () => {
+    emulator = await startEmulator({ visibilityTimeout: 900 });
+    webhook = await startWebhook();
+  });
+  afterAll(async () => {
+    await webhook.close();
+    await emulator.stop();
+  });
+
+  test('acknowledged == 2xx or confirmed in the DLQ; failures get exactly the visibility they asked for', async () => {
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: String(BACKOFF_SECONDS), MAX_CONCURRENCY: '4' });
+    await fc.assert(
+      fc.asyncProperty(fc.array(replyArbitrary, { minLength: 1, maxLength: 25 }), async (replies) => {
+        emulator.server.reset();
+        webhook.requests.length = 0;
+        webhook.respondWith((request) => toWebhookReply(replies[Number(request.body.toString())] as Reply));
+        for (let start = 0; start < replies.length; start += 10) {
+          await emulator.sqs.send(
+            new SendMessageBatchCommand({
+              QueueUrl: emulator.queue.url,
+              Entries: replies.slice(start, start + 10).map((_, offset) => ({ Id: `e${start + offset}`, MessageBody: String(start + offset) })),
+            }),
+          );
+        }
+        const records: SQSRecord[] = [];
+        while (records.length < replies.length) records.push(...(await emulator.receiveEvent(10)).Records);
+        const invokedAt = Date.now();
+        const response = await invoke(handler, { Records: records });
+        const returnedAt = Date.now();
+
+        const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+        const dlq = emulator.server.inspectQueue(emulator.dlq.name);
+        const deadLettered = new Map((dlq?.messages.ready ?? []).map((message) => [message.body, message]));
+        const inflight = new Map((emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? []).map((entry) => [entry.message.messageId, entry]));
+        for (const record of records) {
+          const reply = replies[Number(record.body)] as Reply;
+          const acknowledged = !failed.has(record.messageId);
+          // The invariant: acknowledged exactly when delivered, or when its DLQ copy exists.
+          if (reply.kind === 'ok') expect(acknowledged).toBe(true);
+          else if (reply.kind === 'permanent') {
+            expect(acknowledged).toBe(true);
+            const copy = deadLettered.get(record.body);
+            expect(copy, `DLQ copy of ${record.body}`).toBeDefined();
+            expect(JSON.parse(copy?.messageAttributes[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}')).toMatchObject({ status: reply.status, originalMessageId: record.messageId });
+          } else {
+            expect(acknowledged).toBe(false);
+            const entry = inflight.get(record.messageId);
+            // Set between the invocation's start and its end: exact bounds, not a timing guess.
+            const longest = expectedVisibility(reply, 0);
+            const shortest = expectedVisibility(reply, (returnedAt - invokedAt) / 1000);
+            expect(entry?.visibilityDeadline).toBeGreaterThanOrEqual(invokedAt + shortest * 1000);
+            expect(entry?.visibilityDeadline).toBeLessThanOrEqual(returnedAt + longest * 1000);
+          }
+        }
+        expect(deadLettered.size).toBe(replies.filter((reply) => reply.kind === 'permanent').length);
+      }),
+      { numRuns: 30 },
+    );
+  });
+});
+
+describe('FIFO ordering', () => {
+  let webhook: TestWebhook;
+  beforeAll(async () => {
+    webhook = await startWebhook();
+  });
+  afterAll(async () => webhook.close());
+
+  test('no record is sent after an earlier record of its group was not acknowledged; other groups go on', async () => {
+    // The queue calls are not the subject here; an unreachable SQS endpoint makes every
+    // visibility change fail, which must not change which records are reported.
+    const sqs = new SQSClient({ endpoint: 'http://127.0.0.1:9', region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '3', PERMANENT_FAILURE: 'retry' }, { sqs });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ group: fc.constantFrom('a', 'b', 'c', 'd'), ok: fc.boolean() }), { minLength: 1, maxLength: 30 }),
+        async (plan) => {
+          webhook.requests.length = 0;
+          webhook.respondWith((request) => ({ status: plan[Number(request.body.toString())]?.ok === true ? 200 : 500 }));
+          const records: SQSRecord[] = plan.map((step, index) => ({
+            messageId: `m${index}`,
+            receiptHandle: `r${index}`,
+            body: String(index),
+            attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'x', ApproximateFirstReceiveTimestamp: '0', MessageGroupId: step.group, SequenceNumber: String(index) },
+            messageAttributes: {},
+            md5OfBody: '',
+            eventSource: 'aws:sqs',
+            eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:q.fifo',
+            awsRegion: 'us-east-1',
+          }));
+          const response = await invoke(handler, { Records: records });
+          const sent = webhook.requests.map((request) => Number(request.body.toString()));
+          const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+          for (const group of ['a', 'b', 'c', 'd']) {
+            const members = plan.map((step, index) => ({ ...step, index })).filter((step) => step.group === group);
+            const firstFailure = members.findIndex((step) => !step.ok);
+            const expectedSent = firstFailure === -1 ? members : members.slice(0, firstFailure + 1);
+            // Sent in order, and exactly up to and including the first failure.
+            expect(sent.filter((index) => plan[index]?.group === group)).toEqual(expectedSent.map((step) => step.index));
+            // Reported: the failure and everything after it in the group; nothing before it.
+            for (const [position, step] of members.entries()) {
+              expect(failed.has(`m${step.index}`)).toBe(firstFailure !== -1 && position >= firstFailure);
+            }
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+    sqs.destroy();
+  });
+});
