@@ -5,6 +5,8 @@
  */
 import { isIP } from 'node:net';
 import { version } from '../package.json';
+import type { SecretSource } from './secrets';
+import { parseSigningKeys } from './signing';
 
 /** The backoff policies of SPEC §2 (`BACKOFF`). */
 export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'none'] as const;
@@ -50,6 +52,12 @@ export interface RelayConfig {
   readonly maxReceiveCount: number;
   /** `User-Agent` of every delivery request. */
   readonly userAgent: string;
+  /** `SIGNING_SECRET_ARN` or `SIGNING_SECRET`: sign every request (Standard Webhooks) when set. */
+  readonly signingSecret: SecretSource | undefined;
+  /** `AUTH_SECRET_ARN` or `AUTH_HEADER`: the `Authorization` value of every request when set. */
+  readonly authorization: SecretSource | undefined;
+  /** `SECRETS_REFRESH_SECONDS`: how long a value read from Secrets Manager is used before it is read again. */
+  readonly secretsRefreshSeconds: number;
 }
 
 /** Raised for an invalid configuration; `variable` names the environment variable at fault. */
@@ -130,6 +138,37 @@ function webhookUrl(env: Env): URL {
   return url;
 }
 
+/**
+ * A secret given either as a Secrets Manager id (`<name>_ARN`, what the stack sets) or as the
+ * value itself (for `npm start` and daemons, whose environment is already private).
+ */
+function secretSource(env: Env, literalName: string, arnName: string): SecretSource | undefined {
+  const literal = read(env, literalName);
+  const secretId = read(env, arnName);
+  if (literal !== undefined && secretId !== undefined) {
+    throw new ConfigError(arnName, `unset when ${literalName} is set (give the secret one way)`, secretId);
+  }
+  if (secretId !== undefined) return { kind: 'secrets-manager', secretId };
+  return literal === undefined ? undefined : { kind: 'literal', value: literal };
+}
+
+/** Checks a secret given as a value now, at start; the message never repeats the value. */
+function checkLiteral(source: SecretSource | undefined, name: string, check: (value: string) => void, expected: string): SecretSource | undefined {
+  if (source?.kind !== 'literal') return source;
+  try {
+    check(source.value);
+  } catch {
+    throw new ConfigError(name, expected, '(value not shown)');
+  }
+  return source;
+}
+
+/** Throws unless `value` can be sent as an `Authorization` header; the message never contains it. */
+export function checkAuthorizationValue(value: string): string {
+  if (!/^[\x21-\x7e][\x20-\x7e]*$/.test(value) || value.trim() !== value) throw new Error('the Authorization value has characters not allowed in a header');
+  return value;
+}
+
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
@@ -167,5 +206,8 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     deadLetterQueueUrl: read(env, 'DLQ_URL'),
     maxReceiveCount: integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000),
     userAgent: `sqs-webhook-relay/${version}`,
+    signingSecret: checkLiteral(secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'), 'SIGNING_SECRET', parseSigningKeys, 'one or more whsec_<base64> secrets separated by spaces'),
+    authorization: checkLiteral(secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'), 'AUTH_HEADER', checkAuthorizationValue, 'a legal header value (printable ASCII, e.g. "Bearer <token>")'),
+    secretsRefreshSeconds: integer(env, 'SECRETS_REFRESH_SECONDS', 300, 0, 86_400),
   };
 }

@@ -13,11 +13,13 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type NotAttempted, runBatch } from './batch';
 import { classify } from './classify';
-import type { RelayConfig } from './config';
+import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
 import { QueueDirectory } from './queues';
 import { buildDeliveryRequest } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
+import { CachedSecret } from './secrets';
+import { parseSigningKeys, signDelivery } from './signing';
 import { WebhookTransmitter } from './transmitter';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
@@ -99,6 +101,8 @@ export class BatchRelay {
   private readonly queues: QueueDirectory;
   private readonly visibility: VisibilityUpdater;
   private readonly deadLetters: DeadLetterWriter;
+  private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
+  private readonly authorization: CachedSecret<string> | undefined;
 
   constructor(
     private readonly config: RelayConfig,
@@ -117,6 +121,9 @@ export class BatchRelay {
     this.queues = new QueueDirectory(sqs, config.deadLetterQueueUrl);
     this.visibility = new VisibilityUpdater(sqs);
     this.deadLetters = new DeadLetterWriter(sqs, this.queues);
+    const refresh = config.secretsRefreshSeconds;
+    this.signingKeys = config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh);
+    this.authorization = config.authorization && new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh);
   }
 
   /** The logger and metrics, for the middleware that flushes them. */
@@ -156,7 +163,8 @@ export class BatchRelay {
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
-      const result = await this.transmitter.post(request.headers, request.body, timeoutMs);
+      const headers = await this.withCredentials(record, request.headers, request.body);
+      const result = await this.transmitter.post(headers, request.body, timeoutMs);
       this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
       const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
       if (result.kind === 'transport-error') {
@@ -171,6 +179,17 @@ export class BatchRelay {
     } catch (error) {
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: describeError(error) };
     }
+  }
+
+  /** The request's headers plus its signature and `Authorization`, when configured. */
+  private async withCredentials(record: SQSRecord, headers: Record<string, string>, body: Buffer): Promise<Record<string, string>> {
+    if (this.signingKeys === undefined && this.authorization === undefined) return headers;
+    const withSecrets = { ...headers };
+    if (this.signingKeys !== undefined) {
+      Object.assign(withSecrets, signDelivery(await this.signingKeys.get(), record.messageId, Math.floor(Date.now() / 1000), body));
+    }
+    if (this.authorization !== undefined) withSecrets.Authorization = await this.authorization.get();
+    return withSecrets;
   }
 
   private backoff(receiveCount: number): number | undefined {

@@ -1,0 +1,244 @@
+/**
+ * Security end to end (SPEC §1, issue 5): signatures checked by the independent
+ * `standardwebhooks` package, the Authorization header from Secrets Manager, hostile input and
+ * hostile webhooks, and secrets kept out of logs.
+ */
+import { createServer, type Server, validateHeaderName, validateHeaderValue } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { type Emulator, startEmulator } from '../support/emulator';
+import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
+import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
+import { startWebhook, type TestWebhook } from '../support/webhook';
+
+const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
+const ROTATED = `whsec_${Buffer.from('the next signing key, after rotation').toString('base64')}`;
+
+let emulator: Emulator;
+let webhook: TestWebhook;
+let secretsManager: FakeSecretsManager;
+
+beforeAll(async () => {
+  emulator = await startEmulator();
+  webhook = await startWebhook();
+  secretsManager = await startSecretsManager();
+});
+afterAll(async () => {
+  await secretsManager.close();
+  await webhook.close();
+  await emulator.stop();
+});
+afterEach(() => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ status: 200 }));
+  secretsManager.failing = false;
+});
+
+function syntheticRecord(index: number, body: string, messageAttributes: SQSRecord['messageAttributes'] = {}): SQSRecord {
+  return {
+    messageId: `5b2c9f6e-0000-4000-8000-${String(index).padStart(12, '0')}`,
+    receiptHandle: `handle-${index}`,
+    body,
+    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AID', ApproximateFirstReceiveTimestamp: '1700000000000' },
+    messageAttributes,
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: emulator.queue.arn,
+    awsRegion: 'us-east-1',
+  };
+}
+
+/** The headers of a received request as the `standardwebhooks` verifier wants them. */
+function signatureHeadersOf(index = 0): Record<string, string> {
+  const headers = webhook.requests[index]?.headers ?? {};
+  return { 'webhook-id': String(headers['webhook-id']), 'webhook-timestamp': String(headers['webhook-timestamp']), 'webhook-signature': String(headers['webhook-signature']) };
+}
+
+describe('signatures (Standard Webhooks)', () => {
+  const bodies = ['{"greeting":"héllo wörld ✓ 日本語 🚀"}', 'binary-looking \u0001\u0002\u00ff\u00fe\ufffd \u0000 end', ''];
+
+  test.each(bodies.map((body) => [body]))('verified by the standardwebhooks package: %j', async (body) => {
+    const record = syntheticRecord(1, body);
+    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }), { Records: [record] });
+    const request = webhook.requests[0];
+    expect(request?.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
+    expect(request?.headers['webhook-id']).toBe(record.messageId);
+    expect(() => new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
+  });
+
+  test('a tampered body or an old timestamp fails verification', async () => {
+    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }), { Records: [syntheticRecord(1, '{"amount":10}')] });
+    const verifier = new Webhook(SECRET);
+    const headers = signatureHeadersOf();
+    expect(() => verifier.verify('{"amount":10}', headers)).not.toThrow();
+    expect(() => verifier.verify('{"amount":10000}', headers)).toThrow(WebhookVerificationError);
+    const old = { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 3600) };
+    expect(() => verifier.verify('{"amount":10}', old)).toThrow(/too old/);
+    expect(() => new Webhook(ROTATED).verify('{"amount":10}', headers)).toThrow(WebhookVerificationError);
+  });
+
+  test('the secret comes from Secrets Manager; several secrets sign with each, for rotation', async () => {
+    secretsManager.secrets.set('arn:aws:secretsmanager:us-east-1:000000000000:secret:signing', `${SECRET} ${ROTATED}`);
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:signing' });
+    const response = await invoke(handler, { Records: [syntheticRecord(1, 'rotating')] });
+    expect(response.batchItemFailures).toEqual([]);
+    for (const secret of [SECRET, ROTATED]) expect(() => new Webhook(secret).verify('rotating', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
+  });
+
+  test('an invalid SIGNING_SECRET stops the start, without printing the secret', () => {
+    expect(() => relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: 'not-a-secret-value' })).toThrow(/SIGNING_SECRET must be one or more whsec_/);
+    expect(() => relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: 'not-a-secret-value' })).not.toThrow(/not-a-secret-value/);
+  });
+});
+
+describe('Authorization from Secrets Manager', () => {
+  const id = 'webhook-auth';
+
+  test('sent on every request, read once and cached, re-read after the refresh interval', async () => {
+    secretsManager.secrets.set(id, 'Bearer first-token');
+    const telemetry = capturedTelemetry();
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, AUTH_SECRET_ARN: id, SECRETS_REFRESH_SECONDS: '1' }, telemetry);
+    const before = secretsManager.calls.count;
+    await invoke(handler, { Records: [1, 2, 3].map((n) => syntheticRecord(n, `m${n}`)) });
+    expect(webhook.requests.map((request) => request.headers.authorization)).toEqual(['Bearer first-token', 'Bearer first-token', 'Bearer first-token']);
+    expect(secretsManager.calls.count - before).toBeLessThanOrEqual(3);
+    const afterFirst = secretsManager.calls.count;
+    await invoke(handler, { Records: [syntheticRecord(4, 'm4')] });
+    expect(secretsManager.calls.count).toBe(afterFirst); // still cached
+    secretsManager.secrets.set(id, 'Bearer rotated-token');
+    await sleep(1_100);
+    await invoke(handler, { Records: [syntheticRecord(5, 'm5')] });
+    expect(webhook.requests.at(-1)?.headers.authorization).toBe('Bearer rotated-token');
+    expect(JSON.stringify(telemetry.lines)).not.toMatch(/first-token|rotated-token/);
+  });
+
+  test('Secrets Manager down: with a value read before it is kept; with none the record is retried, not lost', async () => {
+    secretsManager.secrets.set('auth-outage', 'Bearer kept-token');
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, AUTH_SECRET_ARN: 'auth-outage', SECRETS_REFRESH_SECONDS: '0' });
+    await invoke(handler, { Records: [syntheticRecord(1, 'a')] });
+    secretsManager.failing = true;
+    const kept = await invoke(handler, { Records: [syntheticRecord(2, 'b')] });
+    expect(kept.batchItemFailures).toEqual([]);
+    expect(webhook.requests.at(-1)?.headers.authorization).toBe('Bearer kept-token');
+
+    const telemetry = capturedTelemetry();
+    const cold = relayFor({ WEBHOOK_URL: webhook.url, AUTH_SECRET_ARN: 'auth-outage', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }, telemetry);
+    const sent = webhook.requests.length;
+    const response = await invoke(cold, { Records: [syntheticRecord(3, 'c')] });
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: syntheticRecord(3, 'c').messageId }]);
+    expect(webhook.requests.length).toBe(sent); // nothing went out unauthenticated
+    expect(telemetry.lines.find((line) => line.outcome === 'retry')).toMatchObject({ error: expect.stringContaining('could not read the Authorization secret') });
+  });
+});
+
+describe('secrets never reach the logs', () => {
+  test('signature, Authorization and secret values are absent from every log line, at DEBUG too', async () => {
+    const telemetry = capturedTelemetry();
+    webhook.respondWith(() => ({ status: 500 }));
+    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, AUTH_HEADER: 'Bearer secret-token-123' }, telemetry), { Records: [syntheticRecord(1, 'x')] });
+    const logged = JSON.stringify(telemetry.lines);
+    expect(telemetry.lines.length).toBeGreaterThan(0);
+    expect(logged).not.toContain('secret-token-123');
+    expect(logged).not.toContain(SECRET.slice(6));
+    expect(logged).not.toContain(String(webhook.requests[0]?.headers['webhook-signature']).slice(3));
+  });
+});
+
+describe('hostile webhooks', () => {
+  test('a 1 GB streamed response costs neither memory nor time: the status is used and the socket dropped', async () => {
+    let written = 0;
+    let closed = false;
+    const flood: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Length': String(1024 ** 3) });
+      const chunk = Buffer.alloc(1024 * 1024, 'x');
+      const pump = (): void => {
+        while (written < 1024 ** 3 && !closed) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.on('close', () => {
+        closed = true;
+      });
+      pump();
+    });
+    await new Promise<void>((resolve) => flood.listen(0, '127.0.0.1', resolve));
+    const { port } = flood.address() as AddressInfo;
+    try {
+      const heapBefore = process.memoryUsage().heapUsed;
+      const response = await invoke(relayFor({ WEBHOOK_URL: `http://127.0.0.1:${port}/flood` }), { Records: [syntheticRecord(1, 'flood')] });
+      expect(response.batchItemFailures).toEqual([]);
+      await sleep(50);
+      expect(closed).toBe(true);
+      expect(written).toBeLessThan(64 * 1024 ** 2); // the relay stopped reading long before 1 GB
+      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 1024 ** 2);
+    } finally {
+      flood.closeAllConnections();
+      flood.close();
+    }
+  });
+
+  test('a redirect to another host is not followed: the other host gets nothing, the message is dead-lettered', async () => {
+    const other = await startWebhook();
+    try {
+      webhook.respondWith(() => ({ status: 307, headers: { Location: other.url } }));
+      await emulator.send('redirected');
+      const event = await emulator.receiveEvent();
+      const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
+      expect(other.requests).toHaveLength(0);
+      expect(response.batchItemFailures).toEqual([]);
+      expect(emulator.counts(emulator.dlq).ready).toBe(1);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('hostile input (property)', () => {
+  test('for arbitrary attributes and bodies: every header sent is legal, bodies arrive byte for byte, no record is lost', async () => {
+    const attributeName = fc.stringMatching(/^[A-Za-z0-9_.-]{1,40}$/).filter((name) => !name.startsWith('.') && !name.endsWith('.') && !name.includes('..'));
+    const attributeValue = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }), fc.constantFrom('a\r\nX-Evil: 1', '\u0000', ' padded ', 'ok', 'x'.repeat(5000)));
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '4' });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ body: fc.string({ unit: 'binary', maxLength: 200 }), attributes: fc.dictionary(attributeName, fc.record({ dataType: fc.constantFrom('String', 'Number', 'String.custom', 'Binary'), value: attributeValue }), { maxKeys: 10 }) }), { minLength: 1, maxLength: 8 }),
+        async (messages) => {
+          webhook.requests.length = 0;
+          const records = messages.map((message, index) =>
+            syntheticRecord(
+              index,
+              message.body,
+              Object.fromEntries(
+                Object.entries(message.attributes).map(([name, attribute]) => [
+                  name,
+                  attribute.dataType === 'Binary'
+                    ? { dataType: 'Binary', binaryValue: Buffer.from(attribute.value).toString('base64') }
+                    : { dataType: attribute.dataType, stringValue: attribute.value },
+                ]),
+              ),
+            ),
+          );
+          const response = await invoke(handler, { Records: records });
+          expect(response.batchItemFailures).toEqual([]);
+          expect(webhook.requests).toHaveLength(records.length);
+          for (const request of webhook.requests) {
+            const record = records.find((candidate) => candidate.messageId === request.headers['x-carrier-message-id']);
+            expect(request.body.equals(Buffer.from(record?.body ?? '\u0000', 'utf8'))).toBe(true);
+            for (const [name, value] of Object.entries(request.headers)) {
+              expect(() => validateHeaderName(name)).not.toThrow();
+              expect(() => validateHeaderValue(name, value)).not.toThrow();
+              expect(String(value)).not.toMatch(/[\r\n\0]/);
+            }
+            expect(request.headers['x-evil']).toBeUndefined();
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+});
