@@ -4,7 +4,7 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { invoke, relayFor, sleep } from '../support/relay';
+import { invoke, relayFor, sleep, unreachableSqs } from '../support/relay';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 let webhook: TestWebhook;
@@ -38,7 +38,7 @@ test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in fl
     return { status: 200 };
   });
   const records = Array.from({ length: 10_000 }, (_, index) => record(index));
-  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }), { Records: records }, 120_000);
+  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }, { sqs: unreachableSqs() }), { Records: records }, 120_000);
   expect(response.batchItemFailures).toEqual([]);
   const seen = webhook.requests.map((request) => (JSON.parse(request.body.toString()) as { index: number }).index);
   expect(seen).toHaveLength(10_000);

@@ -3,7 +3,7 @@
  * captured as parsed JSON lines, and Lambda's side of an invocation (deleting what the handler
  * acknowledged, as the event source mapping does).
  */
-import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -60,3 +60,11 @@ export async function acknowledge(sqs: SQSClient, queueUrl: string, event: SQSEv
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * An SQS client whose every call fails at once (a closed port on 127.0.0.1): for tests whose
+ * records name no real queue, so that no call ever leaves this machine.
+ */
+export function unreachableSqs(): SQSClient {
+  return new SQSClient({ endpoint: 'http://127.0.0.1:9', region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+}

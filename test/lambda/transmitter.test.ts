@@ -1,0 +1,325 @@
+/**
+ * Unit tests of lambda/transmitter.ts against real node:http servers on 127.0.0.1: what comes
+ * back for every way a webhook can answer, or fail to, and how connections are used.
+ */
+import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import { afterEach, describe, expect, test } from 'vitest';
+import { RESPONSE_EXCERPT_BYTES, RESPONSE_READ_LIMIT_BYTES, type WebhookResponse, type WebhookResult, WebhookTransmitter } from '../../lambda/transmitter';
+
+interface Received {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
+interface TestServer {
+  readonly url: URL;
+  readonly requests: Received[];
+  /** TCP connections accepted so far. */
+  connections: number;
+  /** Resolves when every connection accepted so far has closed. */
+  allClosed(): Promise<void>;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function trackSockets(server: Server | TcpServer, state: { connections: number }): () => Promise<void> {
+  const open = new Set<Socket>();
+  const closed: Promise<void>[] = [];
+  server.on('connection', (socket: Socket) => {
+    state.connections += 1;
+    open.add(socket);
+    closed.push(new Promise((resolve) => socket.once('close', () => resolve())));
+    socket.once('close', () => open.delete(socket));
+  });
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of open) socket.destroy();
+        server.close(() => resolve());
+      }),
+  );
+  return async () => {
+    await Promise.all(closed);
+  };
+}
+
+/** An HTTP server on 127.0.0.1 that records each request (body read in full) and lets `reply` answer it. */
+async function serve(reply: (req: IncomingMessage, res: ServerResponse, received: Received) => void): Promise<TestServer> {
+  const requests: Received[] = [];
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+      requests.push(received);
+      reply(req, res, received);
+    });
+  });
+  const state = { connections: 0 };
+  const allClosed = trackSockets(server, state);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, { url: new URL(`http://127.0.0.1:${port}/hook?x=1`), requests, allClosed });
+}
+
+/** A raw TCP server that writes `bytes` to every connection and then does `after`. */
+async function serveRaw(bytes: string, after: 'end' | 'destroy' = 'end'): Promise<URL> {
+  const server = createTcpServer((socket) => {
+    socket.on('error', () => {});
+    socket.once('data', () => {
+      socket.write(bytes);
+      if (after === 'end') socket.end();
+      else socket.destroy();
+    });
+  });
+  trackSockets(server, { connections: 0 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+}
+
+function transmitterFor(url: URL, maxSockets = 4): WebhookTransmitter {
+  const transmitter = new WebhookTransmitter(url, maxSockets);
+  cleanups.push(() => transmitter.close());
+  return transmitter;
+}
+
+const BODY = Buffer.from('{"order":42,"name":"Grüße 🚀"}', 'utf8');
+const HEADERS = { 'Content-Type': 'application/json', 'Content-Length': String(BODY.length), 'X-Carrier-Message-Id': 'abc-123' };
+
+function expectResponse(result: WebhookResult): WebhookResponse {
+  expect(result.kind).toBe('response');
+  if (result.kind !== 'response') throw new Error(`expected a response, got ${result.error}: ${result.message}`);
+  expect(result.latencyMs).toBeGreaterThanOrEqual(0);
+  return result;
+}
+
+describe('responses', () => {
+  test('a 200 with a body: the request arrives intact and the excerpt comes back', async () => {
+    const server = await serve((_req, res) => res.writeHead(200, { 'Content-Type': 'text/plain' }).end('thanks'));
+    const result = await transmitterFor(server.url).post(HEADERS, BODY, 2000);
+    expect(expectResponse(result)).toMatchObject({ kind: 'response', status: 200, retryAfter: undefined, excerpt: 'thanks' });
+    expect(server.requests).toHaveLength(1);
+    const [received] = server.requests;
+    expect(received?.method).toBe('POST');
+    expect(received?.path).toBe('/hook?x=1');
+    expect(received?.body.equals(BODY)).toBe(true);
+    expect(received?.headers['content-type']).toBe('application/json');
+    expect(received?.headers['x-carrier-message-id']).toBe('abc-123');
+  });
+
+  test('a 204 without a body has an empty excerpt', async () => {
+    const server = await serve((_req, res) => res.writeHead(204).end());
+    expect(expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000))).toMatchObject({ status: 204, excerpt: '' });
+  });
+
+  test.each([
+    [429, '120'],
+    [503, 'Wed, 21 Oct 2015 07:28:00 GMT'],
+    [503, ' 7 '],
+  ])('%d: the Retry-After header %j is exposed as sent', async (status, retryAfter) => {
+    const server = await serve((_req, res) => res.writeHead(status, { 'Retry-After': retryAfter }).end('slow down'));
+    const result = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000));
+    expect(result).toMatchObject({ status, retryAfter: retryAfter.trim(), excerpt: 'slow down' });
+  });
+
+  test.each([400, 404, 410, 500, 502])('%d is returned as a response, not an error', async (status) => {
+    const server = await serve((_req, res) => res.writeHead(status).end(`error ${status}`));
+    expect(expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000))).toMatchObject({ status, excerpt: `error ${status}` });
+  });
+
+  test.each([301, 302, 303, 307, 308])('a %d redirect is returned as is and never followed', async (status) => {
+    const elsewhere = await serve((_req, res) => res.writeHead(200).end('followed'));
+    const server = await serve((_req, res) => res.writeHead(status, { Location: elsewhere.url.href }).end());
+    const result = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000));
+    expect(result.status).toBe(status);
+    expect(result.excerpt).not.toContain('followed');
+    expect(elsewhere.requests).toHaveLength(0);
+    expect(elsewhere.connections).toBe(0);
+  });
+
+  test('a body up to the excerpt size is kept whole, a longer one is cut at 512 bytes', async () => {
+    const exact = 'a'.repeat(RESPONSE_EXCERPT_BYTES);
+    const long = `${'b'.repeat(RESPONSE_EXCERPT_BYTES)}TAIL${'c'.repeat(10_000)}`;
+    const server = await serve((req, res) => res.writeHead(422).end(req.url?.startsWith('/exact') ? exact : long));
+    const exactUrl = new URL('/exact', server.url);
+    expect(expectResponse(await transmitterFor(exactUrl).post(HEADERS, BODY, 2000)).excerpt).toBe(exact);
+    const cut = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000)).excerpt;
+    expect(cut).toBe('b'.repeat(RESPONSE_EXCERPT_BYTES));
+    expect(cut).not.toContain('TAIL');
+  });
+
+  // NIT (lambda/transmitter.ts:103): the excerpt is the first 512 *bytes* decoded as UTF-8, so a
+  // multi-byte character cut at byte 512 becomes U+FFFD (3 bytes): the excerpt is then 513 bytes
+  // and ends in a replacement character. Harmless for logs; noted because the constant promises
+  // 512 bytes.
+  test.fails('NIT: an excerpt cut inside a multi-byte character stays within 512 bytes and ends cleanly', async () => {
+    const server = await serve((_req, res) => res.writeHead(400).end('€'.repeat(300))); // 3 bytes each
+    const { excerpt } = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000));
+    expect(Buffer.byteLength(excerpt, 'utf8')).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
+    expect(excerpt).not.toContain('\ufffd');
+  });
+});
+
+describe('transport errors', () => {
+  test('no answer within the timeout → timeout', async () => {
+    const server = await serve(() => {
+      /* never answer */
+    });
+    const result = await transmitterFor(server.url).post(HEADERS, BODY, 150);
+    expect(result).toMatchObject({ kind: 'transport-error', error: 'timeout' });
+    expect(result.kind === 'transport-error' && result.message).toContain('150 ms');
+    await server.allClosed(); // the relay hung up rather than leaving the socket open
+  });
+
+  test('a body that stalls after the status line → timeout (the bound covers the whole exchange)', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'Content-Length': '1000' });
+      res.write('partial');
+    });
+    expect(await transmitterFor(server.url).post(HEADERS, BODY, 150)).toMatchObject({ kind: 'transport-error', error: 'timeout' });
+  });
+
+  test('connection refused → connection', async () => {
+    const probe = createTcpServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const result = await transmitterFor(new URL(`http://127.0.0.1:${port}/`)).post(HEADERS, BODY, 2000);
+    expect(result).toMatchObject({ kind: 'transport-error', error: 'connection' });
+    expect(result.kind === 'transport-error' && result.message).toMatch(/ECONNREFUSED/);
+  });
+
+  test('a host that does not resolve → dns', async () => {
+    // .invalid is reserved (RFC 6761): resolvers answer NXDOMAIN without asking anyone.
+    const result = await transmitterFor(new URL('http://webhook-relay-test.invalid/hook')).post(HEADERS, BODY, 5000);
+    expect(result).toMatchObject({ kind: 'transport-error', error: 'dns' });
+  });
+
+  test('the socket closed before any answer → connection', async () => {
+    const server = await serve((req) => req.socket.destroy());
+    expect(await transmitterFor(server.url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error', error: 'connection' });
+  });
+
+  test('a reset in the middle of a Content-Length body → a transport error, not the 200', async () => {
+    const server = await serve((req, res) => {
+      res.writeHead(200, { 'Content-Length': '10000' });
+      res.write('x'.repeat(100), () => setTimeout(() => req.socket.destroy(), 10));
+    });
+    expect(await transmitterFor(server.url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error', error: 'connection' });
+  });
+
+  test('a reset in the middle of a chunked body → a transport error', async () => {
+    const server = await serve((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }); // no length: chunked
+      res.write('first chunk', () => setTimeout(() => req.socket.destroy(), 10));
+    });
+    expect(await transmitterFor(server.url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error', error: 'connection' });
+  });
+
+  test.each([
+    ['not HTTP at all', 'HELLO THERE\r\n\r\n'],
+    ['a bad status line', 'HTTP/1.1 abc OK\r\nContent-Length: 0\r\n\r\n'],
+    ['a bad header line', 'HTTP/1.1 200 OK\r\nBad Header Without Colon\r\nContent-Length: 0\r\n\r\n'],
+    ['conflicting lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello'],
+  ])('a garbage response (%s) → protocol', async (_label, bytes) => {
+    const url = await serveRaw(bytes);
+    expect(await transmitterFor(url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error', error: 'protocol' });
+  });
+
+  test('a response cut off in its headers → a transport error', async () => {
+    const url = await serveRaw('HTTP/1.1 200 OK\r\nContent-Ty', 'destroy');
+    expect(await transmitterFor(url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error' });
+  });
+
+  // BUG (lambda/transmitter.ts:78, :94): `post` documents "Resolves (never rejects)", but a
+  // header value Node refuses (e.g. one with CR/LF) makes `http.request` throw inside the
+  // Promise executor, so the promise rejects with ERR_INVALID_CHAR. buildDeliveryRequest never
+  // produces such a header and relay.ts catches, so this is latent, but the contract is broken.
+  test.fails('BUG: an illegal header value resolves to a transport error instead of rejecting', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end());
+    const result = await transmitterFor(server.url).post({ 'X-Bad': 'a\r\nX-Evil: 1' }, BODY, 2000);
+    expect(result.kind).toBe('transport-error');
+  });
+});
+
+describe('bounded reading', () => {
+  test('a huge streamed response: the status comes back, the excerpt is small, the socket is dropped', async () => {
+    const CHUNK = Buffer.alloc(1024 * 1024, 'z');
+    const LIMIT = 200 * CHUNK.length;
+    let written = 0;
+    const server = await serve((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      let closed = false;
+      req.socket.once('close', () => {
+        closed = true;
+      });
+      const pump = (): void => {
+        while (!closed && written < LIMIT) {
+          written += CHUNK.length;
+          if (!res.write(CHUNK)) {
+            res.once('drain', pump);
+            return;
+          }
+        }
+        if (!closed) res.end();
+      };
+      pump();
+    });
+    const result = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 10_000));
+    expect(result.status).toBe(200);
+    expect(Buffer.byteLength(result.excerpt, 'utf8')).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
+    expect(result.excerpt).toBe('z'.repeat(RESPONSE_EXCERPT_BYTES));
+    await server.allClosed(); // the server sees the connection closed by the relay
+    expect(written).toBeLessThan(LIMIT); // it stopped well before sending 200 MB
+  });
+
+  test('a body just past the read limit with a Content-Length: status returned, connection not reused', async () => {
+    const big = 'q'.repeat(RESPONSE_READ_LIMIT_BYTES * 2);
+    const server = await serve((_req, res) => res.writeHead(500, { 'Content-Length': String(big.length) }).end(big));
+    const transmitter = transmitterFor(server.url, 1);
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000))).toMatchObject({ status: 500, excerpt: 'q'.repeat(RESPONSE_EXCERPT_BYTES) });
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000)).status).toBe(500);
+    expect(server.connections).toBe(2);
+  });
+});
+
+describe('connections', () => {
+  test('keep-alive: sequential requests reuse one connection', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end('ok'));
+    const transmitter = transmitterFor(server.url, 4);
+    for (let i = 0; i < 3; i += 1) expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000)).status).toBe(200);
+    expect(server.requests).toHaveLength(3);
+    expect(server.connections).toBe(1);
+  });
+
+  test('keep-alive survives a body read to its end (below the read limit)', async () => {
+    const server = await serve((_req, res) => res.writeHead(404).end('n'.repeat(10_000)));
+    const transmitter = transmitterFor(server.url, 4);
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000)).excerpt).toHaveLength(RESPONSE_EXCERPT_BYTES);
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000)).status).toBe(404);
+    expect(server.connections).toBe(1);
+  });
+
+  test('parallel requests use at most maxSockets connections', async () => {
+    const server = await serve((_req, res) => setTimeout(() => res.writeHead(200).end('ok'), 20));
+    const transmitter = transmitterFor(server.url, 2);
+    const results = await Promise.all(Array.from({ length: 6 }, () => transmitter.post(HEADERS, BODY, 5000)));
+    expect(results.map((result) => expectResponse(result).status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(server.connections).toBe(2);
+  });
+
+  test('close() hangs up the idle kept-alive connections', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end('ok'));
+    const transmitter = transmitterFor(server.url, 4);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    transmitter.close();
+    await server.allClosed();
+    expect(server.connections).toBe(1);
+  });
+});
