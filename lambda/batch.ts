@@ -27,15 +27,21 @@ export interface BatchLoopOptions<Outcome> {
   readonly canStart: () => boolean;
 }
 
+/** True for a record from a FIFO queue (whose name, and so ARN, ends in `.fifo`). */
+export function isFifoRecord(record: Pick<SQSRecord, 'eventSourceARN'>): boolean {
+  return record.eventSourceARN?.endsWith('.fifo') === true;
+}
+
 /**
  * Splits records into lanes that must each run in order: one lane per FIFO message group (in
- * the batch's order), and a lane of one for every record without a group.
+ * the batch's order), and a lane of one for every other record. A standard queue's message
+ * group (a "fair queue" tenant) promises no order, so it gets no lane of its own.
  */
 export function lanesOf(records: readonly SQSRecord[]): number[][] {
   const lanes: number[][] = [];
   const byGroup = new Map<string, number[]>();
   records.forEach((record, index) => {
-    const group = record.attributes?.MessageGroupId;
+    const group = isFifoRecord(record) ? record.attributes?.MessageGroupId : undefined;
     if (group === undefined) {
       lanes.push([index]);
       return;
@@ -68,19 +74,18 @@ export async function runBatch<Outcome>(
   const worker = async (): Promise<void> => {
     while (nextLane < lanes.length) {
       const lane = lanes[nextLane++] ?? [];
-      let blocked = false;
+      // Once set, the rest of the lane is not sent, for this reason.
+      let stopped: NotAttemptedReason | undefined;
       for (const index of lane) {
         const record = records[index] as SQSRecord;
-        if (blocked) {
-          outcomes[index] = { kind: 'not-attempted', reason: 'fifo-group-blocked' };
-        } else if (!options.canStart()) {
-          outcomes[index] = { kind: 'not-attempted', reason: 'deadline' };
-          blocked = true; // a later record of the group must not go out if time frees up
-        } else {
-          const outcome = await attempt(record);
-          outcomes[index] = outcome;
-          blocked = options.blocksGroup(outcome);
+        if (stopped === undefined && !options.canStart()) stopped = 'deadline';
+        if (stopped !== undefined) {
+          outcomes[index] = { kind: 'not-attempted', reason: stopped };
+          continue;
         }
+        const outcome = await attempt(record);
+        outcomes[index] = outcome;
+        if (options.blocksGroup(outcome)) stopped = 'fifo-group-blocked';
       }
     }
   };

@@ -6,10 +6,12 @@
 import { isIP } from 'node:net';
 import { version } from '../package.json';
 import type { SecretSource } from './secrets';
+import type { BreakerSettings } from './breaker';
+import { DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
 
 /** The backoff policies of SPEC §2 (`BACKOFF`). */
-export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'none'] as const;
+export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
 /** One of {@link BACKOFF_POLICIES}. */
 export type BackoffPolicyName = (typeof BACKOFF_POLICIES)[number];
 
@@ -27,6 +29,8 @@ export interface BackoffSettings {
   readonly maxSeconds: number;
   /** `BACKOFF_JITTER`: add up to 25 % random jitter so retries of one burst spread out. */
   readonly jitter: boolean;
+  /** `BACKOFF_SCHEDULE`: the `schedule` policy's delay after each receive, seconds; the last repeats (default {@link DEFAULT_BACKOFF_SCHEDULE}). */
+  readonly schedule?: readonly number[];
 }
 
 /** The validated configuration the handler runs with. */
@@ -52,6 +56,8 @@ export interface RelayConfig {
   readonly maxReceiveCount: number;
   /** `User-Agent` of every delivery request. */
   readonly userAgent: string;
+  /** `OUTAGE_*`: the circuit breaker. */
+  readonly breaker: BreakerSettings;
   /** `SIGNING_SECRET_ARN` or `SIGNING_SECRET`: sign every request (Standard Webhooks) when set. */
   readonly signingSecret: SecretSource | undefined;
   /** `AUTH_SECRET_ARN` or `AUTH_HEADER`: the `Authorization` value of every request when set. */
@@ -132,7 +138,9 @@ function webhookUrl(env: Env): URL {
     // Credentials in a URL end up in the template, the environment and logs; they belong in AUTH_SECRET_ARN.
     throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
   }
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !boolean(env, 'ALLOW_INSECURE_HTTP', false)) {
+  // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
+  const allowInsecure = boolean(env, 'ALLOW_INSECURE_HTTP', false);
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecure) {
     throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, raw);
   }
   return url;
@@ -169,7 +177,26 @@ export function checkAuthorizationValue(value: string): string {
   return value;
 }
 
+function schedule(env: Env): readonly number[] {
+  const raw = read(env, 'BACKOFF_SCHEDULE');
+  if (raw === undefined) return DEFAULT_BACKOFF_SCHEDULE;
+  const delays = raw.split(',').map((part) => part.trim());
+  if (!delays.every((delay) => /^[0-9]+$/.test(delay) && Number(delay) <= 43_200)) {
+    throw new ConfigError('BACKOFF_SCHEDULE', 'comma-separated whole seconds from 0 to 43200, e.g. "60,600,3600"', raw);
+  }
+  return delays.map(Number);
+}
+
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+function breakerSettings(env: Env): BreakerSettings {
+  const initialIntervalSeconds = integer(env, 'OUTAGE_BACKOFF_SECONDS', 30, 1, 43_200);
+  const maxIntervalSeconds = integer(env, 'OUTAGE_BACKOFF_MAX_SECONDS', 900, 1, 43_200);
+  if (maxIntervalSeconds < initialIntervalSeconds) {
+    throw new ConfigError('OUTAGE_BACKOFF_MAX_SECONDS', `at least OUTAGE_BACKOFF_SECONDS (${initialIntervalSeconds})`, String(maxIntervalSeconds));
+  }
+  return { threshold: integer(env, 'OUTAGE_THRESHOLD', 5, 0, 1_000), initialIntervalSeconds, maxIntervalSeconds };
+}
 
 /**
  * Parses and validates the relay's configuration from environment variables.
@@ -201,11 +228,13 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       baseSeconds,
       maxSeconds,
       jitter: boolean(env, 'BACKOFF_JITTER', true),
+      schedule: schedule(env),
     },
     permanentFailure: oneOf(env, 'PERMANENT_FAILURE', PERMANENT_FAILURE_MODES, 'dead-letter'),
     deadLetterQueueUrl: read(env, 'DLQ_URL'),
     maxReceiveCount: integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000),
     userAgent: `sqs-webhook-relay/${version}`,
+    breaker: breakerSettings(env),
     signingSecret: checkLiteral(secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'), 'SIGNING_SECRET', parseSigningKeys, 'one or more whsec_<base64> secrets separated by spaces'),
     authorization: checkLiteral(secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'), 'AUTH_HEADER', checkAuthorizationValue, 'a legal header value (printable ASCII, e.g. "Bearer <token>")'),
     secretsRefreshSeconds: integer(env, 'SECRETS_REFRESH_SECONDS', 300, 0, 86_400),

@@ -12,6 +12,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type NotAttempted, runBatch } from './batch';
+import { type BreakerTransition, CircuitBreaker } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
@@ -29,6 +30,8 @@ export const METRIC_NAMES = {
   retried: 'Retried',
   deadLettered: 'DeadLettered',
   webhookLatency: 'WebhookLatency',
+  /** Seconds the circuit breaker has been open, published by every invocation that finds it open. */
+  breakerOpenSeconds: 'BreakerOpenSeconds',
 } as const;
 
 /** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */
@@ -48,14 +51,16 @@ export type AttemptOutcome =
       readonly delaySeconds: number | undefined;
       readonly status?: number;
       readonly error?: string;
-    };
+    }
+  /** Not sent: the circuit breaker is open. Comes back after the breaker's interval. */
+  | { readonly kind: 'held'; readonly delaySeconds: number };
 
 /** What happened to one record of a batch. */
 export type RecordOutcome = AttemptOutcome | NotAttempted;
 
 /** True when the record must go back to the queue (it is in `batchItemFailures`). */
 export function isFailure(outcome: RecordOutcome): boolean {
-  return outcome.kind === 'retry' || outcome.kind === 'not-attempted';
+  return outcome.kind === 'retry' || outcome.kind === 'not-attempted' || outcome.kind === 'held';
 }
 
 /** What the relay is built from; everything but the configuration has a production default. */
@@ -103,6 +108,7 @@ export class BatchRelay {
   private readonly deadLetters: DeadLetterWriter;
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
+  private readonly breaker: CircuitBreaker;
 
   constructor(
     private readonly config: RelayConfig,
@@ -121,6 +127,7 @@ export class BatchRelay {
     this.queues = new QueueDirectory(sqs, config.deadLetterQueueUrl);
     this.visibility = new VisibilityUpdater(sqs);
     this.deadLetters = new DeadLetterWriter(sqs, this.queues);
+    this.breaker = new CircuitBreaker(config.breaker);
     const refresh = config.secretsRefreshSeconds;
     this.signingKeys = config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh);
     this.authorization = config.authorization && new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh);
@@ -144,7 +151,7 @@ export class BatchRelay {
       records,
       {
         concurrency: this.config.maxConcurrency,
-        blocksGroup: (outcome) => outcome.kind === 'retry',
+        blocksGroup: (outcome) => outcome.kind === 'retry' || outcome.kind === 'held',
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
       (record) => this.attempt(record, Math.min(this.config.requestTimeoutMs, timeLeftForRequests())),
@@ -155,9 +162,11 @@ export class BatchRelay {
     return { batchItemFailures };
   }
 
-  /** One record: build, send, classify, and dead-letter if permanent. Never throws. */
+  /** One record: ask the breaker, build, send, classify, and dead-letter if permanent. Never throws. */
   private async attempt(record: SQSRecord, timeoutMs: number): Promise<AttemptOutcome> {
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+    const permit = this.breaker.permit(Date.now());
+    if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
     try {
       const request = buildDeliveryRequest(record, this.config);
       for (const skipped of request.skippedAttributes) {
@@ -166,6 +175,7 @@ export class BatchRelay {
       const headers = await this.withCredentials(record, request.headers, request.body);
       const result = await this.transmitter.post(headers, request.body, timeoutMs);
       this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
+      this.announce(this.breaker.record(result, permit === 'probe', Date.now()));
       const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
       if (result.kind === 'transport-error') {
         return { kind: 'retry', delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined, error: `${result.error}: ${result.message}` };
@@ -178,6 +188,18 @@ export class BatchRelay {
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
     } catch (error) {
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: describeError(error) };
+    }
+  }
+
+  /** One WARN line when the breaker opens, one INFO when it closes. */
+  private announce(transition: BreakerTransition | undefined): void {
+    if (transition?.kind === 'opened') {
+      this.logger.warn('Webhook looks down: circuit breaker opened; holding records back', { ...transition });
+    } else if (transition?.kind === 'reopened') {
+      this.logger.info('Circuit breaker probe failed; still open', { ...transition });
+    } else if (transition?.kind === 'closed') {
+      this.logger.info('Webhook answered again: circuit breaker closed', { ...transition });
+      this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, transition.openSeconds);
     }
   }
 
@@ -206,7 +228,7 @@ export class BatchRelay {
     const byQueue = new Map<string, VisibilityChange[]>();
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
-      const requested = outcome.kind === 'retry' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
+      const requested = outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
       if (requested === undefined) return;
       const changes = byQueue.get(record.eventSourceARN) ?? [];
       changes.push({ messageId: record.messageId, receiptHandle: record.receiptHandle, visibilitySeconds: clampVisibility(requested, elapsedSeconds) });
@@ -228,7 +250,7 @@ export class BatchRelay {
   /** The per-record lines for records not delivered, the batch summary line, and the counters. */
   private report(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], visibilityFailures: readonly FailedVisibilityChange[], startedAt: number): void {
     const failedVisibility = new Map(visibilityFailures.map((failure) => [failure.messageId, failure.reason]));
-    const counts = { delivered: 0, retried: 0, deadLettered: 0, notAttempted: 0 };
+    const counts = { delivered: 0, retried: 0, deadLettered: 0, notAttempted: 0, held: 0 };
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
       if (outcome.kind === 'delivered') {
@@ -246,6 +268,9 @@ export class BatchRelay {
       if (outcome.kind === 'retry') {
         counts.retried += 1;
         Object.assign(line, { status: outcome.status, delaySeconds: outcome.delaySeconds, error: outcome.error });
+      } else if (outcome.kind === 'held') {
+        counts.held += 1;
+        Object.assign(line, { reason: 'circuit breaker open', delaySeconds: outcome.delaySeconds });
       } else {
         counts.notAttempted += 1;
         Object.assign(line, { reason: outcome.reason });
@@ -254,6 +279,10 @@ export class BatchRelay {
       if (visibilityError !== undefined) line.visibilityError = visibilityError;
       if (receiveCount >= this.config.maxReceiveCount) {
         this.logger.warn('Message not delivered on its last receive: SQS moves it to the dead-letter queue next', line);
+      } else if (outcome.kind === 'held') {
+        // During an outage every record of every batch is held: one line each at INFO would
+        // flood the logs; the batch line counts them and the breaker's WARN says why.
+        this.logger.debug('Message held back: circuit breaker open', line);
       } else {
         this.logger.info('Message not delivered; returned to the queue', line);
       }
@@ -262,7 +291,9 @@ export class BatchRelay {
       this.logger.error('Visibility change failed; SQS will use the queue default', { messageId: failure.messageId, error: failure.reason });
     }
     this.metrics.addMetric(METRIC_NAMES.delivered, MetricUnit.Count, counts.delivered);
-    this.metrics.addMetric(METRIC_NAMES.retried, MetricUnit.Count, counts.retried + counts.notAttempted);
+    this.metrics.addMetric(METRIC_NAMES.retried, MetricUnit.Count, counts.retried + counts.notAttempted + counts.held);
+    const openSeconds = this.breaker.openSeconds(Date.now());
+    if (openSeconds !== undefined) this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
     this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
     this.logger.info('Batch relayed', { records: records.length, ...counts, visibilityFailures: visibilityFailures.length, durationMs: Date.now() - startedAt });
   }

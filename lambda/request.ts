@@ -4,6 +4,7 @@
  * back, never sent.
  */
 import type { SQSRecord } from 'aws-lambda';
+import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
@@ -68,8 +69,10 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
   put(`${prefix}Message-Id`, record.messageId);
   put(`${prefix}Sent-Time`, epochSeconds(system.SentTimestamp));
   put(`${prefix}Queue`, queueNameOfArn(record.eventSourceARN ?? ''));
-  put(`${prefix}Message-Group-Id`, system.MessageGroupId);
-  put(`${prefix}Sequence-Number`, system.SequenceNumber);
+  if (isFifoRecord(record)) {
+    put(`${prefix}Message-Group-Id`, system.MessageGroupId);
+    put(`${prefix}Sequence-Number`, system.SequenceNumber);
+  }
 
   for (const [name, attribute] of Object.entries(record.messageAttributes ?? {})) {
     const dataType = attribute?.dataType ?? '';
@@ -85,10 +88,13 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
       if (value !== '') headers['Content-Type'] = value;
     } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
       headers[name] = value;
-    } else if (HEADER_NAME.test(name)) {
-      headers[`${prefix}Attr-${name}`] = value;
-    } else {
+    } else if (!HEADER_NAME.test(name)) {
       skippedAttributes.push({ name, reason: 'name not allowed in a header' });
+    } else if (Object.keys(headers).some((taken) => taken.toLowerCase() === `${prefix}Attr-${name}`.toLowerCase())) {
+      // Attribute names are case-sensitive, header names are not: "Tenant" after "tenant" would merge into one header.
+      skippedAttributes.push({ name, reason: 'name differs only in case from another attribute' });
+    } else {
+      headers[`${prefix}Attr-${name}`] = value;
     }
   }
   return { headers, body, skippedAttributes };

@@ -16,6 +16,13 @@ export const MAX_VISIBILITY_SECONDS = 43_200;
  */
 export const RECEIVE_TO_INVOKE_SLACK_SECONDS = 300;
 
+/**
+ * The default `BACKOFF_SCHEDULE`: 1 min, 10 min, 1 h, 10 h, 12 h. With the default
+ * `maxReceiveCount` of 5 a message is retried for about a day (83,460 s) before the DLQ,
+ * like the schedules webhook services publish.
+ */
+export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = [60, 600, 3_600, 36_000, 43_200];
+
 /** Fractional jitter added on top of a backoff delay, at most (SPEC §2: up to 25 %). */
 export const MAX_JITTER_FRACTION = 0.25;
 
@@ -33,12 +40,40 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
     // Compare as a number only after the digit check: `Number` would accept " 1e3" or "0x10".
     return Math.min(Number(text), MAX_VISIBILITY_SECONDS);
   }
-  // An HTTP-date has a weekday, day, month name and a time; anything without letters and a
-  // colon (e.g. "-5", "1.5", "12 34") is not one, however Date.parse might read it.
-  if (!/[A-Za-z]{3}/.test(text) || !text.includes(':')) return undefined;
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
+  const at = parseHttpDate(text);
+  if (at === undefined) return undefined;
   return Math.min(Math.max(0, Math.ceil((at - nowMs) / 1000)), MAX_VISIBILITY_SECONDS);
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const HTTP_DATE_FORMS: readonly RegExp[] = [
+  // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?<day>\d{2}) (?<month>[A-Z][a-z]{2}) (?<year>\d{4}) (?<time>\d{2}:\d{2}:\d{2}) GMT$/,
+  // obsolete RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+  /^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?<day>\d{2})-(?<month>[A-Z][a-z]{2})-(?<year>\d{2}) (?<time>\d{2}:\d{2}:\d{2}) GMT$/,
+  // obsolete asctime: Sun Nov  6 08:49:37 1994 (always GMT, though it does not say so)
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?<month>[A-Z][a-z]{2}) (?<day>[ \d]\d) (?<time>\d{2}:\d{2}:\d{2}) (?<year>\d{4})$/,
+];
+
+/**
+ * Milliseconds since the epoch of an HTTP-date in any of the three forms RFC 9110 §5.6.7 says a
+ * recipient must accept, always read as GMT; `undefined` for anything else. Deliberately not
+ * `Date.parse`, which reads far more than HTTP-dates (and zoneless ones in local time).
+ */
+export function parseHttpDate(text: string): number | undefined {
+  for (const form of HTTP_DATE_FORMS) {
+    const groups = form.exec(text)?.groups;
+    if (groups === undefined) continue;
+    const month = MONTHS.indexOf(groups.month ?? '');
+    const [hours, minutes, seconds] = (groups.time ?? '').split(':').map(Number) as [number, number, number];
+    let year = Number(groups.year);
+    // RFC 850's two-digit year: a year that looks more than 50 years ahead is in the past century.
+    if ((groups.year ?? '').length === 2) year += year + 2000 > new Date().getUTCFullYear() + 50 ? 1900 : 2000;
+    const day = Number((groups.day ?? '').trim());
+    if (month < 0 || day < 1 || day > 31 || hours > 23 || minutes > 59 || seconds > 60) return undefined;
+    return Date.UTC(year, month, day, hours, minutes, seconds);
+  }
+  return undefined;
 }
 
 function fibonacci(n: number): number {
@@ -52,13 +87,16 @@ function fibonacci(n: number): number {
  * for the `none` policy (leave the queue's own visibility timeout in place).
  *
  * `exponential` = base·2^(n−1), `linear` = n·base, `fibonacci` = base·F(n), `fixed` = base,
- * where n is the receive count (1 on the first failure). With jitter, up to 25 % is added; the
- * result never exceeds `maxSeconds`.
+ * `schedule` = the n-th entry of the schedule (the last one repeating), where n is the receive
+ * count (1 on the first failure). With jitter, up to 25 % is added; the result never exceeds
+ * `maxSeconds` (for `schedule`, SQS's 12 hours).
  * @param random a source of numbers in [0, 1), injectable for tests
  */
 export function backoffDelay(settings: BackoffSettings, receiveCount: number, random: () => number = Math.random): number | undefined {
-  const n = Math.max(1, Math.floor(receiveCount));
+  // NaN means "unknown": the first receive. Infinity stays, and every policy caps it.
+  const n = Number.isNaN(receiveCount) ? 1 : Math.max(1, Math.floor(receiveCount));
   const base = settings.baseSeconds;
+  if (base === 0 && settings.policy !== 'schedule' && settings.policy !== 'none') return 0; // 0·∞ would be NaN
   let raw: number;
   switch (settings.policy) {
     case 'none':
@@ -76,10 +114,19 @@ export function backoffDelay(settings: BackoffSettings, receiveCount: number, ra
       // 2^(n-1) overflows to Infinity for large n; min() below turns that into the cap.
       raw = base * 2 ** (n - 1);
       break;
+    case 'schedule': {
+      const schedule = settings.schedule ?? DEFAULT_BACKOFF_SCHEDULE;
+      raw = schedule[Math.min(n, schedule.length) - 1] ?? base;
+      break;
+    }
   }
-  const capped = Math.min(raw, settings.maxSeconds);
-  const jittered = settings.jitter ? capped + capped * MAX_JITTER_FRACTION * random() : capped;
-  return Math.min(Math.round(jittered), settings.maxSeconds);
+  // An explicit schedule is its own cap; only SQS's limit bounds it.
+  const cap = settings.policy === 'schedule' ? MAX_VISIBILITY_SECONDS : settings.maxSeconds;
+  const capped = Math.min(raw, cap);
+  if (!settings.jitter) return Math.min(Math.round(capped), cap);
+  // Rounded to whole seconds, but never past +25 %: round(3 · 1.249) would be 4, a third more.
+  const jittered = Math.min(Math.round(capped + capped * MAX_JITTER_FRACTION * random()), Math.floor(capped * (1 + MAX_JITTER_FRACTION)));
+  return Math.min(jittered, cap);
 }
 
 /**
@@ -88,7 +135,8 @@ export function backoffDelay(settings: BackoffSettings, receiveCount: number, ra
  * Never throws and never returns a value SQS would reject.
  */
 export function clampVisibility(requestedSeconds: number, elapsedSeconds: number): number {
-  const ceiling = Math.max(0, MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS - Math.ceil(Math.max(0, elapsedSeconds)));
-  if (!Number.isFinite(requestedSeconds)) return requestedSeconds > 0 ? ceiling : 0;
+  const elapsed = Number.isNaN(elapsedSeconds) ? 0 : Math.max(0, elapsedSeconds);
+  const ceiling = Math.max(0, MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS - Math.ceil(elapsed));
+  if (!Number.isFinite(requestedSeconds)) return requestedSeconds > 0 ? ceiling : 0; // NaN and −∞ give 0
   return Math.min(Math.max(0, Math.round(requestedSeconds)), ceiling);
 }

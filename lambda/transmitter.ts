@@ -25,8 +25,11 @@ export interface WebhookResponse {
   readonly latencyMs: number;
 }
 
-/** Why no usable response came back. All of these are transient. */
-export type TransportErrorKind = 'timeout' | 'connection' | 'dns' | 'protocol';
+/**
+ * Why no usable response came back. All of these are retried; all but `invalid-request` (the
+ * request could not even be written: our side's problem) also suggest the webhook is down.
+ */
+export type TransportErrorKind = 'timeout' | 'connection' | 'dns' | 'protocol' | 'invalid-request';
 
 /** The request failed before a complete response arrived. */
 export interface TransportFailure {
@@ -84,6 +87,7 @@ export class WebhookTransmitter {
     const elapsed = (): number => performance.now() - started;
     return new Promise<WebhookResult>((resolve) => {
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
       const finish = (result: WebhookResult): void => {
         if (settled) return;
         settled = true;
@@ -91,8 +95,16 @@ export class WebhookTransmitter {
         resolve(result);
       };
       const fail = (error: unknown): void => finish({ kind: 'transport-error', ...classifyError(error), latencyMs: elapsed() });
-      const request = this.send(this.url, { method: 'POST', headers, agent: this.agent });
-      const timer = setTimeout(() => request.destroy(new RequestTimeout(timeoutMs)), timeoutMs);
+      let request: ReturnType<typeof httpRequest>;
+      try {
+        request = this.send(this.url, { method: 'POST', headers, agent: this.agent });
+      } catch (error) {
+        // Node validates headers synchronously; keep the promise's never-rejects contract.
+        const message = error instanceof Error ? error.message : String(error);
+        finish({ kind: 'transport-error', error: 'invalid-request', message, latencyMs: elapsed() });
+        return;
+      }
+      timer = setTimeout(() => request.destroy(new RequestTimeout(timeoutMs)), timeoutMs);
       request.on('error', fail);
       request.on('response', (response: IncomingMessage) => {
         const chunks: Buffer[] = [];
@@ -100,7 +112,8 @@ export class WebhookTransmitter {
         const retryAfterHeader = response.headers['retry-after'];
         const complete = (): void => {
           const status = response.statusCode ?? 0;
-          const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+          // Streaming decode drops a character cut in half at the limit instead of emitting U+FFFD.
+          const excerpt = new TextDecoder('utf-8').decode(Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES), { stream: true });
           finish({ kind: 'response', status, retryAfter: retryAfterHeader, excerpt, latencyMs: elapsed() });
         };
         response.on('data', (chunk: Buffer) => {

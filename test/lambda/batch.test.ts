@@ -205,15 +205,15 @@ describe('runBatch: FIFO message groups', () => {
     expect(outcomes).toEqual([failed('m0'), failed('m1')]);
   });
 
-  // DOUBT (lambda/batch.ts:34-52, lanesOf): lanes are keyed on the presence of MessageGroupId, not
-  // on the queue being FIFO. Since 2025 *standard* queues accept a MessageGroupId too ("fair
-  // queues", a tenant id); such records carry the attribute but have no ordering guarantee to
-  // protect. They are serialized per tenant, and after one failure the tenant's later records
-  // are handed back unsent ('fifo-group-blocked'): each such return still counts as a receive,
-  // so a never-attempted message can reach maxReceiveCount and be moved to the DLQ by SQS.
-  // SPEC §3 asks for group ordering on FIFO queues only. (Checking eventSourceARN for ".fifo"
-  // would fix it.)
-  test.fails('DOUBT: a standard (fair) queue with MessageGroupId is not blocked by an earlier failure', async () => {
+  // DOUBT in lambda/batch.ts, lanesOf: `record.attributes?.MessageGroupId`:
+  // lanes are keyed on the presence of MessageGroupId, not on the queue being FIFO. Since 2025
+  // *standard* queues accept a MessageGroupId too ("fair queues", a tenant id); such records carry
+  // the attribute but have no ordering guarantee to protect. They are serialized per tenant, and
+  // after one failure the tenant's later records in the batch are handed back unsent
+  // ('fifo-group-blocked'): each such return still counts as a receive, pushing a message that was
+  // never attempted toward maxReceiveCount and the DLQ. SPEC §3 asks for group ordering on FIFO
+  // queues only. (Checking eventSourceARN for ".fifo" would fix it.)
+  test('DOUBT: a standard (fair) queue with MessageGroupId is not blocked by an earlier failure', async () => {
     const standard = (id: string): SQSRecord => ({ ...sqsRecord(id, 'tenant-1'), eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:q' });
     const fake = fakeAttempt({ fails: (record) => record.messageId === 'm0' });
     const outcomes = await runBatch([standard('m0'), standard('m1')], options(10), fake.attempt);

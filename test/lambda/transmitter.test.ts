@@ -154,11 +154,11 @@ describe('responses', () => {
     expect(cut).not.toContain('TAIL');
   });
 
-  // NIT (lambda/transmitter.ts:103): the excerpt is the first 512 *bytes* decoded as UTF-8, so a
-  // multi-byte character cut at byte 512 becomes U+FFFD (3 bytes): the excerpt is then 513 bytes
-  // and ends in a replacement character. Harmless for logs; noted because the constant promises
-  // 512 bytes.
-  test.fails('NIT: an excerpt cut inside a multi-byte character stays within 512 bytes and ends cleanly', async () => {
+  // NIT in lambda/transmitter.ts, post: `Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8')`:
+  // the excerpt is the first 512 *bytes* decoded as UTF-8, so a multi-byte character cut at byte
+  // 512 becomes U+FFFD (3 bytes): the excerpt is then 513 bytes and ends in a replacement
+  // character. Harmless for logs; noted because the constant promises 512 bytes.
+  test('NIT: an excerpt cut inside a multi-byte character stays within 512 bytes and ends cleanly', async () => {
     const server = await serve((_req, res) => res.writeHead(400).end('€'.repeat(300))); // 3 bytes each
     const { excerpt } = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000));
     expect(Buffer.byteLength(excerpt, 'utf8')).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
@@ -237,11 +237,12 @@ describe('transport errors', () => {
     expect(await transmitterFor(url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error' });
   });
 
-  // BUG (lambda/transmitter.ts:78, :94): `post` documents "Resolves (never rejects)", but a
-  // header value Node refuses (e.g. one with CR/LF) makes `http.request` throw inside the
-  // Promise executor, so the promise rejects with ERR_INVALID_CHAR. buildDeliveryRequest never
-  // produces such a header and relay.ts catches, so this is latent, but the contract is broken.
-  test.fails('BUG: an illegal header value resolves to a transport error instead of rejecting', async () => {
+  // BUG in lambda/transmitter.ts, post: `this.send(...)` inside the Promise executor:
+  // `post` documents "Resolves (never rejects)", but a header value Node refuses (e.g. one with
+  // CR/LF) makes `http.request` throw inside the Promise executor, so the promise rejects with
+  // ERR_INVALID_CHAR. buildDeliveryRequest never produces such a header and relay.ts catches, so
+  // this is latent, but the contract is broken.
+  test('BUG: an illegal header value resolves to a transport error instead of rejecting', async () => {
     const server = await serve((_req, res) => res.writeHead(200).end());
     const result = await transmitterFor(server.url).post({ 'X-Bad': 'a\r\nX-Evil: 1' }, BODY, 2000);
     expect(result.kind).toBe('transport-error');

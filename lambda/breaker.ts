@@ -1,0 +1,133 @@
+/**
+ * The circuit breaker (SPEC §3, outages): once the webhook is clearly down, stop sending, hand
+ * records back with a growing visibility, and let one probe through per interval.
+ *
+ *   closed ──(OUTAGE_THRESHOLD outage failures in a row)──▶ open
+ *   open ──(interval elapsed: one probe)──▶ half-open
+ *   half-open ──probe answered normally──▶ closed
+ *   half-open ──probe failed like an outage──▶ open, interval doubled (up to the maximum)
+ *
+ * Only outage-type failures count: connection errors, DNS, timeouts, garbage instead of HTTP,
+ * and 502/503/504 without `Retry-After`. A webhook that answers (2xx, 4xx, 500, 429 with
+ * `Retry-After`) is up, whatever it thinks of the message, and never trips it.
+ * State lives for the warm container, across invocations.
+ */
+import type { WebhookResult } from './transmitter';
+
+/** How the breaker behaves (`OUTAGE_*`). */
+export interface BreakerSettings {
+  /** Outage failures in a row that open the breaker; 0 switches the breaker off. */
+  readonly threshold: number;
+  /** The first open interval, seconds. */
+  readonly initialIntervalSeconds: number;
+  /** The longest open interval, seconds. */
+  readonly maxIntervalSeconds: number;
+}
+
+/** What the breaker allows for the next request. */
+export type Permit = 'send' | 'probe' | 'hold';
+
+/** A change of state worth telling the operator about. */
+export type BreakerTransition =
+  | { readonly kind: 'opened'; readonly intervalSeconds: number; readonly failures: number }
+  | { readonly kind: 'reopened'; readonly intervalSeconds: number; readonly openSeconds: number }
+  | { readonly kind: 'closed'; readonly openSeconds: number };
+
+/** True when `result` says the webhook is unreachable rather than answering. */
+export function isOutage(result: WebhookResult): boolean {
+  if (result.kind === 'transport-error') return result.error !== 'invalid-request';
+  return (result.status === 502 || result.status === 503 || result.status === 504) && result.retryAfter === undefined;
+}
+
+/** One webhook's breaker. */
+export class CircuitBreaker {
+  private state: 'closed' | 'open' | 'half-open' = 'closed';
+  private failuresInARow = 0;
+  private intervalSeconds: number;
+  private openedAt = 0;
+  private nextProbeAt = 0;
+
+  constructor(private readonly settings: BreakerSettings) {
+    this.intervalSeconds = settings.initialIntervalSeconds;
+  }
+
+  /** Whether the next request may go: always while closed; one probe per interval while open. */
+  permit(nowMs: number): Permit {
+    if (this.settings.threshold === 0 || this.state === 'closed') return 'send';
+    if (this.state === 'open' && nowMs >= this.nextProbeAt) {
+      this.state = 'half-open';
+      return 'probe';
+    }
+    return 'hold';
+  }
+
+  /** The visibility, seconds, for a record held back while open: the current interval. */
+  get holdSeconds(): number {
+    return this.intervalSeconds;
+  }
+
+  /** Seconds the breaker has been open, or `undefined` while closed. */
+  openSeconds(nowMs: number): number | undefined {
+    return this.state === 'closed' ? undefined : Math.round((nowMs - this.openedAt) / 1000);
+  }
+
+  /**
+   * Records a request's result; returns the transition it caused, if any.
+   * @param wasProbe whether the request was the half-open probe
+   */
+  record(result: WebhookResult, wasProbe: boolean, nowMs: number): BreakerTransition | undefined {
+    if (this.settings.threshold === 0) return undefined;
+    if (!isOutage(result)) {
+      this.failuresInARow = 0;
+      if (this.state === 'closed') return undefined;
+      // Any normal answer, the probe's or a request started before the breaker opened, shows the webhook is back.
+      const openSeconds = Math.round((nowMs - this.openedAt) / 1000);
+      this.state = 'closed';
+      this.intervalSeconds = this.settings.initialIntervalSeconds;
+      return { kind: 'closed', openSeconds };
+    }
+    this.failuresInARow += 1;
+    if (this.state === 'closed') {
+      if (this.failuresInARow < this.settings.threshold) return undefined;
+      this.state = 'open';
+      this.openedAt = nowMs;
+      this.intervalSeconds = this.settings.initialIntervalSeconds;
+      this.nextProbeAt = nowMs + this.intervalSeconds * 1000;
+      return { kind: 'opened', intervalSeconds: this.intervalSeconds, failures: this.failuresInARow };
+    }
+    if (wasProbe && this.state === 'half-open') {
+      this.state = 'open';
+      this.intervalSeconds = Math.min(this.intervalSeconds * 2, this.settings.maxIntervalSeconds);
+      this.nextProbeAt = nowMs + this.intervalSeconds * 1000;
+      return { kind: 'reopened', intervalSeconds: this.intervalSeconds, openSeconds: Math.round((nowMs - this.openedAt) / 1000) };
+    }
+    return undefined; // a request that was already in flight when the breaker opened
+  }
+}
+
+/**
+ * Seconds of outage that `receives` receives of one message survive while the breaker is
+ * open: each receive parks the message for the current interval, which doubles from
+ * `initialIntervalSeconds` up to `maxIntervalSeconds`. (The arithmetic behind the stack's
+ * `outageToleranceHours`.)
+ */
+export function outageSecondsSurvived(receives: number, settings: Pick<BreakerSettings, 'initialIntervalSeconds' | 'maxIntervalSeconds'>): number {
+  let total = 0;
+  let interval = settings.initialIntervalSeconds;
+  for (let receive = 1; receive <= receives; receive += 1) {
+    total += interval;
+    interval = Math.min(interval * 2, settings.maxIntervalSeconds);
+  }
+  return total;
+}
+
+/**
+ * The smallest `maxReceiveCount` whose receives survive an outage of `hours` (see
+ * {@link outageSecondsSurvived}), plus the receives spent before a container's breaker opens:
+ * the first receive of a message can be one of the failures that trip it.
+ */
+export function receivesToSurvive(hours: number, settings: Pick<BreakerSettings, 'initialIntervalSeconds' | 'maxIntervalSeconds'>): number {
+  let receives = 1;
+  while (outageSecondsSurvived(receives, settings) < hours * 3600 && receives < 999) receives += 1;
+  return receives + 1;
+}

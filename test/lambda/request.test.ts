@@ -1,0 +1,400 @@
+/**
+ * Unit tests of lambda/request.ts: the delivery request of SPEC §1 built from realistic SQS
+ * records, with hostile attribute values that must never reach the wire.
+ */
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { loadConfig, type RelayConfig } from '../../lambda/config';
+import { buildDeliveryRequest, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
+
+const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';
+const FIFO_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo';
+const SENT_MS = '1700000000123';
+const FIRST_RECEIVE_MS = '1700000005999';
+
+interface RecordOptions {
+  readonly messageId?: string;
+  readonly body?: string;
+  readonly arn?: string;
+  readonly attributes?: Partial<SQSRecordAttributes>;
+  readonly messageAttributes?: SQSMessageAttributes;
+}
+
+/** A record shaped like the ones Lambda's SQS event source hands over. */
+function sqsRecord(options: RecordOptions = {}): SQSRecord {
+  const arn = options.arn ?? QUEUE_ARN;
+  return {
+    messageId: options.messageId ?? '059f36b4-87a3-44ab-83d2-661975830a7d',
+    receiptHandle: 'AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a...',
+    body: options.body ?? '{"order":42}',
+    attributes: {
+      ApproximateReceiveCount: '3',
+      SentTimestamp: SENT_MS,
+      SenderId: 'AIDAIENQZJOLO23YVJ4VO',
+      ApproximateFirstReceiveTimestamp: FIRST_RECEIVE_MS,
+      ...options.attributes,
+    },
+    messageAttributes: options.messageAttributes ?? {},
+    md5OfBody: 'e4e68fb7bd0e697a0ae8f1bb342846b3',
+    eventSource: 'aws:sqs',
+    eventSourceARN: arn,
+    awsRegion: arn.split(':')[3] ?? 'eu-west-1',
+  };
+}
+
+const str = (value: string, dataType = 'String') => ({ dataType, stringValue: value });
+const config = (env: Record<string, string> = {}): RelayConfig => loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/in', ...env });
+const DEFAULTS = config();
+
+/** Every header name and value is something Node would put on the wire, and none can split a line. */
+function expectWireSafe(headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    expect(() => validateHeaderName(name)).not.toThrow();
+    expect(() => validateHeaderValue(name, value)).not.toThrow();
+    expect(name).not.toMatch(/[\r\n\0]/);
+    expect(value).not.toMatch(/[\r\n\0]/);
+  }
+}
+
+describe('the headers of SPEC §1', () => {
+  test('a standard-queue record with the default prefix', () => {
+    const { headers, body, skippedAttributes } = buildDeliveryRequest(sqsRecord(), DEFAULTS);
+    expect(headers).toEqual({
+      'Content-Type': 'application/json',
+      'Content-Length': '12',
+      'User-Agent': DEFAULTS.userAgent,
+      'X-Carrier-Receive-Count': '3',
+      'X-Carrier-First-Receive-Time': '1700000005',
+      'X-Carrier-Message-Id': '059f36b4-87a3-44ab-83d2-661975830a7d',
+      'X-Carrier-Sent-Time': '1700000000',
+      'X-Carrier-Queue': 'orders',
+    });
+    expect(body.toString('utf8')).toBe('{"order":42}');
+    expect(skippedAttributes).toEqual([]);
+    expect(headers['User-Agent']).toMatch(/^sqs-webhook-relay\/\d+\.\d+\.\d+/);
+  });
+
+  test('a custom HEADER_PREFIX renames every Carrier header, and only those', () => {
+    const record = sqsRecord({ messageAttributes: { tenant: str('acme'), traceparent: str('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01') } });
+    const { headers } = buildDeliveryRequest(record, config({ HEADER_PREFIX: 'X-Relay-' }));
+    expect(Object.keys(headers).sort()).toEqual(
+      [
+        'Content-Type',
+        'Content-Length',
+        'User-Agent',
+        'X-Relay-Receive-Count',
+        'X-Relay-First-Receive-Time',
+        'X-Relay-Message-Id',
+        'X-Relay-Sent-Time',
+        'X-Relay-Queue',
+        'X-Relay-Attr-tenant',
+        'traceparent',
+      ].sort(),
+    );
+    expect(headers['X-Relay-Attr-tenant']).toBe('acme');
+    expect(Object.keys(headers).some((name) => name.startsWith('X-Carrier-'))).toBe(false);
+  });
+
+  test('timestamps are whole seconds since the epoch, rounded down, not milliseconds', () => {
+    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { SentTimestamp: '1700000000999', ApproximateFirstReceiveTimestamp: '1700000001000' } }), DEFAULTS);
+    expect(headers['X-Carrier-Sent-Time']).toBe('1700000000');
+    expect(headers['X-Carrier-First-Receive-Time']).toBe('1700000001');
+    expect(Number(headers['X-Carrier-Sent-Time'])).toBeLessThan(1e11); // seconds, not ms
+  });
+
+  test('a timestamp that is not a number is left out rather than sent wrong', () => {
+    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { SentTimestamp: 'yesterday', ApproximateFirstReceiveTimestamp: '-5' } }), DEFAULTS);
+    expect(headers).not.toHaveProperty('X-Carrier-Sent-Time');
+    expect(headers).not.toHaveProperty('X-Carrier-First-Receive-Time');
+    expect(headers['X-Carrier-Message-Id']).toBeDefined();
+  });
+
+  test('the queue name comes from eventSourceARN', () => {
+    expect(buildDeliveryRequest(sqsRecord({ arn: 'arn:aws-cn:sqs:cn-north-1:123456789012:payments-v2' }), DEFAULTS).headers['X-Carrier-Queue']).toBe('payments-v2');
+    expect(queueNameOfArn(FIFO_ARN)).toBe('orders.fifo');
+  });
+
+  test('FIFO fields only when the record has them', () => {
+    const standard = buildDeliveryRequest(sqsRecord(), DEFAULTS).headers;
+    expect(standard).not.toHaveProperty('X-Carrier-Message-Group-Id');
+    expect(standard).not.toHaveProperty('X-Carrier-Sequence-Number');
+
+    const fifo = buildDeliveryRequest(
+      sqsRecord({
+        arn: FIFO_ARN,
+        attributes: { MessageGroupId: 'customer-7', SequenceNumber: '18849496460467696128', MessageDeduplicationId: 'dedup-1' },
+      }),
+      DEFAULTS,
+    ).headers;
+    expect(fifo['X-Carrier-Message-Group-Id']).toBe('customer-7');
+    expect(fifo['X-Carrier-Sequence-Number']).toBe('18849496460467696128');
+    expect(fifo['X-Carrier-Queue']).toBe('orders.fifo');
+  });
+
+  test('system attributes that are not in the contract are not sent', () => {
+    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { AWSTraceHeader: 'Root=1-5759e988-bd862e3fe1be46a994272793', SenderId: 'AIDAEXAMPLE' } }), DEFAULTS);
+    expect(Object.values(headers)).not.toContain('AIDAEXAMPLE');
+    expect(Object.keys(headers).filter((name) => /sender|awstrace/i.test(name))).toEqual([]);
+  });
+});
+
+describe('Content-Type', () => {
+  test('DEFAULT_CONTENT_TYPE without a Body.ContentType attribute', () => {
+    expect(buildDeliveryRequest(sqsRecord(), config({ DEFAULT_CONTENT_TYPE: 'text/plain; charset=utf-8' })).headers['Content-Type']).toBe('text/plain; charset=utf-8');
+  });
+
+  test('Body.ContentType wins and is not also sent as an Attr header', () => {
+    const { headers } = buildDeliveryRequest(sqsRecord({ messageAttributes: { 'Body.ContentType': str('application/xml; charset=utf-8') } }), DEFAULTS);
+    expect(headers['Content-Type']).toBe('application/xml; charset=utf-8');
+    expect(Object.keys(headers).filter((name) => /content-type/i.test(name))).toEqual(['Content-Type']);
+  });
+
+  test('a Body.ContentType with an illegal value is reported and the default is kept', () => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { 'Body.ContentType': str('text/html\r\nX-Evil: 1') } }), DEFAULTS);
+    expect(headers['Content-Type']).toBe('application/json');
+    expect(skippedAttributes.map((skipped) => skipped.name)).toEqual(['Body.ContentType']);
+    expect(JSON.stringify(headers)).not.toContain('Evil');
+  });
+});
+
+describe('message attributes', () => {
+  test('String, Number and custom types become {P}Attr-<Name> with the value unchanged', () => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(
+      sqsRecord({
+        messageAttributes: {
+          tenant: str('acme'),
+          priority: str('5', 'Number'),
+          ratio: str('-1.25e3', 'Number.float'),
+          count: str('42', 'Number.int'),
+          payload: str('{"a":[1,2]}', 'String.json'),
+          'event.type': str('order.created'),
+          under_score: str('with spaces\tand tab'),
+        },
+      }),
+      DEFAULTS,
+    );
+    expect(headers).toMatchObject({
+      'X-Carrier-Attr-tenant': 'acme',
+      'X-Carrier-Attr-priority': '5',
+      'X-Carrier-Attr-ratio': '-1.25e3',
+      'X-Carrier-Attr-count': '42',
+      'X-Carrier-Attr-payload': '{"a":[1,2]}',
+      'X-Carrier-Attr-event.type': 'order.created',
+      'X-Carrier-Attr-under_score': 'with spaces\tand tab',
+    });
+    expect(skippedAttributes).toEqual([]);
+  });
+
+  test('Binary attributes (and custom Binary types) have no header and are not reported', () => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(
+      sqsRecord({
+        messageAttributes: {
+          blob: { dataType: 'Binary', binaryValue: Buffer.from('\x00\x01\xff').toString('base64') },
+          image: { dataType: 'Binary.png', binaryValue: 'iVBORw0KGgo=' },
+          tenant: str('acme'),
+        },
+      }),
+      DEFAULTS,
+    );
+    expect(Object.keys(headers).filter((name) => name.includes('Attr-'))).toEqual(['X-Carrier-Attr-tenant']);
+    expect(skippedAttributes).toEqual([]);
+  });
+
+  test('traceparent and tracestate are copied under their own names', () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const tracestate = 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE';
+    const { headers } = buildDeliveryRequest(sqsRecord({ messageAttributes: { traceparent: str(traceparent), tracestate: str(tracestate) } }), DEFAULTS);
+    expect(headers.traceparent).toBe(traceparent);
+    expect(headers.tracestate).toBe(tracestate);
+    expect(headers).not.toHaveProperty('X-Carrier-Attr-traceparent');
+    expect(headers).not.toHaveProperty('X-Carrier-Attr-tracestate');
+  });
+
+  test('attributes cannot overwrite the contract headers', () => {
+    const { headers } = buildDeliveryRequest(
+      sqsRecord({ messageAttributes: { 'Receive-Count': str('999'), 'Message-Id': str('forged'), 'User-Agent': str('evil'), 'Content-Length': str('0') } }),
+      DEFAULTS,
+    );
+    expect(headers['X-Carrier-Receive-Count']).toBe('3');
+    expect(headers['X-Carrier-Message-Id']).toBe('059f36b4-87a3-44ab-83d2-661975830a7d');
+    expect(headers['User-Agent']).toBe(DEFAULTS.userAgent);
+    expect(headers['Content-Length']).toBe('12');
+    expect(headers['X-Carrier-Attr-Receive-Count']).toBe('999');
+  });
+});
+
+describe('hostile attribute values are skipped, reported, and never sent', () => {
+  const HOSTILE: [string, string][] = [
+    ['CR', 'a\rb'],
+    ['LF', 'a\nb'],
+    ['CRLF injection', 'a\r\nX-Evil: 1'],
+    ['header block injection', 'x\r\n\r\nGET /evil HTTP/1.1\r\nHost: evil'],
+    ['NUL', 'a\u0000b'],
+    ['other C0 control', 'a\u0007b'],
+    ['DEL', 'a\u007fb'],
+    ['Latin-1 (obs-text)', 'café'],
+    ['non-Latin-1', 'Zürich → 東京'],
+    ['emoji', '🚀'],
+    ['lone surrogate', 'a\ud800b'],
+    ['U+2028 line separator', 'a\u2028b'],
+    ['leading space', ' padded'],
+    ['trailing tab', 'padded\t'],
+    ['only whitespace', '   '],
+  ];
+
+  test.each(HOSTILE)('%s', (_label, value) => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { hostile: str(value), tenant: str('acme') } }), DEFAULTS);
+    expect(headers).not.toHaveProperty('X-Carrier-Attr-hostile');
+    expect(Object.values(headers)).not.toContain(value);
+    expect(JSON.stringify(headers)).not.toContain('Evil');
+    expect(skippedAttributes).toEqual([{ name: 'hostile', reason: 'value has characters not allowed in a header' }]);
+    expect(headers['X-Carrier-Attr-tenant']).toBe('acme'); // the others still go out
+    expectWireSafe(headers);
+  });
+
+  test('hostile traceparent and tracestate are skipped too', () => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(
+      sqsRecord({ messageAttributes: { traceparent: str('00-abc\r\nX-Evil: 1'), tracestate: str('k=v\n') } }),
+      DEFAULTS,
+    );
+    expect(headers).not.toHaveProperty('traceparent');
+    expect(headers).not.toHaveProperty('tracestate');
+    expect(skippedAttributes.map((skipped) => skipped.name).sort()).toEqual(['traceparent', 'tracestate']);
+  });
+
+  test('a Number attribute with a hostile value is skipped', () => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { n: str('1\r\nX-Evil: 1', 'Number') } }), DEFAULTS);
+    expect(headers).not.toHaveProperty('X-Carrier-Attr-n');
+    expect(skippedAttributes).toHaveLength(1);
+  });
+
+  test(`a value over ${MAX_ATTRIBUTE_HEADER_LENGTH} characters is skipped as too long; exactly the limit is sent`, () => {
+    const atLimit = 'x'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH);
+    const over = 'y'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH + 1);
+    const huge = 'z'.repeat(256 * 1024);
+    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { atLimit: str(atLimit), over: str(over), huge: str(huge) } }), DEFAULTS);
+    expect(headers['X-Carrier-Attr-atLimit']).toBe(atLimit);
+    expect(headers).not.toHaveProperty('X-Carrier-Attr-over');
+    expect(headers).not.toHaveProperty('X-Carrier-Attr-huge');
+    expect(skippedAttributes).toEqual([
+      { name: 'over', reason: 'value too long for a header' },
+      { name: 'huge', reason: 'value too long for a header' },
+    ]);
+  });
+
+  test.each(['has space', 'colon:name', 'new\nline', 'ünï', '', 'a\r\nX-Evil'])('an attribute name not legal in a header (%j) is skipped', (name) => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { [name]: str('ok') } }), DEFAULTS);
+    expect(Object.keys(headers).filter((header) => header.includes('Attr-'))).toEqual([]);
+    expect(skippedAttributes).toEqual([{ name, reason: 'name not allowed in a header' }]);
+    expectWireSafe(headers);
+  });
+
+  test('hostile system attributes are not sent either', () => {
+    const { headers } = buildDeliveryRequest(
+      sqsRecord({
+        messageId: 'id\r\nX-Evil: 1',
+        arn: 'arn:aws:sqs:eu-west-1:123456789012:q\nX-Evil: 1',
+        attributes: { ApproximateReceiveCount: '1\r\nX-Evil: 1', MessageGroupId: 'g\u0000', SequenceNumber: '1 ' },
+      }),
+      DEFAULTS,
+    );
+    expect(JSON.stringify(headers)).not.toContain('Evil');
+    expect(headers).not.toHaveProperty('X-Carrier-Message-Id');
+    expect(headers).not.toHaveProperty('X-Carrier-Receive-Count');
+    expect(headers).not.toHaveProperty('X-Carrier-Message-Group-Id');
+    expectWireSafe(headers);
+  });
+});
+
+describe('the body', () => {
+  test.each([
+    ['ASCII JSON', '{"order":42}'],
+    ['unicode', 'Grüße aus Zürich → 東京 🚀'],
+    ['control characters', 'line1\r\nline2\u0000\t'],
+    ['empty', ''],
+    ['XML', '<?xml version="1.0"?><a b="c"/>'],
+    ['large', 'é'.repeat(128 * 1024)],
+  ])('%s is sent byte for byte, with Content-Length in bytes', (_label, text) => {
+    const { headers, body } = buildDeliveryRequest(sqsRecord({ body: text }), DEFAULTS);
+    expect(body.equals(Buffer.from(text, 'utf8'))).toBe(true);
+    expect(body.toString('utf8')).toBe(text);
+    expect(headers['Content-Length']).toBe(String(Buffer.byteLength(text, 'utf8')));
+  });
+
+  test('a 4-byte character counts as 4 bytes in Content-Length', () => {
+    expect(buildDeliveryRequest(sqsRecord({ body: '🚀' }), DEFAULTS).headers['Content-Length']).toBe('4');
+  });
+});
+
+test('pure: the same record gives the same request', () => {
+  const record = sqsRecord({ messageAttributes: { a: str('1'), b: str('bad\n') } });
+  expect(buildDeliveryRequest(record, DEFAULTS)).toEqual(buildDeliveryRequest(record, DEFAULTS));
+});
+
+describe('property: whatever the attributes, the headers are wire-safe', () => {
+  const anyText = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.string({ unit: 'grapheme', maxLength: 20 }),
+    fc.string({ maxLength: 40 }),
+    fc.constantFrom('a\r\nX-Evil: 1', '\r\n', ' x', 'x ', '\u0000', 'ok', '00-abc-def-01'),
+    fc.string({ unit: fc.constantFrom('a', ' ', '\t', '\r', '\n', 'é', '\u0000', ':'), maxLength: 12 }),
+  );
+  const anyName = fc.oneof(anyText, fc.constantFrom('Body.ContentType', 'traceparent', 'tracestate', 'tenant', 'Content-Length'));
+  const anyAttribute = fc.record({
+    dataType: fc.constantFrom('String', 'Number', 'Number.int', 'String.json', 'Binary', 'Binary.png', 'Custom'),
+    stringValue: fc.option(anyText, { nil: undefined }),
+  });
+
+  test('every header name and value passes validateHeaderName / validateHeaderValue and has no CR/LF', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(anyName, anyAttribute, { maxKeys: 8 }),
+        anyText,
+        anyText,
+        fc.option(anyText, { nil: undefined }),
+        fc.constantFrom('X-Carrier-', 'X-Relay-', 'My_Prefix.'),
+        (messageAttributes, messageId, body, groupId, prefix) => {
+          const record = sqsRecord({ messageId, body, messageAttributes, attributes: groupId === undefined ? {} : { MessageGroupId: groupId } });
+          const { headers, skippedAttributes } = buildDeliveryRequest(record, config({ HEADER_PREFIX: prefix }));
+          expectWireSafe(headers);
+          const skipped = new Set(skippedAttributes.map((entry) => entry.name));
+          for (const [name, attribute] of Object.entries(messageAttributes)) {
+            if (attribute.dataType.startsWith('Binary') || attribute.dataType === 'Custom') {
+              expect(skipped.has(name)).toBe(false);
+              continue;
+            }
+            const value = attribute.stringValue ?? '';
+            const sentAs = name === 'Body.ContentType' ? 'Content-Type' : name === 'traceparent' || name === 'tracestate' ? name : `${prefix}Attr-${name}`;
+            // Each String/Number attribute is either sent unchanged or reported, never both, never silently lost.
+            if (skipped.has(name)) {
+              expect(headers[sentAs]).not.toBe(value);
+            } else if (name === 'Body.ContentType' && value === '') {
+              expect(headers['Content-Type']).toBe(DEFAULTS.defaultContentType);
+            } else {
+              expect(headers[sentAs]).toBe(value);
+            }
+          }
+          expect(buildDeliveryRequest(record, config({ HEADER_PREFIX: prefix })).body.equals(Buffer.from(body, 'utf8'))).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('FIFO fields and header-name collisions', () => {
+  test('a standard (fair) queue record with a MessageGroupId gets no FIFO headers', () => {
+    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { MessageGroupId: 'tenant-1', SequenceNumber: '1' } }), DEFAULTS);
+    expect(headers['X-Carrier-Message-Group-Id']).toBeUndefined();
+    expect(headers['X-Carrier-Sequence-Number']).toBeUndefined();
+  });
+
+  test('attributes whose names differ only in case: the first is sent, the second skipped and reported', () => {
+    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { tenant: str('a'), Tenant: str('b') } }), DEFAULTS);
+    const sent = Object.entries(headers).filter(([name]) => name.toLowerCase() === 'x-carrier-attr-tenant');
+    expect(sent).toEqual([['X-Carrier-Attr-tenant', 'a']]);
+    expect(skippedAttributes).toEqual([{ name: 'Tenant', reason: 'name differs only in case from another attribute' }]);
+  });
+});
