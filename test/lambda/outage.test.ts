@@ -1,0 +1,74 @@
+/**
+ * An outage through the real handler, fauxqs and a webhook that goes away and comes back: the
+ * breaker opens after OUTAGE_THRESHOLD failures, holds the rest of the batch back with the open
+ * interval as visibility, lets one probe through per interval, and closes on the first answer.
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type Emulator, startEmulator } from '../support/emulator';
+import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
+import { startWebhook, type TestWebhook } from '../support/webhook';
+
+let emulator: Emulator;
+let webhook: TestWebhook;
+beforeAll(async () => {
+  emulator = await startEmulator({ visibilityTimeout: 60 });
+  webhook = await startWebhook();
+});
+afterAll(async () => {
+  await webhook.close();
+  await emulator.stop();
+});
+
+test('opens after 3 outage failures, holds the rest, probes once per interval, closes when the webhook answers', async () => {
+  for (let i = 0; i < 20; i += 1) await emulator.send(`m${i}`);
+  const telemetry = capturedTelemetry();
+  const handler = relayFor(
+    { WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', OUTAGE_THRESHOLD: '3', OUTAGE_BACKOFF_SECONDS: '1', OUTAGE_BACKOFF_MAX_SECONDS: '4', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '20' },
+    telemetry,
+  );
+  webhook.respondWith(() => ({ status: 503 })); // down: 503 without Retry-After
+
+  const first = await emulator.receiveEvent(10);
+  const invokedAt = Date.now();
+  const down = await invoke(handler, first);
+  expect(webhook.requests).toHaveLength(3); // the three that tripped it; seven held back unsent
+  expect(down.batchItemFailures).toHaveLength(10);
+  const inflight = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
+  const heldFor = inflight.map((entry) => entry.visibilityDeadline - invokedAt).sort((a, b) => a - b);
+  expect(heldFor.filter((ms) => ms < 5_000)).toHaveLength(7); // the open interval, 1 s
+  expect(heldFor.filter((ms) => ms >= 19_000)).toHaveLength(3); // their own backoff, 20 s
+  expect(telemetry.lines.filter((line) => line.level === 'WARN' && String(line.message).includes('circuit breaker opened'))).toHaveLength(1);
+
+  // Still within the interval: nothing goes out at all.
+  const second = await emulator.receiveEvent(10);
+  const heldAgain = await invoke(handler, second);
+  expect(webhook.requests).toHaveLength(3);
+  expect(heldAgain.batchItemFailures).toHaveLength(second.Records.length);
+
+  // After the interval one probe goes; it fails, so the interval doubles.
+  await sleep(1_100);
+  const third = await emulator.receiveEvent(10);
+  await invoke(handler, third);
+  expect(webhook.requests).toHaveLength(4);
+
+  // The webhook comes back; the next probe closes the breaker and the batch flows.
+  webhook.respondWith(() => ({ status: 200 }));
+  await sleep(2_100);
+  const fourth = await emulator.receiveEvent(10);
+  expect(fourth.Records.length).toBeGreaterThan(0);
+  const up = await invoke(handler, fourth);
+  expect(up.batchItemFailures).toEqual([]);
+  expect(telemetry.lines.some((line) => line.level === 'INFO' && String(line.message).includes('circuit breaker closed'))).toBe(true);
+  const openMetric = telemetry.emf.find((blob) => typeof blob.BreakerOpenSeconds === 'number');
+  expect(openMetric).toBeDefined();
+});
+
+test('OUTAGE_THRESHOLD=0 switches the breaker off: every record is tried', async () => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ status: 503 }));
+  for (let i = 0; i < 10; i += 1) await emulator.send(`n${i}`);
+  const event = await emulator.receiveEvent(10);
+  await invoke(relayFor({ WEBHOOK_URL: webhook.url, OUTAGE_THRESHOLD: '0' }), event);
+  expect(webhook.requests).toHaveLength(10);
+});
