@@ -3,9 +3,11 @@
  * attribute saying why, and only once SQS has accepted the copy may the original be
  * acknowledged. A copy that fails leaves the original to be retried: nothing is lost.
  */
-import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
+import { isFifoRecord } from './batch';
 import type { QueueDirectory } from './queues';
+import type { SqsGateway } from './sqs-gateway';
 import { queueNameOfArn } from './request';
 
 /** The DLQ copy's attribute that says why, as JSON ({@link DeadLetterReason}). */
@@ -45,7 +47,7 @@ function copyAttributes(record: SQSRecord): Record<string, MessageAttributeValue
 /** Copies permanently failed messages to their dead-letter queue. */
 export class DeadLetterWriter {
   constructor(
-    private readonly sqs: () => SQSClient,
+    private readonly sqs: SqsGateway,
     private readonly queues: QueueDirectory,
   ) {}
 
@@ -66,16 +68,15 @@ export class DeadLetterWriter {
       // ours, and the reason is then only in the log line that reports the dead-lettering.
       const reasonAttached = Object.keys(attributes).length < MAX_MESSAGE_ATTRIBUTES;
       if (reasonAttached) attributes[DEAD_LETTER_REASON_ATTRIBUTE] = { DataType: 'String', StringValue: JSON.stringify(reason) };
-      const groupId = record.attributes.MessageGroupId;
-      await this.sqs().send(
-        new SendMessageCommand({
-          QueueUrl: queueUrl,
-          MessageBody: record.body,
-          MessageAttributes: attributes,
-          // A FIFO DLQ needs the group; deduplicating on the original id makes a repeated copy harmless.
-          ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: record.messageId }),
-        }),
-      );
+      // Only a FIFO DLQ takes a deduplication id (a fair standard queue's group id stays behind).
+      const groupId = isFifoRecord(record) ? record.attributes.MessageGroupId : undefined;
+      await this.sqs.sendMessage({
+        QueueUrl: queueUrl,
+        MessageBody: record.body,
+        MessageAttributes: attributes,
+        // A FIFO DLQ needs the group; deduplicating on the original id makes a repeated copy harmless.
+        ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: record.messageId }),
+      });
       return { ok: true, reasonAttached };
     } catch (error) {
       return { ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };

@@ -5,7 +5,7 @@
  * `http://sqs.<region>.localhost:<port>/000000000000/<name>` and must match exactly).
  * Answers are cached for the life of the container; failures are not, so the next record retries.
  */
-import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SqsGateway } from './sqs-gateway';
 
 /** The parts of an SQS queue ARN. */
 export interface QueueArnParts {
@@ -34,7 +34,7 @@ export class QueueDirectory {
    * @param configuredDeadLetterUrl `DLQ_URL`, which wins over discovery from the redrive policy
    */
   constructor(
-    private readonly sqs: () => SQSClient,
+    private readonly sqs: SqsGateway,
     private readonly configuredDeadLetterUrl: string | undefined,
   ) {}
 
@@ -42,7 +42,7 @@ export class QueueDirectory {
   urlOf(queueArn: string): Promise<string> {
     return this.cached(this.urls, queueArn, async () => {
       const { name, account } = parseQueueArn(queueArn);
-      const { QueueUrl } = await this.sqs().send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
+      const QueueUrl = await this.sqs.getQueueUrl(name, account);
       if (QueueUrl === undefined) throw new Error(`GetQueueUrl returned no URL for ${queueArn}`);
       return QueueUrl;
     });
@@ -53,10 +53,7 @@ export class QueueDirectory {
     const configured = this.configuredDeadLetterUrl;
     if (configured !== undefined) return Promise.resolve(configured);
     return this.cached(this.deadLetterUrls, sourceQueueArn, async () => {
-      const { Attributes } = await this.sqs().send(
-        new GetQueueAttributesCommand({ QueueUrl: await this.urlOf(sourceQueueArn), AttributeNames: ['RedrivePolicy'] }),
-      );
-      const policy = Attributes?.RedrivePolicy;
+      const policy = await this.sqs.getQueueAttribute(await this.urlOf(sourceQueueArn), 'RedrivePolicy');
       const target = policy === undefined ? undefined : (JSON.parse(policy) as { deadLetterTargetArn?: string }).deadLetterTargetArn;
       if (target === undefined) throw new Error(`queue ${sourceQueueArn} has no redrive policy and DLQ_URL is not set`);
       return this.urlOf(target);

@@ -8,7 +8,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type NotAttempted, runBatch } from './batch';
@@ -21,6 +21,7 @@ import { buildDeliveryRequest } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
+import { SqsGateway } from './sqs-gateway';
 import { WebhookTransmitter } from './transmitter';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
@@ -119,10 +120,7 @@ export class BatchRelay {
     this.logger = dependencies.logger ?? new Logger({ serviceName });
     this.metrics = dependencies.metrics ?? new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
-    let client = dependencies.sqs;
-    // useQueueUrlAsEndpoint false: the SDK would otherwise send each call to the host in the
-    // queue URL, ignoring AWS_ENDPOINT_URL_SQS, and an emulator's URL host need not resolve.
-    const sqs = (): SQSClient => (client ??= new SQSClient({ useQueueUrlAsEndpoint: false }));
+    const sqs = new SqsGateway(dependencies.sqs);
     this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
     this.queues = new QueueDirectory(sqs, config.deadLetterQueueUrl);
     this.visibility = new VisibilityUpdater(sqs);

@@ -2,7 +2,7 @@
  * Visibility updates (SPEC §3): each retried message's visibility timeout set to its delay
  * with `ChangeMessageVisibilityBatch`, at most 10 entries a call, all calls in parallel.
  */
-import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SqsGateway } from './sqs-gateway';
 
 /** SQS's limit on entries in one batch call. */
 export const MAX_ENTRIES_PER_CALL = 10;
@@ -28,7 +28,7 @@ const entryId = (index: number): string => `m${index}`;
 
 /** Sends visibility changes for one queue. */
 export class VisibilityUpdater {
-  constructor(private readonly sqs: () => SQSClient) {}
+  constructor(private readonly sqs: SqsGateway) {}
 
   /**
    * Applies `changes` to the queue at `queueUrl`. Resolves (never rejects) with the changes
@@ -44,16 +44,14 @@ export class VisibilityUpdater {
 
   private async applyChunk(queueUrl: string, chunk: readonly VisibilityChange[]): Promise<FailedVisibilityChange[]> {
     try {
-      const { Failed } = await this.sqs().send(
-        new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: chunk.map((change, index) => ({
-            Id: entryId(index),
-            ReceiptHandle: change.receiptHandle,
-            VisibilityTimeout: change.visibilitySeconds,
-          })),
-        }),
-      );
+      const { Failed } = await this.sqs.changeMessageVisibilityBatch({
+        QueueUrl: queueUrl,
+        Entries: chunk.map((change, index) => ({
+          Id: entryId(index),
+          ReceiptHandle: change.receiptHandle,
+          VisibilityTimeout: change.visibilitySeconds,
+        })),
+      });
       return (Failed ?? []).map((failure) => ({
         messageId: chunk[Number(failure.Id?.slice(1))]?.messageId ?? String(failure.Id),
         reason: `${failure.Code ?? 'error'}: ${failure.Message ?? 'no message'}`,
