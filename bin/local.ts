@@ -1,0 +1,48 @@
+/**
+ * `npm start`: the relay on this machine (see `local/runner.ts` and docs/local.md).
+ * Start-up failures print one line and exit 1; SIGINT/SIGTERM stop polling, let the batches in
+ * flight finish and be acknowledged, and exit 0. A second signal exits at once (130): whatever
+ * was in flight then comes back after its visibility timeout, as from a crashed Lambda.
+ */
+import { oneLine } from '../local/errors';
+import { COLOR, PLAIN } from '../local/log';
+import { type LocalRelay, startLocalRelay } from '../local/runner';
+
+/** A signal this soon after the first is taken as the same request to stop. */
+const REPEAT_GRACE_MS = 1_000;
+const isTerminal = process.stdout.isTTY === true;
+const styles = isTerminal && !process.env.NO_COLOR ? COLOR : PLAIN;
+
+function fail(error: unknown): never {
+  process.stderr.write(`sqs-webhook-relay: ${oneLine(error)}\n`);
+  if (/^(DEBUG|TRACE)$/i.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack !== undefined) process.stderr.write(`${error.stack}\n`);
+  process.exit(1);
+}
+
+process.on('uncaughtException', fail);
+process.on('unhandledRejection', fail);
+
+let relay: LocalRelay;
+try {
+  relay = await startLocalRelay({ out: process.stdout, isTerminal, styles });
+} catch (error) {
+  fail(error);
+}
+
+let firstSignalAt: number | undefined;
+const stop = (signal: NodeJS.Signals): void => {
+  if (firstSignalAt !== undefined) {
+    // A wrapper (npm, tsx) may relay the very Ctrl-C the terminal already delivered: not a second request.
+    if (Date.now() - firstSignalAt < REPEAT_GRACE_MS) return;
+    process.stderr.write(`sqs-webhook-relay: ${signal} again, exiting without waiting for the batches in flight\n`);
+    process.exit(130);
+  }
+  firstSignalAt = Date.now();
+  relay.stop().then(
+    // Kept-alive webhook connections may hold the event loop open; everything worth waiting for is done.
+    () => process.exit(0),
+    fail,
+  );
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);

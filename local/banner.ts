@@ -1,0 +1,96 @@
+/**
+ * What `npm start` prints once it is ready: where SQS is, the queue and DLQ URLs, where messages
+ * go, and commands to send one that can be pasted as they are (with no AWS CLI installed, too).
+ */
+import type { Styles } from './log';
+
+/** Everything the ready banner (or the JSON "ready" line) tells. */
+export interface ReadyInfo {
+  /** `embedded`: the emulator in this process; `existing`: QUEUE_URL. */
+  readonly mode: 'embedded' | 'existing';
+  /** The SQS endpoint, when not the SDK's regional default. */
+  readonly sqsEndpoint: string | undefined;
+  readonly region: string;
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly dlqUrl: string | undefined;
+  readonly maxReceiveCount: number | undefined;
+  readonly webhookUrl: string;
+  /** True when the webhook is the demo one. */
+  readonly demoWebhook: boolean;
+  readonly fifo: boolean;
+  readonly pollers: number;
+  readonly batchSize: number;
+  readonly functionTimeoutSeconds: number;
+  readonly visibilityTimeoutSeconds: number;
+}
+
+/** A string as one POSIX shell word. */
+export function shellQuote(value: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The example body of the printed commands. */
+export const EXAMPLE_BODY = '{"hello":"world"}';
+
+/** `npx tsx bin/send.ts …`: needs nothing but this repository. */
+export function sendCommand(info: Pick<ReadyInfo, 'queueUrl'>, body = EXAMPLE_BODY): string {
+  return `npx tsx bin/send.ts --queue-url ${shellQuote(info.queueUrl)} ${shellQuote(body)}`;
+}
+
+/** The same with the AWS CLI. */
+export function awsCliCommand(info: Pick<ReadyInfo, 'mode' | 'sqsEndpoint' | 'region' | 'queueUrl' | 'fifo'>, body = EXAMPLE_BODY): string {
+  const parts: string[] = [];
+  // The emulator takes any credentials, but the CLI refuses to sign a request without some.
+  if (info.mode === 'embedded') parts.push('AWS_ACCESS_KEY_ID=test', 'AWS_SECRET_ACCESS_KEY=test');
+  parts.push('aws', 'sqs', 'send-message');
+  if (info.sqsEndpoint !== undefined) parts.push('--endpoint-url', shellQuote(info.sqsEndpoint));
+  parts.push('--region', info.region, '--queue-url', shellQuote(info.queueUrl), '--message-body', shellQuote(body));
+  // The embedded FIFO queue deduplicates by content, so a group id is all a send needs.
+  if (info.fifo) parts.push('--message-group-id', 'demo');
+  return parts.join(' ');
+}
+
+/** The ready banner, for a terminal. */
+export function formatBanner(info: ReadyInfo, styles: Styles): string {
+  const row = (label: string, value: string, note?: string): string =>
+    `  ${label.padEnd(14)}${styles.bold(value)}${note === undefined ? '' : `  ${styles.dim(note)}`}`;
+  const lines = [
+    '',
+    styles.bold(
+      info.mode === 'embedded'
+        ? 'sqs-webhook-relay: the Lambda handler, fed by an SQS emulator on this machine'
+        : 'sqs-webhook-relay: the Lambda handler, relaying from an existing queue',
+    ),
+    '',
+  ];
+  if (info.sqsEndpoint !== undefined) {
+    lines.push(row('SQS endpoint', info.sqsEndpoint, info.mode === 'embedded' ? `region ${info.region}, any credentials` : `region ${info.region}`));
+  }
+  lines.push(row('Queue URL', info.queueUrl, info.fifo ? 'FIFO' : undefined));
+  lines.push(
+    info.dlqUrl === undefined
+      ? row('DLQ URL', 'none', 'failing messages are retried until they expire')
+      : row('DLQ URL', info.dlqUrl, info.maxReceiveCount === undefined ? undefined : `after ${info.maxReceiveCount} receives`),
+  );
+  lines.push(row('Webhook', info.webhookUrl, info.demoWebhook ? 'demo: prints each POST; set WEBHOOK_URL to use yours' : undefined));
+  lines.push(
+    row(
+      'Polling',
+      `${info.pollers} poller${info.pollers === 1 ? '' : 's'}, batches of up to ${info.batchSize}`,
+      `function timeout ${info.functionTimeoutSeconds} s, visibility timeout ${info.visibilityTimeoutSeconds} s`,
+    ),
+  );
+  lines.push('', 'Send a message (from another terminal, in this directory):', `  ${sendCommand(info)}`, `  ${awsCliCommand(info)}`);
+  if (info.demoWebhook) {
+    lines.push(
+      '',
+      'The demo webhook answers 200, unless the message asks otherwise:',
+      `  ${shellQuote('{"retryAfter": 5}')}   429 with Retry-After: 5 on the first attempt, then 200`,
+      `  ${shellQuote('{"status": 500}')}     500 every time: retried with backoff, then moved to the DLQ`,
+      `  ${shellQuote('{"status": 400}')}     400: a permanent failure, dead-lettered at once`,
+    );
+  }
+  lines.push('', `Ready. ${styles.dim('Ctrl-C stops after the batches in flight.')}`, '');
+  return lines.join('\n');
+}

@@ -1,0 +1,147 @@
+/**
+ * The embedded SQS emulator of `npm start`: fauxqs in this process, listening on 127.0.0.1 only,
+ * with the main queue, its DLQ and the redrive policy, as the stack creates them.
+ *
+ * fauxqs's `startFauxqs()` names queues `http://sqs.<region>.localhost:<port>/…` and listens on
+ * every interface. That host does not resolve on many machines (glibc has no `*.localhost`
+ * rule), and the AWS SDK for JavaScript sends a request to its `QueueUrl`'s host whenever the
+ * client has no explicit endpoint — so a user's `new SQSClient({})` pointed at us with
+ * `AWS_ENDPOINT_URL_SQS` would fail with ENOTFOUND. Here the store names queues after the host
+ * the request came to instead (`http://127.0.0.1:<port>/000000000000/<name>`): the printed queue
+ * URL is then the endpoint plus a path, and works from any SQS client, SDK or CLI.
+ * That takes fauxqs's store classes, which its package does not export; they are loaded from
+ * beside its entry point, and the tests fail loudly should a fauxqs upgrade move them.
+ */
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { buildApp } from 'fauxqs';
+import { deadLetterQueueName } from './settings';
+
+/** The region the embedded emulator's ARNs carry. */
+export const EMULATOR_REGION = 'us-east-1';
+/** Credentials the emulator accepts (it accepts any; these are what the runner and its hints use). */
+export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
+
+/** A queue of the emulator. */
+export interface EmulatedQueue {
+  readonly name: string;
+  readonly url: string;
+  readonly arn: string;
+}
+
+/** What {@link startEmbeddedSqs} creates. */
+export interface EmbeddedSqsOptions {
+  /** Port on 127.0.0.1; 0 picks a free one. */
+  readonly port: number;
+  /** Main queue name; ending in `.fifo` makes both queues FIFO. */
+  readonly queueName: string;
+  readonly maxReceiveCount: number;
+  /** The main queue's default visibility timeout, seconds. */
+  readonly visibilityTimeoutSeconds: number;
+}
+
+/** A running embedded emulator. */
+export interface EmbeddedSqs {
+  /** `http://127.0.0.1:<port>`. */
+  readonly endpoint: string;
+  readonly port: number;
+  readonly region: string;
+  readonly queue: EmulatedQueue;
+  readonly dlq: EmulatedQueue;
+  readonly fifo: boolean;
+  /** Ends pending long polls and closes the server; its messages are gone with it. */
+  stop(): Promise<void>;
+}
+
+/** Raised when the emulator's port is taken. */
+export class PortInUseError extends Error {
+  constructor(readonly port: number) {
+    super(`port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port, or QUEUE_URL to use a running queue`);
+    this.name = 'PortInUseError';
+  }
+}
+
+/** The parts of fauxqs's stores this module touches. */
+interface SqsStoreInternals {
+  /** The host queue URLs are built with; falsy means "the request's Host header". */
+  host: string | undefined;
+  /** Wakes every pending long poll (they answer empty). */
+  shutdown(): void;
+}
+type StoreClass = new () => unknown;
+type BuildAppStores = NonNullable<NonNullable<Parameters<typeof buildApp>[0]>['stores']>;
+
+async function loadStoreClass(entryUrl: string, path: string, name: string): Promise<StoreClass> {
+  const module = (await import(new URL(path, entryUrl).href)) as Record<string, unknown>;
+  const store = module[name];
+  if (typeof store !== 'function') throw new Error(`fauxqs has no ${name} at ${path}: this fauxqs version is not supported`);
+  return store as StoreClass;
+}
+
+/** fauxqs's stores, with the SQS store naming queues after the request's host. */
+async function createStores(): Promise<{ stores: BuildAppStores; sqsStore: SqsStoreInternals }> {
+  const entryUrl = import.meta.resolve('fauxqs');
+  const [SqsStore, SnsStore, S3Store] = await Promise.all([
+    loadStoreClass(entryUrl, './sqs/sqsStore.js', 'SqsStore'),
+    loadStoreClass(entryUrl, './sns/snsStore.js', 'SnsStore'),
+    loadStoreClass(entryUrl, './s3/s3Store.js', 'S3Store'),
+  ]);
+  const sqsStore = new SqsStore() as SqsStoreInternals;
+  if (!('host' in sqsStore) || typeof sqsStore.shutdown !== 'function') {
+    throw new Error('fauxqs SqsStore has changed shape: this fauxqs version is not supported');
+  }
+  sqsStore.host = undefined;
+  const stores = { sqsStore, snsStore: new SnsStore(), s3Store: new S3Store() } as unknown as BuildAppStores;
+  return { stores, sqsStore };
+}
+
+/** Starts the emulator and creates the DLQ, then the main queue with its redrive policy. */
+export async function startEmbeddedSqs(options: EmbeddedSqsOptions): Promise<EmbeddedSqs> {
+  const { stores, sqsStore } = await createStores();
+  const app = buildApp({ logger: false, defaultRegion: EMULATOR_REGION, stores });
+  try {
+    // Loopback only: an emulator takes messages from anyone who can reach it, without credentials.
+    await app.listen({ port: options.port, host: '127.0.0.1' });
+  } catch (error) {
+    await app.close();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError(options.port);
+    throw error;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = async (): Promise<void> => {
+    sqsStore.shutdown();
+    await app.close();
+  };
+  // Queues are created through the API, so their URLs are built from the Host the SDK sends: the endpoint.
+  const sqs = new SQSClient({ endpoint, region: EMULATOR_REGION, credentials: EMULATOR_CREDENTIALS });
+  try {
+    const fifo = options.queueName.endsWith('.fifo');
+    // Content-based deduplication lets a FIFO message be sent with a group id alone, as a demo should.
+    const fifoAttributes: Record<string, string> = fifo ? { FifoQueue: 'true', ContentBasedDeduplication: 'true' } : {};
+    const dlq = await createQueue(sqs, deadLetterQueueName(options.queueName), {
+      ...fifoAttributes,
+      MessageRetentionPeriod: String(14 * 24 * 3600),
+    });
+    const queue = await createQueue(sqs, options.queueName, {
+      ...fifoAttributes,
+      VisibilityTimeout: String(options.visibilityTimeoutSeconds),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: options.maxReceiveCount }),
+    });
+    return { endpoint, port, region: EMULATOR_REGION, queue, dlq, fifo, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    sqs.destroy();
+  }
+}
+
+async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<EmulatedQueue> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  if (QueueUrl === undefined) throw new Error(`the emulator created ${name} without a URL`);
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
+  const arn = Attributes?.QueueArn;
+  if (arn === undefined) throw new Error(`the emulator has no ARN for ${name}`);
+  return { name, url: QueueUrl, arn };
+}

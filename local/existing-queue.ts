@@ -1,0 +1,112 @@
+/**
+ * Daemon mode (`QUEUE_URL`): relaying from a queue that already exists, on real SQS or another
+ * emulator, with the normal AWS credential chain. What Lambda's event source mapping knows from
+ * its configuration is asked of SQS instead: the queue's ARN (the records' `eventSourceARN`), its
+ * visibility timeout, and its redrive policy (the DLQ and maxReceiveCount).
+ */
+import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClientConfig, type SQSClient } from '@aws-sdk/client-sqs';
+import { ConfigError, isLoopbackHost } from '../lambda/config';
+import { parseQueueArn } from '../lambda/queues';
+import { sqsStartupError } from './errors';
+
+type Env = Record<string, string | undefined>;
+
+/** How the runner's SQS client (and the handler's, through the same environment) reaches SQS. */
+export interface SqsConnection {
+  /** An explicit endpoint, or `undefined` for the SDK's regional default. */
+  readonly endpoint: string | undefined;
+  readonly region: string;
+  /** Fixed credentials, or `undefined` for the SDK's default chain. */
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+}
+
+/** What the runner learns about an existing queue. */
+export interface ExistingQueue {
+  readonly queueArn: string;
+  readonly visibilityTimeoutSeconds: number;
+  readonly fifo: boolean;
+  /** From the redrive policy; `undefined` when the queue has none (or its DLQ could not be found). */
+  readonly dlqUrl: string | undefined;
+  readonly maxReceiveCount: number | undefined;
+  /** Why the DLQ is unknown, when it is. */
+  readonly dlqProblem: string | undefined;
+}
+
+function isAwsHost(hostname: string): boolean {
+  return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
+}
+
+/** The region in an SQS host name: `sqs.<region>.amazonaws.com`, `<region>.queue.amazonaws.com`, `sqs.<region>.localhost`. */
+export function regionOfQueueHost(hostname: string): string | undefined {
+  const match = /^sqs\.([a-z0-9-]+)\./.exec(hostname) ?? /^([a-z]{2}(?:-[a-z]+)+-\d+)\.queue\./.exec(hostname);
+  return match?.[1];
+}
+
+/**
+ * How to reach the queue at `queueUrl`. An endpoint in `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`
+ * wins; a queue URL that is not on AWS (ElasticMQ, LocalStack, fauxqs…) is its own endpoint.
+ * A loopback endpoint with no credentials configured gets dummy ones, as emulators accept any.
+ */
+export function connectionFor(queueUrl: string, env: Env): SqsConnection {
+  const url = new URL(queueUrl);
+  const endpoint = env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL || (isAwsHost(url.hostname) ? undefined : url.origin);
+  const local = endpoint !== undefined && isLoopbackHost(new URL(endpoint).hostname);
+  const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
+  if (region === undefined) throw new ConfigError('AWS_REGION', "the queue's region (it could not be read from QUEUE_URL)", undefined);
+  const configured = Boolean(env.AWS_ACCESS_KEY_ID || env.AWS_PROFILE || env.AWS_WEB_IDENTITY_TOKEN_FILE || env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI);
+  return { endpoint, region, credentials: local && !configured ? { accessKeyId: 'test', secretAccessKey: 'test' } : undefined };
+}
+
+/**
+ * The SDK client configuration for a connection. The endpoint is passed explicitly: the SDK
+ * then sends every call there, instead of to the host of a `QueueUrl` (which for some emulators,
+ * `sqs.<region>.localhost`, does not resolve).
+ */
+export function clientConfig(connection: SqsConnection): SQSClientConfig {
+  return {
+    region: connection.region,
+    ...(connection.endpoint === undefined ? {} : { endpoint: connection.endpoint }),
+    ...(connection.credentials === undefined ? {} : { credentials: connection.credentials }),
+  };
+}
+
+/** Reads the queue's ARN, visibility timeout and redrive policy, and finds its DLQ's URL. */
+export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): Promise<ExistingQueue> {
+  let attributes: Record<string, string>;
+  try {
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'] }),
+    );
+    attributes = Attributes ?? {};
+  } catch (error) {
+    throw sqsStartupError(error, "reading the queue's attributes", queueUrl);
+  }
+  const queueArn = attributes.QueueArn;
+  if (queueArn === undefined) throw sqsStartupError(new Error('GetQueueAttributes returned no QueueArn'), "reading the queue's attributes", queueUrl);
+  const base = {
+    queueArn,
+    visibilityTimeoutSeconds: Number(attributes.VisibilityTimeout ?? 30),
+    fifo: attributes.FifoQueue === 'true',
+  };
+  const policyText = attributes.RedrivePolicy;
+  if (policyText === undefined) {
+    return { ...base, dlqUrl: undefined, maxReceiveCount: undefined, dlqProblem: 'the queue has no redrive policy, so failing messages are retried forever' };
+  }
+  let policy: { deadLetterTargetArn?: unknown; maxReceiveCount?: unknown };
+  try {
+    policy = JSON.parse(policyText) as typeof policy;
+  } catch {
+    return { ...base, dlqUrl: undefined, maxReceiveCount: undefined, dlqProblem: `the redrive policy is not JSON: ${policyText}` };
+  }
+  const count = Number(policy.maxReceiveCount);
+  const maxReceiveCount = Number.isSafeInteger(count) && count > 0 ? count : undefined;
+  if (typeof policy.deadLetterTargetArn !== 'string') return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: 'the redrive policy names no DLQ' };
+  try {
+    const { name, account } = parseQueueArn(policy.deadLetterTargetArn);
+    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
+    return { ...base, dlqUrl: QueueUrl, maxReceiveCount, dlqProblem: QueueUrl === undefined ? 'GetQueueUrl returned no URL for the DLQ' : undefined };
+  } catch (error) {
+    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${reason})` };
+  }
+}

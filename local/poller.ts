@@ -1,0 +1,294 @@
+/**
+ * What Lambda's SQS event source mapping does, on this machine: long-poll the queue, gather a
+ * batch, invoke the handler with Lambda's event and a context that counts down the function
+ * timeout, then delete every record the handler did not report in `batchItemFailures` and leave
+ * those in flight (the handler has set their visibility). An invocation that throws, times out or
+ * answers something that is not a valid batch response deletes nothing: the whole batch comes
+ * back after the queue's visibility timeout, as with Lambda.
+ *
+ * Several pollers run side by side, like concurrent invocations; each has its own handler
+ * instance (its own "warm container"), so per-container state is not shared between them.
+ */
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
+
+/** Lambda's handler signature as the poller calls it. */
+export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
+
+/** SQS's limit on messages per ReceiveMessage. */
+export const MAX_MESSAGES_PER_RECEIVE = 10;
+/** SQS's limit on entries per batch call (DeleteMessageBatch, ChangeMessageVisibilityBatch). */
+export const MAX_ENTRIES_PER_BATCH_CALL = 10;
+/** SQS's longest long poll, seconds; Lambda's pollers use it. */
+export const MAX_WAIT_TIME_SECONDS = 20;
+/** The pause after a failed receive doubles from the first to the last of these. */
+export const RECEIVE_RETRY_MS = { first: 1_000, max: 20_000 } as const;
+
+/** Why an invocation counts as failed as a whole. */
+export type InvocationFailure = 'error' | 'timeout' | 'invalid-response';
+
+/** What the mapping reports as it works; every callback is optional. */
+export interface MappingObserver {
+  /** A batch is about to be handed to the handler. */
+  invoking?(poller: number, records: readonly SQSRecord[]): void;
+  /** The handler answered; `acknowledged` were deleted, `failed` left in flight. */
+  completed?(poller: number, result: InvocationResult): void;
+  /** The invocation failed as a whole; every record stays on the queue. */
+  invocationFailed?(poller: number, records: readonly SQSRecord[], failure: InvocationFailure, detail: string): void;
+  /** Receiving failed; the poller tries again after `retryInMs`. */
+  receiveFailed?(poller: number, error: unknown, retryInMs: number): void;
+  /** Messages received after stop() was called, handed straight back (visibility 0), never invoked. */
+  released?(poller: number, messages: number): void;
+}
+
+/** The outcome of one successful invocation. */
+export interface InvocationResult {
+  readonly records: readonly SQSRecord[];
+  /** Records deleted from the queue. */
+  readonly acknowledged: readonly SQSRecord[];
+  /** Records named in `batchItemFailures`, left in flight. */
+  readonly failed: readonly SQSRecord[];
+  /** Records the handler acknowledged but SQS did not delete: they will be received again. */
+  readonly deleteFailures: readonly { readonly record: SQSRecord; readonly reason: string }[];
+}
+
+/** How the mapping polls and invokes. */
+export interface EventSourceMappingOptions {
+  readonly sqs: SQSClient;
+  readonly queueUrl: string;
+  /** The queue's ARN, as the records' `eventSourceARN`. */
+  readonly queueArn: string;
+  /** Builds the handler of one poller (called once per poller, at start). */
+  readonly createHandler: (poller: number) => SqsHandler;
+  readonly pollers: number;
+  /** Records per invocation, at most (1 to 10,000). */
+  readonly batchSize: number;
+  /** How long to keep gathering records for a batch once the first arrived, ms; 0 = send what one receive returns. */
+  readonly maxBatchingWindowMs: number;
+  /** The function timeout: the invocation's deadline, and the limit after which it counts as failed. */
+  readonly functionTimeoutMs: number;
+  /** Long-poll wait, seconds (default 20, as Lambda). */
+  readonly waitTimeSeconds?: number;
+  readonly observer?: MappingObserver;
+}
+
+/** A running mapping. */
+export interface EventSourceMapping {
+  /** Batches being handled right now. */
+  readonly inFlight: number;
+  /**
+   * Stops polling and resolves once every batch in flight has been handled and acknowledged.
+   * Messages a pending receive returns after this are handed back at once, never invoked.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads a handler's response as Lambda does with `ReportBatchItemFailures`: no response or an
+ * empty/absent `batchItemFailures` is complete success; anything malformed, or an identifier
+ * that names no record of the batch, fails the whole batch.
+ * @returns the failed message ids, or a description of why the response is invalid
+ */
+export function interpretBatchResponse(records: readonly SQSRecord[], response: unknown): { ok: true; failed: Set<string> } | { ok: false; reason: string } {
+  if (response === undefined || response === null) return { ok: true, failed: new Set() };
+  if (typeof response !== 'object' || Array.isArray(response)) return { ok: false, reason: `the response is not an object: ${JSON.stringify(response)}` };
+  const failures = (response as { batchItemFailures?: unknown }).batchItemFailures;
+  if (failures === undefined || failures === null) return { ok: true, failed: new Set() };
+  if (!Array.isArray(failures)) return { ok: false, reason: 'batchItemFailures is not an array' };
+  const ids = new Set(records.map((record) => record.messageId));
+  const failed = new Set<string>();
+  for (const failure of failures as unknown[]) {
+    const id = typeof failure === 'object' && failure !== null ? (failure as { itemIdentifier?: unknown }).itemIdentifier : undefined;
+    if (typeof id !== 'string' || id === '') return { ok: false, reason: `batchItemFailures has an entry without an itemIdentifier: ${JSON.stringify(failure)}` };
+    if (!ids.has(id)) return { ok: false, reason: `batchItemFailures names ${id}, which is not in the batch` };
+    failed.add(id);
+  }
+  return { ok: true, failed };
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let start = 0; start < items.length; start += size) result.push(items.slice(start, start + size));
+  return result;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+class TimedOut extends Error {}
+
+/** Starts `options.pollers` poll-and-invoke loops. */
+export function startEventSourceMapping(options: EventSourceMappingOptions): EventSourceMapping {
+  const stopping = new AbortController();
+  const waitTimeSeconds = Math.min(MAX_WAIT_TIME_SECONDS, options.waitTimeSeconds ?? MAX_WAIT_TIME_SECONDS);
+  const observer = options.observer ?? {};
+  let inFlight = 0;
+
+  const receive = async (max: number, wait: number): Promise<Message[]> => {
+    const { Messages } = await options.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: options.queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: wait, ...RECEIVE_ALL_ATTRIBUTES }),
+      // Aborting the long poll is what lets Ctrl-C stop at once instead of up to 20 s later.
+      { abortSignal: stopping.signal },
+    );
+    return Messages ?? [];
+  };
+
+  /** One batch: a long poll, then more receives while the batch is not full and the window is open. */
+  const gather = async (): Promise<Message[]> => {
+    const batch = await receive(Math.min(MAX_MESSAGES_PER_RECEIVE, options.batchSize), waitTimeSeconds);
+    if (batch.length === 0) return batch;
+    const windowEnds = Date.now() + options.maxBatchingWindowMs;
+    while (batch.length < options.batchSize && !stopping.signal.aborted) {
+      const wanted = Math.min(MAX_MESSAGES_PER_RECEIVE, options.batchSize - batch.length);
+      const leftMs = windowEnds - Date.now();
+      // Without a window, only keep going while the queue has more at once (the last receive was full).
+      if (options.maxBatchingWindowMs === 0 && batch.length % MAX_MESSAGES_PER_RECEIVE !== 0) break;
+      // Long polls are whole seconds; polling without waiting for the last fraction would only spin.
+      if (options.maxBatchingWindowMs > 0 && leftMs < 1_000) break;
+      let more: Message[];
+      try {
+        more = await receive(wanted, options.maxBatchingWindowMs === 0 ? 0 : Math.min(waitTimeSeconds, Math.floor(leftMs / 1000)));
+      } catch {
+        break; // what is gathered is in flight already: invoke with it rather than lose time
+      }
+      if (more.length === 0 && options.maxBatchingWindowMs === 0) break;
+      batch.push(...more);
+    }
+    return batch;
+  };
+
+  /** Hands messages back to the queue at once (visibility 0). */
+  const release = async (messages: readonly Message[]): Promise<void> => {
+    await Promise.all(
+      chunks(messages, MAX_ENTRIES_PER_BATCH_CALL).map((chunk) =>
+        options.sqs
+          .send(
+            new ChangeMessageVisibilityBatchCommand({
+              QueueUrl: options.queueUrl,
+              Entries: chunk.map((message, index) => ({ Id: `r${index}`, ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
+            }),
+          )
+          .catch(() => undefined), // they come back after the visibility timeout anyway
+      ),
+    );
+  };
+
+  /** Deletes acknowledged records, ≤10 per call, calls in parallel; returns the ones not deleted. */
+  const acknowledge = async (records: readonly SQSRecord[]): Promise<{ record: SQSRecord; reason: string }[]> => {
+    const results = await Promise.all(
+      chunks(records, MAX_ENTRIES_PER_BATCH_CALL).map(async (chunk) => {
+        try {
+          const { Failed } = await options.sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: options.queueUrl,
+              Entries: chunk.map((record, index) => ({ Id: `d${index}`, ReceiptHandle: record.receiptHandle })),
+            }),
+          );
+          return (Failed ?? []).map((failure) => ({
+            record: chunk[Number(failure.Id?.slice(1))] as SQSRecord,
+            reason: `${failure.Code ?? 'error'}: ${failure.Message ?? 'no message'}`,
+          }));
+        } catch (error) {
+          return chunk.map((record) => ({ record, reason: describe(error) }));
+        }
+      }),
+    );
+    return results.flat().filter((failure) => failure.record !== undefined);
+  };
+
+  const invoke = async (poller: number, handler: SqsHandler, messages: readonly Message[]): Promise<void> => {
+    const event = toSqsEvent(messages, options.queueArn);
+    const records = event.Records;
+    observer.invoking?.(poller, records);
+    let timer: NodeJS.Timeout | undefined;
+    let response: unknown;
+    try {
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TimedOut()), options.functionTimeoutMs);
+      });
+      // Lambda would kill a function past its timeout; here the handler's promise is abandoned instead.
+      response = await Promise.race([handler(event, createLambdaContext(options.functionTimeoutMs)), deadline]);
+    } catch (error) {
+      if (error instanceof TimedOut) {
+        observer.invocationFailed?.(poller, records, 'timeout', `Task timed out after ${options.functionTimeoutMs / 1000} seconds`);
+      } else {
+        observer.invocationFailed?.(poller, records, 'error', describe(error));
+      }
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
+    const verdict = interpretBatchResponse(records, response);
+    if (!verdict.ok) {
+      observer.invocationFailed?.(poller, records, 'invalid-response', verdict.reason);
+      return;
+    }
+    const acknowledged = records.filter((record) => !verdict.failed.has(record.messageId));
+    const failed = records.filter((record) => verdict.failed.has(record.messageId));
+    const deleteFailures = await acknowledge(acknowledged);
+    observer.completed?.(poller, { records, acknowledged, failed, deleteFailures });
+  };
+
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener('abort', done);
+        resolve();
+      }
+      stopping.signal.addEventListener('abort', done);
+    });
+
+  const loop = async (poller: number): Promise<void> => {
+    const handler = options.createHandler(poller);
+    let retryMs: number = RECEIVE_RETRY_MS.first;
+    while (!stopping.signal.aborted) {
+      let messages: Message[];
+      try {
+        messages = await gather();
+        retryMs = RECEIVE_RETRY_MS.first;
+      } catch (error) {
+        if (stopping.signal.aborted) break;
+        observer.receiveFailed?.(poller, error, retryMs);
+        await sleep(retryMs);
+        retryMs = Math.min(RECEIVE_RETRY_MS.max, retryMs * 2);
+        continue;
+      }
+      if (messages.length === 0) continue;
+      if (stopping.signal.aborted) {
+        // Received as the stop came in: never given to the handler, so give them back now
+        // rather than leave them invisible for a whole visibility timeout.
+        await release(messages);
+        observer.released?.(poller, messages.length);
+        break;
+      }
+      inFlight += 1;
+      try {
+        await invoke(poller, handler, messages);
+      } finally {
+        inFlight -= 1;
+      }
+    }
+  };
+
+  const loops = Array.from({ length: options.pollers }, (_, poller) => loop(poller));
+  const all = Promise.all(loops).then(() => undefined);
+  return {
+    get inFlight() {
+      return inFlight;
+    },
+    stop() {
+      stopping.abort();
+      return all;
+    },
+  };
+}

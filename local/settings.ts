@@ -1,0 +1,136 @@
+/**
+ * The local runner's own settings (`npm start`): where the queue comes from, how it is polled,
+ * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
+ * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
+ */
+import { ConfigError } from '../lambda/config';
+
+/** How the runner's and the handler's log lines are written. */
+export type LogFormat = 'pretty' | 'json';
+
+/** Lambda's limit on the batch size of an SQS event source mapping (standard queues). */
+export const MAX_BATCH_SIZE = 10_000;
+/** Lambda's limit on the batching window, seconds. */
+export const MAX_BATCHING_WINDOW_SECONDS = 300;
+/** Lambda's limit on a function's timeout, seconds. */
+export const MAX_FUNCTION_TIMEOUT_SECONDS = 900;
+/** The stack's rule: the queue's visibility timeout is this many times the function timeout. */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
+/** SQS's ceiling on a visibility timeout, seconds. */
+export const MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200;
+
+/** Everything `npm start` reads from its environment besides the handler's variables. */
+export interface LocalSettings {
+  /** `QUEUE_URL`: relay from this existing queue (daemon mode) instead of an embedded emulator. */
+  readonly queueUrl: string | undefined;
+  /** `SQS_PORT`: the embedded emulator's port on 127.0.0.1; 0 picks a free one. */
+  readonly sqsPort: number;
+  /** `QUEUE_NAME`: the embedded main queue; the DLQ is `<name>-dlq` (`<base>-dlq.fifo` for FIFO). */
+  readonly queueName: string;
+  /** `MAX_RECEIVE_COUNT` as set, or `undefined` (embedded: 5; daemon: the queue's redrive policy). */
+  readonly maxReceiveCount: number | undefined;
+  /** `BATCH_SIZE`: records per invocation, at most. */
+  readonly batchSize: number;
+  /** `MAX_BATCHING_WINDOW_SECONDS`: how long to gather records for one invocation. */
+  readonly maxBatchingWindowSeconds: number;
+  /** `POLLERS`: concurrent poll-and-invoke loops (Lambda's concurrent invocations). */
+  readonly pollers: number;
+  /** `FUNCTION_TIMEOUT_SECONDS`: the deadline each invocation's context counts down from. */
+  readonly functionTimeoutSeconds: number;
+  /** `WEBHOOK_URL`, or `undefined` to start the demo webhook. */
+  readonly webhookUrl: string | undefined;
+  /** `DEMO_WEBHOOK_PORT`: the demo webhook's port on 127.0.0.1; 0 (default) picks a free one. */
+  readonly demoWebhookPort: number;
+  /** `LOG_FORMAT`, else pretty on a terminal and JSON otherwise. */
+  readonly logFormat: LogFormat;
+  /** `LOG_LEVEL` / `POWERTOOLS_LOG_LEVEL`, upper-cased; INFO by default. */
+  readonly logLevel: string;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
+  }
+  return value;
+}
+
+// SQS queue names: 1-80 characters of letters, digits, '-' and '_', plus '.fifo' for FIFO queues.
+// The DLQ adds '-dlq' (4 characters), so the main queue's base name may have at most 76.
+const QUEUE_NAME = /^[A-Za-z0-9_-]{1,76}(\.fifo)?$/;
+
+function queueUrl(env: Env): string | undefined {
+  const raw = read(env, 'QUEUE_URL');
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', raw);
+  }
+  const segments = url.pathname.split('/').filter((segment) => segment !== '');
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || segments.length < 2) {
+    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', raw);
+  }
+  return raw;
+}
+
+/** The log levels Powertools Logger knows. */
+export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+
+function logLevel(env: Env): string {
+  const name = read(env, 'LOG_LEVEL') === undefined ? 'POWERTOOLS_LOG_LEVEL' : 'LOG_LEVEL';
+  const raw = read(env, name) ?? 'INFO';
+  const level = raw.toUpperCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ConfigError(name, `one of ${LOG_LEVELS.join(', ')}`, raw);
+  return level;
+}
+
+/**
+ * Reads the local runner's settings.
+ * @param env the environment (`process.env`)
+ * @param isTerminal whether standard output is a terminal (picks the default log format)
+ * @throws {ConfigError} naming the first variable that is malformed
+ */
+export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings {
+  const queueName = read(env, 'QUEUE_NAME') ?? 'webhook-relay';
+  if (!QUEUE_NAME.test(queueName)) {
+    throw new ConfigError('QUEUE_NAME', 'up to 76 letters, digits, "-" or "_", optionally ending in ".fifo"', queueName);
+  }
+  const format = read(env, 'LOG_FORMAT')?.toLowerCase();
+  if (format !== undefined && format !== 'pretty' && format !== 'json') throw new ConfigError('LOG_FORMAT', '"pretty" or "json"', format);
+  const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000);
+  return {
+    queueUrl: queueUrl(env),
+    sqsPort: integer(env, 'SQS_PORT', 4566, 0, 65_535),
+    queueName,
+    maxReceiveCount,
+    batchSize: integer(env, 'BATCH_SIZE', 10, 1, MAX_BATCH_SIZE),
+    maxBatchingWindowSeconds: integer(env, 'MAX_BATCHING_WINDOW_SECONDS', 0, 0, MAX_BATCHING_WINDOW_SECONDS),
+    pollers: integer(env, 'POLLERS', 1, 1, 100),
+    functionTimeoutSeconds: integer(env, 'FUNCTION_TIMEOUT_SECONDS', 30, 1, MAX_FUNCTION_TIMEOUT_SECONDS),
+    webhookUrl: read(env, 'WEBHOOK_URL'),
+    demoWebhookPort: integer(env, 'DEMO_WEBHOOK_PORT', 0, 0, 65_535),
+    logFormat: format ?? (isTerminal ? 'pretty' : 'json'),
+    logLevel: logLevel(env),
+  };
+}
+
+/** The main queue's visibility timeout for a function timeout, as the stack derives it. */
+export function visibilityTimeoutFor(functionTimeoutSeconds: number): number {
+  return Math.min(MAX_VISIBILITY_TIMEOUT_SECONDS, VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds);
+}
+
+/** The DLQ's name for a main queue's name: `<name>-dlq`, keeping `.fifo` at the end. */
+export function deadLetterQueueName(queueName: string): string {
+  return queueName.endsWith('.fifo') ? `${queueName.slice(0, -'.fifo'.length)}-dlq.fifo` : `${queueName}-dlq`;
+}

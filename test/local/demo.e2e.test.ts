@@ -1,0 +1,101 @@
+/**
+ * The first minute of a new user: `npm start` with no configuration prints where to send, the
+ * printed command sends, and the demo webhook shows what arrived (and a retry it asked for).
+ * And what a user sees when start-up cannot work: one line, a non-zero exit, no stack trace.
+ */
+import { execFile } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { promisify } from 'node:util';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, test } from 'vitest';
+import { childEnv, closedPort, QUIET_SDK_LOGGER, type RelayProcess, ROOT, startRelayProcess, stopRelay } from './relay-process';
+
+let relay: RelayProcess | undefined;
+afterEach(async () => {
+  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
+  relay = undefined;
+});
+
+const run = promisify(execFile);
+
+describe('npm start without WEBHOOK_URL', () => {
+  test('prints where to send; the printed command sends; the demo webhook prints the message and the retry it asked for', async () => {
+    relay = startRelayProcess({ LOG_FORMAT: 'pretty' }, { viaNpm: true });
+    await relay.waitForOutput(/^Ready\./m);
+    const banner = relay.output();
+    const queueUrl = banner.match(/^ {2}Queue URL +(\S+)/m)?.[1] ?? '';
+    expect(queueUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/000000000000\/webhook-relay$/);
+    expect(banner).toMatch(/^ {2}DLQ URL +http:\/\/127\.0\.0\.1:\d+\/000000000000\/webhook-relay-dlq +after 5 receives$/m);
+    expect(banner).toMatch(/^ {2}Webhook +http:\/\/127\.0\.0\.1:\d+\/webhook +demo/m);
+    expect(banner).toContain(`--queue-url ${queueUrl} --message-body '{"hello":"world"}'`);
+
+    // The command as printed, pasted into a shell.
+    const command = banner.match(/^ {2}(npx tsx bin\/send\.ts .*)$/m)?.[1] ?? '';
+    expect(command).toBe(`npx tsx bin/send.ts --queue-url ${queueUrl} '{"hello":"world"}'`);
+    const { stdout } = await run('sh', ['-c', command], { cwd: ROOT, env: childEnv({}) });
+    const id = stdout.match(/^sent (\S+) to /)?.[1] ?? '';
+    expect(id).not.toBe('');
+    await relay.waitForOutput(new RegExp(`✓ delivered {2}${id} {2}receive 1`));
+    const shown = relay.output();
+    expect(shown).toContain('▶ webhook got POST /webhook, answered 200');
+    expect(shown).toContain(`X-Carrier-Message-Id: ${id}`);
+    expect(shown).toContain('Content-Type: application/json');
+    expect(shown).toMatch(/^ {4}\{"hello":"world"\}$/m);
+
+    // Any SQS client can use the printed URL, even one with no endpoint configured.
+    const sqs = new SQSClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, logger: QUIET_SDK_LOGGER });
+    const { MessageId } = await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: '{"retryAfter": 1}' }));
+    sqs.destroy();
+    await relay.waitForOutput(new RegExp(`✓ delivered {2}${MessageId} {2}receive 2`));
+    const retry = relay.output().slice(shown.length);
+    expect(retry).toContain('answered 429 with Retry-After: 1');
+    expect(retry).toContain(`↻ retry in 1 s  ${MessageId}  receive 1 · HTTP 429`);
+
+    // Ctrl-C in a terminal reaches npm, tsx and the relay together.
+    await stopRelay(relay, 'SIGINT');
+    expect(relay.output()).toMatch(/Stopped\n$/);
+  }, 60_000);
+});
+
+describe('start-up failures', () => {
+  let blocker: Server | undefined;
+  afterEach(async () => {
+    await new Promise<void>((resolve) => (blocker === undefined ? resolve() : blocker.close(() => resolve())));
+    blocker = undefined;
+  });
+
+  /** Runs the relay to its exit; returns the exit code and its own stderr lines (not Node's warnings). */
+  async function failure(env: Record<string, string>): Promise<{ code: number | string; lines: string[]; stderr: string }> {
+    const child = startRelayProcess(env);
+    const code = await child.exited;
+    const stderr = child.errors();
+    return { code, stderr, lines: stderr.split('\n').filter((line) => line.startsWith('sqs-webhook-relay:')) };
+  }
+
+  test('a taken port, a bad webhook URL, an unreachable SQS or a bad setting: one line each, exit 1, no stack trace', async () => {
+    blocker = createServer();
+    const taken = await new Promise<number>((resolve) => {
+      const server = blocker as Server;
+      server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+    });
+    const nobody = await closedPort();
+    const results = await Promise.all([
+      failure({ SQS_PORT: String(taken) }),
+      failure({ WEBHOOK_URL: 'ftp://example.com/hook' }),
+      failure({ QUEUE_URL: `http://127.0.0.1:${nobody}/000000000000/orders` }),
+      failure({ BATCH_SIZE: '0' }),
+    ]);
+    const expected = [
+      new RegExp(`^sqs-webhook-relay: port ${taken} is already in use`),
+      /^sqs-webhook-relay: Invalid configuration: WEBHOOK_URL must be an absolute https:\/\/ URL/,
+      new RegExp(`^sqs-webhook-relay: cannot reach SQS at http://127\\.0\\.0\\.1:${nobody}/000000000000/orders \\(ECONNREFUSED\\)`),
+      /^sqs-webhook-relay: Invalid configuration: BATCH_SIZE must be a whole number from 1 to 10000; got "0"$/,
+    ];
+    results.forEach((result, index) => {
+      expect(result.code).toBe(1);
+      expect(result.lines).toHaveLength(1);
+      expect(result.lines[0]).toMatch(expected[index] as RegExp);
+      expect(result.stderr).not.toMatch(/^\s+at /m);
+    });
+  }, 60_000);
+});

@@ -1,0 +1,155 @@
+/**
+ * `npm start` as a user runs it, for the local-mode tests: a child process on free ports whose
+ * output is collected, whose "ready" line tells the queue URLs, and that is stopped with a signal.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+
+/** The repository root (where `npm start` runs). */
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** Variables the parent's environment must not leak into the relay under test. */
+const OWN_VARIABLES = /^(AWS_|POWERTOOLS_|WEBHOOK_URL$|QUEUE_URL$|QUEUE_NAME$|SQS_PORT$|DLQ_URL$|MAX_RECEIVE_COUNT$|BACKOFF|BATCH_|POLLERS$|FUNCTION_TIMEOUT|LOG_|HEADER_PREFIX$|DEMO_WEBHOOK_PORT$|NO_COLOR$)/;
+
+/** A clean environment for a child: the parent's minus anything the relay reads, plus `env`. */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !OWN_VARIABLES.test(name)));
+  return { ...base, SQS_PORT: '0', ...env };
+}
+
+/** The JSON "ready" line of the runner. */
+export interface ReadyLine {
+  readonly sqsEndpoint: string;
+  readonly region: string;
+  readonly queueUrl: string;
+  readonly dlqUrl: string;
+  readonly webhookUrl: string;
+  readonly maxReceiveCount: number;
+  readonly sendCommand: string;
+}
+
+/** A relay started as a child process. */
+export interface RelayProcess {
+  readonly child: ChildProcess;
+  /** Standard output and error so far, interleaved. */
+  output(): string;
+  /** Standard error so far. */
+  errors(): string;
+  /** Standard output's JSON lines so far. */
+  jsonLines(): Record<string, unknown>[];
+  /** Resolves once the output matches `pattern`; rejects if the process exits first. */
+  waitForOutput(pattern: RegExp): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or the signal's name). */
+  readonly exited: Promise<number | string>;
+}
+
+/** Starts `node --import tsx bin/local.ts` (or `npm start`, with `viaNpm`) in its own process group. */
+export function startRelayProcess(env: Record<string, string>, options: { viaNpm?: boolean } = {}): RelayProcess {
+  const [command, args] = options.viaNpm === true ? ['npm', ['start', '--silent']] : [process.execPath, ['--import', 'tsx', 'bin/local.ts']];
+  // Its own process group, so that stopping `npm start` reaches the relay under npm and tsx too.
+  const child = spawn(command, args as string[], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let all = '';
+  let stdout = '';
+  let stderr = '';
+  const listeners = new Set<() => void>();
+  const changed = (): void => {
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    all += chunk.toString();
+    changed();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    all += chunk.toString();
+    changed();
+  });
+  const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string);
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+    changed();
+  });
+  return {
+    child,
+    output: () => all,
+    errors: () => stderr,
+    jsonLines: () =>
+      stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    waitForOutput(pattern) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const match = all.match(pattern);
+          if (match !== null) {
+            listeners.delete(check);
+            resolve(match);
+          } else if (hasExited) {
+            listeners.delete(check);
+            reject(new Error(`the relay exited before printing ${pattern}; its output:\n${all}`));
+          }
+        };
+        listeners.add(check);
+        check();
+      });
+    },
+    exited,
+  };
+}
+
+/** Waits for the JSON "ready" line and returns it. */
+export async function readyLine(relay: RelayProcess): Promise<ReadyLine> {
+  await relay.waitForOutput(/"message":"Local relay ready"/);
+  const line = relay.jsonLines().find((entry) => entry.message === 'Local relay ready');
+  return line as unknown as ReadyLine;
+}
+
+/** Sends `signal` to the relay's process group and waits for it to exit. */
+export async function stopRelay(relay: RelayProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | string> {
+  if (relay.child.exitCode === null && relay.child.signalCode === null && relay.child.pid !== undefined) {
+    try {
+      process.kill(-relay.child.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+  return relay.exited;
+}
+
+/** A port nothing listens on (taken from the OS, then released). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return typeof address === 'object' && address !== null ? address.port : 0;
+}
+
+/** A queue's visible, in-flight and delayed counts, as any SQS client reads them. */
+export async function queueCounts(sqs: SQSClient, queueUrl: string): Promise<{ visible: number; inFlight: number; delayed: number }> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+    }),
+  );
+  return {
+    visible: Number(Attributes?.ApproximateNumberOfMessages),
+    inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible),
+    delayed: Number(Attributes?.ApproximateNumberOfMessagesDelayed),
+  };
+}
+
+/** Resolves when `predicate` holds, checking every 50 ms; the test's timeout bounds the wait. */
+export async function until(predicate: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await predicate())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
+export const QUIET_SDK_LOGGER = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -1,0 +1,167 @@
+/**
+ * `npm start` end to end, as a user runs it: the runner as a child process on free ports with the
+ * real handler, messages sent with the AWS SDK to the queue URL it printed, a real webhook on
+ * 127.0.0.1, and the queues observed through the SQS API afterwards.
+ */
+import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, test } from 'vitest';
+import { type Emulator, startEmulator } from '../support/emulator';
+import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
+import { queueCounts, type ReadyLine, readyLine, type RelayProcess, startRelayProcess, stopRelay, until } from './relay-process';
+
+const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+// Short, exact retry delays keep the retry paths quick and the outcome deterministic.
+const FAST_RETRIES = { BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1', BACKOFF_JITTER: 'false' };
+
+let relay: RelayProcess | undefined;
+let webhook: TestWebhook | undefined;
+let emulator: Emulator | undefined;
+let sqs: SQSClient | undefined;
+
+afterEach(async () => {
+  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
+  await webhook?.close();
+  await emulator?.stop();
+  sqs?.destroy();
+  relay = webhook = emulator = sqs = undefined;
+});
+
+/** A client configured as the banner says: the printed endpoint and region, any credentials. */
+function clientFor(ready: ReadyLine): SQSClient {
+  return new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: CREDENTIALS });
+}
+
+const receiveCount = (request: ReceivedRequest): number => Number(request.headers['x-carrier-receive-count']);
+const messageId = (request: ReceivedRequest): string => String(request.headers['x-carrier-message-id']);
+
+describe('npm start with the emulator', () => {
+  test('200 messages through 429 Retry-After and 500 retries: each delivered exactly once, both queues end empty', async () => {
+    const answers: { n: number; status: number }[] = [];
+    webhook = await startWebhook((request) => {
+      const { n } = JSON.parse(request.body.toString()) as { n: number };
+      const first = receiveCount(request) === 1;
+      const status = first && n % 3 === 0 ? 429 : first && n % 3 === 1 ? 500 : 200;
+      answers.push({ n, status });
+      return status === 429 ? { status, headers: { 'Retry-After': '1' } } : { status };
+    });
+    relay = startRelayProcess({ WEBHOOK_URL: webhook.url, POLLERS: '2', ...FAST_RETRIES });
+    const ready = await readyLine(relay);
+    sqs = clientFor(ready);
+    const client = sqs;
+    const bodies = Array.from({ length: 200 }, (_, n) => JSON.stringify({ n }));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, chunk) =>
+        client.send(
+          new SendMessageBatchCommand({
+            QueueUrl: ready.queueUrl,
+            Entries: bodies.slice(chunk * 10, chunk * 10 + 10).map((body, index) => ({ Id: `m${index}`, MessageBody: body })),
+          }),
+        ),
+      ),
+    );
+
+    const delivered = (): number => new Set(answers.filter((answer) => answer.status === 200).map((answer) => answer.n)).size;
+    await until(() => delivered() === 200);
+    // The last deletes follow the last 2xx; then nothing may be visible, in flight or delayed anywhere.
+    await until(async () => Object.values(await queueCounts(client, ready.queueUrl)).every((count) => count === 0));
+    expect(await queueCounts(client, ready.dlqUrl)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+
+    for (let n = 0; n < 200; n += 1) {
+      const mine = answers.filter((answer) => answer.n === n).map((answer) => answer.status);
+      expect(mine, `message ${n}`).toEqual(n % 3 === 0 ? [429, 200] : n % 3 === 1 ? [500, 200] : [200]);
+    }
+    // Each retry came back as the same SQS message, received once more.
+    const retried = webhook.requests.filter((request) => receiveCount(request) === 2);
+    expect(retried).toHaveLength(134);
+    expect(new Set(webhook.requests.map(messageId)).size).toBe(200);
+
+    expect(await stopRelay(relay)).toBe(0);
+  }, 90_000);
+
+  test('a poison message reaches the DLQ after maxReceiveCount receives, body intact, while others keep flowing', async () => {
+    const poison = '{"poison":true,"note":"ünïcödé ✓ \\"quoted\\""}\n  trailing spaces  ';
+    webhook = await startWebhook((request) => (request.body.toString() === poison ? { status: 500, body: 'still broken' } : { status: 200 }));
+    relay = startRelayProcess({ WEBHOOK_URL: webhook.url, MAX_RECEIVE_COUNT: '3', ...FAST_RETRIES });
+    const ready = await readyLine(relay);
+    expect(ready.maxReceiveCount).toBe(3);
+    sqs = clientFor(ready);
+    const client = sqs;
+    const hook = webhook;
+    const poisonAttempts = (): ReceivedRequest[] => hook.requests.filter((request) => request.body.toString() === poison);
+
+    await client.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: poison }));
+    await until(() => poisonAttempts().length === 1);
+    const others = Array.from({ length: 5 }, (_, index) => `other-${index}`);
+    await client.send(
+      new SendMessageBatchCommand({ QueueUrl: ready.queueUrl, Entries: others.map((body, index) => ({ Id: `o${index}`, MessageBody: body })) }),
+    );
+
+    let dead: { Body?: string; Attributes?: Record<string, string> } | undefined;
+    await until(async () => {
+      const { Messages } = await client.send(
+        new ReceiveMessageCommand({ QueueUrl: ready.dlqUrl, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] }),
+      );
+      dead = Messages?.[0];
+      return dead !== undefined;
+    });
+    expect(dead?.Body).toBe(poison);
+    expect(poisonAttempts().map(receiveCount)).toEqual([1, 2, 3]);
+
+    // The others were each delivered once, and before the poison had used up its receives.
+    const lastPoisonAttempt = poisonAttempts()[2]?.receivedAt ?? 0;
+    for (const body of others) {
+      const requests = hook.requests.filter((request) => request.body.toString() === body);
+      expect(requests, body).toHaveLength(1);
+      expect(requests[0]?.receivedAt).toBeLessThan(lastPoisonAttempt);
+    }
+    // The operator was told on the last receive, before SQS moved the message.
+    const warnings = relay.jsonLines().filter((line) => line.level === 'WARN' && line.outcome === 'retry');
+    expect(warnings).toEqual([expect.objectContaining({ receiveCount: 3, status: 500, messageId: messageId(poisonAttempts()[0] as ReceivedRequest) })]);
+    expect(await queueCounts(client, ready.queueUrl)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    expect(await stopRelay(relay)).toBe(0);
+  }, 90_000);
+});
+
+describe('npm start with QUEUE_URL (standalone relay)', () => {
+  test('SIGTERM during a slow delivery: exits 0 once the request completes, and the message is not redelivered', async () => {
+    emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
+    let answeredAt = 0;
+    webhook = await startWebhook(
+      () =>
+        new Promise((resolve) =>
+          setTimeout(() => {
+            answeredAt = Date.now();
+            resolve({ status: 200 });
+          }, 1_500),
+        ),
+    );
+    relay = startRelayProcess({
+      QUEUE_URL: emulator.queue.url,
+      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+      AWS_REGION: emulator.region,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      WEBHOOK_URL: webhook.url,
+    });
+    const ready = await readyLine(relay);
+    // What Lambda's mapping knows from its configuration, read from the queue itself.
+    expect(ready).toMatchObject({ queueUrl: emulator.queue.url, dlqUrl: emulator.dlq.url, maxReceiveCount: 5 });
+
+    await emulator.send('slow one');
+    const hook = webhook;
+    await until(() => hook.requests.length === 1);
+    const exit = stopRelay(relay, 'SIGTERM');
+    const code = await exit;
+    const exitedAt = Date.now();
+
+    expect(code).toBe(0);
+    expect(answeredAt).toBeGreaterThan(0);
+    expect(answeredAt).toBeLessThanOrEqual(exitedAt);
+    const messages = relay.jsonLines().map((line) => line.message);
+    expect(messages).toContain('Stopping: finishing 1 batch(es) in flight');
+    expect(messages.indexOf('Batch relayed')).toBeLessThan(messages.indexOf('Stopped'));
+    // Deleted before the exit: nothing left to come back, now or after any visibility timeout.
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    expect(webhook.requests).toHaveLength(1);
+  }, 60_000);
+});

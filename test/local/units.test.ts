@@ -1,0 +1,190 @@
+/**
+ * The small decisions of local mode, without processes: its settings, the demo webhook's
+ * answers, how the handler's log lines read on a terminal, the printed commands, and how the
+ * standalone relay finds its way to SQS.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, test } from 'vitest';
+import { awsCliCommand, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
+import { demoReplyFor } from '../../local/demo-webhook';
+import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
+import { connectionFor, regionOfQueueHost } from '../../local/existing-queue';
+import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
+import { deadLetterQueueName, loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
+
+describe('local settings', () => {
+  test('defaults: the emulator on 4566, queue webhook-relay, one poller, batches of 10, a 30 s function', () => {
+    expect(loadLocalSettings({}, true)).toEqual({
+      queueUrl: undefined,
+      sqsPort: 4566,
+      queueName: 'webhook-relay',
+      maxReceiveCount: undefined,
+      batchSize: 10,
+      maxBatchingWindowSeconds: 0,
+      pollers: 1,
+      functionTimeoutSeconds: 30,
+      webhookUrl: undefined,
+      demoWebhookPort: 0,
+      logFormat: 'pretty',
+      logLevel: 'INFO',
+    });
+    expect(loadLocalSettings({}, false).logFormat).toBe('json');
+    expect(loadLocalSettings({ LOG_FORMAT: 'pretty' }, false).logFormat).toBe('pretty');
+  });
+
+  test.each([
+    [{ SQS_PORT: '70000' }, 'SQS_PORT'],
+    [{ BATCH_SIZE: '10001' }, 'BATCH_SIZE'],
+    [{ POLLERS: 'two' }, 'POLLERS'],
+    [{ FUNCTION_TIMEOUT_SECONDS: '0' }, 'FUNCTION_TIMEOUT_SECONDS'],
+    [{ QUEUE_NAME: 'has space' }, 'QUEUE_NAME'],
+    [{ QUEUE_URL: 'sqs://nope' }, 'QUEUE_URL'],
+    [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/' }, 'QUEUE_URL'],
+    [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ MAX_RECEIVE_COUNT: '0' }, 'MAX_RECEIVE_COUNT'],
+  ])('%j is refused, naming the variable', (env, variable) => {
+    expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+  });
+
+  test('the visibility timeout is 6 times the function timeout, as in the stack, within SQS limits', () => {
+    expect(visibilityTimeoutFor(30)).toBe(180);
+    expect(visibilityTimeoutFor(900)).toBe(5_400);
+    expect(visibilityTimeoutFor(900 * 10)).toBe(43_200);
+  });
+
+  test('the DLQ is <name>-dlq, and stays FIFO', () => {
+    expect(deadLetterQueueName('webhook-relay')).toBe('webhook-relay-dlq');
+    expect(deadLetterQueueName('orders.fifo')).toBe('orders-dlq.fifo');
+  });
+});
+
+describe('the demo webhook', () => {
+  test.each([
+    ['{"hello":"world"}', 1, 200, undefined],
+    ['not json', 1, 200, undefined],
+    ['[1,2]', 1, 200, undefined],
+    ['{"retryAfter": 5}', 1, 429, '5'],
+    ['{"retryAfter": 5}', 2, 200, undefined],
+    ['{"retryAfter": 5, "times": 2}', 2, 429, '5'],
+    ['{"status": 500}', 7, 500, undefined],
+    ['{"status": 400}', 1, 400, undefined],
+    ['{"status": 503, "retryAfter": 3}', 1, 503, '3'],
+    ['{"status": 500, "times": 1}', 2, 200, undefined],
+    ['{"status": "500"}', 1, 200, undefined],
+    ['{"retryAfter": -1}', 1, 200, undefined],
+  ])('%s on attempt %i: %i, Retry-After %s', (body, attempt, status, retryAfter) => {
+    const reply = demoReplyFor(body, attempt);
+    expect(reply.status).toBe(status);
+    expect(reply.headers['Retry-After']).toBe(retryAfter);
+  });
+});
+
+describe("the handler's lines on a terminal", () => {
+  const render = (level: 'INFO' | 'WARN', attributes: Record<string, unknown>) => renderHandlerEntry(level, attributes, PLAIN, false);
+
+  test('retries, last receives, dead-letters and deferred records read as one short line each', () => {
+    expect(render('INFO', { message: 'Message not delivered; returned to the queue', messageId: 'm-1', outcome: 'retry', receiveCount: 1, status: 429, delaySeconds: 5 })).toBe(
+      '↻ retry in 5 s  m-1  receive 1 · HTTP 429',
+    );
+    expect(render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 })).toBe(
+      '↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next',
+    );
+    expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe('↻ retry after the visibility timeout  m-3  receive 1 · HTTP 500');
+    expect(render('WARN', { messageId: 'm-4', outcome: 'dead-lettered', receiveCount: 1, status: 400, response: 'bad input\n' })).toBe(
+      '✗ dead-lettered  m-4  receive 1 · HTTP 400 · "bad input"',
+    );
+    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline' })).toBe('↻ not sent, back at once  m-5  receive 2 · deadline');
+  });
+
+  test('the batch summary is left to DEBUG; other lines show their message and fields without Lambda boilerplate', () => {
+    expect(render('INFO', { message: 'Batch relayed', records: 3, cold_start: true })).toBeUndefined();
+    expect(renderHandlerEntry('INFO', { message: 'Batch relayed', records: 3, function_name: 'x' }, PLAIN, true)).toBe('INFO Batch relayed records=3');
+    expect(render('WARN', { message: 'Message attribute not sent as a header', attribute: 'bad', reason: 'not a legal header value', service: 's' })).toBe(
+      'WARN Message attribute not sent as a header attribute=bad reason="not a legal header value"',
+    );
+  });
+
+  test('a RelayLogger writes Powertools JSON in JSON mode and readable lines in pretty mode, and lets the runner observe entries', () => {
+    const written: string[] = [];
+    const seen: Record<string, unknown>[] = [];
+    const out = { write: (text: string) => written.push(text) };
+    const json = new RelayLogger({ serviceName: 'svc' }, createLocalLog('json', 'INFO', out), (attributes) => seen.push(attributes));
+    json.warn('Message dead-lettered: the webhook refused it permanently', { messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
+    json.debug('not shown at INFO');
+    const pretty = new RelayLogger({ serviceName: 'svc' }, createLocalLog('pretty', 'INFO', out));
+    pretty.createChild({ serviceName: 'child' }).info('Message not delivered; returned to the queue', { messageId: 'm-8', outcome: 'retry', delaySeconds: 2, receiveCount: 1 });
+    expect(written).toHaveLength(2);
+    expect(JSON.parse(written[0] as string)).toMatchObject({ level: 'WARN', service: 'svc', messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
+    expect(written[1]).toMatch(/^\d\d:\d\d:\d\d ↻ retry in 2 s {2}m-8 {2}receive 1\n$/);
+    expect(seen).toEqual([expect.objectContaining({ messageId: 'm-9', outcome: 'dead-lettered' })]);
+    expect(pretty).toBeInstanceOf(Logger);
+  });
+});
+
+describe('the printed send commands', () => {
+  const info: ReadyInfo = {
+    mode: 'embedded',
+    sqsEndpoint: 'http://127.0.0.1:4566',
+    region: 'us-east-1',
+    queueUrl: 'http://127.0.0.1:4566/000000000000/webhook-relay',
+    queueArn: 'arn:aws:sqs:us-east-1:000000000000:webhook-relay',
+    dlqUrl: 'http://127.0.0.1:4566/000000000000/webhook-relay-dlq',
+    maxReceiveCount: 5,
+    webhookUrl: 'http://127.0.0.1:1234/webhook',
+    demoWebhook: true,
+    fifo: false,
+    pollers: 1,
+    batchSize: 10,
+    functionTimeoutSeconds: 30,
+    visibilityTimeoutSeconds: 180,
+  };
+
+  test('quote what a shell would split or expand', () => {
+    expect(shellQuote('http://127.0.0.1:4566/000000000000/q')).toBe('http://127.0.0.1:4566/000000000000/q');
+    expect(shellQuote(`it's {"a": 1}`)).toBe(`'it'\\''s {"a": 1}'`);
+  });
+
+  test('bin/send.ts and the AWS CLI, with the credentials the CLI insists on for the emulator', () => {
+    expect(sendCommand(info)).toBe(`npx tsx bin/send.ts --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
+    expect(awsCliCommand(info)).toBe(
+      `AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message --endpoint-url http://127.0.0.1:4566 --region us-east-1 --queue-url http://127.0.0.1:4566/000000000000/webhook-relay --message-body '{"hello":"world"}'`,
+    );
+    expect(awsCliCommand({ ...info, mode: 'existing', sqsEndpoint: undefined, region: 'eu-west-1', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo', fifo: true })).toBe(
+      `aws sqs send-message --region eu-west-1 --queue-url https://sqs.eu-west-1.amazonaws.com/1/q.fifo --message-body '{"hello":"world"}' --message-group-id demo`,
+    );
+  });
+});
+
+describe('the standalone relay (QUEUE_URL)', () => {
+  test('an AWS queue URL uses the SDK defaults, its region read from the host unless AWS_REGION says', () => {
+    expect(connectionFor('https://sqs.eu-west-1.amazonaws.com/123456789012/orders', {})).toEqual({ endpoint: undefined, region: 'eu-west-1', credentials: undefined });
+    expect(connectionFor('https://sqs.eu-west-1.amazonaws.com/123456789012/orders', { AWS_REGION: 'eu-central-1' }).region).toBe('eu-central-1');
+    expect(regionOfQueueHost('us-west-2.queue.amazonaws.com')).toBe('us-west-2');
+    expect(() => connectionFor('https://queue.amazonaws.com/123456789012/orders', {})).toThrow(expect.objectContaining({ variable: 'AWS_REGION' }));
+  });
+
+  test('an emulator is its own endpoint and gets dummy credentials unless some are configured', () => {
+    expect(connectionFor('http://localhost:9324/000000000000/orders', {})).toEqual({
+      endpoint: 'http://localhost:9324',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', { AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566', AWS_PROFILE: 'local' })).toEqual({
+      endpoint: 'http://127.0.0.1:4566',
+      region: 'eu-west-1',
+      credentials: undefined,
+    });
+  });
+
+  test('start-up errors become one line saying what to check', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    expect(networkErrorCode(new Error('wrapped', { cause: refused }))).toBe('ECONNREFUSED');
+    expect(sqsStartupError(refused, 'reading', 'http://127.0.0.1:1/0/q').message).toBe(
+      'cannot reach SQS at http://127.0.0.1:1/0/q (ECONNREFUSED) while reading; is the endpoint right and running?',
+    );
+    const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
+    expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
+    expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+});
