@@ -12,7 +12,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type NotAttempted, runBatch } from './batch';
-import { type BreakerTransition, CircuitBreaker } from './breaker';
+import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
@@ -52,6 +52,8 @@ export type AttemptOutcome =
       readonly delaySeconds: number | undefined;
       readonly status?: number;
       readonly error?: string;
+      /** The failure looked like an outage (see `isOutage`): parked at least for the breaker's interval while it is open. */
+      readonly outage?: boolean;
     }
   /** Not sent: the circuit breaker is open. Comes back after the breaker's interval. */
   | { readonly kind: 'held'; readonly delaySeconds: number };
@@ -175,12 +177,13 @@ export class BatchRelay {
       this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
       this.announce(this.breaker.record(result, permit === 'probe', Date.now()));
       const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
+      const outage = isOutage(result);
       if (result.kind === 'transport-error') {
-        return { kind: 'retry', delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined, error: `${result.error}: ${result.message}` };
+        return { kind: 'retry', delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined, error: `${result.error}: ${result.message}`, outage };
       }
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
-      if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status };
+      if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status, outage };
       const copied = await this.deadLetters.send(record, status, result.excerpt);
       if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
@@ -219,14 +222,18 @@ export class BatchRelay {
   /**
    * Sets the visibility of every record going back to the queue: its retry delay, or 0 for a
    * record that was never sent (it did nothing wrong and should come back at once). Records
-   * retried under the `none` policy keep the queue's default.
+   * retried under the `none` policy keep the queue's default. While the breaker is open, a record
+   * whose own failure looked like an outage is parked at least as long as the held ones: coming
+   * back sooner would only spend one of its receives on a webhook known to be down.
    */
   private async updateVisibility(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], startedAt: number): Promise<FailedVisibilityChange[]> {
     const elapsedSeconds = (Date.now() - startedAt) / 1000;
+    const breakerOpen = this.breaker.openSeconds(Date.now()) !== undefined;
     const byQueue = new Map<string, VisibilityChange[]>();
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
-      const requested = outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
+      let requested = outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
+      if (outcome.kind === 'retry' && outcome.outage === true && breakerOpen) requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
       if (requested === undefined) return;
       const changes = byQueue.get(record.eventSourceARN) ?? [];
       changes.push({ messageId: record.messageId, receiptHandle: record.receiptHandle, visibilitySeconds: clampVisibility(requested, elapsedSeconds) });

@@ -36,7 +36,7 @@ test('opens after 3 outage failures, holds the rest, probes once per interval, c
   const inflight = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
   const heldFor = inflight.map((entry) => entry.visibilityDeadline - invokedAt).sort((a, b) => a - b);
   expect(heldFor.filter((ms) => ms < 5_000)).toHaveLength(7); // the open interval, 1 s
-  expect(heldFor.filter((ms) => ms >= 19_000)).toHaveLength(3); // their own backoff, 20 s
+  expect(heldFor.filter((ms) => ms >= 19_000)).toHaveLength(3); // their own backoff, 20 s, being longer
   expect(telemetry.lines.filter((line) => line.level === 'WARN' && String(line.message).includes('circuit breaker opened'))).toHaveLength(1);
 
   // Still within the interval: nothing goes out at all.
@@ -71,4 +71,18 @@ test('OUTAGE_THRESHOLD=0 switches the breaker off: every record is tried', async
   const event = await emulator.receiveEvent(10);
   await invoke(relayFor({ WEBHOOK_URL: webhook.url, OUTAGE_THRESHOLD: '0' }), event);
   expect(webhook.requests).toHaveLength(10);
+});
+
+test('records whose own failure tripped the breaker are parked at least for its interval, not their shorter backoff', async () => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ resetBeforeResponse: true }));
+  for (let i = 0; i < 6; i += 1) await emulator.send(`t${i}`);
+  const event = await emulator.receiveEvent(10);
+  const invokedAt = Date.now();
+  await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', OUTAGE_THRESHOLD: '3', OUTAGE_BACKOFF_SECONDS: '40', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }), event);
+  expect(webhook.requests).toHaveLength(3);
+  const inflight = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
+  expect(inflight).toHaveLength(6);
+  for (const entry of inflight) expect(entry.visibilityDeadline - invokedAt).toBeGreaterThanOrEqual(39_000);
 });
