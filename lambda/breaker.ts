@@ -7,6 +7,9 @@
  *   half-open ──probe answered normally──▶ closed
  *   half-open ──probe failed like an outage──▶ open, interval doubled (up to the maximum)
  *
+ * While the probe is in flight, other requests wait for its verdict rather than being held at
+ * once: if the webhook is back they go out in the same invocation instead of spending a receive.
+ *
  * Only outage-type failures count: connection errors, DNS, timeouts, garbage instead of HTTP,
  * and 502/503/504 without `Retry-After`. A webhook that answers (2xx, 4xx, 500, 429 with
  * `Retry-After`) is up, whatever it thinks of the message, and never trips it.
@@ -24,8 +27,8 @@ export interface BreakerSettings {
   readonly maxIntervalSeconds: number;
 }
 
-/** What the breaker allows for the next request. */
-export type Permit = 'send' | 'probe' | 'hold';
+/** What the breaker allows for the next request: `wait` means ask again once {@link CircuitBreaker.probeSettled} resolves. */
+export type Permit = 'send' | 'probe' | 'hold' | 'wait';
 
 /** A change of state worth telling the operator about. */
 export type BreakerTransition =
@@ -46,6 +49,7 @@ export class CircuitBreaker {
   private intervalSeconds: number;
   private openedAt = 0;
   private nextProbeAt = 0;
+  private probe: { readonly settled: Promise<void>; readonly settle: () => void } | undefined;
 
   constructor(private readonly settings: BreakerSettings) {
     this.intervalSeconds = settings.initialIntervalSeconds;
@@ -54,11 +58,35 @@ export class CircuitBreaker {
   /** Whether the next request may go: always while closed; one probe per interval while open. */
   permit(nowMs: number): Permit {
     if (this.settings.threshold === 0 || this.state === 'closed') return 'send';
-    if (this.state === 'open' && nowMs >= this.nextProbeAt) {
+    if (this.state === 'half-open') return 'wait';
+    if (nowMs >= this.nextProbeAt) {
       this.state = 'half-open';
+      let settle = (): void => undefined;
+      const settled = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      this.probe = { settled, settle };
       return 'probe';
     }
     return 'hold';
+  }
+
+  /** Resolves once the probe in flight has its verdict (at once when there is none). */
+  probeSettled(): Promise<void> {
+    return this.probe?.settled ?? Promise.resolve();
+  }
+
+  /** The probe never reached the webhook (no time, no secret): open again, same interval, probe again soon. */
+  abandonProbe(nowMs: number): void {
+    if (this.state !== 'half-open') return;
+    this.state = 'open';
+    this.nextProbeAt = nowMs;
+    this.settleProbe();
+  }
+
+  private settleProbe(): void {
+    this.probe?.settle();
+    this.probe = undefined;
   }
 
   /** The visibility, seconds, for a record held back while open: the current interval. */
@@ -84,6 +112,7 @@ export class CircuitBreaker {
       const openSeconds = Math.round((nowMs - this.openedAt) / 1000);
       this.state = 'closed';
       this.intervalSeconds = this.settings.initialIntervalSeconds;
+      this.settleProbe();
       return { kind: 'closed', openSeconds };
     }
     this.failuresInARow += 1;
@@ -99,6 +128,7 @@ export class CircuitBreaker {
       this.state = 'open';
       this.intervalSeconds = Math.min(this.intervalSeconds * 2, this.settings.maxIntervalSeconds);
       this.nextProbeAt = nowMs + this.intervalSeconds * 1000;
+      this.settleProbe();
       return { kind: 'reopened', intervalSeconds: this.intervalSeconds, openSeconds: Math.round((nowMs - this.openedAt) / 1000) };
     }
     return undefined; // a request that was already in flight when the breaker opened

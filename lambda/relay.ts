@@ -154,7 +154,7 @@ export class BatchRelay {
         blocksGroup: (outcome) => outcome.kind === 'retry' || outcome.kind === 'held',
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
-      (record) => this.attempt(record, Math.min(this.config.requestTimeoutMs, timeLeftForRequests())),
+      (record) => this.attempt(record, () => Math.min(this.config.requestTimeoutMs, timeLeftForRequests())),
     );
     const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt);
     const batchItemFailures = records.filter((_, index) => isFailure(outcomes[index] as RecordOutcome)).map((record) => ({ itemIdentifier: record.messageId }));
@@ -162,19 +162,29 @@ export class BatchRelay {
     return { batchItemFailures };
   }
 
-  /** One record: ask the breaker, build, send, classify, and dead-letter if permanent. Never throws. */
-  private async attempt(record: SQSRecord, timeoutMs: number): Promise<AttemptOutcome> {
+  /**
+   * One record: ask the breaker, build, send, classify, and dead-letter if permanent. Never throws.
+   * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
+   */
+  private async attempt(record: SQSRecord, timeoutMs: () => number): Promise<AttemptOutcome> {
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
-    const permit = this.breaker.permit(Date.now());
+    let permit = this.breaker.permit(Date.now());
+    while (permit === 'wait') {
+      await this.breaker.probeSettled();
+      permit = this.breaker.permit(Date.now());
+    }
     if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
+    let judged = false;
     try {
+      if (timeoutMs() < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited on a probe until too late: back at once
       const request = buildDeliveryRequest(record, this.config);
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
       const headers = await this.withCredentials(record, request.headers, request.body);
-      const result = await this.transmitter.post(headers, request.body, timeoutMs);
+      const result = await this.transmitter.post(headers, request.body, timeoutMs());
       this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
+      judged = true;
       this.announce(this.breaker.record(result, permit === 'probe', Date.now()));
       const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
       const outage = isOutage(result);
@@ -189,6 +199,9 @@ export class BatchRelay {
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
     } catch (error) {
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: describeError(error) };
+    } finally {
+      // A probe that never reached the webhook must not leave the others waiting on it.
+      if (permit === 'probe' && !judged) this.breaker.abandonProbe(Date.now());
     }
   }
 

@@ -74,6 +74,8 @@ export interface EventSourceMappingOptions {
   readonly maxBatchingWindowMs: number;
   /** The function timeout: the invocation's deadline, and the limit after which it counts as failed. */
   readonly functionTimeoutMs: number;
+  /** Awaited before every receive: polling pauses while it is pending (the health check). */
+  readonly beforeReceive?: (signal: AbortSignal) => Promise<void>;
   /** Long-poll wait, seconds (default 20, as Lambda). */
   readonly waitTimeSeconds?: number;
   readonly observer?: MappingObserver;
@@ -252,6 +254,8 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
     const handler = options.createHandler(poller);
     let retryMs: number = RECEIVE_RETRY_MS.first;
     while (!stopping.signal.aborted) {
+      await options.beforeReceive?.(stopping.signal);
+      if (stopping.signal.aborted) break;
       let messages: Message[];
       try {
         messages = await gather();

@@ -20,6 +20,7 @@ import { type DemoReply, type DemoRequest, startDemoWebhook } from './demo-webho
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
 import { clientConfig, connectionFor, describeExistingQueue, type SqsConnection } from './existing-queue';
 import { createLocalLog, type LocalLog, PLAIN, RelayLogger, type Styles, type TextOutput } from './log';
+import { HealthGate } from './health-check';
 import { type EventSourceMapping, type MappingObserver, startEventSourceMapping } from './poller';
 import { loadLocalSettings, visibilityTimeoutFor } from './settings';
 
@@ -216,6 +217,14 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
     if (log.format === 'pretty') log.text(formatBanner(info, io.styles));
     else log.line('INFO', 'Local relay ready', { ...info, sendCommand: sendCommand(info), awsCliCommand: awsCliCommand(info) });
 
+    const healthUrl = settings.healthCheckUrl;
+    const healthGate =
+      healthUrl === undefined
+        ? undefined
+        : new HealthGate(healthUrl, settings.healthCheckIntervalSeconds * 1000, {
+            unhealthy: (url) => log.line('WARN', `Webhook health check failing (${url}): polling paused`, { healthCheckUrl: url }),
+            healthy: (url) => log.line('INFO', `Webhook health check passing (${url}): polling`, { healthCheckUrl: url }),
+          });
     const mapping: EventSourceMapping = startEventSourceMapping({
       sqs,
       queueUrl: queue.queueUrl,
@@ -225,6 +234,7 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       maxBatchingWindowMs: settings.maxBatchingWindowSeconds * 1000,
       functionTimeoutMs: settings.functionTimeoutSeconds * 1000,
       observer: mappingObserver(log, deadLettered, queue.visibilityTimeoutSeconds),
+      beforeReceive: healthGate === undefined ? undefined : (signal) => healthGate.whenHealthy(signal),
       // One handler per poller: each poller is a warm container of its own, as concurrent Lambda invocations are.
       createHandler: (poller) =>
         createRelayHandler(config, {

@@ -45,6 +45,10 @@ export interface LocalSettings {
   readonly logFormat: LogFormat;
   /** `LOG_LEVEL` / `POWERTOOLS_LOG_LEVEL`, upper-cased; INFO by default. */
   readonly logLevel: string;
+  /** `WEBHOOK_HEALTH_CHECK_URL`: poll only while this answers 2xx (Carrier's health check). */
+  readonly healthCheckUrl: URL | undefined;
+  /** `HEALTH_CHECK_INTERVAL_SECONDS`: how often it is checked while failing, and at most how stale a pass may be. */
+  readonly healthCheckIntervalSeconds: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -82,6 +86,18 @@ function queueUrl(env: Env): string | undefined {
     throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', raw);
   }
   return raw;
+}
+
+function healthCheckUrl(env: Env): URL | undefined {
+  const raw = read(env, 'WEBHOOK_HEALTH_CHECK_URL');
+  if (raw === undefined) return undefined;
+  try {
+    const url = new URL(raw);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', 'an absolute http:// or https:// URL answering 2xx when the webhook is up', raw);
 }
 
 /** The log levels Powertools Logger knows. */
@@ -122,6 +138,8 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
     demoWebhookPort: integer(env, 'DEMO_WEBHOOK_PORT', 0, 0, 65_535),
     logFormat: format ?? (isTerminal ? 'pretty' : 'json'),
     logLevel: logLevel(env),
+    healthCheckUrl: healthCheckUrl(env),
+    healthCheckIntervalSeconds: integer(env, 'HEALTH_CHECK_INTERVAL_SECONDS', 5, 1, 3_600),
   };
 }
 

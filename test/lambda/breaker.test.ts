@@ -44,7 +44,7 @@ describe('state machine', () => {
     expect(breaker.permit(now)).toBe('hold');
     now += 1;
     expect(breaker.permit(now)).toBe('probe');
-    expect(breaker.permit(now)).toBe('hold'); // one probe at a time
+    expect(breaker.permit(now)).toBe('wait'); // one probe at a time; the others wait for its verdict
     expect(breaker.record(refused, true, now)).toEqual({ kind: 'reopened', intervalSeconds: 60, openSeconds: 30 });
     expect(breaker.holdSeconds).toBe(60);
     now += 60_000;
@@ -52,6 +52,28 @@ describe('state machine', () => {
     expect(breaker.record(answered(200), true, now)).toEqual({ kind: 'closed', openSeconds: 90 });
     expect(breaker.permit(now)).toBe('send');
     expect(breaker.openSeconds(now)).toBeUndefined();
+  });
+
+  test('requests waiting on a probe learn its verdict: closed → send, failed → hold, abandoned → the next is a probe', async () => {
+    const breaker = new CircuitBreaker(settings);
+    for (let i = 0; i < 3; i += 1) breaker.record(refused, false, 0);
+    expect(breaker.permit(30_000)).toBe('probe');
+    expect(breaker.permit(30_000)).toBe('wait');
+    const waiting = breaker.probeSettled().then(() => breaker.permit(30_001));
+    breaker.record(answered(204), true, 30_001);
+    expect(await waiting).toBe('send');
+
+    for (let i = 0; i < 3; i += 1) breaker.record(refused, false, 40_000);
+    expect(breaker.permit(70_000)).toBe('probe');
+    const held = breaker.probeSettled().then(() => breaker.permit(70_001));
+    breaker.record(refused, true, 70_001);
+    expect(await held).toBe('hold');
+
+    expect(breaker.permit(130_001)).toBe('probe');
+    const next = breaker.probeSettled().then(() => breaker.permit(130_002));
+    breaker.abandonProbe(130_002);
+    expect(await next).toBe('probe'); // the interval is not doubled for a probe that never went out
+    expect(breaker.holdSeconds).toBe(60);
   });
 
   test('the interval grows to the maximum and no further', () => {

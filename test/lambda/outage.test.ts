@@ -86,3 +86,20 @@ test('records whose own failure tripped the breaker are parked at least for its 
   expect(inflight).toHaveLength(6);
   for (const entry of inflight) expect(entry.visibilityDeadline - invokedAt).toBeGreaterThanOrEqual(39_000);
 });
+
+test('when the probe succeeds, the records waiting beside it go out in the same invocation', async () => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ status: 502 }));
+  const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '10', OUTAGE_THRESHOLD: '2', OUTAGE_BACKOFF_SECONDS: '1' });
+  for (let i = 0; i < 2; i += 1) await emulator.send(`trip${i}`);
+  await invoke(handler, await emulator.receiveEvent(10));
+  expect(webhook.requests).toHaveLength(2);
+  webhook.respondWith(() => ({ status: 200, delayMs: 100 }));
+  for (let i = 0; i < 8; i += 1) await emulator.send(`after${i}`);
+  await sleep(1_100);
+  const event = await emulator.receiveEvent(10);
+  const response = await invoke(handler, event);
+  expect(response.batchItemFailures).toEqual([]);
+  expect(webhook.requests.length).toBe(2 + event.Records.length);
+});

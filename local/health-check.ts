@@ -1,0 +1,90 @@
+/**
+ * Carrier's health check for the local runner and daemon mode: with `WEBHOOK_HEALTH_CHECK_URL`
+ * set, polling waits until that URL answers 2xx and pauses while it does not, so a worker that
+ * is starting or down is not handed messages (which would only spend their receives).
+ */
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+
+/** How long one health check may take. */
+export const HEALTH_CHECK_TIMEOUT_MS = 2_000;
+
+/** True when `url` answers a GET with a 2xx within the timeout. Never throws. */
+export function checkHealth(url: URL, timeoutMs = HEALTH_CHECK_TIMEOUT_MS): Promise<boolean> {
+  return new Promise((resolve) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    let request: ReturnType<typeof httpRequest>;
+    try {
+      request = send(url, { method: 'GET', timeout: timeoutMs, headers: { 'User-Agent': 'sqs-webhook-relay health check' } });
+    } catch {
+      resolve(false);
+      return;
+    }
+    request.on('response', (response) => {
+      response.resume(); // drain: only the status matters
+      resolve((response.statusCode ?? 0) >= 200 && (response.statusCode ?? 0) <= 299);
+    });
+    request.on('timeout', () => request.destroy(new Error('health check timed out')));
+    request.on('error', () => resolve(false));
+    request.end();
+  });
+}
+
+/** Tells about changes of health. */
+export interface HealthObserver {
+  unhealthy?(url: string): void;
+  healthy?(url: string): void;
+}
+
+/**
+ * A gate in front of polling. `whenHealthy()` resolves at once while the last check passed;
+ * otherwise it re-checks every `intervalMs` until a check passes (or `signal` aborts).
+ */
+export class HealthGate {
+  private lastHealthy: boolean | undefined;
+  private lastCheckedAt = 0;
+  private pending: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly url: URL,
+    private readonly intervalMs: number,
+    private readonly observer: HealthObserver = {},
+    private readonly check: (url: URL) => Promise<boolean> = checkHealth,
+  ) {}
+
+  /** Resolves when the webhook is healthy, re-checking at most once per interval; resolves early if `signal` aborts. */
+  async whenHealthy(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const due = this.lastHealthy === undefined || Date.now() - this.lastCheckedAt >= this.intervalMs;
+      if (due) await this.refresh();
+      if (this.lastHealthy === true) return;
+      await pause(Math.max(0, this.lastCheckedAt + this.intervalMs - Date.now()), signal);
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    // Several pollers share one gate and so one request per interval.
+    this.pending ??= this.check(this.url).finally(() => {
+      this.pending = undefined;
+    });
+    const healthy = await this.pending;
+    this.lastCheckedAt = Date.now();
+    if (healthy !== this.lastHealthy) {
+      if (healthy) this.observer.healthy?.(this.url.href);
+      else this.observer.unhealthy?.(this.url.href);
+    }
+    this.lastHealthy = healthy;
+  }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
+  });
+}
