@@ -1,0 +1,122 @@
+/**
+ * Webhook outages through `npm start` (issue 7): the webhook goes down for 20 s while 100
+ * messages arrive, then comes back. With the circuit breaker every message is delivered exactly
+ * once and the DLQ stays empty; with it switched off (the same scenario) messages are
+ * dead-lettered, which shows the test can fail. Then Carrier's health check.
+ */
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, test } from 'vitest';
+import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
+import { queueCounts, type ReadyLine, readyLine, type RelayProcess, startRelayProcess, stopRelay, until } from './relay-process';
+
+const OUTAGE_MS = 20_000;
+const SCENARIO = {
+  MAX_RECEIVE_COUNT: '3',
+  BACKOFF: 'fixed',
+  BACKOFF_BASE_SECONDS: '5',
+  BACKOFF_JITTER: 'false',
+  OUTAGE_BACKOFF_SECONDS: '10',
+  MAX_CONCURRENCY: '10',
+};
+
+let relay: RelayProcess | undefined;
+let webhook: TestWebhook | undefined;
+let sqs: SQSClient | undefined;
+afterEach(async () => {
+  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
+  await webhook?.close();
+  sqs?.destroy();
+  relay = webhook = sqs = undefined;
+});
+
+const clientFor = (ready: ReadyLine): SQSClient =>
+  new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+
+/** Runs the scenario; returns what the webhook saw and how the queues ended. */
+async function outageScenario(env: Record<string, string>): Promise<{ requests: ReceivedRequest[]; upAt: number; delivered: Map<string, number>; dlq: number; client: SQSClient; ready: ReadyLine }> {
+  const startedAt = Date.now();
+  const upAt = startedAt + OUTAGE_MS;
+  // Down: every connection is reset (the requests are still counted, unlike a refused connect).
+  webhook = await startWebhook(() => (Date.now() < upAt ? { resetBeforeResponse: true } : { status: 200 }));
+  relay = startRelayProcess({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', ...SCENARIO, ...env });
+  const ready = await readyLine(relay);
+  sqs = clientFor(ready);
+  const client = sqs;
+  // 100 messages arrive during the outage: 10 a second for the first 10 seconds.
+  for (let batch = 0; batch < 10; batch += 1) {
+    await client.send(
+      new SendMessageBatchCommand({
+        QueueUrl: ready.queueUrl,
+        Entries: Array.from({ length: 10 }, (_, index) => ({ Id: `m${index}`, MessageBody: `message ${batch * 10 + index}` })),
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  const hook = webhook;
+  const delivered = new Map<string, number>();
+  const tally = (): number => {
+    delivered.clear();
+    for (const request of hook.requests) {
+      if (request.receivedAt >= upAt) delivered.set(request.body.toString(), (delivered.get(request.body.toString()) ?? 0) + 1);
+    }
+    return delivered.size;
+  };
+  // Settled: every message either delivered or in the DLQ, and nothing left on the main queue.
+  await until(async () => {
+    tally();
+    const main = await queueCounts(client, ready.queueUrl);
+    const dlq = await queueCounts(client, ready.dlqUrl);
+    return main.visible + main.inFlight + main.delayed === 0 && delivered.size + dlq.visible === 100;
+  });
+  const dlq = (await queueCounts(client, ready.dlqUrl)).visible;
+  return { requests: hook.requests, upAt, delivered, dlq, client, ready };
+}
+
+describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
+  test('with the breaker: every message delivered exactly once, DLQ empty, a handful of requests during the outage', async () => {
+    const { requests, upAt, delivered, dlq } = await outageScenario({});
+    expect(dlq).toBe(0);
+    expect(delivered.size).toBe(100);
+    expect([...delivered.values()].every((count) => count === 1)).toBe(true);
+    const duringOutage = requests.filter((request) => request.receivedAt < upAt);
+    // The first batch's requests are all in flight (MAX_CONCURRENCY of them) before the fifth
+    // failure opens the breaker; after that only one probe per interval goes out.
+    expect(duringOutage.length).toBeLessThanOrEqual(Number(SCENARIO.MAX_CONCURRENCY) + 3);
+    const lines = relay?.jsonLines() ?? [];
+    expect(lines.some((line) => line.level === 'WARN' && String(line.message).includes('circuit breaker opened'))).toBe(true);
+    expect(lines.some((line) => String(line.message).includes('circuit breaker closed'))).toBe(true);
+    console.info(`outage e2e (breaker on): ${duringOutage.length} requests during the 20 s outage, ${requests.length} in all, DLQ ${dlq}`);
+    expect(await stopRelay(relay as RelayProcess)).toBe(0);
+  }, 150_000);
+
+  test('the same scenario with the breaker off (OUTAGE_THRESHOLD=0) dead-letters messages', async () => {
+    const { requests, upAt, dlq, delivered } = await outageScenario({ OUTAGE_THRESHOLD: '0' });
+    expect(dlq).toBeGreaterThan(0);
+    expect(delivered.size + dlq).toBe(100);
+    const duringOutage = requests.filter((request) => request.receivedAt < upAt);
+    expect(duringOutage.length).toBeGreaterThan(100);
+    console.info(`outage e2e (breaker off): ${duringOutage.length} requests during the outage, DLQ ${dlq}`);
+  }, 150_000);
+});
+
+describe('WEBHOOK_HEALTH_CHECK_URL', () => {
+  test('polling waits while the health check fails, and starts once it passes', async () => {
+    let healthy = false;
+    webhook = await startWebhook((request) => (request.path === '/health' ? { status: healthy ? 200 : 503 } : { status: 200 }));
+    const healthUrl = webhook.url.replace('/hook', '/health');
+    relay = startRelayProcess({ WEBHOOK_URL: webhook.url, WEBHOOK_HEALTH_CHECK_URL: healthUrl, HEALTH_CHECK_INTERVAL_SECONDS: '1', LOG_FORMAT: 'json' });
+    const ready = await readyLine(relay);
+    sqs = clientFor(ready);
+    await sqs.send(new SendMessageBatchCommand({ QueueUrl: ready.queueUrl, Entries: [{ Id: 'a', MessageBody: 'waits for health' }] }));
+    const hook = webhook;
+    const deliveries = (): ReceivedRequest[] => hook.requests.filter((request) => request.path === '/hook');
+    await until(() => hook.requests.filter((request) => request.path === '/health').length >= 3);
+    expect(deliveries()).toHaveLength(0);
+    expect(await queueCounts(sqs, ready.queueUrl)).toMatchObject({ visible: 1 });
+    expect(relay.jsonLines().some((line) => line.level === 'WARN' && String(line.message).includes('polling paused'))).toBe(true);
+    healthy = true;
+    await until(() => deliveries().length === 1);
+    expect(deliveries()[0]?.body.toString()).toBe('waits for health');
+    expect(await stopRelay(relay)).toBe(0);
+  }, 60_000);
+});
