@@ -1,0 +1,65 @@
+/**
+ * The health gate in front of polling: a real HTTP endpoint on 127.0.0.1 that fails, then passes.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, test } from 'vitest';
+import { checkHealth, HealthGate } from '../../local/health-check';
+
+let server: Server | undefined;
+afterEach(() => {
+  server?.closeAllConnections();
+  server?.close();
+  server = undefined;
+});
+
+async function endpoint(answer: () => number | 'hang'): Promise<{ url: URL; hits: () => number }> {
+  let hits = 0;
+  server = createServer((_req, res) => {
+    hits += 1;
+    const status = answer();
+    if (status !== 'hang') res.writeHead(status).end();
+  });
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/health`), hits: () => hits };
+}
+
+test('checkHealth: 2xx passes; 5xx, a refused connection and a timeout fail', async () => {
+  let status: number | 'hang' = 204;
+  const { url } = await endpoint(() => status);
+  expect(await checkHealth(url)).toBe(true);
+  status = 503;
+  expect(await checkHealth(url)).toBe(false);
+  status = 'hang';
+  expect(await checkHealth(url, 100)).toBe(false);
+  expect(await checkHealth(new URL('http://127.0.0.1:9/health'))).toBe(false);
+});
+
+test('HealthGate waits while failing, re-checking once per interval, tells both transitions, and resolves once it passes', async () => {
+  let healthy = false;
+  const { url, hits } = await endpoint(() => (healthy ? 200 : 500));
+  const events: string[] = [];
+  const gate = new HealthGate(url, 50, { unhealthy: () => events.push('unhealthy'), healthy: () => events.push('healthy') });
+  const stop = new AbortController();
+  let passed = false;
+  const waiting = gate.whenHealthy(stop.signal).then(() => {
+    passed = true;
+  });
+  while (hits() < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(passed).toBe(false);
+  healthy = true;
+  await waiting;
+  expect(events).toEqual(['unhealthy', 'healthy']);
+  // A recent pass lets the next caller straight through, without another request.
+  const before = hits();
+  await gate.whenHealthy(stop.signal);
+  expect(hits()).toBe(before);
+});
+
+test('an abort ends the wait (so Ctrl-C is not held up by a failing health check)', async () => {
+  const { url } = await endpoint(() => 500);
+  const stop = new AbortController();
+  const waiting = new HealthGate(url, 60_000).whenHealthy(stop.signal);
+  setTimeout(() => stop.abort(), 50);
+  await expect(waiting).resolves.toBeUndefined();
+});
