@@ -67,33 +67,45 @@ describe('against fauxqs and a real webhook', () => {
     await emulator.stop();
   });
 
-  test('acknowledged == 2xx or confirmed in the DLQ; failures get exactly the visibility they asked for', async () => {
-    const handler = relayFor({ WEBHOOK_URL: webhook.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: String(BACKOFF_SECONDS), MAX_CONCURRENCY: '4' });
+  /** Sends one message per reply and receives them all back as one Lambda batch. */
+  async function batchFor(replies: readonly Reply[]): Promise<SQSRecord[]> {
+    emulator.server.reset();
+    webhook.requests.length = 0;
+    webhook.respondWith((request) => toWebhookReply(replies[Number(request.body.toString())] as Reply));
+    for (let start = 0; start < replies.length; start += 10) {
+      await emulator.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: emulator.queue.url,
+          Entries: replies.slice(start, start + 10).map((_, offset) => ({ Id: `e${start + offset}`, MessageBody: String(start + offset) })),
+        }),
+      );
+    }
+    const records: SQSRecord[] = [];
+    while (records.length < replies.length) records.push(...(await emulator.receiveEvent(10)).Records);
+    return records;
+  }
+
+  /** The queues as they are now: DLQ copies by body, main-queue messages in flight and ready by id. */
+  function observe(): { deadLettered: Map<string, { messageAttributes: Record<string, { StringValue?: string }> }>; inflight: Map<string, { visibilityDeadline: number }>; ready: Set<string> } {
+    const dlq = emulator.server.inspectQueue(emulator.dlq.name);
+    const main = emulator.server.inspectQueue(emulator.queue.name);
+    return {
+      deadLettered: new Map((dlq?.messages.ready ?? []).map((message) => [message.body, message])),
+      inflight: new Map((main?.messages.inflight ?? []).map((entry) => [entry.message.messageId, entry])),
+      ready: new Set((main?.messages.ready ?? []).map((message) => message.messageId)),
+    };
+  }
+
+  test('breaker off: acknowledged == 2xx or confirmed in the DLQ; failures get exactly the visibility they asked for', async () => {
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: String(BACKOFF_SECONDS), MAX_CONCURRENCY: '4', OUTAGE_THRESHOLD: '0' });
     await fc.assert(
       fc.asyncProperty(fc.array(replyArbitrary, { minLength: 1, maxLength: 25 }), async (replies) => {
-        emulator.server.reset();
-        webhook.requests.length = 0;
-        webhook.respondWith((request) => toWebhookReply(replies[Number(request.body.toString())] as Reply));
-        for (let start = 0; start < replies.length; start += 10) {
-          await emulator.sqs.send(
-            new SendMessageBatchCommand({
-              QueueUrl: emulator.queue.url,
-              Entries: replies.slice(start, start + 10).map((_, offset) => ({ Id: `e${start + offset}`, MessageBody: String(start + offset) })),
-            }),
-          );
-        }
-        const records: SQSRecord[] = [];
-        while (records.length < replies.length) records.push(...(await emulator.receiveEvent(10)).Records);
+        const records = await batchFor(replies);
         const invokedAt = Date.now();
         const response = await invoke(handler, { Records: records });
         const returnedAt = Date.now();
-
         const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
-        const dlq = emulator.server.inspectQueue(emulator.dlq.name);
-        const deadLettered = new Map((dlq?.messages.ready ?? []).map((message) => [message.body, message]));
-        const mainQueue = emulator.server.inspectQueue(emulator.queue.name);
-        const inflight = new Map((mainQueue?.messages.inflight ?? []).map((entry) => [entry.message.messageId, entry]));
-        const ready = new Set((mainQueue?.messages.ready ?? []).map((message) => message.messageId));
+        const { deadLettered, inflight, ready } = observe();
         for (const record of records) {
           const reply = replies[Number(record.body)] as Reply;
           const acknowledged = !failed.has(record.messageId);
@@ -111,8 +123,7 @@ describe('against fauxqs and a real webhook', () => {
             const shortest = expectedVisibility(reply, (returnedAt - invokedAt) / 1000);
             if (longest === 0) {
               // Visible again at once: back among the ready messages, or about to be.
-              const isReady = ready.has(record.messageId);
-              expect(isReady || (entry !== undefined && entry.visibilityDeadline <= returnedAt)).toBe(true);
+              expect(ready.has(record.messageId) || (entry !== undefined && entry.visibilityDeadline <= returnedAt)).toBe(true);
               continue;
             }
             // Set between the invocation's start and its end: exact bounds, not a timing guess.
@@ -121,6 +132,30 @@ describe('against fauxqs and a real webhook', () => {
           }
         }
         expect(deadLettered.size).toBe(replies.filter((reply) => reply.kind === 'permanent').length);
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  test('breaker on, one warm handler across runs: acknowledged ⇒ got a 2xx or has a DLQ copy; otherwise still on the queue', async () => {
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '4', OUTAGE_THRESHOLD: '2', OUTAGE_BACKOFF_SECONDS: '1' });
+    await fc.assert(
+      fc.asyncProperty(fc.array(replyArbitrary, { minLength: 1, maxLength: 25 }), async (replies) => {
+        const records = await batchFor(replies);
+        const response = await invoke(handler, { Records: records });
+        const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+        const { deadLettered, inflight, ready } = observe();
+        const answered = new Map(webhook.requests.map((request) => [request.body.toString(), replies[Number(request.body.toString())] as Reply]));
+        for (const record of records) {
+          if (failed.has(record.messageId)) {
+            expect(inflight.has(record.messageId) || ready.has(record.messageId), `record ${record.body} is still on the queue`).toBe(true);
+            continue;
+          }
+          const reply = answered.get(record.body);
+          const delivered = reply?.kind === 'ok';
+          const copied = reply?.kind === 'permanent' && deadLettered.has(record.body);
+          expect(delivered || copied, `acknowledged record ${record.body} was delivered or dead-lettered`).toBe(true);
+        }
       }),
       { numRuns: 30 },
     );

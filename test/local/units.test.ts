@@ -27,8 +27,12 @@ describe('local settings', () => {
       demoWebhookPort: 0,
       logFormat: 'pretty',
       logLevel: 'INFO',
+      healthCheckUrl: undefined,
+      healthCheckIntervalSeconds: 5,
     });
     expect(loadLocalSettings({}, false).logFormat).toBe('json');
+    expect(loadLocalSettings({ WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' }, false).healthCheckUrl?.href).toBe('http://127.0.0.1:8080/health');
+    expect(() => loadLocalSettings({ WEBHOOK_HEALTH_CHECK_URL: 'ftp://x' }, false)).toThrow(/WEBHOOK_HEALTH_CHECK_URL/);
     expect(loadLocalSettings({ LOG_FORMAT: 'pretty' }, false).logFormat).toBe('pretty');
   });
 

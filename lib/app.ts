@@ -1,0 +1,23 @@
+/**
+ * The CDK app of `bin/webhook-relay.ts`, as a function so tests build exactly what
+ * `npx cdk synth` builds: the stack from context, checked by cdk-nag's AwsSolutions pack.
+ */
+import { type App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { stackFromContext } from './context';
+import { WebhookRelayStack } from './webhook-relay-stack';
+
+/**
+ * Adds the relay stack (configured from the app's context) and the AwsSolutions checks to `app`.
+ * @throws {ContextError | WebhookRelayConfigError} for a context value the stack cannot use
+ */
+export function buildApp(app: App): WebhookRelayStack {
+  const { stackName, props } = stackFromContext(
+    (key) => app.node.tryGetContext(key),
+    Object.keys(app.node.getAllContext()),
+  );
+  const stack = new WebhookRelayStack(app, stackName, props);
+  // A policy-validation plugin: an unacknowledged finding interrupts synthesis with a report.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  return stack;
+}

@@ -1,0 +1,86 @@
+/**
+ * `WebhookRelayStack`: one `WebhookRelay` and the outputs an operator needs after
+ * `npx cdk deploy`. The stack is environment-agnostic (no account or region lookups), so
+ * `npx cdk synth` works offline and without credentials.
+ */
+import { Annotations, CfnOutput, CfnParameter, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { WebhookRelay, type WebhookRelayProps } from './webhook-relay';
+
+/** Properties of {@link WebhookRelayStack}. */
+export interface WebhookRelayStackProps extends StackProps {
+  /**
+   * The relay's settings. `webhookUrl` may be left out: the template then takes it from the
+   * CloudFormation parameter `WebhookUrl`, so `cdk synth` works without it while `cdk deploy`
+   * refuses to run until a URL is given (by `-c webhookUrl=…` or `--parameters WebhookUrl=…`).
+   */
+  readonly relay: Omit<WebhookRelayProps, 'webhookUrl' | 'queue' | 'deadLetterQueue' | 'alarmTopic'> & {
+    readonly webhookUrl?: string;
+  };
+  /** Relay from this existing queue (same account and region) instead of creating one. */
+  readonly queueArn?: string;
+  /** The existing queue's dead-letter queue; required with `queueArn`. */
+  readonly deadLetterQueueArn?: string;
+}
+
+/** The name of the parameter that stands in for a webhook URL not given at synth time. */
+export const WEBHOOK_URL_PARAMETER = 'WebhookUrl';
+
+/** The relay stack: queue, DLQ, function, alarms, dashboard and their outputs. */
+export class WebhookRelayStack extends Stack {
+  /** The relay this stack deploys. */
+  readonly relay: WebhookRelay;
+
+  constructor(scope: Construct, id: string, props: WebhookRelayStackProps) {
+    const { relay, queueArn, deadLetterQueueArn, ...stackProps } = props;
+    super(scope, id, {
+      description: 'sqs-webhook-relay: an SQS queue relayed to an HTTP webhook by a Lambda function',
+      ...stackProps,
+    });
+    Tags.of(this).add('application', 'sqs-webhook-relay');
+
+    const webhookUrl = relay.webhookUrl ?? this.webhookUrlParameter(relay.allowInsecureHttp === true);
+    let queue: sqs.IQueue | undefined;
+    let deadLetterQueue: sqs.IQueue | undefined;
+    if (queueArn !== undefined) {
+      queue = sqs.Queue.fromQueueArn(this, 'ExistingQueue', queueArn);
+      if (deadLetterQueueArn !== undefined) deadLetterQueue = sqs.Queue.fromQueueArn(this, 'ExistingDeadLetterQueue', deadLetterQueueArn);
+      Annotations.of(this).addInfo(
+        `Relaying from the existing queue ${queueArn}: its visibility timeout must be at least 6 × the function timeout, and maxReceiveCount must equal its redrive policy's.`,
+      );
+    }
+
+    this.relay = new WebhookRelay(this, 'Relay', { ...relay, webhookUrl, queue, deadLetterQueue });
+
+    const output = (id: string, value: string, description: string): CfnOutput => new CfnOutput(this, id, { value, description });
+    output('QueueUrl', this.relay.queue.queueUrl, 'Send messages here (SendMessage QueueUrl)');
+    output('QueueArn', this.relay.queue.queueArn, 'The queue, for IAM policies of producers');
+    output('DeadLetterQueueUrl', this.relay.deadLetterQueue.queueUrl, 'Messages the webhook refused or that failed maxReceiveCount times; redrive from the SQS console');
+    output('AlarmTopicArn', this.relay.alarmTopic.topicArn, 'SNS topic every alarm notifies; subscribe more endpoints here');
+    output('DashboardName', this.relay.dashboard.dashboardName, 'CloudWatch dashboard of the relay');
+    output(
+      'DashboardUrl',
+      Fn.sub('https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}#dashboards/dashboard/${Name}', {
+        Name: this.relay.dashboard.dashboardName,
+      }),
+      'The dashboard in the AWS console',
+    );
+    output('FunctionName', this.relay.function.functionName, 'The relay function (logs: aws logs tail --follow <log group>)');
+    output('LogGroupName', this.relay.logGroup.logGroupName, "The function's log group");
+  }
+
+  /** Stands in for a webhook URL not given at synth time; CloudFormation then demands it at deploy. */
+  private webhookUrlParameter(allowInsecureHttp: boolean): string {
+    Annotations.of(this).addWarningV2(
+      'sqs-webhook-relay:noWebhookUrl',
+      `No webhookUrl in context: the template takes it from the CloudFormation parameter ${WEBHOOK_URL_PARAMETER}. Deploy with -c webhookUrl=https://… (or --parameters ${WEBHOOK_URL_PARAMETER}=https://…).`,
+    );
+    return new CfnParameter(this, WEBHOOK_URL_PARAMETER, {
+      type: 'String',
+      description: 'Where every message is POSTed. Give it at synth time instead with: npx cdk deploy -c webhookUrl=https://…',
+      allowedPattern: allowInsecureHttp ? '^https?://[^\\s/@]+(/\\S*)?$' : '^https://[^\\s/@]+(/\\S*)?$',
+      constraintDescription: allowInsecureHttp ? 'must be an http:// or https:// URL without credentials' : 'must be an https:// URL without credentials',
+    }).valueAsString;
+  }
+}

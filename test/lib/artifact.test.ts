@@ -1,0 +1,173 @@
+/**
+ * The artifact that would be deployed works, not only the TypeScript source: the real
+ * `cdk synth` (the CLI, no AWS credentials, no network), then the function's bundle taken out of
+ * the cloud assembly and run in a plain `node` process with the environment the template gives
+ * it, its DLQ_URL pointed at an SQS emulator built from the template's queue settings, against a
+ * webhook on 127.0.0.1.
+ */
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import type { SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Emulator, startEmulator } from '../support/emulator';
+import {
+  type LoadedBundle,
+  resolveEnvironment,
+  startBundle,
+  type SynthesizedBundle,
+  synthesizeBundle,
+  type TemplateQueues,
+  templateQueues,
+} from '../support/synth';
+import { startWebhook, type TestWebhook } from '../support/webhook';
+
+/** The body decides what the webhook answers. */
+const REPLIES = {
+  'deliver me': { status: 200 },
+  'later, please': { status: 503, headers: { 'Retry-After': '600' } },
+  'never this': { status: 422, body: 'unprocessable: no customer id' },
+} as const;
+type Body = keyof typeof REPLIES;
+
+let bundle: SynthesizedBundle;
+let queues: TemplateQueues;
+let emulator: Emulator;
+let webhook: TestWebhook;
+let relay: LoadedBundle;
+let environment: Record<string, string>;
+
+/** Receives until `count` messages are in flight, as the event source would before invoking. */
+async function receiveBatch(count: number): Promise<SQSEvent> {
+  const records: SQSEvent['Records'] = [];
+  while (records.length < count) {
+    const event = await emulator.receiveEvent(count - records.length, 1);
+    records.push(...event.Records);
+  }
+  return { Records: records };
+}
+
+beforeAll(async () => {
+  bundle = await synthesizeBundle();
+  queues = templateQueues(bundle.template);
+  emulator = await startEmulator({ maxReceiveCount: queues.maxReceiveCount, visibilityTimeout: queues.visibilityTimeout, fifo: queues.fifo, keepEnvironment: true });
+  webhook = await startWebhook((request) => REPLIES[request.body.toString() as Body] ?? { status: 500 });
+  environment = {
+    ...resolveEnvironment(bundle.environment, {
+      [queues.queueLogicalId]: emulator.queue.url,
+      [`${queues.queueLogicalId}.Arn`]: emulator.queue.arn,
+      [queues.deadLetterQueueLogicalId]: emulator.dlq.url,
+      [`${queues.deadLetterQueueLogicalId}.Arn`]: emulator.dlq.arn,
+    }),
+    // The only value changed: the deployed URL is not reachable from a test.
+    WEBHOOK_URL: webhook.url,
+  };
+  relay = await startBundle(bundle, { environment, aws: { endpoint: emulator.endpoint, region: emulator.region } });
+}, 180_000);
+
+afterAll(async () => {
+  await relay?.stop();
+  await webhook?.close();
+  await emulator?.stop();
+  if (bundle !== undefined) rmSync(bundle.assemblyDir, { recursive: true, force: true });
+});
+
+describe('the synthesized artifact', () => {
+  it('is what the template deploys: Node.js 24 running index.handler from a minified ESM bundle with a source map', () => {
+    expect(bundle.runtime).toBe('nodejs24.x');
+    expect(bundle.handlerFile.endsWith('/index.mjs')).toBe(true);
+    expect(bundle.handlerExport).toBe('handler');
+    expect(readdirSync(bundle.bundleDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+    const code = readFileSync(bundle.handlerFile, 'utf8');
+    expect(code.length / code.split('\n').length).toBeGreaterThan(1000); // minified: a few very long lines
+    expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
+    expect(bundle.environment.NODE_OPTIONS).toBe('--enable-source-maps');
+  });
+
+  it('carries the AWS SDK inside (no import the runtime would have to satisfy)', () => {
+    const code = readFileSync(bundle.handlerFile, 'utf8');
+    expect(code).not.toMatch(/from\s*["']@aws-sdk\//);
+    expect(code).not.toMatch(/import\(\s*["']@aws-sdk\//);
+  });
+
+  it('passes cdk synth with no AWS credentials, no warnings and no cdk-nag finding', () => {
+    expect(bundle.output).not.toMatch(/\[Warning|WARNING|ERROR|AwsSolutions-/);
+  });
+
+  it('gets its DLQ by URL and its redrive count from the template', () => {
+    expect(environment.DLQ_URL).toBe(emulator.dlq.url);
+    expect(environment.MAX_RECEIVE_COUNT).toBe(String(queues.maxReceiveCount));
+  });
+});
+
+describe('a real batch through the artifact', () => {
+  let ids: Record<Body, string>;
+  let outcome: Awaited<ReturnType<LoadedBundle['invoke']>>;
+
+  beforeAll(async () => {
+    const bodies = Object.keys(REPLIES) as Body[];
+    const sent = await Promise.all(bodies.map((body) => emulator.send(body, { attributes: { tenant: { DataType: 'String', StringValue: 'acme' } } })));
+    ids = Object.fromEntries(bodies.map((body, i) => [body, sent[i]])) as Record<Body, string>;
+    const event = await receiveBatch(bodies.length);
+    outcome = await relay.invoke(event, bundle.timeoutSeconds * 1000);
+  });
+
+  it('returns exactly the record to retry as a batch item failure', () => {
+    expect(outcome).toEqual({ ok: true, response: { batchItemFailures: [{ itemIdentifier: ids['later, please'] }] } });
+  });
+
+  it('POSTs every message to the webhook, body byte for byte, with the Carrier headers of the template prefix', () => {
+    expect(webhook.requests.map((r) => r.body.toString()).sort()).toEqual(Object.keys(REPLIES).sort());
+    const prefix = String(bundle.environment.HEADER_PREFIX).toLowerCase();
+    for (const request of webhook.requests) {
+      expect(request.method).toBe('POST');
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(request.headers[`${prefix}message-id`]).toBe(ids[request.body.toString() as Body]);
+      expect(request.headers[`${prefix}queue`]).toBe(emulator.queue.name);
+      expect(request.headers[`${prefix}attr-tenant`]).toBe('acme');
+      expect(request.headers['user-agent']).toMatch(/^sqs-webhook-relay\//);
+    }
+  });
+
+  it('dead-letters the permanently refused message to the DLQ, saying why', async () => {
+    const dead = await emulator.receive(emulator.dlq, 10, 1);
+    expect(dead.map((m) => m.Body)).toEqual(['never this']);
+    const reason = JSON.parse(dead[0]?.MessageAttributes?.['relay.dead-letter-reason']?.StringValue ?? '{}') as { status?: number; originalMessageId?: string };
+    expect(reason).toMatchObject({ status: 422, originalMessageId: ids['never this'] });
+  });
+
+  it('hides the retried message for the Retry-After the webhook asked for, beyond the queue default', () => {
+    const state = emulator.server.inspectQueue(emulator.queue.name);
+    const inflight = state?.messages.inflight ?? [];
+    const later = inflight.find((m) => m.message.messageId === ids['later, please']);
+    expect(later).toBeDefined();
+    // 600 s asked for; the queue default (what SQS would use otherwise) is 180 s.
+    expect((later?.visibilityDeadline ?? 0) - Date.now()).toBeGreaterThan(queues.visibilityTimeout * 1000);
+  });
+
+  it('emits the metrics the dashboard graphs: namespace, service dimension and names match the template', () => {
+    const emf = relay.jsonLogs().filter((line) => typeof line._aws === 'object');
+    expect(emf.length).toBeGreaterThan(0);
+    const directives = emf.flatMap((line) => (line._aws as { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] }).CloudWatchMetrics);
+    expect(new Set(directives.map((d) => d.Namespace))).toEqual(new Set([bundle.environment.POWERTOOLS_METRICS_NAMESPACE]));
+    for (const d of directives) expect(d.Dimensions).toEqual([['service']]);
+    for (const line of emf) expect(line.service).toBe(bundle.environment.POWERTOOLS_SERVICE_NAME);
+    const total = (name: string): number => emf.reduce((sum, line) => sum + (typeof line[name] === 'number' ? (line[name] as number) : 0), 0);
+    expect({ delivered: total('Delivered'), retried: total('Retried'), deadLettered: total('DeadLettered') }).toEqual({ delivered: 1, retried: 1, deadLettered: 1 });
+    expect(directives.flatMap((d) => d.Metrics.map((m) => m.Name))).toContain('WebhookLatency');
+  });
+
+  it('logs JSON with the template service name and no message body at INFO', () => {
+    const lines = relay.jsonLogs().filter((line) => typeof line.level === 'string');
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line.service).toBe(bundle.environment.POWERTOOLS_SERVICE_NAME);
+    const info = lines.filter((line) => line.level === 'INFO').map((line) => JSON.stringify(line));
+    for (const body of Object.keys(REPLIES)) for (const line of info) expect(line).not.toContain(body);
+  });
+});
+
+describe('the artifact with a configuration it must refuse', () => {
+  it('fails its initialisation naming the variable, before any record', async () => {
+    await expect(
+      startBundle(bundle, { environment: { ...environment, WEBHOOK_URL: 'http://hooks.example.com/in' }, aws: { endpoint: emulator.endpoint, region: emulator.region } }),
+    ).rejects.toThrow(/WEBHOOK_URL/);
+  });
+});

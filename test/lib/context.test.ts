@@ -1,0 +1,151 @@
+/**
+ * The app's context keys, as an operator types them (`-c key=value`, always strings) and as
+ * cdk.json holds them (JSON types): each reaches the template, a bad value stops synth with a
+ * message naming the key, and `bin/webhook-relay.ts` prints that message without a stack trace.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../lib/app';
+import { CONTEXT_KEYS, ContextError, DEFAULT_STACK_NAME } from '../../lib/context';
+import { offlineEnvironment, PROJECT_ROOT } from '../support/synth';
+import { onlyResource, testApp } from './helpers';
+
+function synth(context: Record<string, unknown>): { stackName: string; template: Template } {
+  const stack = buildApp(testApp(context));
+  return { stackName: stack.stackName, template: Template.fromStack(stack) };
+}
+
+function environmentOf(template: Template): Record<string, unknown> {
+  return (onlyResource(template, 'AWS::Lambda::Function').properties.Environment as { Variables: Record<string, unknown> }).Variables;
+}
+
+describe('context keys', () => {
+  it('with none, builds the default stack with the WebhookUrl parameter', () => {
+    const { stackName, template } = synth({});
+    expect(stackName).toBe(DEFAULT_STACK_NAME);
+    expect(Object.keys(template.toJSON().Parameters as object)).toContain('WebhookUrl');
+  });
+
+  it('as -c strings, every knob reaches the template', () => {
+    const { stackName, template } = synth({
+      webhookUrl: 'https://hooks.example.com/orders',
+      stackName: 'OrdersRelay',
+      alarmEmail: 'ops@example.com',
+      fifo: 'true',
+      queueName: 'orders',
+      maxReceiveCount: '7',
+      retentionPeriodDays: '10',
+      visibilityTimeoutSeconds: '900',
+      timeoutSeconds: '60',
+      memorySize: '512',
+      logRetentionDays: '90',
+      batchSize: '5',
+      maxConcurrency: '20',
+      requestConcurrency: '4',
+      requestTimeoutMs: '3000',
+      deadlineMarginMs: '1500',
+      backoff: 'LINEAR',
+      backoffBaseSeconds: '3',
+      backoffMaxSeconds: '120',
+      backoffSchedule: '10, 20',
+      backoffJitter: 'false',
+      permanentFailure: 'retry',
+      headerPrefix: 'X-Relay-',
+      defaultContentType: 'text/plain',
+      logLevel: 'warn',
+      serviceName: 'orders',
+      oldestMessageAgeAlarmMinutes: '45',
+    });
+    expect(stackName).toBe('OrdersRelay');
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'orders.fifo',
+      FifoQueue: true,
+      VisibilityTimeout: 900,
+      MessageRetentionPeriod: 10 * 86_400,
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: 7 }),
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 60, MemorySize: 512 });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 5, ScalingConfig: { MaximumConcurrency: 20 } });
+    template.hasResourceProperties('AWS::SNS::Subscription', { Endpoint: 'ops@example.com' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'OrdersRelay-oldest-message-age', Threshold: 2700 });
+    template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'OrdersRelay' });
+    expect(environmentOf(template)).toMatchObject({
+      WEBHOOK_URL: 'https://hooks.example.com/orders',
+      MAX_RECEIVE_COUNT: '7',
+      MAX_CONCURRENCY: '4',
+      REQUEST_TIMEOUT_MS: '3000',
+      DEADLINE_MARGIN_MS: '1500',
+      BACKOFF: 'linear',
+      BACKOFF_BASE_SECONDS: '3',
+      BACKOFF_MAX_SECONDS: '120',
+      BACKOFF_SCHEDULE: '10,20',
+      BACKOFF_JITTER: 'false',
+      PERMANENT_FAILURE: 'retry',
+      HEADER_PREFIX: 'X-Relay-',
+      DEFAULT_CONTENT_TYPE: 'text/plain',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+      POWERTOOLS_SERVICE_NAME: 'orders',
+    });
+  });
+
+  it('as cdk.json JSON values (booleans, numbers), the same', () => {
+    const { template } = synth({ webhookUrl: 'https://hooks.example.com/x', fifo: true, maxReceiveCount: 3, batchSize: 8, backoffJitter: false });
+    template.hasResourceProperties('AWS::SQS::Queue', { FifoQueue: true, RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }) });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 8 });
+    expect(environmentOf(template).BACKOFF_JITTER).toBe('false');
+  });
+
+  it('batch size and window for a standard queue', () => {
+    const { template } = synth({ webhookUrl: 'https://hooks.example.com/x', batchSize: '100', maxBatchingWindowSeconds: '5' });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 100, MaximumBatchingWindowInSeconds: 5 });
+  });
+
+  it('an existing queue by ARN', () => {
+    const { template } = synth({ webhookUrl: 'https://hooks.example.com/x', queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q', deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d' });
+    template.resourceCountIs('AWS::SQS::Queue', 0);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: 'arn:aws:sqs:eu-west-1:111122223333:q' });
+  });
+
+  it.each<[Record<string, unknown>, RegExp]>([
+    [{ fifo: 'yes' }, /Context fifo \(-c fifo=…\) must be true or false; got "yes"/],
+    [{ maxReceiveCount: 'five' }, /Context maxReceiveCount .* must be a whole number; got "five"/],
+    [{ timeoutSeconds: '1.5' }, /Context timeoutSeconds .* must be a whole number/],
+    [{ backoff: 'random' }, /Context backoff .* must be one of exponential/],
+    [{ logRetentionDays: '10' }, /Context logRetentionDays .* must be one of CloudWatch Logs' retention periods \(1, 3, 5, 7, 14,/],
+    [{ webhookURL: 'https://x.example.com/' }, /Context webhookURL .* did you mean webhookUrl\?/],
+    [{ deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:1:d' }, /Context deadLetterQueueArn .* give queueArn too/],
+    [{ backoffSchedule: '1m,10m' }, /Context backoffSchedule .* comma-separated whole seconds/],
+  ])('rejects %j', (context, message) => {
+    expect(() => synth(context)).toThrow(ContextError);
+    expect(() => synth(context)).toThrow(message);
+  });
+
+  it('values the construct rejects name the prop', () => {
+    expect(() => synth({ webhookUrl: 'http://hooks.example.com/x' })).toThrow(/webhookUrl must be https:\/\/ \(plain http only with allowInsecureHttp, -c allowInsecureHttp=true\)/);
+    expect(() => synth({ webhookUrl: 'https://x.example.com/', batchSize: '50' })).toThrow(/-c maxBatchingWindowSeconds=1/);
+  });
+
+  it('every key is documented in the README', () => {
+    const docs = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+    const missing = Object.keys(CONTEXT_KEYS).filter((key) => !docs.includes(`\`${key}\``));
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('bin/webhook-relay.ts', () => {
+  it('prints one line naming the key for a bad value, and exits 1 without a stack trace', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/webhook-relay.ts'], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnvironment(), CDK_CONTEXT_JSON: JSON.stringify({ webhookUrl: 'https://hooks.example.com/x', batchSize: '50' }) },
+      encoding: 'utf8',
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      'WebhookRelay: batchSize of 50 (above 10) needs a maxBatchingWindow of at least 1 second (-c maxBatchingWindowSeconds=1), as Lambda requires',
+    );
+  });
+});

@@ -1,0 +1,489 @@
+/**
+ * The `WebhookRelay` construct's template: what an operator gets by default, what every
+ * non-default knob changes, attaching to an existing queue, and the synth-time errors for values
+ * SQS, Lambda or the function would reject.
+ */
+import { CfnParameter, Duration, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambda/config';
+import { METRIC_NAMES } from '../../lambda/relay';
+import { BACKOFF_POLICIES, METRICS_NAMESPACE, RELAY_METRICS, WebhookRelay, WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
+import { dashboardWidgets, onlyResource, resourcesOf, testApp } from './helpers';
+
+const URL_ = 'https://hooks.example.com/relay';
+
+function relay(props: Partial<WebhookRelayProps> = {}, configure?: (stack: Stack) => Partial<WebhookRelayProps>): { stack: Stack; relay: WebhookRelay; template: Template } {
+  const stack = new Stack(testApp(), 'Test');
+  const extra = configure?.(stack) ?? {};
+  const construct = new WebhookRelay(stack, 'Relay', { webhookUrl: URL_, ...props, ...extra });
+  return { stack, relay: construct, template: Template.fromStack(stack) };
+}
+
+/** The function's environment variables as the template states them. */
+function environmentOf(template: Template): Record<string, unknown> {
+  const { properties } = onlyResource(template, 'AWS::Lambda::Function');
+  return (properties.Environment as { Variables: Record<string, unknown> }).Variables;
+}
+
+/** Logical ids of the main queue (the one with a redrive policy) and the DLQ. */
+function queueIds(template: Template): { queue: string; dlq: string } {
+  const queues = Object.entries(resourcesOf(template, 'AWS::SQS::Queue'));
+  const main = queues.find(([, q]) => q.Properties.RedrivePolicy !== undefined);
+  const other = queues.find(([, q]) => q.Properties.RedrivePolicy === undefined);
+  if (main === undefined || other === undefined) throw new Error('expected a queue and a DLQ');
+  return { queue: main[0], dlq: other[0] };
+}
+
+describe('WebhookRelay with default props', () => {
+  const { stack, template, relay: r } = relay();
+  const ids = queueIds(template);
+
+  it('creates a standard queue and a DLQ joined by a redrive policy of 5 receives', () => {
+    template.resourceCountIs('AWS::SQS::Queue', 2);
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [ids.dlq, 'Arn'] }, maxReceiveCount: 5 },
+      FifoQueue: Match.absent(),
+    });
+  });
+
+  it('keeps dead letters 14 days and main-queue messages 4 days', () => {
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.dlq]?.Properties.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.MessageRetentionPeriod).toBe(4 * 24 * 3600);
+  });
+
+  it('encrypts both queues with SQS-managed keys', () => {
+    for (const queue of Object.values(resourcesOf(template, 'AWS::SQS::Queue'))) {
+      expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      expect(queue.Properties.KmsMasterKeyId).toBeUndefined();
+    }
+  });
+
+  it('denies every non-TLS request on both queues', () => {
+    for (const id of [ids.queue, ids.dlq]) {
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: id }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Resource: { 'Fn::GetAtt': [id, 'Arn'] } }),
+          ]),
+        },
+      });
+    }
+  });
+
+  it('derives the visibility timeout as 6 × the function timeout (30 s → 180 s)', () => {
+    const { properties } = onlyResource(template, 'AWS::Lambda::Function');
+    expect(properties.Timeout).toBe(30);
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.VisibilityTimeout).toBe(6 * 30);
+  });
+
+  it('runs the handler on Node.js 24, ARM64, 256 MB, from lambda/handler.ts', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      MemorySize: 256,
+      Handler: 'index.handler',
+    });
+  });
+
+  it('gives the function every setting the handler reads, with the handler defaults', () => {
+    expect(environmentOf(template)).toEqual({
+      WEBHOOK_URL: URL_,
+      ALLOW_INSECURE_HTTP: 'false',
+      HEADER_PREFIX: 'X-Carrier-',
+      DEFAULT_CONTENT_TYPE: 'application/json',
+      REQUEST_TIMEOUT_MS: '10000',
+      MAX_CONCURRENCY: '10',
+      DEADLINE_MARGIN_MS: '1000',
+      BACKOFF: 'exponential',
+      BACKOFF_BASE_SECONDS: '2',
+      BACKOFF_MAX_SECONDS: '300',
+      BACKOFF_JITTER: 'true',
+      PERMANENT_FAILURE: 'dead-letter',
+      DLQ_URL: { Ref: ids.dlq },
+      MAX_RECEIVE_COUNT: '5',
+      POWERTOOLS_SERVICE_NAME: 'Test-Relay',
+      POWERTOOLS_METRICS_NAMESPACE: 'SqsWebhookRelay',
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+    });
+  });
+
+  it('states exactly the configuration the handler would use without those variables', () => {
+    // A drift detector: the construct's defaults and the handler's must not disagree.
+    const stated = Object.fromEntries(Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : 'https://sqs.example/dlq']));
+    const bare = { WEBHOOK_URL: URL_, DLQ_URL: 'https://sqs.example/dlq', MAX_RECEIVE_COUNT: '5' };
+    expect(loadConfig(stated)).toEqual(loadConfig(bare));
+  });
+
+  it('writes logs to its own log group, kept one month', () => {
+    const logGroup = onlyResource(template, 'AWS::Logs::LogGroup');
+    expect(logGroup.properties.RetentionInDays).toBe(30);
+    template.hasResourceProperties('AWS::Lambda::Function', { LoggingConfig: { LogGroup: { Ref: logGroup.id } } });
+  });
+
+  it('grants least privilege: its queue, its DLQ, its log group, and no wildcard resource', () => {
+    const { properties } = onlyResource(template, 'AWS::IAM::Policy');
+    const statements = (properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement;
+    const byResource = new Map(statements.map((s) => [JSON.stringify(s.Resource), [s.Action].flat().sort()]));
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.queue, 'Arn'] }))).toEqual(
+      ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'],
+    );
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+    const logGroup = onlyResource(template, 'AWS::Logs::LogGroup');
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [logGroup.id, 'Arn'] }))).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+    expect(statements).toHaveLength(3);
+    for (const s of statements) expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"/);
+    // No managed policy (AWSLambdaBasicExecutionRole would allow writing to any log group).
+    template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });
+  });
+
+  it('maps the queue to the function with partial batch responses, 10 records, 5 concurrent invocations, no window', () => {
+    const fn = onlyResource(template, 'AWS::Lambda::Function');
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [ids.queue, 'Arn'] },
+      FunctionName: { Ref: fn.id },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 10,
+      ScalingConfig: { MaximumConcurrency: 5 },
+      MaximumBatchingWindowInSeconds: Match.absent(),
+    });
+  });
+
+  it('alarms on a non-empty DLQ: visible messages > 0 over 5 minutes, missing data not breaching', () => {
+    const topic = onlyResource(template, 'AWS::SNS::Topic');
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'Test-Relay-dlq-not-empty',
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [ids.dlq, 'QueueName'] } }],
+      Statistic: 'Maximum',
+      Period: 300,
+      EvaluationPeriods: 1,
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [{ Ref: topic.id }],
+      OKActions: [{ Ref: topic.id }],
+      AlarmDescription: Match.stringLikeRegexp('redrive'),
+    });
+  });
+
+  it('alarms when the oldest message is older than 30 minutes', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'Test-Relay-oldest-message-age',
+      MetricName: 'ApproximateAgeOfOldestMessage',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [ids.queue, 'QueueName'] } }],
+      Threshold: 1800,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it('alarms on any function error', () => {
+    const fn = onlyResource(template, 'AWS::Lambda::Function');
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'Test-Relay-function-errors',
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: fn.id } }],
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it('sends alarms to a TLS-only topic with no subscription unless an e-mail is given', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    template.resourceCountIs('AWS::SNS::Subscription', 0);
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: { Statement: [Match.objectLike({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })] },
+    });
+  });
+
+  describe('the dashboard', () => {
+    const widgets = dashboardWidgets(stack);
+    const metricLines = widgets.flatMap((w) => w.metrics.map((m) => ({ ...m, title: w.title })));
+    const find = (namespace: string, metricName: string): typeof metricLines => metricLines.filter((m) => m.namespace === namespace && m.metricName === metricName);
+
+    it('is named after the relay', () => {
+      template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'Test-Relay' });
+    });
+
+    it('shows delivered, retried and dead-lettered from the handler metrics (namespace SqsWebhookRelay, dimension service)', () => {
+      for (const name of ['Delivered', 'Retried', 'DeadLettered']) {
+        expect(find('SqsWebhookRelay', name)).toEqual([
+          expect.objectContaining({ dimensions: { service: 'Test-Relay' }, options: expect.objectContaining({ stat: 'Sum' }) }),
+        ]);
+      }
+    });
+
+    it('shows webhook latency p50 and p99', () => {
+      expect(find('SqsWebhookRelay', 'WebhookLatency').map((m) => m.options.stat).sort()).toEqual(['p50', 'p99']);
+    });
+
+    it('shows queue depth, oldest age and DLQ depth', () => {
+      expect(find('AWS/SQS', 'ApproximateNumberOfMessagesVisible')).toHaveLength(2);
+      expect(find('AWS/SQS', 'ApproximateNumberOfMessagesNotVisible')).toHaveLength(1);
+      expect(find('AWS/SQS', 'ApproximateAgeOfOldestMessage')).toHaveLength(1);
+    });
+
+    it('shows function errors, duration and concurrent executions', () => {
+      expect(find('AWS/Lambda', 'Errors')).toHaveLength(1);
+      expect(find('AWS/Lambda', 'Duration').map((m) => m.options.stat).sort()).toEqual(['Maximum', 'p50', 'p99']);
+      expect(find('AWS/Lambda', 'ConcurrentExecutions')).toHaveLength(1);
+    });
+
+    it('shows the state of the three alarms', () => {
+      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(3);
+    });
+
+    it('names the same metrics the handler publishes', () => {
+      expect(RELAY_METRICS).toEqual({
+        delivered: METRIC_NAMES.delivered,
+        retried: METRIC_NAMES.retried,
+        deadLettered: METRIC_NAMES.deadLettered,
+        webhookLatency: METRIC_NAMES.webhookLatency,
+      });
+      expect(METRICS_NAMESPACE).toBe('SqsWebhookRelay');
+    });
+  });
+
+  it('exposes what a caller needs to extend it', () => {
+    expect(r.queue.fifo).toBe(false);
+    expect(r.maxReceiveCount).toBe(5);
+    expect(r.name).toBe('Test-Relay');
+    expect(Object.keys(r.environment)).toContain('WEBHOOK_URL');
+  });
+
+  it('has no warnings', () => {
+    Annotations.fromStack(stack).hasNoWarning('*', Match.anyValue());
+  });
+});
+
+describe('WebhookRelay with non-default props', () => {
+  it('FIFO: both queues are FIFO, named <name>.fifo and <name>-dlq.fifo', () => {
+    const { template } = relay({ fifo: true, queueName: 'orders' });
+    template.resourceCountIs('AWS::SQS::Queue', 2);
+    template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'orders.fifo', FifoQueue: true, RedrivePolicy: Match.anyValue() });
+    template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'orders-dlq.fifo', FifoQueue: true, RedrivePolicy: Match.absent() });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 10, MaximumBatchingWindowInSeconds: Match.absent() });
+  });
+
+  it('a custom maxReceiveCount goes to the redrive policy and to MAX_RECEIVE_COUNT alike', () => {
+    const { template } = relay({ maxReceiveCount: 12 });
+    template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: 12 }) });
+    expect(environmentOf(template).MAX_RECEIVE_COUNT).toBe('12');
+  });
+
+  it('a longer timeout lengthens the visibility timeout with it, window included (6 × 120 + 20)', () => {
+    const { template } = relay({ timeout: Duration.minutes(2), batchSize: 500, maxBatchingWindow: Duration.seconds(20) });
+    const ids = queueIds(template);
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.VisibilityTimeout).toBe(740);
+    template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 120 });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 500, MaximumBatchingWindowInSeconds: 20 });
+  });
+
+  it('every function knob reaches its environment variable', () => {
+    const { template } = relay({
+      allowInsecureHttp: true,
+      webhookUrl: 'http://relay.internal:8080/in',
+      headerPrefix: 'X-Relay-',
+      defaultContentType: 'text/plain',
+      requestTimeout: Duration.seconds(4),
+      requestConcurrency: 25,
+      deadlineMargin: Duration.millis(2500),
+      backoff: 'schedule',
+      backoffSchedule: [Duration.minutes(1), Duration.minutes(10), Duration.hours(1)],
+      backoffBase: Duration.seconds(5),
+      backoffMax: Duration.minutes(20),
+      backoffJitter: false,
+      permanentFailure: 'retry',
+      logLevel: 'DEBUG',
+      serviceName: 'orders-relay',
+    });
+    expect(environmentOf(template)).toMatchObject({
+      WEBHOOK_URL: 'http://relay.internal:8080/in',
+      ALLOW_INSECURE_HTTP: 'true',
+      HEADER_PREFIX: 'X-Relay-',
+      DEFAULT_CONTENT_TYPE: 'text/plain',
+      REQUEST_TIMEOUT_MS: '4000',
+      MAX_CONCURRENCY: '25',
+      DEADLINE_MARGIN_MS: '2500',
+      BACKOFF: 'schedule',
+      BACKOFF_SCHEDULE: '60,600,3600',
+      BACKOFF_BASE_SECONDS: '5',
+      BACKOFF_MAX_SECONDS: '1200',
+      BACKOFF_JITTER: 'false',
+      PERMANENT_FAILURE: 'retry',
+      POWERTOOLS_LOG_LEVEL: 'DEBUG',
+      POWERTOOLS_SERVICE_NAME: 'orders-relay',
+    });
+  });
+
+  it('memory, log retention, concurrency, age threshold and e-mail subscription', () => {
+    const { template } = relay({
+      memorySize: 1024,
+      logRetention: logs.RetentionDays.ONE_WEEK,
+      maxConcurrency: 50,
+      oldestMessageAgeThreshold: Duration.hours(2),
+      alarmEmail: 'ops@example.com',
+      retentionPeriod: Duration.days(14),
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', { MemorySize: 1024 });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 7 });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { ScalingConfig: { MaximumConcurrency: 50 } });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateAgeOfOldestMessage', Threshold: 7200 });
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    template.hasResourceProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 3600, RedrivePolicy: Match.anyValue() });
+  });
+
+  it('an explicit visibility timeout above the minimum is used as given', () => {
+    const { template } = relay({ visibilityTimeout: Duration.minutes(15) });
+    template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 900, RedrivePolicy: Match.anyValue() });
+  });
+
+  it('an existing alarm topic receives the alarms; no topic is created', () => {
+    const { template } = relay({}, (stack) => ({ alarmTopic: sns.Topic.fromTopicArn(stack, 'Ops', 'arn:aws:sns:eu-west-1:111122223333:ops') }));
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmActions: ['arn:aws:sns:eu-west-1:111122223333:ops'] });
+  });
+
+  it('warns when a request could outlive the function', () => {
+    const { stack } = relay({ timeout: Duration.seconds(5), requestTimeout: Duration.seconds(10) });
+    Annotations.fromStack(stack).hasWarning('/Test/Relay', Match.stringLikeRegexp('requestTimeout.*exceeds the function timeout'));
+  });
+});
+
+describe('WebhookRelay on an existing queue', () => {
+  it('a Queue with its own DLQ: relays from it, uses its DLQ and receive count, creates no queue', () => {
+    const { template, relay: r } = relay({}, (stack) => {
+      const dlq = new sqs.Queue(stack, 'TheirDlq', { enforceSSL: true });
+      const queue = new sqs.Queue(stack, 'TheirQueue', { visibilityTimeout: Duration.minutes(5), deadLetterQueue: { queue: dlq, maxReceiveCount: 9 }, enforceSSL: true });
+      return { queue };
+    });
+    template.resourceCountIs('AWS::SQS::Queue', 2); // theirs only
+    const ids = queueIds(template);
+    expect(ids.queue).toMatch(/^TheirQueue/);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: { 'Fn::GetAtt': [ids.queue, 'Arn'] } });
+    expect(environmentOf(template)).toMatchObject({ DLQ_URL: { Ref: ids.dlq }, MAX_RECEIVE_COUNT: '9' });
+    expect(r.maxReceiveCount).toBe(9);
+  });
+
+  it('an imported queue with its DLQ given: grants on those ARNs only', () => {
+    const queueArn = 'arn:aws:sqs:eu-west-1:111122223333:orders';
+    const dlqArn = 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq';
+    const { template } = relay({ maxReceiveCount: 3 }, (stack) => ({
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', queueArn),
+      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', dlqArn),
+    }));
+    template.resourceCountIs('AWS::SQS::Queue', 0);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: queueArn });
+    const { properties } = onlyResource(template, 'AWS::IAM::Policy');
+    const resources = (properties.PolicyDocument as { Statement: { Resource: unknown }[] }).Statement.map((s) => s.Resource);
+    expect(resources).toEqual(expect.arrayContaining([queueArn, dlqArn]));
+    expect(environmentOf(template).MAX_RECEIVE_COUNT).toBe('3');
+    expect(JSON.stringify(environmentOf(template).DLQ_URL)).toContain('orders-dlq');
+  });
+
+  it('an imported FIFO queue: FIFO batch limits apply', () => {
+    expect(() =>
+      relay({ batchSize: 20, maxBatchingWindow: Duration.seconds(1) }, (stack) => ({
+        queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:111122223333:orders.fifo'),
+        deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq.fifo'),
+      })),
+    ).toThrow(/batchSize must be a whole number from 1 to 10; got 20/);
+  });
+
+  it.each([
+    ['no DLQ anywhere', (stack: Stack) => ({ queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q') }), /deadLetterQueue is required with an existing queue/],
+    [
+      'a DLQ of another kind',
+      (stack: Stack) => ({ queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q'), deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:1:d.fifo') }),
+      /same kind as the queue \(standard\)/,
+    ],
+    [
+      'a visibility timeout shorter than the function timeout',
+      (stack: Stack) => ({ queue: new sqs.Queue(stack, 'Q', { visibilityTimeout: Duration.seconds(10), deadLetterQueue: { queue: new sqs.Queue(stack, 'D'), maxReceiveCount: 3 } }) }),
+      /visibility timeout of 10 s, shorter than the function timeout \(30 s\)/,
+    ],
+    [
+      'settings for a queue the construct does not create',
+      (stack: Stack) => ({ retentionPeriod: Duration.days(1), queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q') }),
+      /retentionPeriod applies to a queue the construct creates/,
+    ],
+    [
+      'a receive count that contradicts the queue',
+      (stack: Stack) => ({ maxReceiveCount: 4, queue: new sqs.Queue(stack, 'Q', { visibilityTimeout: Duration.minutes(3), deadLetterQueue: { queue: new sqs.Queue(stack, 'D'), maxReceiveCount: 3 } }) }),
+      /maxReceiveCount \(4\) differs from the queue's redrive policy \(3\)/,
+    ],
+  ])('rejects %s', (_name, configure, message) => {
+    expect(() => relay({}, configure)).toThrow(message);
+  });
+
+  it('warns when the visibility timeout is below 6 × the function timeout', () => {
+    const { stack } = relay({}, (s) => ({ queue: new sqs.Queue(s, 'Q', { visibilityTimeout: Duration.seconds(60), deadLetterQueue: { queue: new sqs.Queue(s, 'D'), maxReceiveCount: 3 } }) }));
+    Annotations.fromStack(stack).hasWarning('/Test/Relay', Match.stringLikeRegexp('below 6 × timeout'));
+  });
+});
+
+describe('WebhookRelay synth-time validation', () => {
+  it.each<[string, Partial<WebhookRelayProps>, RegExp]>([
+    ['a relative URL', { webhookUrl: 'hooks.example.com/x' }, /webhookUrl must be an absolute URL/],
+    ['a plain-http URL', { webhookUrl: 'http://hooks.example.com/x' }, /webhookUrl must be https:\/\/ .*allowInsecureHttp/],
+    ['an ftp URL', { webhookUrl: 'ftp://hooks.example.com/x' }, /webhookUrl must be an https:\/\/ URL/],
+    ['credentials in the URL', { webhookUrl: 'https://user:pw@hooks.example.com/x' }, /must not carry user:password/],
+    ['a loopback URL', { webhookUrl: 'https://127.0.0.1:8443/x' }, /points at 127\.0\.0\.1, which in Lambda is the function itself/],
+    ['a timeout over 15 minutes', { timeout: Duration.minutes(16) }, /timeout must be from 1 second to 15 minutes/],
+    ['a fractional timeout', { timeout: Duration.millis(1500) }, /timeout must be a whole number of seconds/],
+    ['64 MB of memory', { memorySize: 64 }, /memorySize must be a whole number from 128 to 10240/],
+    ['a batch of 11 without a window', { batchSize: 11 }, /batchSize of 11 \(above 10\) needs a maxBatchingWindow of at least 1 second/],
+    ['a batch of 10,001', { batchSize: 10_001, maxBatchingWindow: Duration.seconds(5) }, /batchSize must be a whole number from 1 to 10000/],
+    ['a batch of 0', { batchSize: 0 }, /batchSize must be a whole number from 1 to 10/],
+    ['a FIFO batch of 11', { fifo: true, batchSize: 11, maxBatchingWindow: Duration.seconds(1) }, /batchSize must be a whole number from 1 to 10; got 11/],
+    ['a FIFO batching window', { fifo: true, maxBatchingWindow: Duration.seconds(2) }, /maxBatchingWindow is not supported by Lambda for FIFO/],
+    ['a window over 5 minutes', { maxBatchingWindow: Duration.seconds(301) }, /maxBatchingWindow must be from 0 seconds to 5 minutes/],
+    ['a maximum concurrency of 1', { maxConcurrency: 1 }, /maxConcurrency must be a whole number from 2 to 1000/],
+    ['a visibility timeout below 6 × timeout', { visibilityTimeout: Duration.seconds(100) }, /visibilityTimeout \(100 s\) must be at least 6 × timeout \+ maxBatchingWindow = 180 s/],
+    ['a visibility timeout over 12 hours', { visibilityTimeout: Duration.hours(13) }, /visibilityTimeout must be from 0 seconds to 12 hours/],
+    ['a receive count of 0', { maxReceiveCount: 0 }, /maxReceiveCount must be a whole number from 1 to 1000/],
+    ['a retention over 14 days', { retentionPeriod: Duration.days(15) }, /retentionPeriod must be from 1 minute to 14 days/],
+    ['a margin as long as the timeout', { timeout: Duration.seconds(2), deadlineMargin: Duration.seconds(2) }, /deadlineMargin \(2 seconds\) must be shorter than timeout/],
+    ['an unknown backoff', { backoff: 'random' as WebhookRelayProps['backoff'] }, new RegExp(`backoff must be one of ${BACKOFF_POLICIES.join(', ')}; got "random"`)],
+    ['a schedule delay over 12 hours', { backoff: 'schedule', backoffSchedule: [Duration.hours(13)] }, /backoffSchedule must be from 0 seconds to 12 hours/],
+    ['a backoff base above its maximum', { backoffBase: Duration.minutes(10) }, /backoffMax is rejected by the function: .*BACKOFF_MAX_SECONDS must be at least BACKOFF_BASE_SECONDS/],
+    ['a header prefix with a space', { headerPrefix: 'X Carrier-' }, /headerPrefix is rejected by the function: .*HEADER_PREFIX/],
+    ['a request concurrency of 0', { requestConcurrency: 0 }, /requestConcurrency is rejected by the function: .*MAX_CONCURRENCY must be a whole number from 1 to 1000/],
+    ['a bad e-mail', { alarmEmail: 'ops at example' }, /alarmEmail must be an e-mail address/],
+    ['an age threshold under a minute', { oldestMessageAgeThreshold: Duration.seconds(30) }, /oldestMessageAgeThreshold must be from 1 minute to 14 days/],
+    ['a name with a space', { name: 'my relay' }, /name must be 1 to 200 letters, digits/],
+    ['a queue name with a dot', { queueName: 'a.b' }, /queueName must be letters, digits/],
+  ])('rejects %s', (_name, props, message) => {
+    expect(() => relay(props)).toThrow(message);
+  });
+
+  it('throws WebhookRelayConfigError naming the prop', () => {
+    try {
+      relay({ batchSize: 20 });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(WebhookRelayConfigError);
+      expect((error as WebhookRelayConfigError).prop).toBe('batchSize');
+    }
+  });
+
+  it('a DLQ without an existing queue is rejected', () => {
+    expect(() => relay({}, (stack) => ({ deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:1:d') }))).toThrow(/deadLetterQueue is only for an existing queue/);
+  });
+
+  it('a token URL (a parameter) is left to deploy time', () => {
+    const stack = new Stack(testApp(), 'Test');
+    const url = new CfnParameter(stack, 'Url', { type: 'String' }).valueAsString;
+    expect(() => new WebhookRelay(stack, 'Relay', { webhookUrl: url })).not.toThrow();
+  });
+});
