@@ -235,7 +235,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     maxReceiveCount: integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
-    signingSecret: checkLiteral(secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'), 'SIGNING_SECRET', parseSigningKeys, 'one or more whsec_<base64> secrets separated by spaces'),
+    signingSecret: checkLiteral(secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'), 'SIGNING_SECRET', parseSigningKeys, 'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)'),
     authorization: checkLiteral(secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'), 'AUTH_HEADER', checkAuthorizationValue, 'a legal header value (printable ASCII, e.g. "Bearer <token>")'),
     secretsRefreshSeconds: integer(env, 'SECRETS_REFRESH_SECONDS', 300, 0, 86_400),
   };

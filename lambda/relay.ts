@@ -25,18 +25,9 @@ import { SqsGateway } from './sqs-gateway';
 import { WebhookTransmitter } from './transmitter';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
-/** Metric names the handler publishes (EMF), shared with the stack's dashboard and alarms. */
-export const METRIC_NAMES = {
-  delivered: 'Delivered',
-  retried: 'Retried',
-  deadLettered: 'DeadLettered',
-  webhookLatency: 'WebhookLatency',
-  /** Seconds the circuit breaker has been open, published by every invocation that finds it open. */
-  breakerOpenSeconds: 'BreakerOpenSeconds',
-} as const;
+import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 
-/** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */
-export const DEFAULT_METRICS_NAMESPACE = 'SqsWebhookRelay';
+export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
 /** The default service name of logs and metrics (`POWERTOOLS_SERVICE_NAME` overrides it). */
 export const DEFAULT_SERVICE_NAME = 'sqs-webhook-relay';
 /** No request starts with less than this left before the deadline margin: it could not finish. */

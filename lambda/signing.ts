@@ -18,17 +18,19 @@ export interface SignatureHeaders {
 
 /**
  * Decodes a secret value holding one or more `whsec_<base64>` secrets separated by whitespace.
- * Throws a message that never contains the secret itself.
+ * The prefix may be left out (as Standard Webhooks libraries also accept): Secrets Manager
+ * generates a bare alphanumeric key, which is valid base64. Throws a message that never
+ * contains the secret itself.
  */
 export function parseSigningKeys(value: string): Buffer[] {
   const secrets = value.trim().split(/\s+/).filter((part) => part !== '');
   if (secrets.length === 0) throw new Error('the signing secret is empty');
   return secrets.map((secret, index) => {
-    const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : '';
+    const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
     const key = Buffer.from(encoded, 'base64');
     // Buffer.from ignores bad characters; re-encoding shows whether the text really was base64.
     if (key.length === 0 || key.toString('base64').replace(/=+$/, '') !== encoded.replace(/=+$/, '')) {
-      throw new Error(`signing secret #${index + 1} is not of the form whsec_<base64>`);
+      throw new Error(`signing secret #${index + 1} is not of the form whsec_<base64> (or bare base64)`);
     }
     return key;
   });

@@ -52,6 +52,15 @@ export const CONTEXT_KEYS = {
   logLevel: { kind: 'string', description: 'function log level, POWERTOOLS_LOG_LEVEL (default INFO)', choices: LOG_LEVELS },
   serviceName: { kind: 'string', description: 'POWERTOOLS_SERVICE_NAME, the metrics dimension (default the stack name)' },
   oldestMessageAgeAlarmMinutes: { kind: 'integer', description: 'alarm when the oldest message is older than this (default 30)' },
+  signing: { kind: 'boolean', description: 'sign every request (Standard Webhooks) with a key the stack creates in Secrets Manager (default true)' },
+  signingSecretArn: { kind: 'string', description: 'sign with the key(s) in this existing Secrets Manager secret instead' },
+  authSecretArn: { kind: 'string', description: 'send the Authorization value held in this Secrets Manager secret' },
+  secretsRefreshSeconds: { kind: 'integer', description: 'SECRETS_REFRESH_SECONDS, how long a secret value is used before it is read again (default 300)' },
+  outageThreshold: { kind: 'integer', description: 'OUTAGE_THRESHOLD, outage failures in a row that open the circuit breaker; 0 = off (default 5)' },
+  outageBackoffSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_SECONDS, the breaker's first open interval (default 30)" },
+  outageBackoffMaxSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_MAX_SECONDS, the breaker's longest interval (default 900)" },
+  outageToleranceHours: { kind: 'integer', description: 'survive a webhook outage this long without dead-lettering: derives maxReceiveCount (e.g. 24 → 101)' },
+  breakerOpenAlarmMinutes: { kind: 'integer', description: 'alarm when the circuit breaker has been open this long (default 5)' },
 } as const satisfies Record<string, ContextKey>;
 
 /** The name of a context key the app reads. */
@@ -145,12 +154,17 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     throw new ContextError('deadLetterQueueArn', 'is only for an existing queue: give queueArn too');
   }
 
+  const signingSecretArn = str('signingSecretArn');
+  if (signingSecretArn !== undefined && bool('signing') === false) throw new ContextError('signingSecretArn', 'is given, but signing is false');
+
   const stackName = str('stackName') ?? DEFAULT_STACK_NAME;
   return {
     stackName,
     props: {
       queueArn,
       deadLetterQueueArn,
+      signingSecretArn,
+      authSecretArn: str('authSecretArn'),
       relay: {
         webhookUrl: str('webhookUrl'),
         name: stackName,
@@ -181,6 +195,13 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
         defaultContentType: str('defaultContentType'),
         logLevel: str('logLevel') as WebhookRelayStackProps['relay']['logLevel'],
         oldestMessageAgeThreshold: duration('oldestMessageAgeAlarmMinutes', Duration.minutes),
+        signing: bool('signing'),
+        secretsRefresh: duration('secretsRefreshSeconds', Duration.seconds),
+        outageThreshold: int('outageThreshold'),
+        outageBackoff: duration('outageBackoffSeconds', Duration.seconds),
+        outageBackoffMax: duration('outageBackoffMaxSeconds', Duration.seconds),
+        outageTolerance: duration('outageToleranceHours', Duration.hours),
+        breakerOpenAlarmThreshold: duration('breakerOpenAlarmMinutes', Duration.minutes),
       },
     },
   };

@@ -4,6 +4,7 @@
  * `npx cdk synth` works offline and without credentials.
  */
 import { Annotations, CfnOutput, CfnParameter, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { WebhookRelay, type WebhookRelayProps } from './webhook-relay';
@@ -15,13 +16,22 @@ export interface WebhookRelayStackProps extends StackProps {
    * CloudFormation parameter `WebhookUrl`, so `cdk synth` works without it while `cdk deploy`
    * refuses to run until a URL is given (by `-c webhookUrl=…` or `--parameters WebhookUrl=…`).
    */
-  readonly relay: Omit<WebhookRelayProps, 'webhookUrl' | 'queue' | 'deadLetterQueue' | 'alarmTopic'> & {
+  readonly relay: Omit<WebhookRelayProps, 'webhookUrl' | 'queue' | 'deadLetterQueue' | 'alarmTopic' | 'signingSecret' | 'authSecret'> & {
     readonly webhookUrl?: string;
   };
   /** Relay from this existing queue (same account and region) instead of creating one. */
   readonly queueArn?: string;
   /** The existing queue's dead-letter queue; required with `queueArn`. */
   readonly deadLetterQueueArn?: string;
+  /** An existing Secrets Manager secret with the signing key(s), instead of one the stack creates. */
+  readonly signingSecretArn?: string;
+  /** A Secrets Manager secret holding the `Authorization` value to send. */
+  readonly authSecretArn?: string;
+}
+
+/** A secret by complete ARN (ending in the 6-character suffix Secrets Manager adds) or partial ARN. */
+function importSecret(scope: Construct, id: string, arn: string): secretsmanager.ISecret {
+  return /-[A-Za-z0-9]{6}$/.test(arn) ? secretsmanager.Secret.fromSecretCompleteArn(scope, id, arn) : secretsmanager.Secret.fromSecretPartialArn(scope, id, arn);
 }
 
 /** The name of the parameter that stands in for a webhook URL not given at synth time. */
@@ -33,7 +43,7 @@ export class WebhookRelayStack extends Stack {
   readonly relay: WebhookRelay;
 
   constructor(scope: Construct, id: string, props: WebhookRelayStackProps) {
-    const { relay, queueArn, deadLetterQueueArn, ...stackProps } = props;
+    const { relay, queueArn, deadLetterQueueArn, signingSecretArn, authSecretArn, ...stackProps } = props;
     super(scope, id, {
       description: 'sqs-webhook-relay: an SQS queue relayed to an HTTP webhook by a Lambda function',
       ...stackProps,
@@ -51,7 +61,10 @@ export class WebhookRelayStack extends Stack {
       );
     }
 
-    this.relay = new WebhookRelay(this, 'Relay', { ...relay, webhookUrl, queue, deadLetterQueue });
+    const signingSecret = signingSecretArn === undefined ? undefined : importSecret(this, 'ExistingSigningSecret', signingSecretArn);
+    const authSecret = authSecretArn === undefined ? undefined : importSecret(this, 'AuthSecret', authSecretArn);
+
+    this.relay = new WebhookRelay(this, 'Relay', { ...relay, webhookUrl, queue, deadLetterQueue, signingSecret, authSecret });
 
     const output = (id: string, value: string, description: string): CfnOutput => new CfnOutput(this, id, { value, description });
     output('QueueUrl', this.relay.queue.queueUrl, 'Send messages here (SendMessage QueueUrl)');
@@ -66,6 +79,9 @@ export class WebhookRelayStack extends Stack {
       }),
       'The dashboard in the AWS console',
     );
+    if (this.relay.signingSecret !== undefined) {
+      output('SigningSecretArn', this.relay.signingSecret.secretArn, 'The signing key; give it to the webhook owner as whsec_<value> (aws secretsmanager get-secret-value --secret-id <arn>)');
+    }
     output('FunctionName', this.relay.function.functionName, 'The relay function (logs: aws logs tail --follow <log group>)');
     output('LogGroupName', this.relay.logGroup.logGroupName, "The function's log group");
   }

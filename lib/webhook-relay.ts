@@ -7,7 +7,7 @@
  */
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Annotations, Duration, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -15,6 +15,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -28,17 +29,15 @@ import {
   PERMANENT_FAILURE_MODES,
   type PermanentFailureMode,
 } from '../lambda/config';
+import { type BreakerSettings, receivesToSurvive } from '../lambda/breaker';
+import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../lambda/metric-names';
+import { backoffDelay, MAX_VISIBILITY_SECONDS } from '../lambda/retry-timing';
 
 /** The CloudWatch namespace the function publishes its metrics to (`POWERTOOLS_METRICS_NAMESPACE`). */
-export const METRICS_NAMESPACE = 'SqsWebhookRelay';
+export const METRICS_NAMESPACE = DEFAULT_METRICS_NAMESPACE;
 
-/** Metric names the function emits (embedded metric format, dimension `service`). */
-export const RELAY_METRICS = {
-  delivered: 'Delivered',
-  retried: 'Retried',
-  deadLettered: 'DeadLettered',
-  webhookLatency: 'WebhookLatency',
-} as const;
+/** Metric names the function emits (embedded metric format, dimension `service`): the function's own list. */
+export const RELAY_METRICS = METRIC_NAMES;
 
 /** Log levels the function's logger understands (`POWERTOOLS_LOG_LEVEL`). */
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
@@ -74,6 +73,12 @@ export const RELAY_DEFAULTS = {
   maxConcurrency: 5,
   logRetention: logs.RetentionDays.ONE_MONTH,
   oldestMessageAgeThreshold: Duration.minutes(30),
+  signing: true,
+  secretsRefresh: Duration.minutes(5),
+  outageThreshold: 5,
+  outageBackoff: Duration.seconds(30),
+  outageBackoffMax: Duration.minutes(15),
+  breakerOpenAlarmThreshold: Duration.minutes(5),
 } as const;
 
 /** The dead-letter queue's retention: the SQS maximum, so a message outlives any main-queue retention. */
@@ -189,6 +194,39 @@ export interface WebhookRelayProps {
   readonly alarmTopic?: sns.ITopic;
   /** Alarm when the oldest message in the queue is older than this (1 minute to 14 days). @default 30 minutes */
   readonly oldestMessageAgeThreshold?: Duration;
+
+  // ---- secrets (Secrets Manager; never plaintext in the template) ----
+
+  /**
+   * Sign every request (Standard Webhooks). With no `signingSecret` the construct creates one
+   * (a random 48-character key, valid as `whsec_<key>`); `false` sends no signatures.
+   * @default true
+   */
+  readonly signing?: boolean;
+  /** `SIGNING_SECRET_ARN`: an existing secret holding the signing key(s), instead of a created one. */
+  readonly signingSecret?: secretsmanager.ISecret;
+  /** `AUTH_SECRET_ARN`: a secret holding the whole `Authorization` value sent with every request. */
+  readonly authSecret?: secretsmanager.ISecret;
+  /** `SECRETS_REFRESH_SECONDS`: how long the function uses a secret value before reading it again. @default 5 minutes */
+  readonly secretsRefresh?: Duration;
+
+  // ---- outages ----
+
+  /** `OUTAGE_THRESHOLD`: outage-type failures in a row that open the circuit breaker; 0 switches it off. @default 5 */
+  readonly outageThreshold?: number;
+  /** `OUTAGE_BACKOFF_SECONDS`: the breaker's first open interval. @default 30 seconds */
+  readonly outageBackoff?: Duration;
+  /** `OUTAGE_BACKOFF_MAX_SECONDS`: the longest open interval. @default 15 minutes */
+  readonly outageBackoffMax?: Duration;
+  /**
+   * The webhook outage the queue must survive without dead-lettering: `maxReceiveCount` is
+   * derived from it (each receive of a held message buys one open interval). A smaller explicit
+   * `maxReceiveCount` is an error.
+   * @default none: `maxReceiveCount` (5) alone decides
+   */
+  readonly outageTolerance?: Duration;
+  /** Alarm when the breaker has been open this long: the operator hears of the outage before anything is dead-lettered. @default 5 minutes */
+  readonly breakerOpenAlarmThreshold?: Duration;
 }
 
 /** A prop value that SQS, Lambda or the function would reject. `prop` names the offending prop. */
@@ -218,6 +256,10 @@ const PROP_OF_VARIABLE: Readonly<Record<string, string>> = {
   BACKOFF_SCHEDULE: 'backoffSchedule',
   PERMANENT_FAILURE: 'permanentFailure',
   MAX_RECEIVE_COUNT: 'maxReceiveCount',
+  SECRETS_REFRESH_SECONDS: 'secretsRefresh',
+  OUTAGE_THRESHOLD: 'outageThreshold',
+  OUTAGE_BACKOFF_SECONDS: 'outageBackoff',
+  OUTAGE_BACKOFF_MAX_SECONDS: 'outageBackoffMax',
 };
 
 const SQS_MAX_VISIBILITY = Duration.hours(12);
@@ -269,12 +311,15 @@ export class WebhookRelay extends Construct {
   readonly alarmTopic: sns.ITopic;
   /** The operator dashboard. */
   readonly dashboard: cloudwatch.Dashboard;
-  /** Alarms: DLQ not empty, oldest message too old, function errors. */
+  /** Alarms: DLQ not empty, oldest message too old, function errors, circuit breaker open too long. */
   readonly alarms: {
     readonly deadLetterQueueNotEmpty: cloudwatch.Alarm;
     readonly oldestMessageAge: cloudwatch.Alarm;
     readonly functionErrors: cloudwatch.Alarm;
+    readonly breakerOpen: cloudwatch.Alarm;
   };
+  /** The secret requests are signed with (created or passed in); `undefined` when not signing. */
+  readonly signingSecret: secretsmanager.ISecret | undefined;
   /** The environment the function gets (tokens included), for inspection and extension. */
   readonly environment: Readonly<Record<string, string>>;
   /** The name of the dashboard, alarms and (by default) the service. */
@@ -320,8 +365,16 @@ export class WebhookRelay extends Construct {
     const windowSeconds =
       props.maxBatchingWindow === undefined ? 0 : seconds(props.maxBatchingWindow, 'maxBatchingWindow', Duration.seconds(0), MAX_BATCHING_WINDOW);
 
+    const breaker: BreakerSettings = {
+      threshold: wholeNumber(props.outageThreshold ?? d.outageThreshold, 'outageThreshold', 0, 1_000),
+      initialIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
+      maxIntervalSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
+    };
+    const breakerAlarmThreshold = props.breakerOpenAlarmThreshold ?? d.breakerOpenAlarmThreshold;
+    const breakerAlarmSeconds = seconds(breakerAlarmThreshold, 'breakerOpenAlarmThreshold', Duration.minutes(1), Duration.days(1));
+
     // ---- the queues ----
-    const { queue, deadLetterQueue, maxReceiveCount } = this.queues(props, timeoutSeconds, windowSeconds);
+    const { queue, deadLetterQueue, maxReceiveCount } = this.queues(props, timeoutSeconds, windowSeconds, breaker);
     this.queue = queue;
     this.deadLetterQueue = deadLetterQueue;
     this.maxReceiveCount = maxReceiveCount;
@@ -338,8 +391,13 @@ export class WebhookRelay extends Construct {
     );
     const maxConcurrency = wholeNumber(props.maxConcurrency ?? d.maxConcurrency, 'maxConcurrency', 2, 1_000);
 
+    // ---- secrets ----
+    const signing = props.signing ?? (props.signingSecret !== undefined || d.signing);
+    check(signing || props.signingSecret === undefined, 'signing', 'is false, but a signingSecret was given');
+    this.signingSecret = signing ? (props.signingSecret ?? this.createSigningSecret()) : undefined;
+
     // ---- environment, validated by the function's own rules ----
-    this.environment = this.buildEnvironment(props, deadLetterQueue, maxReceiveCount);
+    this.environment = this.buildEnvironment(props, deadLetterQueue, maxReceiveCount, breaker);
 
     // ---- the function ----
     this.logGroup = new logs.LogGroup(this, 'LogGroup', { retention: props.logRetention ?? d.logRetention });
@@ -396,29 +454,64 @@ export class WebhookRelay extends Construct {
     // GetQueueUrl and GetQueueAttributes on this queue only; the function needs just SendMessage
     // on its DLQ besides (for dead-lettering permanent failures at once).
     deadLetterQueue.grantSendMessages(this.function);
+    // Read access to exactly the secrets it sends with, nothing else in Secrets Manager.
+    this.signingSecret?.grantRead(this.function);
+    props.authSecret?.grantRead(this.function);
 
     // ---- alarms ----
     this.alarmTopic = props.alarmTopic ?? new sns.Topic(this, 'AlarmTopic', { displayName: `sqs-webhook-relay ${this.name} alarms`, enforceSSL: true });
     if (props.alarmEmail !== undefined) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
-    this.alarms = this.createAlarms(ageThresholdSeconds, ageThreshold);
+    this.alarms = this.createAlarms(ageThresholdSeconds, ageThreshold, breakerAlarmSeconds, breakerAlarmThreshold);
 
     // ---- dashboard ----
-    this.dashboard = this.createDashboard(maxConcurrency, timeoutSeconds, ageThresholdSeconds);
+    this.dashboard = this.createDashboard(maxConcurrency, timeoutSeconds, ageThresholdSeconds, breakerAlarmSeconds);
+  }
+
+  /** A random signing key in Secrets Manager: 48 letters and digits, which is valid base64 (36 bytes). */
+  private createSigningSecret(): secretsmanager.Secret {
+    const secret = new secretsmanager.Secret(this, 'SigningSecret', {
+      description: `sqs-webhook-relay ${this.name}: Standard Webhooks signing key (use it as whsec_<value> in the webhook)`,
+      generateSecretString: { passwordLength: 48, excludePunctuation: true, includeSpace: false },
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'A webhook signing key cannot rotate on a schedule: the webhook owner must trust the new key before the relay signs with it alone. ' +
+        'Rotate by hand: put "<new> <old>" in the secret (the relay signs with both), update the webhook, then leave only "<new>".',
+    });
+    return secret;
   }
 
   /** The main queue and DLQ: created (same kind, redrive, encryption, TLS) or taken from props. */
-  private queues(props: WebhookRelayProps, timeoutSeconds: number, windowSeconds: number): { queue: sqs.IQueue; deadLetterQueue: sqs.IQueue; maxReceiveCount: number } {
+  private queues(
+    props: WebhookRelayProps,
+    timeoutSeconds: number,
+    windowSeconds: number,
+    breaker: BreakerSettings,
+  ): { queue: sqs.IQueue; deadLetterQueue: sqs.IQueue; maxReceiveCount: number } {
     const d = RELAY_DEFAULTS;
     const minimumVisibility = VISIBILITY_TIMEOUT_FACTOR * timeoutSeconds + windowSeconds;
+    const survivingOutage = this.receivesForOutage(props, breaker);
 
     if (props.queue !== undefined) {
-      return this.existingQueues(props, props.queue, timeoutSeconds, minimumVisibility);
+      const existing = this.existingQueues(props, props.queue, timeoutSeconds, minimumVisibility);
+      if (survivingOutage !== undefined) {
+        check(existing.maxReceiveCount >= survivingOutage, 'outageTolerance', `needs a maxReceiveCount of at least ${survivingOutage}; the existing queue's redrive policy has ${existing.maxReceiveCount}`);
+      }
+      return existing;
     }
     check(props.deadLetterQueue === undefined, 'deadLetterQueue', 'is only for an existing queue (pass queue too); the construct creates its own DLQ otherwise');
-    const maxReceiveCount = wholeNumber(props.maxReceiveCount ?? d.maxReceiveCount, 'maxReceiveCount', 1, 1_000);
+    if (survivingOutage !== undefined && props.maxReceiveCount !== undefined) {
+      check(
+        props.maxReceiveCount >= survivingOutage,
+        'maxReceiveCount',
+        `(${props.maxReceiveCount}) is too small for outageTolerance: surviving ${props.outageTolerance?.toHumanString()} of outage takes ${survivingOutage} receives; leave maxReceiveCount unset to derive it`,
+      );
+    }
+    const maxReceiveCount = wholeNumber(props.maxReceiveCount ?? Math.max(d.maxReceiveCount, survivingOutage ?? 0), 'maxReceiveCount', 1, 1_000);
     const fifo = props.fifo ?? d.fifo;
     const retention = props.retentionPeriod ?? d.retentionPeriod;
-    seconds(retention, 'retentionPeriod', Duration.minutes(1), DLQ_RETENTION);
+    const retentionSeconds = seconds(retention, 'retentionPeriod', Duration.minutes(1), DLQ_RETENTION);
 
     let visibility = minimumVisibility;
     if (props.visibilityTimeout !== undefined) {
@@ -443,6 +536,13 @@ export class WebhookRelay extends Construct {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
     };
+    // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
+    const window = retryWindowSeconds(props, maxReceiveCount, visibility, breaker);
+    check(
+      retentionSeconds >= window,
+      'retentionPeriod',
+      `(${retention.toHumanString()}) is shorter than the longest retry window these settings allow (${Math.ceil(window / 3600)} hours for ${maxReceiveCount} receives): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
+    );
     const deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
       ...common,
       queueName: names?.dlq,
@@ -498,8 +598,16 @@ export class WebhookRelay extends Construct {
     return { queue, deadLetterQueue: dlq, maxReceiveCount };
   }
 
+  /** The receives an outage of `outageTolerance` takes with the breaker's intervals, if one is asked for. */
+  private receivesForOutage(props: WebhookRelayProps, breaker: BreakerSettings): number | undefined {
+    if (props.outageTolerance === undefined) return undefined;
+    const tolerance = seconds(props.outageTolerance, 'outageTolerance', Duration.minutes(1), Duration.days(14));
+    check(breaker.threshold > 0, 'outageTolerance', 'relies on the circuit breaker, which outageThreshold 0 switches off');
+    return receivesToSurvive(tolerance / 3600, breaker);
+  }
+
   /** Every variable the handler reads that this construct has a knob for; then the handler's own validation. */
-  private buildEnvironment(props: WebhookRelayProps, deadLetterQueue: sqs.IQueue, maxReceiveCount: number): Record<string, string> {
+  private buildEnvironment(props: WebhookRelayProps, deadLetterQueue: sqs.IQueue, maxReceiveCount: number, breaker: BreakerSettings): Record<string, string> {
     const d = RELAY_DEFAULTS;
     const allowInsecureHttp = props.allowInsecureHttp ?? d.allowInsecureHttp;
     if (!Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
@@ -530,6 +638,13 @@ export class WebhookRelay extends Construct {
       // The URL, so the function never needs GetQueueAttributes to find its DLQ.
       DLQ_URL: deadLetterQueue.queueUrl,
       MAX_RECEIVE_COUNT: String(maxReceiveCount),
+      // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
+      ...(this.signingSecret === undefined ? {} : { SIGNING_SECRET_ARN: this.signingSecret.secretArn }),
+      ...(props.authSecret === undefined ? {} : { AUTH_SECRET_ARN: props.authSecret.secretArn }),
+      SECRETS_REFRESH_SECONDS: wholeSeconds(props.secretsRefresh ?? d.secretsRefresh, 'secretsRefresh'),
+      OUTAGE_THRESHOLD: String(breaker.threshold),
+      OUTAGE_BACKOFF_SECONDS: String(breaker.initialIntervalSeconds),
+      OUTAGE_BACKOFF_MAX_SECONDS: String(breaker.maxIntervalSeconds),
       POWERTOOLS_SERVICE_NAME: this.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: logLevel,
@@ -539,7 +654,11 @@ export class WebhookRelay extends Construct {
 
     // The function validates this environment at cold start; running the same validation now
     // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
-    const standIns: Record<string, string> = { WEBHOOK_URL: 'https://deploy-time.invalid/' };
+    const standIns: Record<string, string> = {
+      WEBHOOK_URL: 'https://deploy-time.invalid/',
+      SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+      AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    };
     const literal = Object.fromEntries(
       Object.entries(environment).map(([name, value]) => [name, Token.isUnresolved(value) ? standIns[name] : value]),
     );
@@ -552,7 +671,7 @@ export class WebhookRelay extends Construct {
     return environment;
   }
 
-  private createAlarms(ageThresholdSeconds: number, ageThreshold: Duration): WebhookRelay['alarms'] {
+  private createAlarms(ageThresholdSeconds: number, ageThreshold: Duration, breakerAlarmSeconds: number, breakerAlarmThreshold: Duration): WebhookRelay['alarms'] {
     const period = Duration.minutes(5);
     const action = new cloudwatchActions.SnsAction(this.alarmTopic);
     const alarm = (id: string, suffix: string, props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'treatMissingData' | 'evaluationPeriods'>): cloudwatch.Alarm => {
@@ -593,10 +712,24 @@ export class WebhookRelay extends Construct {
           `The relay function of ${this.name} failed whole batches (invalid configuration, a crash or a timeout): every record of those batches is retried. ` +
           'Read the function logs for the error.',
       }),
+      breakerOpen: alarm('BreakerOpenAlarm', 'breaker-open', {
+        metric: new cloudwatch.Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: RELAY_METRICS.breakerOpenSeconds,
+          dimensionsMap: { service: this.serviceName },
+          statistic: cloudwatch.Stats.MAXIMUM,
+          period: Duration.minutes(1),
+        }),
+        threshold: breakerAlarmSeconds,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        alarmDescription:
+          `The webhook of ${this.name} has looked down for ${breakerAlarmThreshold.toHumanString()} (connection errors, timeouts, 502/503/504): the circuit breaker is holding messages back, one probe per interval. ` +
+          'Nothing is lost while messages have receives left; restore the webhook, or raise maxReceiveCount (outageTolerance) before the DLQ alarm follows.',
+      }),
     };
   }
 
-  private createDashboard(maxConcurrency: number, timeoutSeconds: number, ageThresholdSeconds: number): cloudwatch.Dashboard {
+  private createDashboard(maxConcurrency: number, timeoutSeconds: number, ageThresholdSeconds: number, breakerAlarmSeconds: number): cloudwatch.Dashboard {
     const minute = Duration.minutes(1);
     const relayMetric = (metricName: string, label: string, statistic: string): cloudwatch.Metric =>
       new cloudwatch.Metric({
@@ -624,7 +757,7 @@ export class WebhookRelay extends Construct {
     dashboard.addWidgets(
       new cloudwatch.AlarmStatusWidget({
         title: 'Alarms',
-        alarms: [this.alarms.deadLetterQueueNotEmpty, this.alarms.oldestMessageAge, this.alarms.functionErrors],
+        alarms: [this.alarms.deadLetterQueueNotEmpty, this.alarms.oldestMessageAge, this.alarms.functionErrors, this.alarms.breakerOpen],
         width: 24,
         height: 2,
       }),
@@ -648,6 +781,16 @@ export class WebhookRelay extends Construct {
         ],
         leftYAxis: { min: 0, showUnits: false },
         width: 12,
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Circuit breaker: seconds open (webhook looks down)',
+        left: [relayMetric(RELAY_METRICS.breakerOpenSeconds, 'open for (s)', cloudwatch.Stats.MAXIMUM)],
+        leftAnnotations: [{ value: breakerAlarmSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
+        leftYAxis: { min: 0, showUnits: false },
+        width: 24,
+        height: 4,
       }),
     );
     dashboard.addWidgets(
@@ -707,6 +850,31 @@ export class WebhookRelay extends Construct {
     );
     return dashboard;
   }
+}
+
+/**
+ * The longest a message can take through `maxReceiveCount` receives under this relay's own
+ * policies (a webhook's `Retry-After` aside): each receive parks it for the longest of its backoff
+ * delay (with full jitter), the breaker's longest interval and the queue's visibility timeout.
+ */
+function retryWindowSeconds(props: WebhookRelayProps, maxReceiveCount: number, visibilitySeconds: number, breaker: BreakerSettings): number {
+  const d = RELAY_DEFAULTS;
+  const settings = {
+    policy: props.backoff ?? d.backoff,
+    baseSeconds: (props.backoffBase ?? d.backoffBase).toSeconds(),
+    maxSeconds: (props.backoffMax ?? d.backoffMax).toSeconds(),
+    jitter: props.backoffJitter ?? d.backoffJitter,
+    schedule: props.backoffSchedule?.map((delay) => delay.toSeconds()),
+  };
+  // An unknown policy is reported by the environment's validation, with the prop's name.
+  if (!(BACKOFF_POLICIES as readonly string[]).includes(settings.policy)) return 0;
+  const breakerSeconds = breaker.threshold > 0 ? breaker.maxIntervalSeconds : 0;
+  let window = 0;
+  for (let receive = 1; receive <= maxReceiveCount; receive += 1) {
+    const backoff = backoffDelay(settings, receive, () => 0.999_999) ?? visibilitySeconds;
+    window += Math.min(MAX_VISIBILITY_SECONDS, Math.max(backoff, breakerSeconds, visibilitySeconds));
+  }
+  return window;
 }
 
 /**

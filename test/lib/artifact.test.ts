@@ -18,7 +18,9 @@ import {
   type TemplateQueues,
   templateQueues,
 } from '../support/synth';
+import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
 import { startWebhook, type TestWebhook } from '../support/webhook';
+import { Webhook } from 'standardwebhooks';
 
 /** The body decides what the webhook answers. */
 const REPLIES = {
@@ -34,6 +36,10 @@ let emulator: Emulator;
 let webhook: TestWebhook;
 let relay: LoadedBundle;
 let environment: Record<string, string>;
+let secretsManager: FakeSecretsManager;
+/** The signing key the stack's generated secret holds (48 letters and digits, as Secrets Manager would generate). */
+const SIGNING_KEY = 'Zx8kQ2mN4pR6sT8vW0yA2cE4gI6kM8oQ0sU2wY4aC6eG8iK0';
+const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:RelaySigningSecret-AbCdEf';
 
 /** Receives until `count` messages are in flight, as the event source would before invoking. */
 async function receiveBatch(count: number): Promise<SQSEvent> {
@@ -50,15 +56,21 @@ beforeAll(async () => {
   queues = templateQueues(bundle.template);
   emulator = await startEmulator({ maxReceiveCount: queues.maxReceiveCount, visibilityTimeout: queues.visibilityTimeout, fifo: queues.fifo, keepEnvironment: true });
   webhook = await startWebhook((request) => REPLIES[request.body.toString() as Body] ?? { status: 500 });
+  secretsManager = await startSecretsManager();
+  secretsManager.secrets.set(SIGNING_SECRET_ARN, SIGNING_KEY);
+  const [signingSecretId] = Object.entries(bundle.template.Resources).find(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret') ?? [];
   environment = {
     ...resolveEnvironment(bundle.environment, {
       [queues.queueLogicalId]: emulator.queue.url,
       [`${queues.queueLogicalId}.Arn`]: emulator.queue.arn,
       [queues.deadLetterQueueLogicalId]: emulator.dlq.url,
       [`${queues.deadLetterQueueLogicalId}.Arn`]: emulator.dlq.arn,
+      [String(signingSecretId)]: SIGNING_SECRET_ARN,
     }),
     // The only value changed: the deployed URL is not reachable from a test.
     WEBHOOK_URL: webhook.url,
+    // Where the SDK finds Secrets Manager, as AWS_ENDPOINT_URL_SQS points it at the emulator.
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
   };
   relay = await startBundle(bundle, { environment, aws: { endpoint: emulator.endpoint, region: emulator.region } });
 }, 180_000);
@@ -66,6 +78,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await relay?.stop();
   await webhook?.close();
+  await secretsManager?.close();
   await emulator?.stop();
   if (bundle !== undefined) rmSync(bundle.assemblyDir, { recursive: true, force: true });
 });
@@ -125,6 +138,18 @@ describe('a real batch through the artifact', () => {
       expect(request.headers[`${prefix}attr-tenant`]).toBe('acme');
       expect(request.headers['user-agent']).toMatch(/^sqs-webhook-relay\//);
     }
+  });
+
+  it('signs every request with the key in the stack’s Secrets Manager secret, verifiable by standardwebhooks', () => {
+    expect(environment.SIGNING_SECRET_ARN).toBe(SIGNING_SECRET_ARN);
+    const verifier = new Webhook(`whsec_${SIGNING_KEY}`);
+    for (const request of webhook.requests) {
+      const headers = { 'webhook-id': String(request.headers['webhook-id']), 'webhook-timestamp': String(request.headers['webhook-timestamp']), 'webhook-signature': String(request.headers['webhook-signature']) };
+      expect(() => verifier.verify(request.body.toString(), headers, { jsonParse: false })).not.toThrow();
+    }
+    expect(secretsManager.calls.count).toBeGreaterThanOrEqual(1);
+    expect(secretsManager.calls.count).toBeLessThanOrEqual(3); // read once per cold start and cached, not per record
+    expect(JSON.stringify(relay.jsonLogs())).not.toContain(SIGNING_KEY);
   });
 
   it('dead-letters the permanently refused message to the DLQ, saying why', async () => {

@@ -31,10 +31,15 @@ describe('cdk-nag AwsSolutions', () => {
     expect(findings(stack)).toEqual([]);
   });
 
-  it('nothing is acknowledged (suppressed) to get there', () => {
+  it('one finding is acknowledged, with its reason: no scheduled rotation of the signing key', () => {
     const stack = buildApp(testApp(variants['default (standard queues)']));
-    const acknowledged = stack.node.findAll().flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY));
-    expect(acknowledged).toEqual([]);
+    const acknowledged = stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY).map((m) => ({ path: c.node.path, data: JSON.stringify(m.data) })));
+    expect(acknowledged).toHaveLength(1);
+    expect(acknowledged[0]?.path).toMatch(/SigningSecret$/);
+    expect(acknowledged[0]?.data).toContain('AwsSolutions-SMG4');
+    expect(acknowledged[0]?.data).toMatch(/Rotate by hand/);
   });
 
   it('control: the checker does flag a non-compliant queue in this app', () => {

@@ -6,6 +6,7 @@
 import { CfnParameter, Duration, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
@@ -106,6 +107,11 @@ describe('WebhookRelay with default props', () => {
       PERMANENT_FAILURE: 'dead-letter',
       DLQ_URL: { Ref: ids.dlq },
       MAX_RECEIVE_COUNT: '5',
+      SIGNING_SECRET_ARN: { Ref: onlyResource(template, 'AWS::SecretsManager::Secret').id },
+      SECRETS_REFRESH_SECONDS: '300',
+      OUTAGE_THRESHOLD: '5',
+      OUTAGE_BACKOFF_SECONDS: '30',
+      OUTAGE_BACKOFF_MAX_SECONDS: '900',
       POWERTOOLS_SERVICE_NAME: 'Test-Relay',
       POWERTOOLS_METRICS_NAMESPACE: 'SqsWebhookRelay',
       POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -115,8 +121,9 @@ describe('WebhookRelay with default props', () => {
 
   it('states exactly the configuration the handler would use without those variables', () => {
     // A drift detector: the construct's defaults and the handler's must not disagree.
-    const stated = Object.fromEntries(Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : 'https://sqs.example/dlq']));
-    const bare = { WEBHOOK_URL: URL_, DLQ_URL: 'https://sqs.example/dlq', MAX_RECEIVE_COUNT: '5' };
+    const deployTime: Record<string, string> = { DLQ_URL: 'https://sqs.example/dlq', SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:signing-AbCdEf' };
+    const stated = Object.fromEntries(Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : deployTime[name]]));
+    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '5', ...deployTime };
     expect(loadConfig(stated)).toEqual(loadConfig(bare));
   });
 
@@ -136,7 +143,10 @@ describe('WebhookRelay with default props', () => {
     expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
     const logGroup = onlyResource(template, 'AWS::Logs::LogGroup');
     expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [logGroup.id, 'Arn'] }))).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
-    expect(statements).toHaveLength(3);
+    // Read access to its own signing secret, and to nothing else in Secrets Manager.
+    const secret = onlyResource(template, 'AWS::SecretsManager::Secret');
+    expect(byResource.get(JSON.stringify({ Ref: secret.id }))).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(statements).toHaveLength(4);
     for (const s of statements) expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"/);
     // No managed policy (AWSLambdaBasicExecutionRole would allow writing to any log group).
     template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });
@@ -199,7 +209,7 @@ describe('WebhookRelay with default props', () => {
   });
 
   it('sends alarms to a TLS-only topic with no subscription unless an e-mail is given', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
     template.resourceCountIs('AWS::SNS::Subscription', 0);
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: { Statement: [Match.objectLike({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })] },
@@ -239,17 +249,13 @@ describe('WebhookRelay with default props', () => {
       expect(find('AWS/Lambda', 'ConcurrentExecutions')).toHaveLength(1);
     });
 
-    it('shows the state of the three alarms', () => {
-      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(3);
+    it('shows the state of the four alarms', () => {
+      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(4);
     });
 
     it('names the same metrics the handler publishes', () => {
-      expect(RELAY_METRICS).toEqual({
-        delivered: METRIC_NAMES.delivered,
-        retried: METRIC_NAMES.retried,
-        deadLettered: METRIC_NAMES.deadLettered,
-        webhookLatency: METRIC_NAMES.webhookLatency,
-      });
+      expect(RELAY_METRICS).toBe(METRIC_NAMES); // one list, imported, not copied
+      for (const name of Object.values(METRIC_NAMES)) expect(find('SqsWebhookRelay', name).length, name).toBeGreaterThan(0);
       expect(METRICS_NAMESPACE).toBe('SqsWebhookRelay');
     });
   });
@@ -485,5 +491,88 @@ describe('WebhookRelay synth-time validation', () => {
     const stack = new Stack(testApp(), 'Test');
     const url = new CfnParameter(stack, 'Url', { type: 'String' }).valueAsString;
     expect(() => new WebhookRelay(stack, 'Relay', { webhookUrl: url })).not.toThrow();
+  });
+});
+
+describe('WebhookRelay secrets', () => {
+  it('signs with a created secret by default: a generated key, read access to it alone, its ARN in the environment', () => {
+    const { template, relay: r } = relay();
+    const secret = onlyResource(template, 'AWS::SecretsManager::Secret');
+    expect(secret.properties.GenerateSecretString).toEqual({ PasswordLength: 48, ExcludePunctuation: true, IncludeSpace: false });
+    expect(secret.properties.SecretString).toBeUndefined(); // never a value in the template
+    expect(environmentOf(template).SIGNING_SECRET_ARN).toEqual({ Ref: secret.id });
+    expect(r.signingSecret).toBeDefined();
+  });
+
+  it('signing false: no secret, no signature variable', () => {
+    const { template, relay: r } = relay({ signing: false });
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    expect(environmentOf(template).SIGNING_SECRET_ARN).toBeUndefined();
+    expect(r.signingSecret).toBeUndefined();
+    expect(() => relay({ signing: false }, (stack) => ({ signingSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'S', 'mine') }))).toThrow(/signing is false, but a signingSecret was given/);
+  });
+
+  it('an existing signing secret and an auth secret: referenced by ARN, readable by the function, nothing created', () => {
+    const signingArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-AbCdEf';
+    const authArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-GhIjKl';
+    const { template } = relay({}, (stack) => ({
+      signingSecret: secretsmanager.Secret.fromSecretCompleteArn(stack, 'Signing', signingArn),
+      authSecret: secretsmanager.Secret.fromSecretCompleteArn(stack, 'Auth', authArn),
+    }));
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    expect(environmentOf(template)).toMatchObject({ SIGNING_SECRET_ARN: signingArn, AUTH_SECRET_ARN: authArn });
+    const statements = (onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: string[]; Resource: unknown }[] }).Statement;
+    for (const arn of [signingArn, authArn]) {
+      // CDK may merge both grants into one statement with two resources.
+      const grant = statements.find((s) => [s.Resource].flat().includes(arn));
+      expect([grant?.Action].flat().sort(), arn).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    }
+    expect(JSON.stringify(template.toJSON())).not.toMatch(/AUTH_HEADER|SIGNING_SECRET"/);
+  });
+});
+
+describe('WebhookRelay outages', () => {
+  it('passes the breaker settings to the function', () => {
+    const { template } = relay({ outageThreshold: 3, outageBackoff: Duration.seconds(10), outageBackoffMax: Duration.minutes(5) });
+    expect(environmentOf(template)).toMatchObject({ OUTAGE_THRESHOLD: '3', OUTAGE_BACKOFF_SECONDS: '10', OUTAGE_BACKOFF_MAX_SECONDS: '300' });
+  });
+
+  it('outageTolerance derives maxReceiveCount: 24 hours → 101 receives, in the redrive policy and the environment', () => {
+    const { template } = relay({ outageTolerance: Duration.hours(24) });
+    const ids = queueIds(template);
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.RedrivePolicy).toMatchObject({ maxReceiveCount: 101 });
+    expect(environmentOf(template).MAX_RECEIVE_COUNT).toBe('101');
+  });
+
+  it.each([
+    ['a maxReceiveCount too small for the tolerance', { outageTolerance: Duration.hours(4), maxReceiveCount: 10 }, /maxReceiveCount \(10\) is too small for outageTolerance: surviving 4 hours of outage takes 21 receives/],
+    ['a tolerance with the breaker switched off', { outageTolerance: Duration.hours(1), outageThreshold: 0 }, /outageTolerance relies on the circuit breaker/],
+    ['a retention shorter than the retry window', { backoff: 'schedule' as const, maxReceiveCount: 20, retentionPeriod: Duration.days(2) }, /retentionPeriod \(2 days\) is shorter than the longest retry window these settings allow \(\d+ hours for 20 receives\)/],
+    ['an outage interval above 12 hours', { outageBackoffMax: Duration.hours(13) }, /outageBackoffMax must be from 1 second to 12 hours/],
+  ])('rejects %s', (_name, props, message) => {
+    expect(() => relay(props)).toThrow(message);
+  });
+
+  it('outageTolerance checks an existing queue’s redrive policy', () => {
+    expect(() =>
+      relay({ outageTolerance: Duration.hours(1) }, (stack) => {
+        const dlq = new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true });
+        return { queue: new sqs.Queue(stack, 'Own', { visibilityTimeout: Duration.seconds(180), deadLetterQueue: { queue: dlq, maxReceiveCount: 3 }, enforceSSL: true }) };
+      }),
+    ).toThrow(/outageTolerance needs a maxReceiveCount of at least 9; the existing queue's redrive policy has 3/);
+  });
+
+  it('alarms when the breaker has been open 5 minutes, from the metric the handler publishes', () => {
+    const { template } = relay();
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'SqsWebhookRelay',
+      MetricName: METRIC_NAMES.breakerOpenSeconds,
+      Dimensions: [{ Name: 'service', Value: 'Test-Relay' }],
+      Statistic: 'Maximum',
+      Period: 60,
+      Threshold: 300,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
   });
 });

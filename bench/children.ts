@@ -1,0 +1,190 @@
+/**
+ * The orchestrator's side of the child processes: compiling them (esbuild, into `.bench-tmp/`,
+ * so they run in plain `node` with no TypeScript loader), starting them, talking to them, and
+ * stopping them. Every child also exits by itself when the orchestrator goes away.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { PROJECT_ROOT } from '../test/support/synth';
+import type { ClientKind, FromClient, FromWebhook, RunRequest, RunResult, ToWebhook, WebhookMode, WebhookStats } from './protocol';
+
+/** Where compiled children and scratch files go (git-ignored). */
+export const SCRATCH_DIR = join(PROJECT_ROOT, '.bench-tmp');
+
+export interface CompiledChildren {
+  readonly webhook: string;
+  readonly client: string;
+}
+
+/** Compiles the child entry points; packages stay external (resolved from the project's node_modules). */
+export async function compileChildren(): Promise<CompiledChildren> {
+  mkdirSync(SCRATCH_DIR, { recursive: true });
+  const entries = { webhook: 'webhook-process.ts', client: 'client-process.ts' } as const;
+  const out: Record<string, string> = {};
+  for (const [name, file] of Object.entries(entries)) {
+    out[name] = join(SCRATCH_DIR, `${name}.mjs`);
+    await build({
+      entryPoints: [join(PROJECT_ROOT, 'bench', file)],
+      outfile: out[name],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      packages: 'external',
+      logLevel: 'silent',
+    });
+  }
+  return out as unknown as CompiledChildren;
+}
+
+/** Settles when `child` sends a message that `accept` takes, or rejects when the child exits first or time runs out. */
+function awaitMessage<M, R>(child: ChildProcess, accept: (message: M) => R | undefined, timeoutMs: number, what: string): Promise<R> {
+  return new Promise<R>((resolve, reject) => {
+    const onMessage = (raw: unknown): void => {
+      const value = accept(raw as M);
+      if (value === undefined) return;
+      cleanUp();
+      resolve(value);
+    };
+    const onExit = (code: number | null, signal: string | null): void => {
+      cleanUp();
+      reject(new Error(`${what}: the child exited (code ${code}, signal ${signal})`));
+    };
+    const timer = setTimeout(() => {
+      cleanUp();
+      reject(new Error(`${what}: no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const cleanUp = (): void => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    };
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 2_000);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** The webhook process. */
+export interface WebhookProcess {
+  readonly url: string;
+  readonly pid: number;
+  /** Clears counters, sets what it answers, and (`stampSize` > 0) records arrival times by record index. */
+  reset(mode: WebhookMode, stampSize?: number): Promise<void>;
+  stats(): Promise<WebhookStats>;
+  stop(): Promise<void>;
+}
+
+let nextId = 1;
+
+export async function startWebhookProcess(compiled: CompiledChildren): Promise<WebhookProcess> {
+  const child = fork(compiled.webhook, [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await awaitMessage<FromWebhook, number>(child, (m) => (m.type === 'listening' ? m.port : undefined), 10_000, 'webhook start');
+  const ask = <R>(message: ToWebhook, pick: (m: FromWebhook) => R | undefined): Promise<R> => {
+    const answer = awaitMessage<FromWebhook, R>(child, (m) => (m.type === 'done' && m.id === message.id ? pick(m) : undefined), 30_000, `webhook ${message.type}`);
+    child.send(message);
+    return answer;
+  };
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    pid: child.pid ?? 0,
+    reset: (mode, stampSize = 0) => ask({ type: 'reset', id: nextId++, mode, stampSize }, () => true).then(() => undefined),
+    stats: () => ask({ type: 'stats', id: nextId++ }, (m) => (m.type === 'done' ? m.stats : undefined)),
+    stop: () => stopChild(child),
+  };
+}
+
+/** Options of {@link startClientProcess}. */
+export interface ClientOptions {
+  readonly kind: ClientKind;
+  /** The full environment: the function's (template) environment for the relay, plus `BENCH_*`. */
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  /** Force a GC before each run (steadier throughput figures; off for memory figures). */
+  readonly gcBetweenRuns?: boolean;
+}
+
+/** A client process, initialised (the relay's bundle imported). */
+export interface ClientProcess {
+  readonly kind: ClientKind;
+  readonly pid: number;
+  /** The handler module's import time in the child, ms (0 for the bare clients). */
+  readonly importMs: number;
+  /** `maxRSS` right after initialisation, KiB. */
+  readonly initRssKiB: number;
+  /** Lines the child wrote to stdout/stderr (the relay's logs), kept only when `keepLogs` is on. */
+  readonly logs: string[];
+  keepLogs: boolean;
+  /** Bytes the child wrote to stdout/stderr. */
+  readonly outputBytes: () => number;
+  run(request: Omit<RunRequest, 'type' | 'id'>, timeoutMs?: number): Promise<RunResult>;
+  stop(): Promise<void>;
+}
+
+export async function startClientProcess(compiled: CompiledChildren, options: ClientOptions): Promise<ClientProcess> {
+  const env = { ...options.env, BENCH_KIND: options.kind, BENCH_GC: options.gcBetweenRuns === true ? '1' : '0' };
+  const child = fork(compiled.client, [], {
+    cwd: options.cwd,
+    env,
+    execArgv: options.gcBetweenRuns === true ? ['--expose-gc'] : [],
+    serialization: 'advanced',
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let bytes = 0;
+  let partial = '';
+  const logs: string[] = [];
+  const state = { keepLogs: false };
+  const onOutput = (chunk: Buffer): void => {
+    bytes += chunk.length;
+    if (!state.keepLogs) return;
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line.trim() !== '') logs.push(line);
+  };
+  child.stdout?.on('data', onOutput);
+  child.stderr?.on('data', onOutput);
+  const ready = await awaitMessage<FromClient, { importMs: number; maxRssKiB: number } | Error>(
+    child,
+    (m) => (m.type === 'ready' ? m : m.type === 'init-error' ? new Error(`${options.kind} failed to initialise: ${m.error}`) : undefined),
+    60_000,
+    `${options.kind} start`,
+  ).catch((error: Error) => error);
+  if (ready instanceof Error) {
+    await stopChild(child);
+    throw new Error(`${ready.message}\n${logs.join('\n')}`);
+  }
+  const handle: ClientProcess = {
+    kind: options.kind,
+    pid: child.pid ?? 0,
+    importMs: ready.importMs,
+    initRssKiB: ready.maxRssKiB,
+    logs,
+    get keepLogs() {
+      return state.keepLogs;
+    },
+    set keepLogs(value: boolean) {
+      state.keepLogs = value;
+    },
+    outputBytes: () => bytes,
+    async run(request, timeoutMs = 120_000) {
+      const id = nextId++;
+      const answer = awaitMessage<FromClient, RunResult>(child, (m) => (m.type === 'result' && m.id === id ? m : undefined), timeoutMs, `${options.kind} run`);
+      child.send({ ...request, type: 'run', id });
+      const result = await answer;
+      if (result.error !== undefined) throw new Error(`${options.kind} run failed: ${result.error}`);
+      return result;
+    },
+    stop: () => stopChild(child),
+  };
+  return handle;
+}

@@ -1,0 +1,210 @@
+/**
+ * A client under test, in a plain `node` process (compiled by esbuild; no TypeScript loader, so
+ * nothing but the client runs here). What it runs comes from its environment:
+ *
+ * - `BENCH_KIND`: see {@link ClientKind};
+ * - `BENCH_HANDLER_FILE`, `BENCH_HANDLER_EXPORT`: the relay's bundle (kind `relay`), imported the
+ *   way Lambda's runtime does, with the function's own environment (the template's) around it;
+ * - `WEBHOOK_URL`, `MAX_CONCURRENCY`: the same variables the relay reads, for every kind;
+ * - `BENCH_USER_AGENT`: the relay's `User-Agent`, so the bare clients send identical requests;
+ * - `BENCH_GC=1`: collect garbage before each run (outside the timing) for steadier figures.
+ *
+ * It then answers `run` messages with one invocation each and its wall time, CPU and failures.
+ */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { pathToFileURL } from 'node:url';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { createLambdaContext } from '../local/event-source';
+import type { ClientKind, FromClient, RunRequest, RunResult, ToClient } from './protocol';
+import { eventJson, relayHeadersOf } from './records';
+
+type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
+/** One prepared POST for the bare clients: everything computed before the clock starts. */
+interface Prepared {
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+}
+/** A bare client: POSTs every prepared request, `concurrency` at a time; returns the non-2xx count. */
+type BareLoop = (prepared: readonly Prepared[], started: BigInt64Array | undefined) => Promise<number>;
+
+const env = process.env;
+const kind = env.BENCH_KIND as ClientKind;
+const webhookUrl = new URL(env.WEBHOOK_URL ?? '');
+const concurrency = Number(env.MAX_CONCURRENCY ?? '10');
+const userAgent = env.BENCH_USER_AGENT ?? 'sqs-webhook-relay';
+const collect = env.BENCH_GC === '1' ? (globalThis as { gc?: () => void }).gc : undefined;
+
+function send(message: FromClient): Promise<void> {
+  return new Promise((resolve) => process.send?.(message, () => resolve()));
+}
+
+/** `concurrency` workers taking records from one cursor: the same shape as the relay's pool. */
+async function pool(count: number, started: BigInt64Array | undefined, post: (index: number) => Promise<number>): Promise<number> {
+  let next = 0;
+  let failures = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const index = next++;
+      if (started !== undefined) started[index] = process.hrtime.bigint();
+      const status = await post(index);
+      if (status < 200 || status > 299) failures += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+  return failures;
+}
+
+function bareHttp(): BareLoop {
+  // The relay's transmitter settings: keep-alive, one socket per concurrent request, LIFO.
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: concurrency, scheduling: 'lifo' });
+  const post = ({ headers, body }: Prepared): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const request = httpRequest(webhookUrl, { method: 'POST', headers, agent }, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+  return (prepared, started) => pool(prepared.length, started, (index) => post(prepared[index] as Prepared));
+}
+
+async function bareUndici(): Promise<BareLoop> {
+  const { Pool } = await import('undici');
+  const connections = new Pool(webhookUrl.origin, { connections: concurrency });
+  const path = webhookUrl.pathname + webhookUrl.search;
+  return (prepared, started) =>
+    pool(prepared.length, started, async (index) => {
+      const { headers, body } = prepared[index] as Prepared;
+      const response = await connections.request({ path, method: 'POST', headers, body });
+      await response.body.dump();
+      return response.statusCode;
+    });
+}
+
+function bareFetch(): BareLoop {
+  return (prepared, started) =>
+    pool(prepared.length, started, async (index) => {
+      const { headers, body } = prepared[index] as Prepared;
+      const response = await fetch(webhookUrl, { method: 'POST', headers, body });
+      await response.arrayBuffer();
+      return response.status;
+    });
+}
+
+/** Fetch computes Content-Length itself (and may refuse it as a header). */
+function withoutContentLength(headers: Record<string, string>): Record<string, string> {
+  const { 'Content-Length': _ignored, ...rest } = headers;
+  return rest;
+}
+
+let handler: Handler | undefined;
+let bare: BareLoop | undefined;
+const eventTexts = new Map<string, string>();
+
+/** Makes `record.attributes` stamp the time of its first read: the relay's first step on a record. */
+function stampOnFirstRead(records: SQSRecord[], started: BigInt64Array): void {
+  records.forEach((record, index) => {
+    const attributes = record.attributes;
+    let seen = false;
+    Object.defineProperty(record, 'attributes', {
+      enumerable: true,
+      configurable: true,
+      get() {
+        if (!seen) {
+          seen = true;
+          started[index] = process.hrtime.bigint();
+        }
+        return attributes;
+      },
+    });
+  });
+}
+
+async function run(request: RunRequest): Promise<RunResult> {
+  let event: SQSEvent;
+  if (request.event !== undefined) {
+    event = request.event;
+  } else {
+    const key = `${request.count}:${request.mixed === true}`;
+    let text = eventTexts.get(key);
+    if (text === undefined) {
+      eventTexts.clear();
+      text = eventJson(request.count ?? 0, request.mixed === true);
+      eventTexts.set(key, text);
+    }
+    event = JSON.parse(text) as SQSEvent; // what Lambda's runtime does with every event
+  }
+  const records = event.Records;
+  const started = request.stamp === true ? new BigInt64Array(records.length) : undefined;
+  let prepared: Prepared[] | undefined;
+  if (bare !== undefined) {
+    prepared = records.map((record) => {
+      const headers = relayHeadersOf(record, userAgent);
+      return { headers: kind === 'bare-fetch' ? withoutContentLength(headers) : headers, body: Buffer.from(record.body, 'utf8') };
+    });
+  } else if (started !== undefined) {
+    stampOnFirstRead(records, started);
+  }
+  collect?.();
+  const context = createLambdaContext(request.timeoutMs, env.AWS_LAMBDA_FUNCTION_NAME);
+  const cpuBefore = process.cpuUsage();
+  const wallBefore = performance.now();
+  let failures: number;
+  if (bare !== undefined && prepared !== undefined) {
+    failures = await bare(prepared, started);
+  } else {
+    const response = await (handler as Handler)(event, context);
+    failures = response?.batchItemFailures.length ?? 0;
+  }
+  const wallMs = performance.now() - wallBefore;
+  const cpu = process.cpuUsage(cpuBefore);
+  return {
+    type: 'result',
+    id: request.id,
+    records: records.length,
+    wallMs,
+    cpuMicros: cpu.user + cpu.system,
+    failures,
+    ...(started === undefined ? {} : { started }),
+    maxRssKiB: process.resourceUsage().maxRSS,
+  };
+}
+
+async function init(): Promise<void> {
+  const before = performance.now();
+  if (kind === 'relay') {
+    const module = (await import(pathToFileURL(env.BENCH_HANDLER_FILE ?? '').href)) as Record<string, unknown>;
+    const exported = module[env.BENCH_HANDLER_EXPORT ?? 'handler'];
+    if (typeof exported !== 'function') throw new Error(`${env.BENCH_HANDLER_FILE} exports no function ${env.BENCH_HANDLER_EXPORT}`);
+    handler = exported as Handler;
+  } else if (kind === 'peer') {
+    const { createPeerHandler } = await import('./peer');
+    handler = createPeerHandler(webhookUrl.href, concurrency);
+  } else if (kind === 'bare-http') {
+    bare = bareHttp();
+  } else if (kind === 'bare-undici') {
+    bare = await bareUndici();
+  } else if (kind === 'bare-fetch') {
+    bare = bareFetch();
+  } else {
+    throw new Error(`unknown BENCH_KIND ${String(kind)}`);
+  }
+  await send({ type: 'ready', importMs: performance.now() - before, maxRssKiB: process.resourceUsage().maxRSS });
+}
+
+const describe = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
+
+process.on('message', (raw) => {
+  const message = raw as ToClient;
+  if (message.type === 'exit') process.exit(0);
+  run(message).then(send, (error: unknown) =>
+    send({ type: 'result', id: message.id, records: 0, wallMs: 0, cpuMicros: 0, failures: 0, maxRssKiB: 0, error: describe(error) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+
+init().catch(async (error: unknown) => {
+  await send({ type: 'init-error', error: describe(error) });
+  process.exit(1);
+});

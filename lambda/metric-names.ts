@@ -1,0 +1,18 @@
+/**
+ * The names the function's metrics are published under, shared by the handler (which emits
+ * them) and the CDK construct (whose dashboard and alarms read them): one source, no drift.
+ * Kept free of imports so the CDK app can load it without the function's dependencies.
+ */
+
+/** Metric names (CloudWatch embedded metric format, dimension `service`). */
+export const METRIC_NAMES = {
+  delivered: 'Delivered',
+  retried: 'Retried',
+  deadLettered: 'DeadLettered',
+  webhookLatency: 'WebhookLatency',
+  /** Seconds the circuit breaker has been open, published by every invocation that finds it open. */
+  breakerOpenSeconds: 'BreakerOpenSeconds',
+} as const;
+
+/** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */
+export const DEFAULT_METRICS_NAMESPACE = 'SqsWebhookRelay';
