@@ -66,13 +66,16 @@ function awaitMessage<M, R>(child: ChildProcess, accept: (message: M) => R | und
   });
 }
 
+/** Asks the child to exit (so a `--cpu-prof` profile gets written), then insists. */
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 2_000);
+  if (child.connected) child.send({ type: 'exit' });
+  const term = setTimeout(() => child.kill('SIGTERM'), 5_000);
+  const kill = setTimeout(() => child.kill('SIGKILL'), 8_000);
   await gone;
-  clearTimeout(timer);
+  clearTimeout(term);
+  clearTimeout(kill);
 }
 
 /** The webhook process. */
@@ -112,6 +115,8 @@ export interface ClientOptions {
   readonly cwd?: string;
   /** Force a GC before each run (steadier throughput figures; off for memory figures). */
   readonly gcBetweenRuns?: boolean;
+  /** Extra node flags (e.g. `--cpu-prof` to profile a client). */
+  readonly execArgv?: readonly string[];
 }
 
 /** A client process, initialised (the relay's bundle imported). */
@@ -136,7 +141,7 @@ export async function startClientProcess(compiled: CompiledChildren, options: Cl
   const child = fork(compiled.client, [], {
     cwd: options.cwd,
     env,
-    execArgv: options.gcBetweenRuns === true ? ['--expose-gc'] : [],
+    execArgv: [...(options.gcBetweenRuns === true ? ['--expose-gc'] : []), ...(options.execArgv ?? [])],
     serialization: 'advanced',
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

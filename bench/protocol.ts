@@ -14,7 +14,8 @@ export type WebhookMode =
 
 export type ToWebhook =
   | { readonly type: 'reset'; readonly id: number; readonly mode: WebhookMode; readonly stampSize: number }
-  | { readonly type: 'stats'; readonly id: number };
+  | { readonly type: 'stats'; readonly id: number }
+  | { readonly type: 'exit' };
 
 export interface WebhookStats {
   readonly requests: number;

@@ -85,6 +85,7 @@ server.listen(0, '127.0.0.1', () => {
 
 process.on('message', (raw) => {
   const message = raw as ToWebhook;
+  if (message.type === 'exit') process.exit(0);
   if (message.type === 'reset') {
     mode = message.mode;
     received = message.stampSize > 0 ? new BigInt64Array(message.stampSize) : undefined;

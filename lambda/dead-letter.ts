@@ -8,10 +8,9 @@ import type { SQSRecord } from 'aws-lambda';
 import { isFifoRecord } from './batch';
 import type { QueueDirectory } from './queues';
 import type { SqsGateway } from './sqs-gateway';
-import { queueNameOfArn } from './request';
+import { DEAD_LETTER_REASON_ATTRIBUTE, idempotencyKeyOf, queueNameOfArn } from './request';
 
-/** The DLQ copy's attribute that says why, as JSON ({@link DeadLetterReason}). */
-export const DEAD_LETTER_REASON_ATTRIBUTE = 'relay.dead-letter-reason';
+export { DEAD_LETTER_REASON_ATTRIBUTE };
 /** SQS's limit on message attributes per message. */
 export const MAX_MESSAGE_ATTRIBUTES = 10;
 
@@ -21,7 +20,7 @@ export interface DeadLetterReason {
   readonly status: number;
   /** The start of the webhook's response body. */
   readonly response: string;
-  /** The message id on the source queue (the DLQ copy gets a new one). */
+  /** The message id on the source queue (the DLQ copy gets a new one); for a copy redriven and refused again, the first message's. */
   readonly originalMessageId: string;
   readonly sourceQueue: string;
   readonly receiveCount: number;
@@ -55,11 +54,13 @@ export class DeadLetterWriter {
   async send(record: SQSRecord, status: number, responseExcerpt: string, now: Date = new Date()): Promise<DeadLetterResult> {
     try {
       const queueUrl = await this.queues.deadLetterUrlOf(record.eventSourceARN);
+      // A copy of a copy replaces the earlier reason rather than adding a second one.
       const attributes = copyAttributes(record);
+      delete attributes[DEAD_LETTER_REASON_ATTRIBUTE];
       const reason: DeadLetterReason = {
         status,
         response: responseExcerpt.slice(0, 256),
-        originalMessageId: record.messageId,
+        originalMessageId: idempotencyKeyOf(record),
         sourceQueue: queueNameOfArn(record.eventSourceARN),
         receiveCount: Number(record.attributes.ApproximateReceiveCount),
         deadLetteredAt: now.toISOString(),
@@ -75,7 +76,7 @@ export class DeadLetterWriter {
         MessageBody: record.body,
         MessageAttributes: attributes,
         // A FIFO DLQ needs the group; deduplicating on the original id makes a repeated copy harmless.
-        ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: record.messageId }),
+        ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: idempotencyKeyOf(record) }),
       });
       return { ok: true, reasonAttached };
     } catch (error) {

@@ -17,7 +17,7 @@ import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
 import { QueueDirectory } from './queues';
-import { buildDeliveryRequest } from './request';
+import { buildDeliveryRequest, idempotencyKeyOf } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
@@ -213,7 +213,7 @@ export class BatchRelay {
     if (this.signingKeys === undefined && this.authorization === undefined) return headers;
     const withSecrets = { ...headers };
     if (this.signingKeys !== undefined) {
-      Object.assign(withSecrets, signDelivery(await this.signingKeys.get(), record.messageId, Math.floor(Date.now() / 1000), body));
+      Object.assign(withSecrets, signDelivery(await this.signingKeys.get(), idempotencyKeyOf(record), Math.floor(Date.now() / 1000), body));
     }
     if (this.authorization !== undefined) withSecrets.Authorization = await this.authorization.get();
     return withSecrets;

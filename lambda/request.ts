@@ -36,6 +36,28 @@ export function isLegalHeaderValue(value: string): boolean {
   return value.length <= MAX_ATTRIBUTE_HEADER_LENGTH && HEADER_VALUE.test(value) && value.trim() === value;
 }
 
+/**
+ * The message attribute a dead-letter copy carries (see `dead-letter.ts`): JSON saying why, with
+ * the original message id. Defined here because request building reads it back.
+ */
+export const DEAD_LETTER_REASON_ATTRIBUTE = 'relay.dead-letter-reason';
+
+/**
+ * The message's idempotency key: its SQS message id, or, for a dead-letter copy redriven to the
+ * queue (which SQS gave a new id), the id of the message it is a copy of. The webhook then sees
+ * one id for one message however it came back.
+ */
+export function idempotencyKeyOf(record: SQSRecord): string {
+  const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.stringValue;
+  if (reason === undefined) return record.messageId;
+  try {
+    const original = (JSON.parse(reason) as { originalMessageId?: unknown }).originalMessageId;
+    return typeof original === 'string' && original !== '' && isLegalHeaderValue(original) ? original : record.messageId;
+  } catch {
+    return record.messageId;
+  }
+}
+
 /** The queue name of an SQS queue ARN (`arn:aws:sqs:<region>:<account>:<name>`). */
 export function queueNameOfArn(queueArn: string): string {
   return queueArn.slice(queueArn.lastIndexOf(':') + 1);
@@ -66,7 +88,7 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
   };
   put(`${prefix}Receive-Count`, system.ApproximateReceiveCount);
   put(`${prefix}First-Receive-Time`, epochSeconds(system.ApproximateFirstReceiveTimestamp));
-  put(`${prefix}Message-Id`, record.messageId);
+  put(`${prefix}Message-Id`, idempotencyKeyOf(record));
   put(`${prefix}Sent-Time`, epochSeconds(system.SentTimestamp));
   put(`${prefix}Queue`, queueNameOfArn(record.eventSourceARN ?? ''));
   if (isFifoRecord(record)) {
@@ -78,7 +100,8 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
     const dataType = attribute?.dataType ?? '';
     // Custom types ("Number.float", "String.json") keep their base type's rules.
     const isText = dataType === 'String' || dataType.startsWith('String.') || dataType === 'Number' || dataType.startsWith('Number.');
-    if (!isText) continue; // Binary attributes have no header representation.
+    // Binary attributes have no header representation; the dead-letter reason is the relay's own bookkeeping.
+    if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
     const value = attribute.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
       skippedAttributes.push({ name, reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header' });

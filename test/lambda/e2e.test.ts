@@ -266,3 +266,25 @@ describe('logs and input', () => {
     }
   });
 });
+
+describe('a dead-letter copy redriven to the queue', () => {
+  test('reaches the webhook under the original message id, without the relay’s bookkeeping attribute', async () => {
+    webhook.respondWith(() => ({ status: 404 }));
+    const originalId = await emulator.send('{"redrive":"me"}', { attributes: { tenant: { DataType: 'String', StringValue: 'acme' } } });
+    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }), await emulator.receiveEvent());
+    const [copy] = await emulator.receive(emulator.dlq);
+    expect(copy).toBeDefined();
+    // The operator fixed the webhook and redrove the DLQ: the copy comes back with a new SQS id.
+    webhook.requests.length = 0;
+    webhook.respondWith(() => ({ status: 200 }));
+    const redrivenId = await emulator.send(copy?.Body ?? '', { attributes: copy?.MessageAttributes });
+    expect(redrivenId).not.toBe(originalId);
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }), await emulator.receiveEvent());
+    expect(response.batchItemFailures).toEqual([]);
+    const [request] = webhook.requests;
+    expect(request?.headers['x-carrier-message-id']).toBe(originalId);
+    expect(request?.headers['webhook-id']).toBe(originalId);
+    expect(request?.headers['x-carrier-attr-tenant']).toBe('acme');
+    expect(Object.keys(request?.headers ?? {}).filter((name) => name.includes('dead-letter'))).toEqual([]);
+  });
+});
