@@ -9,6 +9,9 @@ import type { SecretSource } from './secrets';
 import type { BreakerSettings } from './breaker';
 import { DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
+import { boolean, ConfigError, type Env, integer, oneOf, read } from './env';
+
+export { ConfigError };
 
 /** The backoff policies of SPEC §2 (`BACKOFF`). */
 export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
@@ -64,53 +67,6 @@ export interface RelayConfig {
   readonly authorization: SecretSource | undefined;
   /** `SECRETS_REFRESH_SECONDS`: how long a value read from Secrets Manager is used before it is read again. */
   readonly secretsRefreshSeconds: number;
-}
-
-/** Raised for an invalid configuration; `variable` names the environment variable at fault. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    expected: string,
-    received: string | undefined,
-  ) {
-    super(`Invalid configuration: ${variable} must be ${expected}; got ${received === undefined ? 'nothing' : JSON.stringify(received)}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-/** The environment variable's value, or `undefined` when it is unset or blank. */
-function read(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === undefined || value === '' ? undefined : value;
-}
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = read(env, name);
-  if (raw === undefined) return fallback;
-  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
-  }
-  return value;
-}
-
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const raw = read(env, name);
-  if (raw === undefined) return fallback;
-  const lower = raw.toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
-  if (['false', '0', 'no', 'off'].includes(lower)) return false;
-  throw new ConfigError(name, '"true" or "false"', raw);
-}
-
-function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
-  const raw = read(env, name);
-  if (raw === undefined) return fallback;
-  const match = choices.find((choice) => choice === raw.toLowerCase());
-  if (match === undefined) throw new ConfigError(name, `one of ${choices.join(', ')}`, raw);
-  return match;
 }
 
 /** True for hosts that can only be this machine: `localhost`, `*.localhost`, 127.0.0.0/8 and `::1`. */

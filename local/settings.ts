@@ -3,7 +3,7 @@
  * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
-import { ConfigError } from '../lambda/config';
+import { ConfigError, type Env, integer, read } from '../lambda/env';
 
 /** How the runner's and the handler's log lines are written. */
 export type LogFormat = 'pretty' | 'json';
@@ -49,23 +49,6 @@ export interface LocalSettings {
   readonly healthCheckUrl: URL | undefined;
   /** `HEALTH_CHECK_INTERVAL_SECONDS`: how often it is checked while failing, and at most how stale a pass may be. */
   readonly healthCheckIntervalSeconds: number;
-}
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-function read(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === undefined || value === '' ? undefined : value;
-}
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = read(env, name);
-  if (raw === undefined) return fallback;
-  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
-  }
-  return value;
 }
 
 // SQS queue names: 1-80 characters of letters, digits, '-' and '_', plus '.fifo' for FIFO queues.

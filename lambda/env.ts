@@ -1,0 +1,56 @@
+/**
+ * Reading environment variables with validation: the small parsers the function's
+ * configuration and the local runner's settings share, each failing with a {@link ConfigError}
+ * that names the variable and says what was expected.
+ */
+
+/** Raised for an invalid configuration; `variable` names the environment variable at fault. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    expected: string,
+    received: string | undefined,
+  ) {
+    super(`Invalid configuration: ${variable} must be ${expected}; got ${received === undefined ? 'nothing' : JSON.stringify(received)}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** An environment: `process.env` or a plain record. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** The environment variable's value, or `undefined` when it is unset or blank. */
+export function read(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** A whole number within bounds, or `fallback` when unset. */
+export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
+  }
+  return value;
+}
+
+/** `true`/`false` (also 1/0, yes/no, on/off), or `fallback` when unset. */
+export function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const lower = raw.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+  if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  throw new ConfigError(name, '"true" or "false"', raw);
+}
+
+/** One of `choices` (case-insensitive), or `fallback` when unset. */
+export function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const match = choices.find((choice) => choice === raw.toLowerCase());
+  if (match === undefined) throw new ConfigError(name, `one of ${choices.join(', ')}`, raw);
+  return match;
+}
