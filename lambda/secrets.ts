@@ -13,6 +13,10 @@ export type SecretSource = { readonly kind: 'literal'; readonly value: string } 
 /** A secret read when first needed and then kept fresh. */
 export class CachedSecret<T> {
   private lastGood: { value: T; raw: string } | undefined;
+  /** When the value from Secrets Manager is due to be read again (ms since the epoch). */
+  private freshUntil = 0;
+  /** The read in progress, shared by every record that finds the value due. */
+  private refreshing: Promise<T> | undefined;
   private provider: Promise<SecretsProvider> | undefined;
 
   /**
@@ -27,20 +31,32 @@ export class CachedSecret<T> {
     private readonly refreshSeconds: number,
   ) {}
 
-  /** The current value. */
+  /**
+   * The current value. On the hot path (every record) this is a clock check: Secrets Manager is
+   * asked only once the value is `refreshSeconds` old, by one record for all that find it due.
+   */
   async get(): Promise<T> {
     if (this.source.kind === 'literal') {
       if (this.lastGood === undefined) this.lastGood = { value: this.parse(this.source.value), raw: this.source.value };
       return this.lastGood.value;
     }
+    if (this.lastGood !== undefined && Date.now() < this.freshUntil) return this.lastGood.value;
+    this.refreshing ??= this.refresh(this.source.secretId).finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  private async refresh(secretId: string): Promise<T> {
     let raw: string;
     try {
-      raw = await this.fetch(this.source.secretId);
+      raw = await this.fetch(secretId);
     } catch (error) {
       if (this.lastGood !== undefined) return this.lastGood.value;
-      throw new Error(`could not read the ${this.what} from Secrets Manager (${this.source.secretId}): ${error instanceof Error ? error.name : 'error'}`);
+      throw new Error(`could not read the ${this.what} from Secrets Manager (${secretId}): ${error instanceof Error ? error.name : 'error'}`);
     }
     if (this.lastGood?.raw !== raw) this.lastGood = { value: this.parse(raw), raw };
+    this.freshUntil = Date.now() + this.refreshSeconds * 1000;
     return this.lastGood.value;
   }
 

@@ -43,7 +43,8 @@ export function parseSigningKeys(value: string): Buffer[] {
  * @param body the exact bytes sent
  */
 export function signDelivery(keys: readonly Buffer[], id: string, timestampSeconds: number, body: Buffer): SignatureHeaders {
-  const signed = Buffer.concat([Buffer.from(`${id}.${timestampSeconds}.`, 'utf8'), body]);
-  const signatures = keys.map((key) => `v1,${createHmac('sha256', key).update(signed).digest('base64')}`);
+  const prefix = `${id}.${timestampSeconds}.`;
+  // Two updates rather than a concatenated copy of the body for every request.
+  const signatures = keys.map((key) => `v1,${createHmac('sha256', key).update(prefix, 'utf8').update(body).digest('base64')}`);
   return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') };
 }
