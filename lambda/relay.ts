@@ -172,7 +172,8 @@ export class BatchRelay {
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
-      const headers = await this.withCredentials(record, request.headers, request.body);
+      const headers = request.headers;
+      if (this.signingKeys !== undefined || this.authorization !== undefined) await this.addCredentials(record, headers, request.body);
       const result = await this.transmitter.post(headers, request.body, timeoutMs());
       this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
       judged = true;
@@ -208,15 +209,13 @@ export class BatchRelay {
     }
   }
 
-  /** The request's headers plus its signature and `Authorization`, when configured. */
-  private async withCredentials(record: SQSRecord, headers: Record<string, string>, body: Buffer): Promise<Record<string, string>> {
-    if (this.signingKeys === undefined && this.authorization === undefined) return headers;
-    const withSecrets = { ...headers };
+  /** Adds the request's signature and `Authorization`, when configured, to its (own, fresh) headers. */
+  private async addCredentials(record: SQSRecord, headers: Record<string, string>, body: Buffer): Promise<void> {
     if (this.signingKeys !== undefined) {
-      Object.assign(withSecrets, signDelivery(await this.signingKeys.get(), idempotencyKeyOf(record), Math.floor(Date.now() / 1000), body));
+      const keys = this.signingKeys.peek() ?? (await this.signingKeys.get());
+      Object.assign(headers, signDelivery(keys, idempotencyKeyOf(record), Math.floor(Date.now() / 1000), body));
     }
-    if (this.authorization !== undefined) withSecrets.Authorization = await this.authorization.get();
-    return withSecrets;
+    if (this.authorization !== undefined) headers.Authorization = this.authorization.peek() ?? (await this.authorization.get());
   }
 
   private backoff(receiveCount: number): number | undefined {

@@ -31,6 +31,12 @@ export class CachedSecret<T> {
     private readonly refreshSeconds: number,
   ) {}
 
+  /** The value if it is known and fresh: no promise, for the per-record hot path. */
+  peek(): T | undefined {
+    if (this.source.kind === 'literal' || Date.now() < this.freshUntil) return this.lastGood?.value;
+    return undefined;
+  }
+
   /**
    * The current value. On the hot path (every record) this is a clock check: Secrets Manager is
    * asked only once the value is `refreshSeconds` old, by one record for all that find it due.
