@@ -82,18 +82,21 @@ async function stopChild(child: ChildProcess): Promise<void> {
 export interface WebhookProcess {
   readonly url: string;
   readonly pid: number;
-  /** Clears counters, sets what it answers, and (`stampSize` > 0) records arrival times by record index. */
-  reset(mode: WebhookMode, stampSize?: number): Promise<void>;
+  /**
+   * Clears counters, sets what it answers and how late (`delayMs`), and (`stampSize` > 0)
+   * records arrival times by record index.
+   */
+  reset(mode: WebhookMode, options?: { stampSize?: number; delayMs?: number }): Promise<void>;
   stats(): Promise<WebhookStats>;
   stop(): Promise<void>;
 }
 
 let nextId = 1;
 
-export async function startWebhookProcess(compiled: CompiledChildren): Promise<WebhookProcess> {
-  const child = fork(compiled.webhook, [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function startWebhookProcess(compiled: CompiledChildren, execPath = process.execPath): Promise<WebhookProcess> {
+  const child = fork(compiled.webhook, [], { execPath, execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await awaitMessage<FromWebhook, number>(child, (m) => (m.type === 'listening' ? m.port : undefined), 10_000, 'webhook start');
-  const ask = <R>(message: ToWebhook, pick: (m: FromWebhook) => R | undefined): Promise<R> => {
+  const ask = <R>(message: Exclude<ToWebhook, { type: 'exit' }>, pick: (m: FromWebhook) => R | undefined): Promise<R> => {
     const answer = awaitMessage<FromWebhook, R>(child, (m) => (m.type === 'done' && m.id === message.id ? pick(m) : undefined), 30_000, `webhook ${message.type}`);
     child.send(message);
     return answer;
@@ -101,7 +104,8 @@ export async function startWebhookProcess(compiled: CompiledChildren): Promise<W
   return {
     url: `http://127.0.0.1:${port}/hook`,
     pid: child.pid ?? 0,
-    reset: (mode, stampSize = 0) => ask({ type: 'reset', id: nextId++, mode, stampSize }, () => true).then(() => undefined),
+    reset: (mode, options = {}) =>
+      ask({ type: 'reset', id: nextId++, mode, stampSize: options.stampSize ?? 0, delayMs: options.delayMs ?? 0 }, () => true).then(() => undefined),
     stats: () => ask({ type: 'stats', id: nextId++ }, (m) => (m.type === 'done' ? m.stats : undefined)),
     stop: () => stopChild(child),
   };
@@ -115,6 +119,8 @@ export interface ClientOptions {
   readonly cwd?: string;
   /** Force a GC before each run (steadier throughput figures; off for memory figures). */
   readonly gcBetweenRuns?: boolean;
+  /** The Node.js binary. @default this process's */
+  readonly execPath?: string;
   /** Extra node flags (e.g. `--cpu-prof` to profile a client). */
   readonly execArgv?: readonly string[];
 }
@@ -139,6 +145,7 @@ export interface ClientProcess {
 export async function startClientProcess(compiled: CompiledChildren, options: ClientOptions): Promise<ClientProcess> {
   const env = { ...options.env, BENCH_KIND: options.kind, BENCH_GC: options.gcBetweenRuns === true ? '1' : '0' };
   const child = fork(compiled.client, [], {
+    execPath: options.execPath ?? process.execPath,
     cwd: options.cwd,
     env,
     execArgv: [...(options.gcBetweenRuns === true ? ['--expose-gc'] : []), ...(options.execArgv ?? [])],

@@ -7,21 +7,30 @@
  *   way Lambda's runtime does, with the function's own environment (the template's) around it;
  * - `WEBHOOK_URL`, `MAX_CONCURRENCY`: the same variables the relay reads, for every kind;
  * - `BENCH_USER_AGENT`: the relay's `User-Agent`, so the bare clients send identical requests;
+ * - `BENCH_SIGNING_SECRET`: the relay's signing key (bare base64); the bare clients then add the
+ *   same Standard Webhooks headers, computed before the clock starts (with `BENCH_SIGN_IN_LOOP=1`,
+ *   the node:http loop computes them per request instead, inside the timing: signing's own cost);
  * - `BENCH_GC=1`: collect garbage before each run (outside the timing) for steadier figures.
  *
  * It then answers `run` messages with one invocation each and its wall time, CPU and failures.
  */
+import { createHmac } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { createLambdaContext } from '../local/event-source';
 import type { ClientKind, FromClient, RunRequest, RunResult, ToClient } from './protocol';
-import { eventJson, relayHeadersOf } from './records';
+import { relayHeadersOf } from './records';
 
 type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
 /** One prepared POST for the bare clients: everything computed before the clock starts. */
 interface Prepared {
+  /** The message id, for signing inside the loop. */
+  readonly id: string;
   readonly headers: Record<string, string>;
+  /** The same headers as node:http's flat list, `Host` first. */
+  readonly list: string[];
   readonly body: Buffer;
 }
 /** A bare client: POSTs every prepared request, `concurrency` at a time; returns the non-2xx count. */
@@ -32,6 +41,8 @@ const kind = env.BENCH_KIND as ClientKind;
 const webhookUrl = new URL(env.WEBHOOK_URL ?? '');
 const concurrency = Number(env.MAX_CONCURRENCY ?? '10');
 const userAgent = env.BENCH_USER_AGENT ?? 'sqs-webhook-relay';
+const signingKey = env.BENCH_SIGNING_SECRET ? Buffer.from(env.BENCH_SIGNING_SECRET, 'base64') : undefined;
+const signInLoop = env.BENCH_SIGN_IN_LOOP === '1' && signingKey !== undefined;
 const collect = env.BENCH_GC === '1' ? (globalThis as { gc?: () => void }).gc : undefined;
 
 function send(message: FromClient): Promise<void> {
@@ -55,11 +66,20 @@ async function pool(count: number, started: BigInt64Array | undefined, post: (in
 }
 
 function bareHttp(): BareLoop {
-  // The relay's transmitter settings: keep-alive, one socket per concurrent request, LIFO.
+  // The relay's transmitter settings (keep-alive, one socket per concurrent request, LIFO) and
+  // node:http's cheapest call: options worked out once, headers as a flat list with the Host.
   const agent = new HttpAgent({ keepAlive: true, maxSockets: concurrency, scheduling: 'lifo' });
-  const post = ({ headers, body }: Prepared): Promise<number> =>
+  const options = { hostname: webhookUrl.hostname, port: webhookUrl.port, path: webhookUrl.pathname + webhookUrl.search, method: 'POST', agent };
+  /** The Standard Webhooks headers computed now, as the relay does per request. */
+  const signed = ({ id, list, body }: Prepared): string[] => {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const signature = createHmac('sha256', signingKey as Buffer).update(`${id}.${timestamp}.`).update(body).digest('base64');
+    return [...list, 'webhook-id', id, 'webhook-timestamp', timestamp, 'webhook-signature', `v1,${signature}`];
+  };
+  const post = (prepared: Prepared): Promise<number> =>
     new Promise((resolve, reject) => {
-      const request = httpRequest(webhookUrl, { method: 'POST', headers, agent }, (response) => {
+      const { body } = prepared;
+      const request = httpRequest({ ...options, headers: signInLoop ? signed(prepared) : prepared.list }, (response) => {
         response.resume();
         response.on('end', () => resolve(response.statusCode ?? 0));
       });
@@ -67,6 +87,17 @@ function bareHttp(): BareLoop {
       request.end(body);
     });
   return (prepared, started) => pool(prepared.length, started, (index) => post(prepared[index] as Prepared));
+}
+
+async function relayTransmitter(): Promise<BareLoop> {
+  const { WebhookTransmitter } = await import('../lambda/transmitter');
+  const transmitter = new WebhookTransmitter(webhookUrl, concurrency);
+  return (prepared, started) =>
+    pool(prepared.length, started, async (index) => {
+      const { headers, body } = prepared[index] as Prepared;
+      const result = await transmitter.post(headers, body, 10_000);
+      return result.kind === 'response' ? result.status : 0;
+    });
 }
 
 async function bareUndici(): Promise<BareLoop> {
@@ -92,6 +123,19 @@ function bareFetch(): BareLoop {
     });
 }
 
+/** The relay's request for `record`, signed as the relay signs it when a key is configured. */
+function prepare(record: SQSRecord): Prepared {
+  const body = Buffer.from(record.body, 'utf8');
+  let headers = relayHeadersOf(record, userAgent);
+  if (signingKey !== undefined && !signInLoop) {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const signature = createHmac('sha256', signingKey).update(`${record.messageId}.${timestamp}.`).update(body).digest('base64');
+    headers = { ...headers, 'webhook-id': record.messageId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` };
+  }
+  const sent = kind === 'bare-fetch' ? withoutContentLength(headers) : headers;
+  return { id: record.messageId, headers: sent, list: ['Host', webhookUrl.host, ...Object.entries(sent).flat()], body };
+}
+
 /** Fetch computes Content-Length itself (and may refuse it as a header). */
 function withoutContentLength(headers: Record<string, string>): Record<string, string> {
   const { 'Content-Length': _ignored, ...rest } = headers;
@@ -100,7 +144,8 @@ function withoutContentLength(headers: Record<string, string>): Record<string, s
 
 let handler: Handler | undefined;
 let bare: BareLoop | undefined;
-const eventTexts = new Map<string, string>();
+/** The last event file read, and its text. */
+let eventText: { file: string; text: string } | undefined;
 
 /** Makes `record.attributes` stamp the time of its first read: the relay's first step on a record. */
 function stampOnFirstRead(records: SQSRecord[], started: BigInt64Array): void {
@@ -126,23 +171,16 @@ async function run(request: RunRequest): Promise<RunResult> {
   if (request.event !== undefined) {
     event = request.event;
   } else {
-    const key = `${request.count}:${request.mixed === true}`;
-    let text = eventTexts.get(key);
-    if (text === undefined) {
-      eventTexts.clear();
-      text = eventJson(request.count ?? 0, request.mixed === true);
-      eventTexts.set(key, text);
-    }
+    const file = request.eventFile ?? '';
+    if (eventText?.file !== file) eventText = { file, text: readFileSync(file, 'utf8') };
+    const { text } = eventText;
     event = JSON.parse(text) as SQSEvent; // what Lambda's runtime does with every event
   }
   const records = event.Records;
   const started = request.stamp === true ? new BigInt64Array(records.length) : undefined;
   let prepared: Prepared[] | undefined;
   if (bare !== undefined) {
-    prepared = records.map((record) => {
-      const headers = relayHeadersOf(record, userAgent);
-      return { headers: kind === 'bare-fetch' ? withoutContentLength(headers) : headers, body: Buffer.from(record.body, 'utf8') };
-    });
+    prepared = records.map(prepare);
   } else if (started !== undefined) {
     stampOnFirstRead(records, started);
   }
@@ -183,10 +221,14 @@ async function init(): Promise<void> {
     handler = createPeerHandler(webhookUrl.href, concurrency);
   } else if (kind === 'bare-http') {
     bare = bareHttp();
+  } else if (kind === 'transmitter') {
+    bare = await relayTransmitter();
   } else if (kind === 'bare-undici') {
     bare = await bareUndici();
   } else if (kind === 'bare-fetch') {
     bare = bareFetch();
+  } else if (kind === 'noop') {
+    handler = async () => ({ batchItemFailures: [] });
   } else {
     throw new Error(`unknown BENCH_KIND ${String(kind)}`);
   }

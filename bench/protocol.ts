@@ -13,7 +13,7 @@ export type WebhookMode =
   | 'mixed';
 
 export type ToWebhook =
-  | { readonly type: 'reset'; readonly id: number; readonly mode: WebhookMode; readonly stampSize: number }
+  | { readonly type: 'reset'; readonly id: number; readonly mode: WebhookMode; readonly stampSize: number; readonly delayMs: number }
   | { readonly type: 'stats'; readonly id: number }
   | { readonly type: 'exit' };
 
@@ -38,22 +38,27 @@ export type ClientKind =
   | 'relay'
   /** node:http with a keep-alive Agent: nothing but the same POSTs (the relay's transport). */
   | 'bare-http'
+  /** The relay's own `WebhookTransmitter` (lambda/transmitter.ts) in the bare loop: its cost over node:http. */
+  | 'transmitter'
   /** undici `Pool.request`: nothing but the same POSTs. */
   | 'bare-undici'
   /** global `fetch`: nothing but the same POSTs. */
   | 'bare-fetch'
   /** Powertools `BatchProcessor` + `processPartialResponse` + global `fetch`, concurrency-limited. */
-  | 'peer';
+  | 'peer'
+  /** A handler that returns at once: the floor (a process that only parses the event). */
+  | 'noop';
 
 export interface RunRequest {
   readonly type: 'run';
   readonly id: number;
-  /** Synthetic records `0..count-1` (see `records.ts`), or… */
-  readonly count?: number;
+  /**
+   * A file holding the event as JSON text (synthetic records, see `records.ts`): read once and
+   * parsed for every run, as Lambda's runtime parses every event it is handed. Or…
+   */
+  readonly eventFile?: string;
   /** …a ready event (records received from the emulator). */
   readonly event?: SQSEvent;
-  /** Mark bodies for retry (synthetic records only). */
-  readonly mixed?: boolean;
   /** Record when each record is started (latency runs). */
   readonly stamp?: boolean;
   /** The invocation's deadline, ms. */

@@ -67,8 +67,8 @@ export function recordOf(index: number, retry = false): SQSRecord {
  * The event for `count` records as JSON text: what Lambda's runtime parses before calling the
  * handler. Parse it once per run so every run gets fresh objects, as every invocation does.
  */
-export function eventJson(count: number, mixed = false): string {
-  const event: SQSEvent = { Records: Array.from({ length: count }, (_, index) => recordOf(index, mixed && isRetryIndex(index))) };
+export function eventJson(count: number): string {
+  const event: SQSEvent = { Records: Array.from({ length: count }, (_, index) => recordOf(index)) };
   return JSON.stringify(event);
 }
 

@@ -24,6 +24,8 @@ const CONTENT_LENGTH = /\r\ncontent-length:[ \t]*([0-9]+)/i;
 const MESSAGE_ID = /\r\nx-carrier-message-id:[ \t]*([^\r]+)/i;
 
 let mode: WebhookMode = 'ok';
+/** Answer this long after the request is complete (a webhook's own latency); 0: at once. */
+let delayMs = 0;
 let received: BigInt64Array | undefined;
 let requests = 0;
 let connections = 0;
@@ -71,8 +73,10 @@ function serve(socket: Socket): void {
       offset = bodyEnd;
     }
     pending = offset < data.length ? data.subarray(offset) : undefined;
-    if (replies.length === 1) socket.write(replies[0] as Buffer);
-    else if (replies.length > 1) socket.write(Buffer.concat(replies));
+    if (replies.length === 0) return;
+    const reply = replies.length === 1 ? (replies[0] as Buffer) : Buffer.concat(replies);
+    if (delayMs > 0) setTimeout(() => socket.writable && socket.write(reply), delayMs);
+    else socket.write(reply);
   });
   socket.on('error', () => socket.destroy());
 }
@@ -88,6 +92,7 @@ process.on('message', (raw) => {
   if (message.type === 'exit') process.exit(0);
   if (message.type === 'reset') {
     mode = message.mode;
+    delayMs = message.delayMs;
     received = message.stampSize > 0 ? new BigInt64Array(message.stampSize) : undefined;
     requests = 0;
     connections = 0;

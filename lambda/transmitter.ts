@@ -3,7 +3,7 @@
  * redirect, never buffers more than a small excerpt of the response body, and turns every way a
  * request can go wrong into a value rather than an exception.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 /** Bytes of a response body kept for logs and dead-letter attributes. */
@@ -58,23 +58,68 @@ function classifyError(error: unknown): { error: TransportErrorKind; message: st
   return { error: 'connection', message: code === '' ? message : `${code}: ${message}` };
 }
 
+/**
+ * One decoder for every excerpt: creating a `TextDecoder` costs more than decoding 512 bytes.
+ * Each use ends with a flush, so no state carries over from one response to the next.
+ */
+const excerptDecoder = new TextDecoder('utf-8');
+
+/**
+ * The start of a response body as text: its first {@link RESPONSE_EXCERPT_BYTES} bytes decoded as
+ * UTF-8, a character cut in half at the limit dropped rather than turned into U+FFFD.
+ */
+function excerptOf(chunks: readonly Buffer[]): string {
+  if (chunks.length === 0) return '';
+  const bytes = (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).subarray(0, RESPONSE_EXCERPT_BYTES);
+  const text = excerptDecoder.decode(bytes, { stream: true });
+  excerptDecoder.decode(); // drop the cut character and reset for the next response
+  return text;
+}
+
+/**
+ * The `Retry-After` header as `response.headers['retry-after']` would give it (the first one),
+ * read from the raw list: asking for `headers` builds an object of every header, per response.
+ */
+function retryAfterOf(rawHeaders: readonly string[]): string | undefined {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length === 11 && name.toLowerCase() === 'retry-after') return rawHeaders[i + 1];
+  }
+  return undefined;
+}
+
+/** The request options of every POST to `url`, worked out once rather than from the URL per request. */
+function requestOptionsOf(url: URL, agent: HttpAgent): RequestOptions {
+  return {
+    protocol: url.protocol,
+    // As node:http's own URL handling: an IPv6 literal without its brackets.
+    hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+    ...(url.port === '' ? {} : { port: Number(url.port) }),
+    path: `${url.pathname}${url.search}`,
+    method: 'POST',
+    agent,
+  };
+}
+
 /** POSTs to one webhook URL over a pool of kept-alive connections. */
 export class WebhookTransmitter {
   private readonly agent: HttpAgent;
   private readonly send: typeof httpRequest;
+  private readonly options: RequestOptions;
+  /** The `Host` header: with headers given as a list, node:http leaves it to us. */
+  private readonly host: string;
 
   /**
    * @param url the webhook
    * @param maxSockets connections kept to it; the relay's concurrency, so no request waits for a socket
    */
-  constructor(
-    private readonly url: URL,
-    maxSockets: number,
-  ) {
+  constructor(url: URL, maxSockets: number) {
     const isHttps = url.protocol === 'https:';
     const options = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
     this.agent = isHttps ? new HttpsAgent(options) : new HttpAgent(options);
     this.send = isHttps ? httpsRequest : httpRequest;
+    this.options = requestOptionsOf(url, this.agent);
+    this.host = url.host;
   }
 
   /**
@@ -97,7 +142,16 @@ export class WebhookTransmitter {
       const fail = (error: unknown): void => finish({ kind: 'transport-error', ...classifyError(error), latencyMs: elapsed() });
       let request: ReturnType<typeof httpRequest>;
       try {
-        request = this.send(this.url, { method: 'POST', headers, agent: this.agent });
+        // Headers as a flat list go straight into the request head (still validated: an illegal
+        // value throws here), skipping node:http's per-header bookkeeping for its setHeader().
+        const list: string[] = [];
+        let hasHost = false;
+        for (const name of Object.keys(headers)) {
+          list.push(name, headers[name] as string);
+          if (name.length === 4 && name.toLowerCase() === 'host') hasHost = true;
+        }
+        if (!hasHost) list.push('Host', this.host);
+        request = this.send({ ...this.options, headers: list });
       } catch (error) {
         // Node validates headers synchronously; keep the promise's never-rejects contract.
         const message = error instanceof Error ? error.message : String(error);
@@ -109,12 +163,10 @@ export class WebhookTransmitter {
       request.on('response', (response: IncomingMessage) => {
         const chunks: Buffer[] = [];
         let read = 0;
-        const retryAfterHeader = response.headers['retry-after'];
+        const retryAfterHeader = retryAfterOf(response.rawHeaders);
         const complete = (): void => {
           const status = response.statusCode ?? 0;
-          // Streaming decode drops a character cut in half at the limit instead of emitting U+FFFD.
-          const excerpt = new TextDecoder('utf-8').decode(Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES), { stream: true });
-          finish({ kind: 'response', status, retryAfter: retryAfterHeader, excerpt, latencyMs: elapsed() });
+          finish({ kind: 'response', status, retryAfter: retryAfterHeader, excerpt: excerptOf(chunks), latencyMs: elapsed() });
         };
         response.on('data', (chunk: Buffer) => {
           if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { type Emulator, startEmulator } from '../support/emulator';
 import { acknowledge, capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { type RefusingProxy, startRefusingProxy } from '../support/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 let emulator: Emulator;
@@ -137,9 +137,9 @@ describe('nothing is lost when', () => {
 });
 
 describe('when SQS refuses', () => {
-  let proxy: RefusingProxy;
+  let proxy: SqsProxy;
   beforeAll(async () => {
-    proxy = await startRefusingProxy(emulator.endpoint, emulator.region);
+    proxy = await startSqsProxy(emulator.endpoint, emulator.region);
   });
   afterAll(async () => proxy.close());
   afterEach(() => proxy.refused.clear());

@@ -1,61 +1,90 @@
 /**
- * A real HTTP proxy in front of the emulator that refuses chosen SQS actions, so tests can
- * watch the relay when SQS says no, over the real wire protocol rather than a mocked client.
+ * A real HTTP proxy in front of the SQS emulator: it counts every API call by action (the AWS
+ * JSON protocol names it in `X-Amz-Target`, e.g. `AmazonSQS.ChangeMessageVisibilityBatch`) and
+ * can refuse chosen actions, so tests watch the relay when SQS says no, and the benchmarks report
+ * exactly which calls a batch cost, over the real wire protocol rather than a mocked client.
+ * Listens on 127.0.0.1 only.
  */
-import { createServer, request, type Server } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
-export interface RefusingProxy {
+export interface SqsProxy {
+  /** The endpoint to give a client (`AWS_ENDPOINT_URL_SQS`). */
+  readonly endpoint: string;
   /** An SQS client that talks to the emulator through the proxy. */
   readonly sqs: SQSClient;
-  /** Actions (e.g. `ChangeMessageVisibilityBatch`) currently refused. */
+  /** Actions (e.g. `ChangeMessageVisibilityBatch`) currently refused with 403 AccessDenied. */
   readonly refused: Set<string>;
   /** How many requests of each action were refused. */
   readonly refusals: Map<string, number>;
+  /** Calls so far (refused ones included), by action. */
+  counts(): Record<string, number>;
+  /** Entries of each `ChangeMessageVisibilityBatch` call so far. */
+  visibilityEntries(): number[];
+  /** Forgets the counts. */
+  reset(): void;
   close(): Promise<void>;
 }
 
 /** Starts a proxy forwarding to `target` (the emulator's endpoint). */
-export async function startRefusingProxy(target: string, region: string): Promise<RefusingProxy> {
+export async function startSqsProxy(target: string, region: string): Promise<SqsProxy> {
+  const upstream = new URL(target);
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const refused = new Set<string>();
   const refusals = new Map<string, number>();
-  const upstream = new URL(target);
+  let counts = new Map<string, number>();
+  let entries: number[] = [];
   const server: Server = createServer((incoming, outgoing) => {
-    // AWS JSON protocol: the action is named in X-Amz-Target, e.g. "AmazonSQS.SendMessage".
-    const action = String(incoming.headers['x-amz-target'] ?? '').replace(/^AmazonSQS\./, '');
-    if (refused.has(action)) {
-      refusals.set(action, (refusals.get(action) ?? 0) + 1);
-      incoming.resume();
-      outgoing.writeHead(403, { 'Content-Type': 'application/x-amz-json-1.0' });
-      outgoing.end(JSON.stringify({ __type: 'com.amazonaws.sqs#AccessDenied', message: `test proxy refuses ${action}` }));
-      return;
-    }
-    const forwarded = request(
-      { host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: incoming.headers },
-      (answer) => {
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-      },
-    );
-    forwarded.on('error', () => outgoing.destroy());
-    incoming.pipe(forwarded);
+    const action = String(incoming.headers['x-amz-target'] ?? 'unknown').replace(/^AmazonSQS\./, '');
+    counts.set(action, (counts.get(action) ?? 0) + 1);
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (action === 'ChangeMessageVisibilityBatch') {
+        try {
+          entries.push((JSON.parse(body.toString()) as { Entries?: unknown[] }).Entries?.length ?? 0);
+        } catch {
+          entries.push(-1);
+        }
+      }
+      if (refused.has(action)) {
+        refusals.set(action, (refusals.get(action) ?? 0) + 1);
+        outgoing.writeHead(403, { 'Content-Type': 'application/x-amz-json-1.0' });
+        outgoing.end(JSON.stringify({ __type: 'com.amazonaws.sqs#AccessDenied', message: `test proxy refuses ${action}` }));
+        return;
+      }
+      const forwarded = request(
+        { host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: incoming.headers, agent },
+        (answer) => {
+          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(outgoing);
+        },
+      );
+      forwarded.on('error', () => outgoing.destroy());
+      forwarded.end(body);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const sqs = new SQSClient({
-    endpoint: `http://127.0.0.1:${port}`,
-    region,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    useQueueUrlAsEndpoint: false,
-  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, useQueueUrlAsEndpoint: false });
   return {
+    endpoint,
     sqs,
     refused,
     refusals,
+    counts: () => Object.fromEntries(counts),
+    visibilityEntries: () => [...entries],
+    reset() {
+      counts = new Map();
+      entries = [];
+    },
     async close() {
       sqs.destroy();
       server.closeAllConnections();
+      agent.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

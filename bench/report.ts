@@ -1,0 +1,477 @@
+/**
+ * Turning one run's figures into text: the console table, `BENCHMARKS.md`, and the README's
+ * "Performance" section (written into README.md between its markers). Every number in them comes from the
+ * run; only the explanations are fixed text.
+ */
+import { writeFileSync } from 'node:fs';
+import type { BenchResults, LatencySection, SideSummary, ThroughputSection } from './results';
+import { fmt, median, range, ratio } from './stats';
+
+/** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
+export const MB_PER_VCPU = 1_769;
+/** The stack's default memory size and event source maximum concurrency (lib/webhook-relay.ts). */
+const STACK_MEMORY_MB = 256;
+
+const kb = (bytes: number): string => `${fmt(bytes / 1024, 3)} KB`;
+const ms = (value: number): string => `${fmt(value, 3)} ms`;
+const us = (value: number): string => `${fmt(value, 3)} µs`;
+const mib = (value: number): string => `${fmt(value, 3)} MiB`;
+const perSecond = (value: number): string => `${int(value)}/s`;
+/** A whole number with thousands separators. */
+const int = (value: number): string => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
+/** A difference with its sign: "+61.2 µs", "−12.0 µs". */
+const delta = (value: number, format: (value: number) => string): string => (value < 0 ? `−${format(-value)}` : `+${format(value)}`);
+
+function side(section: ThroughputSection | undefined, name: string): SideSummary | undefined {
+  return section?.sides.find((candidate) => candidate.side === name);
+}
+
+/** Headline figures, shared by all three outputs. */
+export interface Headline {
+  readonly relayRate: number;
+  readonly bareRate: number;
+  readonly peerRate: number;
+  readonly relayCpu: number;
+  readonly bareCpu: number;
+  readonly unsignedCpu: number | undefined;
+  readonly unsignedRate: number | undefined;
+}
+
+export function headline(results: BenchResults, concurrency = 10): Headline {
+  const section = results.throughput.find((candidate) => candidate.concurrency === concurrency);
+  return {
+    relayRate: side(section, 'relay')?.recordsPerSecond ?? Number.NaN,
+    bareRate: side(section, 'bare node:http')?.recordsPerSecond ?? Number.NaN,
+    peerRate: side(section, 'peer (Powertools + fetch)')?.recordsPerSecond ?? Number.NaN,
+    relayCpu: side(section, 'relay')?.cpuMicrosPerRecord ?? Number.NaN,
+    bareCpu: side(section, 'bare node:http')?.cpuMicrosPerRecord ?? Number.NaN,
+    unsignedCpu: side(section, 'relay, unsigned')?.cpuMicrosPerRecord,
+    unsignedRate: side(section, 'relay, unsigned')?.recordsPerSecond,
+  };
+}
+
+function loadOverhead(results: BenchResults): { asDeployed: number; importMs: number; withoutMaps: number | undefined } {
+  const [deployed, noMaps] = results.coldStart.loads;
+  return {
+    asDeployed: (deployed?.bundleProcessMs ?? Number.NaN) - (deployed?.emptyProcessMs ?? Number.NaN),
+    importMs: deployed?.importMs ?? Number.NaN,
+    withoutMaps: noMaps === undefined ? undefined : noMaps.bundleProcessMs - noMaps.emptyProcessMs,
+  };
+}
+
+function mixedCalls(results: BenchResults): { first: Record<string, number>; visibilityCalls: number; goal: number } | undefined {
+  const mixed = results.mixed;
+  const first = mixed?.runs[0];
+  if (mixed === undefined || first === undefined) return undefined;
+  return { first: { ...first.calls }, visibilityCalls: first.calls.ChangeMessageVisibilityBatch ?? 0, goal: Math.ceil(first.retried / 10) };
+}
+
+const check = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+
+/** The console summary: one line per figure, with its baseline and ratio. */
+export function consoleTable(results: BenchResults): string {
+  const rows: [string, string, string, string][] = [['figure', 'relay', 'baseline', 'ratio / goal']];
+  for (const section of results.throughput) {
+    const relay = side(section, 'relay');
+    const bare = side(section, 'bare node:http');
+    const peer = side(section, 'peer (Powertools + fetch)');
+    if (relay === undefined || bare === undefined) continue;
+    rows.push([`throughput c=${section.concurrency}, ${int(section.records)} records`, perSecond(relay.recordsPerSecond), `bare ${perSecond(bare.recordsPerSecond)}`, `${ratio(relay.recordsPerSecond, bare.recordsPerSecond)} (goal ≥ 0.90)`]);
+    if (peer !== undefined) rows.push([`  vs the peer c=${section.concurrency}`, '', `peer ${perSecond(peer.recordsPerSecond)}`, `${ratio(relay.recordsPerSecond, peer.recordsPerSecond)}× the peer`]);
+    rows.push([`CPU per record c=${section.concurrency}`, us(relay.cpuMicrosPerRecord), `bare ${us(bare.cpuMicrosPerRecord)}`, delta(relay.cpuMicrosPerRecord - bare.cpuMicrosPerRecord, us)]);
+  }
+  for (const latency of results.latency) {
+    rows.push([`latency added c=${latency.concurrency} p50`, us(latency.relay.p50Micros), `bare ${us(latency.bare.p50Micros)}`, delta(latency.relay.p50Micros - latency.bare.p50Micros, us)]);
+    rows.push([`latency added c=${latency.concurrency} p99`, us(latency.relay.p99Micros), `bare ${us(latency.bare.p99Micros)}`, delta(latency.relay.p99Micros - latency.bare.p99Micros, us)]);
+  }
+  const calls = mixedCalls(results);
+  if (calls !== undefined && results.mixed !== undefined) {
+    const warm = median(results.mixed.runs.slice(1).map((run) => run.wallMs));
+    rows.push(['mixed 30 % 429: visibility calls', String(calls.visibilityCalls), `⌈${results.mixed.runs[0]?.retried} ÷ 10⌉ = ${calls.goal}`, check(calls.visibilityCalls === calls.goal)]);
+    rows.push(['mixed: other SQS calls', Object.entries(calls.first).filter(([name]) => name !== 'ChangeMessageVisibilityBatch').map(([name, count]) => `${name} ${count}`).join(', ') || 'none', 'GetQueueUrl 1', '']);
+    rows.push(['mixed: time, warm', ms(warm), `all 200: ${ms(results.mixed.allOkMs)}`, ratio(warm, results.mixed.allOkMs)]);
+  }
+  const weight = results.coldStart.weight;
+  const load = loadOverhead(results);
+  rows.push(['bundle (index.mjs)', kb(weight.bytes), 'goal 500 KB', check(weight.bytes < 500 * 1024)]);
+  rows.push(['load time (fresh process − empty)', ms(load.asDeployed), 'goal 100 ms', check(load.asDeployed < 100)]);
+  const relayMemory = results.memory.find((row) => row.side === 'relay');
+  const noop = results.memory.find((row) => row.side === 'no-op handler');
+  if (relayMemory !== undefined) rows.push(['peak RSS, 10,000 records', mib(relayMemory.peakMiB), `no-op ${mib(noop?.peakMiB ?? Number.NaN)}`, `${check(relayMemory.peakMiB < 200)} (256 MB function)`]);
+  const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]?.length ?? 0)));
+  const lines = rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd());
+  lines.splice(1, 0, widths.map((width) => '-'.repeat(width)).join('  '));
+  const notes = results.notes.length === 0 ? '' : `\nnotes:\n${results.notes.map((note) => `- ${note}`).join('\n')}`;
+  return `${lines.join('\n')}${notes}`;
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+}
+
+function runRange(values: readonly number[], format: (value: number) => string): string {
+  const { min, max } = range(values);
+  return `${format(min)}–${format(max)}`;
+}
+
+function throughputMarkdown(section: ThroughputSection): string {
+  const bare = side(section, 'bare node:http');
+  const rows = section.sides.map((summary) => [
+    `**${summary.side}**`,
+    perSecond(summary.recordsPerSecond),
+    runRange(summary.runs.map((run) => run.recordsPerSecond), int),
+    bare === undefined ? '' : ratio(summary.recordsPerSecond, bare.recordsPerSecond),
+    us(summary.cpuMicrosPerRecord),
+    fmt(summary.clientCores, 2),
+    fmt(summary.webhookCores, 2),
+    String(median(summary.runs.map((run) => run.newConnections))),
+    String(summary.runs.reduce((sum, run) => sum + run.failures, 0)),
+    String(summary.runs.reduce((sum, run) => sum + run.sqsCalls, 0)),
+    kb(median(summary.runs.map((run) => run.outputBytes))),
+  ]);
+  return table(
+    ['side', 'records/s (median)', 'runs (min–max)', '÷ bare', 'CPU / record', 'client cores', 'webhook cores', 'new connections', 'failures', 'SQS calls', 'stdout / run'],
+    rows,
+  );
+}
+
+function latencyMarkdown(sections: readonly LatencySection[]): string {
+  const rows = sections.flatMap((section) => [
+    [`c=${section.concurrency}`, 'p50', us(section.relay.p50Micros), us(section.bare.p50Micros), delta(section.relay.p50Micros - section.bare.p50Micros, us)],
+    [`c=${section.concurrency}`, 'p99', us(section.relay.p99Micros), us(section.bare.p99Micros), delta(section.relay.p99Micros - section.bare.p99Micros, us)],
+  ]);
+  return table(['concurrency', 'percentile', 'relay: start → webhook has it', 'bare: start → webhook has it', 'added by the relay'], rows);
+}
+
+/** Records/s one invocation can sustain: `inFlight` requests each taking `latencyMs`, capped by the CPU it is given. */
+export function invocationRate(latencyMs: number, inFlight: number, cpuMicrosPerRecord: number, memoryMb: number): number {
+  const latencyBound = (inFlight * 1000) / latencyMs;
+  const cpuBound = (Math.min(1, memoryMb / MB_PER_VCPU) * 1e6) / cpuMicrosPerRecord;
+  return Math.min(latencyBound, cpuBound);
+}
+
+function capacityTable(relayCpu: number): string {
+  const latencies = [5, 20, 50, 100, 250, 1000];
+  const inFlight = [10, 50, 100];
+  const memories = [STACK_MEMORY_MB, MB_PER_VCPU];
+  const header = ['webhook latency', ...memories.flatMap((memory) => inFlight.map((k) => `${k} in flight, ${memory} MB`))];
+  const rows = latencies.map((latency) => [
+    `${latency} ms`,
+    ...memories.flatMap((memory) =>
+      inFlight.map((k) => {
+        const rate = invocationRate(latency, k, relayCpu, memory);
+        const cpuBound = rate < (k * 1000) / latency;
+        return `${int(rate)}${cpuBound ? ' (CPU)' : ''}`;
+      }),
+    ),
+  ]);
+  return table(header, rows);
+}
+
+/** `BENCHMARKS.md`. */
+export function markdown(results: BenchResults): string {
+  const { machine } = results;
+  const h = headline(results);
+  const load = loadOverhead(results);
+  const weight = results.coldStart.weight;
+  const calls = mixedCalls(results);
+  const out: string[] = [];
+  out.push('# Benchmarks');
+  out.push('');
+  out.push('Generated by `npm run bench` (bench/run.ts); do not edit by hand. Every figure is the median of several runs on the machine below; the baselines ran in the same `npm run bench`, interleaved with the relay.');
+  out.push('');
+  out.push(
+    table(
+      ['machine', ''],
+      [
+        ['CPU', `${machine.cpu}, ${machine.cores} cores`],
+        ['memory', `${machine.memoryGiB} GiB`],
+        ['kernel', machine.kernel],
+        ['Node.js', machine.node],
+        ['date', machine.date],
+        ['commit', machine.commit],
+        ['run took', `${Math.round(results.durationSeconds)} s${results.quick ? ' (`--quick`: not for publishing)' : ''}`],
+      ],
+    ),
+  );
+  out.push('');
+  out.push('## Summary');
+  out.push('');
+  const rows: string[][] = [];
+  for (const section of results.throughput) {
+    const relay = side(section, 'relay');
+    const bare = side(section, 'bare node:http');
+    const peer = side(section, 'peer (Powertools + fetch)');
+    if (relay === undefined || bare === undefined) continue;
+    rows.push([`throughput, ${int(section.records)} records, concurrency ${section.concurrency}`, perSecond(relay.recordsPerSecond), `bare node:http ${perSecond(bare.recordsPerSecond)}`, `**${ratio(relay.recordsPerSecond, bare.recordsPerSecond)}**`, '≥ 0.90', check(relay.recordsPerSecond / bare.recordsPerSecond >= 0.9)]);
+    if (peer !== undefined) rows.push([`throughput vs the peer, concurrency ${section.concurrency}`, perSecond(relay.recordsPerSecond), `peer ${perSecond(peer.recordsPerSecond)}`, `${ratio(relay.recordsPerSecond, peer.recordsPerSecond)}×`, '', '']);
+    rows.push([`CPU per record, concurrency ${section.concurrency}`, us(relay.cpuMicrosPerRecord), `bare ${us(bare.cpuMicrosPerRecord)}`, `${ratio(relay.cpuMicrosPerRecord, bare.cpuMicrosPerRecord)} (${delta(relay.cpuMicrosPerRecord - bare.cpuMicrosPerRecord, us)})`, '', '']);
+  }
+  if (calls !== undefined && results.mixed !== undefined) {
+    const warm = median(results.mixed.runs.slice(1).map((run) => run.wallMs));
+    rows.push(['mixed 30 % `429`: ChangeMessageVisibilityBatch calls', String(calls.visibilityCalls), `${results.mixed.runs[0]?.retried} retries`, `${calls.visibilityCalls} / ${calls.goal}`, `⌈retries ÷ 10⌉ = ${calls.goal}`, check(calls.visibilityCalls === calls.goal)]);
+    rows.push(['mixed: other SQS calls (first invocation)', Object.entries(calls.first).filter(([name]) => name !== 'ChangeMessageVisibilityBatch').map(([name, count]) => `${name} × ${count}`).join(', ') || 'none', '', '', 'GetQueueUrl × 1', check((calls.first.GetQueueUrl ?? 0) === 1 && Object.keys(calls.first).length === 2)]);
+    rows.push(['mixed: invocation time (warm)', ms(warm), `all 200: ${ms(results.mixed.allOkMs)}`, ratio(warm, results.mixed.allOkMs), '', '']);
+  }
+  rows.push(['bundle size (`index.mjs`)', kb(weight.bytes), `gzip ${kb(weight.gzipBytes)}`, '', '< 500 KB', check(weight.bytes < 500 * 1024)]);
+  rows.push(['load time: fresh process with the bundle − without', ms(load.asDeployed), `import() alone ${ms(load.importMs)}`, '', '< 100 ms', check(load.asDeployed < 100)]);
+  const relayMemory = results.memory.find((row) => row.side === 'relay');
+  const noop = results.memory.find((row) => row.side === 'no-op handler');
+  if (relayMemory !== undefined) rows.push(['peak RSS, one 10,000-record invocation', mib(relayMemory.peakMiB), `no-op handler ${mib(noop?.peakMiB ?? Number.NaN)}`, '', 'well inside 256 MB', check(relayMemory.peakMiB < 200)]);
+  for (const latency of results.latency) {
+    rows.push([`latency added, concurrency ${latency.concurrency}, p50 / p99`, `${us(latency.relay.p50Micros)} / ${us(latency.relay.p99Micros)}`, `bare ${us(latency.bare.p50Micros)} / ${us(latency.bare.p99Micros)}`, `${delta(latency.relay.p50Micros - latency.bare.p50Micros, us)} / ${delta(latency.relay.p99Micros - latency.bare.p99Micros, us)}`, '', '']);
+  }
+  out.push(table(['figure', 'relay', 'baseline', 'ratio', 'goal', ''], rows));
+  out.push('');
+  out.push(`The relay ran as deployed: the bundle \`cdk synth\` produced, imported by a plain \`node\` process with the template's environment (${Object.entries(results.relayConfig).map(([name, value]) => `\`${name}=${value}\``).join(', ')}); only \`WEBHOOK_URL\` (this machine's webhook) and \`MAX_CONCURRENCY\` (the figure's) changed. The signing key came from a local stand-in for Secrets Manager, as the stack's secret would.`);
+  out.push('');
+
+  out.push('## 1. Throughput and 2. CPU per record');
+  out.push('');
+  out.push('One invocation over a batch of 1 KB records, against a webhook on 127.0.0.1 that answers `200` at once. Every side ran in its own warm process (one warm-up invocation first, garbage collected before each run), at the same concurrency, the rounds interleaved. The webhook is a separate process (a minimal HTTP/1.1 server on `node:net`, so it is never the limit: see its CPU column). CPU is `process.cpuUsage()` of the client process over the invocation (all its threads, GC included) ÷ records.');
+  out.push('');
+  for (const section of results.throughput) {
+    out.push(`### Concurrency ${section.concurrency}`);
+    out.push('');
+    out.push(throughputMarkdown(section));
+    out.push('');
+    const bare = side(section, 'bare node:http');
+    const transmitter = side(section, 'relay transmitter');
+    const unsigned = side(section, 'relay, unsigned');
+    const relay = side(section, 'relay');
+    const bareSigning = side(section, 'bare node:http, signing');
+    if (bare !== undefined && transmitter !== undefined && unsigned !== undefined && relay !== undefined) {
+      out.push(
+        `Where the relay's ${us(relay.cpuMicrosPerRecord)} of CPU per record go: the HTTP exchange itself (bare node:http) ${us(bare.cpuMicrosPerRecord)}; ` +
+          `the relay's transmitter on top of it (timeout, response excerpt, error handling) ${delta(transmitter.cpuMicrosPerRecord - bare.cpuMicrosPerRecord, us)}; ` +
+          `the rest of the relay without signing (building the request, breaker, classification, the latency metric, the batch loop, the batch's log line and metrics) ${delta(unsigned.cpuMicrosPerRecord - transmitter.cpuMicrosPerRecord, us)}; ` +
+          `signing (reading the key, HMAC-SHA256, the signature headers) ${delta(relay.cpuMicrosPerRecord - unsigned.cpuMicrosPerRecord, us)}` +
+          (bareSigning === undefined ? '' : ` (the bare loop signing as it sends: ${delta(bareSigning.cpuMicrosPerRecord - bare.cpuMicrosPerRecord, us)})`) +
+          '. Differences of medians of separate runs: read them to a few µs.',
+      );
+      out.push('');
+    }
+  }
+  out.push('Sides:');
+  out.push('');
+  for (const summary of results.throughput[0]?.sides ?? []) out.push(`- **${summary.side}**: ${summary.description}.`);
+  out.push('');
+  out.push('The bare clients send byte-for-byte the relay\'s requests (its headers, its Standard Webhooks signature), computed before the clock starts: only the HTTP exchange is timed. The peer is written the way the Powertools documentation shows, with `fetch` and a semaphore for the concurrency limit (`bench/peer.ts`); it sends three headers, signs nothing, and has no retry timing, dead-lettering or breaker.');
+  out.push('');
+
+  if (results.clientChoice !== undefined) {
+    const choice = results.clientChoice;
+    out.push('## The HTTP client');
+    out.push('');
+    out.push(`The same bare loop with each client the transmitter could use (concurrency ${choice.concurrency}, ${int(results.throughput[0]?.records ?? 0)} records):`);
+    out.push('');
+    const http = choice.sides.find((candidate) => candidate.side === 'bare node:http');
+    out.push(
+      table(
+        ['client', 'records/s', 'runs (min–max)', '÷ node:http', 'CPU / record', 'adds to the bundle', 'adds to the load time'],
+        choice.sides.map((summary) => {
+          const undici = summary.side === 'bare undici Pool';
+          return [
+            summary.side,
+            perSecond(summary.recordsPerSecond),
+            runRange(summary.runs.map((run) => run.recordsPerSecond), int),
+            http === undefined ? '' : ratio(summary.recordsPerSecond, http.recordsPerSecond),
+            us(summary.cpuMicrosPerRecord),
+            undici ? kb(choice.undiciBundleBytes) : '0 (built in)',
+            undici ? ms(choice.undiciLoadMs) : '0',
+          ];
+        }),
+      ),
+    );
+    out.push('');
+  }
+
+  out.push('## 3. Mixed outcomes');
+  out.push('');
+  if (results.mixed === undefined) {
+    out.push('Not run.');
+  } else {
+    const mixed = results.mixed;
+    out.push(
+      `${int(mixed.records)} messages sent to the SQS emulator (fauxqs) and received from it (real receipt handles; setup ${fmt(mixed.setupMs / 1000, 2)} s), then relayed in one invocation at concurrency 10; the webhook answered \`429\` with \`Retry-After: 600\` to ${mixed.expectedRetries} of them (30 %) and \`200\` to the rest. Every SQS call went through a counting proxy.`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['invocation', 'time', 'retried', 'SQS calls', 'entries per visibility call'],
+        mixed.runs.map((run) => {
+          const entries = run.visibilityEntries;
+          return [
+            run.label,
+            ms(run.wallMs),
+            String(run.retried),
+            Object.entries(run.calls).map(([name, count]) => `${name} × ${count}`).join(', ') || 'none',
+            entries.length === 0 ? '' : `${Math.min(...entries)}–${Math.max(...entries)}`,
+          ];
+        }),
+      ),
+    );
+    out.push('');
+    out.push(`Baseline: the same records all answered \`200\`, same warm process: ${ms(mixed.allOkMs)}. After the first invocation, ${mixed.visibilityVerified} of the ${mixed.expectedRetries} refused messages were in flight with their visibility set to the webhook's 600 s. Peak RSS of that first invocation (fresh process, SQS client loaded): ${mib(mixed.peakMiB)}.`);
+    out.push('');
+    out.push('Log lines of the first mixed invocation:');
+    out.push('');
+    out.push(table(['line', 'count'], Object.entries(mixed.logLines).sort((a, b) => b[1] - a[1]).map(([message, count]) => [message, String(count)])));
+  }
+  out.push('');
+
+  out.push('## 4. Cold start');
+  out.push('');
+  out.push(`\`index.mjs\`: ${kb(weight.bytes)} (gzip ${kb(weight.gzipBytes)}; its source map, not loaded unless an error's stack is formatted, ${kb(weight.mapBytes)}). Load time: a fresh \`node\` process importing the bundle with the function's environment, against a fresh process importing an empty module, ${results.coldStart.loads[0]?.runs ?? 0} runs each, interleaved, median:`);
+  out.push('');
+  out.push(
+    table(
+      ['variant', 'fresh process + bundle', 'fresh process + empty module', 'difference', '`import()` inside the process'],
+      results.coldStart.loads.map((load) => [load.variant, ms(load.bundleProcessMs), ms(load.emptyProcessMs), `**${ms(load.bundleProcessMs - load.emptyProcessMs)}**`, ms(load.importMs)]),
+    ),
+  );
+  out.push('');
+  const first = results.coldStart.firstInvocation;
+  out.push(
+    'A fresh `node -e` process has loaded none of the Node.js built-in modules the bundle imports at its top (http, https, crypto, stream, zlib, child_process…, most of them for the SDK clients it only uses later), so the difference above includes loading them; Lambda\'s runtime has loaded some of them already. The same import in a process that already holds node:http, node:crypto and node:fs (the benchmark\'s client process) is the "import" figure below.',
+  );
+  out.push('');
+  out.push(`First invocations, ${first.processes} fresh processes, median: import ${ms(first.importMs)}, first invocation of one record ${ms(first.firstMs)} (reads the signing key from Secrets Manager: loads that SDK client), second ${ms(first.secondMs)}. The SQS client is loaded only when a batch first needs SQS (the all-\`200\` runs above made no SQS call).`);
+  out.push('');
+  out.push('What the bundle is made of (bytes of minified code, from its source map):');
+  out.push('');
+  const composition = weight.composition;
+  const shown = composition.slice(0, 12);
+  const rest = composition.slice(12).reduce((sum, entry) => sum + entry.bytes, 0);
+  out.push(table(['origin', 'bytes', 'share'], [...shown.map((entry) => [entry.origin, kb(entry.bytes), `${fmt((100 * entry.bytes) / weight.bytes, 2)} %`]), ['everything else', kb(rest), `${fmt((100 * rest) / weight.bytes, 2)} %`]]));
+  out.push('');
+
+  out.push('## 5. Memory');
+  out.push('');
+  out.push('Peak RSS (`process.resourceUsage().maxRSS`) of a fresh process that imports the handler, reads the event as JSON text and parses it (as Lambda\'s runtime does), and runs one 10,000-record invocation (concurrency 10), no forced GC. The event itself is in every row; the no-op handler shows what it costs alone. The bare loop holds all 10,000 requests prepared in advance; the relay builds each when it sends it; the peer starts all 10,000 records at once (the processor\'s `Promise.all`), each waiting on the semaphore.');
+  out.push('');
+  out.push(table(['side', 'after import', 'peak'], results.memory.map((row) => [row.side, mib(row.initMiB), `**${mib(row.peakMiB)}**`])));
+  out.push('');
+
+  out.push('## 6. Latency added');
+  out.push('');
+  out.push(`Per record: from the moment the client starts it to the moment the webhook has the complete request, \`process.hrtime.bigint()\` in both processes (CLOCK_MONOTONIC, one clock for all processes on Linux). For the relay, "starts" is its first read of the record (the first thing it does with one); for the bare client, the loop taking the next prepared request. ${results.latency[0]?.records ?? 0} records per run, ${results.latency[0]?.runs ?? 0} runs, median of each run's percentile.`);
+  out.push('');
+  out.push(latencyMarkdown(results.latency));
+  out.push('');
+  out.push('The p50 is the relay\'s own work before the request leaves (building, signing, the transmitter). The p99 of both sides is mostly this 2-vCPU virtual machine scheduling three busy processes (the client, the webhook, the benchmark): the slowest records of a relay run are spread through the batch, not at its garbage collections or metric flushes.');
+  out.push('');
+
+  out.push('## Where the relay\'s CPU goes');
+  out.push('');
+  out.push('Each per-record step of the relay outside the HTTP exchange, timed alone in a loop (`bench/components.ts`, TypeScript source, median of 5 rounds):');
+  out.push('');
+  out.push(table(['step', 'per', 'cost', 'where'], results.components.map((cost) => [cost.step, cost.per, us(cost.nanos / 1000), cost.where])));
+  out.push('');
+  const perRecord = results.components.filter((cost) => cost.per === 'record').reduce((sum, cost) => sum + cost.nanos / 1000, 0);
+  out.push(`Together ${us(perRecord)} per record; the measured difference between the relay and the bare client is ${us(h.relayCpu - h.bareCpu)} per record${h.unsignedCpu === undefined ? '' : ` (${us(h.unsignedCpu - h.bareCpu)} unsigned)`}. The rest is the relay's promise chain per record, its allocations (GC), and cache effects the loop above does not see.`);
+  out.push('');
+
+  out.push('## Latency-bound throughput: the production regime');
+  out.push('');
+  out.push(
+    `The relay and the bare loop against a webhook that answers after a fixed delay: the production regime, where the webhook's latency sets the pace. Without a CPU limit one invocation sustains about \`in-flight requests × 1000 ÷ latency\` records/s; the webhook's timers fire a little late and every request also pays its own round trip, so even the bare loop stays below that model. The relay's CPU would cap it at about 1,000,000 µs ÷ ${us(h.relayCpu)} per record = ${perSecond(1e6 / h.relayCpu)} on this machine.`,
+  );
+  out.push('');
+  out.push(
+    table(
+      ['webhook latency', 'concurrency', 'records', 'relay', 'bare node:http', 'relay ÷ bare', 'concurrency × 1000 ÷ latency', 'relay ÷ model'],
+      results.latencyBound.map((run) => [
+        ms(run.delayMs),
+        String(run.concurrency),
+        int(run.records),
+        perSecond(run.recordsPerSecond),
+        perSecond(run.bareRecordsPerSecond),
+        ratio(run.recordsPerSecond, run.bareRecordsPerSecond),
+        perSecond(run.modelRecordsPerSecond),
+        ratio(run.recordsPerSecond, run.modelRecordsPerSecond),
+      ]),
+    ),
+  );
+  out.push('');
+  out.push('## Capacity planning');
+  out.push('');
+  out.push(capacityText(results));
+  out.push('');
+  if (results.notes.length > 0) {
+    out.push('## Notes from this run');
+    out.push('');
+    for (const note of results.notes) out.push(`- ${note}`);
+    out.push('');
+  }
+  out.push('## Method');
+  out.push('');
+  out.push('- `npm run bench` runs `cdk synth` (the real CLI, offline), takes the function\'s bundle out of the cloud assembly, and loads it in plain `node` child processes (no TypeScript loader) with the template\'s environment, as Lambda\'s runtime would.');
+  out.push('- All traffic stays on 127.0.0.1: the webhook (`bench/webhook-process.ts`), the SQS emulator (fauxqs) behind a counting proxy (`test/support/sqs-proxy.ts`), a Secrets Manager stand-in (`test/support/secrets-manager.ts`). Every loop is bounded; the run stops by itself.');
+  out.push('- Throughput and CPU: median of the rounds; each round runs every side once, in a rotating order. Ranges show the spread between runs on this (virtualized, shared) machine.');
+  out.push('- `npm run bench -- --profile` writes V8 CPU profiles of the relay\'s processes to `.bench-tmp/profiles/`; `npm run bench -- --quick` is a smaller run for trying changes, `npm run bench -- --node=<path>` runs every child on another Node.js (e.g. Lambda\'s major); both write their report to `.bench-tmp/`; `npm run bench -- --report-only` rewrites the reports from the last run\'s figures (`.bench-tmp/results.json`).');
+  out.push('');
+  return out.join('\n');
+}
+
+/** The capacity-planning explanation and table, shared by BENCHMARKS.md and the README section. */
+function capacityText(results: BenchResults): string {
+  const h = headline(results);
+  const bound = results.latencyBound;
+  const worstVsBare = bound.length === 0 ? Number.NaN : Math.min(...bound.map((run) => run.recordsPerSecond / run.bareRecordsPerSecond));
+  const modelRange = bound.map((run) => run.recordsPerSecond / run.modelRecordsPerSecond);
+  return [
+    'In production the webhook\'s latency, not the relay, sets the pace. One invocation keeps `min(batchSize, MAX_CONCURRENCY)` requests in flight, so it relays about `in-flight × 1000 ÷ webhook latency (ms)` records/s' +
+      (bound.length === 0
+        ? ''
+        : ` (measured against a webhook answering after 10 and 50 ms: ${ratio(Math.min(...modelRange), 1)}–${ratio(Math.max(...modelRange), 1)}× this model, and at least ${ratio(worstVsBare, 1)}× a bare HTTP client in the same conditions)`) +
+      ', until it runs out of CPU: Lambda gives a function CPU in proportion to its memory (one vCPU at 1,769 MB), and the relay needs ' +
+      `${us(h.relayCpu)} of CPU per record on this machine (plain HTTP; TLS adds to it). The event source mapping runs up to \`maxConcurrency\` invocations at once (the stack's default: 5), so the queue drains at up to that many times the figures below.`,
+    '',
+    `Records/s **per concurrent invocation** (in flight = \`min(batchSize, MAX_CONCURRENCY)\`; "(CPU)" where ${STACK_MEMORY_MB} MB or one vCPU, at ${us(h.relayCpu)} per record, is the limit; multiply by the event source's \`maxConcurrency\` for the whole function):`,
+    '',
+    capacityTable(h.relayCpu),
+    '',
+    'To go faster: raise `maxConcurrency` (more invocations; the webhook must take the load), raise `batchSize` with `MAX_CONCURRENCY` (more requests in flight per invocation; batches above 10 need a batching window), and give the function more memory when the table says CPU. With the default `batchSize` of 10, every invocation also pays Lambda\'s per-invocation overhead (polling, invoking, the batch\'s summary log and metrics) for only 10 records.',
+  ].join('\n');
+}
+
+/** The README's "Performance" section. */
+export function performanceSection(results: BenchResults): string {
+  const h = headline(results);
+  const load = loadOverhead(results);
+  const weight = results.coldStart.weight;
+  const calls = mixedCalls(results);
+  const relayMemory = results.memory.find((row) => row.side === 'relay');
+  const c10 = results.latency.find((latency) => latency.concurrency === 10);
+  const out: string[] = [];
+  out.push('## Performance');
+  out.push('');
+  out.push(
+    `Measured with \`npm run bench\` on ${results.machine.cpu} (${results.machine.cores} cores), Node ${results.machine.node}; all figures and the method are in [BENCHMARKS.md](BENCHMARKS.md). The relay is the deployable bundle from \`cdk synth\` with the template's settings (requests signed), against a webhook on 127.0.0.1 over plain HTTP: the figures show what the relay itself costs, not what a network adds.`,
+  );
+  out.push('');
+  const lines: string[][] = [];
+  lines.push([
+    'throughput, 10,000 records, concurrency 10, webhook answering at once',
+    `${perSecond(h.relayRate)}: **${ratio(h.relayRate, h.bareRate)}×** a bare \`node:http\` loop sending the same requests` +
+      (h.unsignedRate === undefined ? '' : ` (${ratio(h.unsignedRate, h.bareRate)}× with signing off)`) +
+      `, **${ratio(h.relayRate, h.peerRate)}×** a Powertools \`BatchProcessor\` + \`fetch\` relay`,
+  ]);
+  lines.push(['CPU per record', `${us(h.relayCpu)} (bare client: ${us(h.bareCpu)}${h.unsignedCpu === undefined ? '' : `; relay with signing off: ${us(h.unsignedCpu)}`})`]);
+  if (c10 !== undefined) lines.push(['latency the relay adds before a request leaves (p50, concurrency 10)', delta(c10.relay.p50Micros - c10.bare.p50Micros, us)]);
+  if (calls !== undefined) lines.push(['SQS calls for 3,000 retries in a 10,000 batch', `${calls.visibilityCalls} \`ChangeMessageVisibilityBatch\` (10 entries each) + ${calls.first.GetQueueUrl ?? 0} \`GetQueueUrl\`; none for an all-2xx batch`]);
+  lines.push(['bundle, load time', `${kb(weight.bytes)}; ${ms(load.asDeployed)} to load in a fresh process`]);
+  if (relayMemory !== undefined) lines.push(['peak memory, 10,000-record batch', `${mib(relayMemory.peakMiB)} RSS (the function has 256 MB)`]);
+  out.push(table(['', ''], lines));
+  out.push('');
+  out.push('### What limits throughput in production');
+  out.push('');
+  out.push(capacityText(results));
+  out.push('');
+  return out.join('\n');
+}
+
+export function writeMarkdown(file: string, results: BenchResults): void {
+  writeFileSync(file, markdown(results));
+}

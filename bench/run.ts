@@ -1,0 +1,750 @@
+/**
+ * `npm run bench`: the relay's performance against a bare HTTP client and the relay a user would
+ * otherwise write (issue 6), side by side in one run, on this machine. Prints a table and writes
+ * `BENCHMARKS.md` and the README's Performance section.
+ *
+ * Everything runs on 127.0.0.1 in processes of its own: the webhook, each client under test
+ * (the relay's handler imported from the bundle `cdk synth` produces, with the template's
+ * environment), the SQS emulator behind a counting proxy, and a stand-in Secrets Manager for
+ * the signing key the stack creates. Loops are bounded; the run stops by itself.
+ *
+ * Options: `--quick` (fewer and smaller runs, for trying changes; figures not for publishing),
+ * `--profile` (the relay's children write V8 CPU profiles to `.bench-tmp/profiles/`),
+ * `--node=<path>` (run the children on another Node.js, e.g. Lambda's major; the orchestrator
+ * stays on this one). Quick and `--node` runs write their reports to `.bench-tmp/`.
+ * `BENCH_ASSEMBLY=<dir>` reuses a cloud assembly from an earlier `cdk synth` instead of
+ * synthesizing (the bundle must be current: for trying bench changes only). `--report-only`
+ * rewrites the reports from the last run's `.bench-tmp/results.json`, measuring nothing.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import { build } from 'esbuild';
+import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../local/event-source';
+import { startEmulator, type Emulator } from '../test/support/emulator';
+import { startSecretsManager, type FakeSecretsManager } from '../test/support/secrets-manager';
+import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
+import { weighBundle } from './bundle';
+import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
+import { type ComponentCost, RESULT_MARKER } from './components';
+import { functionEnvironment, lambdaEnvironment, machineInfo, secretArnOf, templateSecrets } from './environment';
+import type { ClientKind } from './protocol';
+import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
+import { consoleTable, performanceSection, writeMarkdown } from './report';
+import type {
+  BenchResults,
+  ClientChoice,
+  ColdStartSection,
+  LatencyBoundRun,
+  LatencySection,
+  LatencySide,
+  LoadTiming,
+  MemoryRow,
+  MixedRun,
+  MixedSection,
+  SideSummary,
+  ThroughputRun,
+  ThroughputSection,
+} from './results';
+import { median, percentile } from './stats';
+import { type SqsProxy, startSqsProxy } from '../test/support/sqs-proxy';
+
+const QUICK = process.argv.includes('--quick');
+/** `--node=<path>`: run every child (the clients, the webhook, the cold starts) on this Node.js binary. */
+const NODE = process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) || process.execPath;
+const PROFILE = process.argv.includes('--profile');
+/** Records of the big batch: the most Lambda hands one invocation. */
+const BATCH = QUICK ? 2_000 : 10_000;
+const ROUNDS = QUICK ? 2 : 5;
+/** Records of the warm-up invocation each process runs first (JIT, connections). */
+const WARM_UP = QUICK ? 500 : 10_000;
+const DEADLINE_MS = 15 * 60_000;
+
+/** Everything the sections share. */
+interface Bench {
+  readonly bundle: SynthesizedBundle;
+  readonly compiled: CompiledChildren;
+  readonly webhook: WebhookProcess;
+  readonly emulator: Emulator;
+  readonly proxy: SqsProxy;
+  readonly secrets: FakeSecretsManager;
+  /** The signing key the fake Secrets Manager serves (48 letters and digits, as the stack generates). */
+  readonly signingSecret: string;
+  readonly userAgent: string;
+  readonly notes: string[];
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** A side of a comparison: which client, with which environment changes. */
+interface Side {
+  readonly name: string;
+  readonly description: string;
+  readonly kind: ClientKind;
+  /** Leave the template's signing secret out (the stack's `signing: false`). */
+  readonly unsigned?: boolean;
+  /** A bare loop that signs each request inside the timing. */
+  readonly signInLoop?: boolean;
+}
+
+const RELAY: Side = { name: 'relay', description: 'the relay: bundle from `cdk synth`, template environment (requests signed)', kind: 'relay' };
+const RELAY_UNSIGNED: Side = { name: 'relay, unsigned', description: 'the relay, signing off (`signing: false`)', kind: 'relay', unsigned: true };
+const BARE: Side = { name: 'bare node:http', description: 'bare loop: node:http keep-alive Agent, the same POSTs prepared in advance (the limit)', kind: 'bare-http' };
+const BARE_SIGNING: Side = {
+  name: 'bare node:http, signing',
+  description: 'the bare loop computing each Standard Webhooks signature as it sends (createHmac): signing’s own cost',
+  kind: 'bare-http',
+  signInLoop: true,
+};
+const PEER: Side = { name: 'peer (Powertools + fetch)', description: 'Powertools BatchProcessor + processPartialResponse + fetch, same concurrency limit', kind: 'peer' };
+const TRANSMITTER: Side = {
+  name: 'relay transmitter',
+  description: "the bare loop through the relay's own WebhookTransmitter (lambda/transmitter.ts): its cost over node:http",
+  kind: 'transmitter',
+};
+const UNDICI: Side = { name: 'bare undici Pool', description: 'bare loop: undici 7 Pool.request', kind: 'bare-undici' };
+const FETCH: Side = { name: 'bare fetch', description: 'bare loop: global fetch (Node’s bundled undici)', kind: 'bare-fetch' };
+const NOOP: Side = { name: 'no-op handler', description: 'a handler that returns at once (the event alone)', kind: 'noop' };
+
+function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.ProcessEnv {
+  const { bundle } = bench;
+  const queues = templateQueues(bundle.template);
+  const standIns = {
+    region: bench.emulator.region,
+    sqsEndpoint: bench.proxy.endpoint,
+    secretsEndpoint: bench.secrets.endpoint,
+    queueUrls: { [queues.queueLogicalId]: bench.emulator.queue.url, [queues.deadLetterQueueLogicalId]: bench.emulator.dlq.url },
+    queueArns: { [queues.queueLogicalId]: bench.emulator.queue.arn, [queues.deadLetterQueueLogicalId]: bench.emulator.dlq.arn },
+  };
+  const functionEnv = functionEnvironment(bundle, standIns);
+  const signed = side.kind !== 'relay' || side.unsigned !== true;
+  if (!signed) delete functionEnv.SIGNING_SECRET_ARN;
+  return {
+    ...lambdaEnvironment(bundle, standIns, functionEnv),
+    // The only values changed from the template: the webhook is this machine's, and the concurrency is the figure's.
+    WEBHOOK_URL: bench.webhook.url,
+    MAX_CONCURRENCY: String(concurrency),
+    BENCH_HANDLER_FILE: bundle.handlerFile,
+    BENCH_HANDLER_EXPORT: bundle.handlerExport,
+    BENCH_USER_AGENT: bench.userAgent,
+    ...(signed && functionEnv.SIGNING_SECRET_ARN !== undefined ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
+    ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
+  };
+}
+
+async function startSide(bench: Bench, side: Side, concurrency: number, gc: boolean): Promise<ClientProcess> {
+  const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
+  return startClientProcess(bench.compiled, {
+    execPath: NODE,
+    kind: side.kind,
+    env: clientEnv(bench, side, concurrency),
+    cwd: bench.bundle.bundleDir,
+    gcBetweenRuns: gc,
+    ...(PROFILE && side.kind === 'relay' ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+  });
+}
+
+const eventFiles = new Map<number, string>();
+
+/** A file with the event of `count` synthetic records as JSON (written once per size). */
+function eventFile(count: number): string {
+  let file = eventFiles.get(count);
+  if (file === undefined) {
+    file = join(SCRATCH_DIR, 'events', `event-${count}.json`);
+    mkdirSync(join(SCRATCH_DIR, 'events'), { recursive: true });
+    writeFileSync(file, eventJson(count));
+    eventFiles.set(count, file);
+  }
+  return file;
+}
+
+function sqsCallCount(proxy: SqsProxy): number {
+  return Object.values(proxy.counts()).reduce((sum, count) => sum + count, 0);
+}
+
+/** One all-200 invocation of `count` synthetic records, with the webhook's and SQS's view of it. */
+async function throughputRun(bench: Bench, client: ClientProcess, count: number): Promise<ThroughputRun> {
+  await bench.webhook.reset('ok');
+  bench.proxy.reset();
+  const outputBefore = client.outputBytes();
+  const result = await client.run({ eventFile: eventFile(count), timeoutMs: DEADLINE_MS });
+  const hook = await bench.webhook.stats();
+  const failures = result.failures + Math.abs(hook.requests - count);
+  return {
+    recordsPerSecond: (result.records / result.wallMs) * 1000,
+    cpuMicrosPerRecord: result.cpuMicros / result.records,
+    clientCores: result.cpuMicros / 1000 / result.wallMs,
+    webhookCores: hook.cpuMicros / 1000 / result.wallMs,
+    newConnections: hook.connections,
+    failures,
+    sqsCalls: sqsCallCount(bench.proxy),
+    outputBytes: client.outputBytes() - outputBefore,
+  };
+}
+
+function summarize(side: Side, runs: ThroughputRun[]): SideSummary {
+  return {
+    side: side.name,
+    description: side.description,
+    runs,
+    recordsPerSecond: median(runs.map((run) => run.recordsPerSecond)),
+    cpuMicrosPerRecord: median(runs.map((run) => run.cpuMicrosPerRecord)),
+    clientCores: median(runs.map((run) => run.clientCores)),
+    webhookCores: median(runs.map((run) => run.webhookCores)),
+  };
+}
+
+/**
+ * Each side in its own warm process (one warm-up invocation first), then `rounds` rounds in
+ * which every side runs once, in a rotating order, so drift on the machine hits all alike.
+ */
+async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, count: number): Promise<SideSummary[]> {
+  const clients: ClientProcess[] = [];
+  try {
+    for (const side of sides) clients.push(await startSide(bench, side, concurrency, true));
+    for (const client of clients) await throughputRun(bench, client, WARM_UP);
+    const runs: ThroughputRun[][] = sides.map(() => []);
+    for (let round = 0; round < rounds; round += 1) {
+      for (let offset = 0; offset < sides.length; offset += 1) {
+        const index = (round + offset) % sides.length;
+        const run = await throughputRun(bench, clients[index] as ClientProcess, count);
+        (runs[index] as ThroughputRun[]).push(run);
+      }
+      log(`  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`);
+    }
+    return sides.map((side, index) => summarize(side, runs[index] as ThroughputRun[]));
+  } finally {
+    await Promise.all(clients.map((client) => client.stop()));
+  }
+}
+
+async function throughputSection(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
+  log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
+  return { concurrency, records: BATCH, sides: await compare(bench, sides, concurrency, rounds, BATCH) };
+}
+
+/** A bundled, minified undici `Pool` as a handler file would carry it: its bytes, and its load time in a fresh process. */
+async function undiciWeight(): Promise<{ bytes: number; loadMs: number }> {
+  const result = await build({
+    stdin: { contents: "import { Pool } from 'undici'; export const pool = (origin) => new Pool(origin);", resolveDir: PROJECT_ROOT, loader: 'js' },
+    banner: { js: RELAY_BANNER },
+    bundle: true,
+    minify: true,
+    platform: 'node',
+    format: 'esm',
+    write: false,
+    logLevel: 'silent',
+  });
+  const contents = result.outputFiles[0]?.contents ?? new Uint8Array();
+  const file = join(SCRATCH_DIR, 'undici-pool.mjs');
+  writeFileSync(file, contents);
+  const empty = emptyModule();
+  const runs = QUICK ? 3 : 9;
+  const withUndici: number[] = [];
+  const without: number[] = [];
+  for (let run = 0; run < runs; run += 1) {
+    without.push((await timeImport(empty, { PATH: process.env.PATH }, SCRATCH_DIR)).processMs);
+    withUndici.push((await timeImport(file, { PATH: process.env.PATH }, SCRATCH_DIR)).processMs);
+  }
+  return { bytes: contents.length, loadMs: median(withUndici) - median(without) };
+}
+
+async function clientChoiceSection(bench: Bench, concurrency: number, bareHttp: SideSummary | undefined): Promise<ClientChoice> {
+  log(`HTTP client candidates, concurrency ${concurrency}`);
+  const rounds = QUICK ? 2 : 3;
+  const sides = await compare(bench, [UNDICI, FETCH], concurrency, rounds, BATCH);
+  const undici = await undiciWeight();
+  return { concurrency, sides: bareHttp === undefined ? sides : [bareHttp, ...sides], undiciBundleBytes: undici.bytes, undiciLoadMs: undici.loadMs };
+}
+
+function latencySide(side: string, perRun: { p50: number; p99: number; samples: number }[]): LatencySide {
+  return {
+    side,
+    p50Micros: median(perRun.map((run) => run.p50)),
+    p99Micros: median(perRun.map((run) => run.p99)),
+    samples: perRun.reduce((sum, run) => sum + run.samples, 0),
+  };
+}
+
+/**
+ * Start-to-receive time per record: the client stamps `process.hrtime.bigint()` when it starts a
+ * record (the relay: its first read of the record's attributes, the first thing `attempt` does),
+ * the webhook when the request is complete; CLOCK_MONOTONIC is one clock for all processes.
+ */
+async function latencySection(bench: Bench, concurrency: number): Promise<LatencySection> {
+  const records = QUICK ? 500 : 2_000;
+  const runs = QUICK ? 2 : 3;
+  log(`latency, concurrency ${concurrency}`);
+  const sides = [RELAY, BARE];
+  const clients = [await startSide(bench, RELAY, concurrency, true), await startSide(bench, BARE, concurrency, true)];
+  try {
+    const perRun: { p50: number; p99: number; samples: number }[][] = [[], []];
+    for (const client of clients) await throughputRun(bench, client, WARM_UP);
+    for (let round = 0; round < runs; round += 1) {
+      for (const [index, client] of clients.entries()) {
+        await bench.webhook.reset('ok', { stampSize: records });
+        const result = await client.run({ eventFile: eventFile(records), stamp: true, timeoutMs: DEADLINE_MS });
+        const { received } = await bench.webhook.stats();
+        const deltas: number[] = [];
+        for (let record = 0; record < records; record += 1) {
+          const start = result.started?.[record] ?? 0n;
+          const end = received?.[record] ?? 0n;
+          if (start > 0n && end > 0n) deltas.push(Number(end - start) / 1000);
+        }
+        if (deltas.length !== records) bench.notes.push(`latency c=${concurrency} ${sides[index]?.name}: ${deltas.length} of ${records} records matched`);
+        perRun[index]?.push({ p50: percentile(deltas, 50), p99: percentile(deltas, 99), samples: deltas.length });
+      }
+    }
+    return { concurrency, records, runs, relay: latencySide(RELAY.name, perRun[0] ?? []), bare: latencySide(BARE.name, perRun[1] ?? []) };
+  } finally {
+    await Promise.all(clients.map((client) => client.stop()));
+  }
+}
+
+/** The relay against a webhook that takes `delayMs` per request: measured vs concurrency ÷ latency. */
+async function latencyBoundSection(bench: Bench): Promise<LatencyBoundRun[]> {
+  log('latency-bound throughput (webhook answering after a delay)');
+  const cases = QUICK
+    ? [{ delayMs: 20, concurrency: 10 }]
+    : [
+        { delayMs: 10, concurrency: 10 },
+        { delayMs: 50, concurrency: 10 },
+        { delayMs: 10, concurrency: 50 },
+        { delayMs: 50, concurrency: 50 },
+      ];
+  const results: LatencyBoundRun[] = [];
+  for (const { delayMs, concurrency } of cases) {
+    const model = (concurrency * 1000) / delayMs;
+    // About one second of traffic at the model's rate.
+    const records = Math.max(200, Math.round(model));
+    const rates: number[] = [];
+    for (const side of [RELAY, BARE]) {
+      const client = await startSide(bench, side, concurrency, true);
+      try {
+        await bench.webhook.reset('ok', { delayMs });
+        await client.run({ eventFile: eventFile(Math.min(records, 500)), timeoutMs: DEADLINE_MS });
+        await bench.webhook.reset('ok', { delayMs });
+        const result = await client.run({ eventFile: eventFile(records), timeoutMs: DEADLINE_MS });
+        rates.push((result.records / result.wallMs) * 1000);
+      } finally {
+        await client.stop();
+      }
+    }
+    results.push({ delayMs, concurrency, records, recordsPerSecond: rates[0] ?? Number.NaN, bareRecordsPerSecond: rates[1] ?? Number.NaN, modelRecordsPerSecond: model });
+  }
+  await bench.webhook.reset('ok');
+  return results;
+}
+
+/** Peak RSS of one 10,000-record invocation, each side in a fresh process. */
+async function memorySection(bench: Bench): Promise<MemoryRow[]> {
+  log('memory: one batch in a fresh process per side');
+  const rows: MemoryRow[] = [];
+  for (const side of [NOOP, BARE, RELAY, PEER]) {
+    const client = await startSide(bench, side, 10, false);
+    try {
+      const run = await throughputRun(bench, client, BATCH);
+      if (run.failures > 0 && side.kind !== 'noop') bench.notes.push(`memory ${side.name}: ${run.failures} failures`);
+      const final = await client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
+      rows.push({ side: side.name, description: side.description, initMiB: client.initRssKiB / 1024, peakMiB: final.maxRssKiB / 1024 });
+    } finally {
+      await client.stop();
+    }
+  }
+  return rows;
+}
+
+/** The stack's bundling banner (lib/webhook-relay.ts): bundled CommonJS may require() Node built-ins. */
+const RELAY_BANNER = "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);";
+
+/** An empty ES module: what a fresh process that loads nothing imports. */
+function emptyModule(): string {
+  const file = join(SCRATCH_DIR, 'empty.mjs');
+  writeFileSync(file, 'export {};\n');
+  return file;
+}
+
+/**
+ * The handler bundled as the stack bundles it (esbuild, ESM, minified, source map, the same
+ * banner and target) but with code splitting: what is imported lazily (the SQS and Secrets
+ * Manager clients) goes into chunks loaded on first use. Evidence for the bundling, not deployed.
+ */
+async function splitBundle(runtime: string): Promise<string> {
+  const outdir = join(SCRATCH_DIR, 'split-bundle');
+  rmSync(outdir, { recursive: true, force: true });
+  await build({
+    entryPoints: { index: join(PROJECT_ROOT, 'lambda', 'handler.ts') },
+    outdir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: `node${runtime.replace(/^nodejs(\d+).*$/, '$1')}`,
+    minify: true,
+    sourcemap: true,
+    sourcesContent: false,
+    mainFields: ['module', 'main'],
+    outExtension: { '.js': '.mjs' },
+    banner: { js: RELAY_BANNER },
+    logLevel: 'silent',
+  });
+  return join(outdir, 'index.mjs');
+}
+
+/** Wall time of a fresh `node` importing `file`, and the import's own time as the process saw it. */
+function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ processMs: number; importMs: number }> {
+  const script =
+    'const t = performance.now(); await import(process.argv[1]); const ms = performance.now() - t; process.stdout.write(String(ms), () => process.exit(0));';
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(NODE, ['--input-type=module', '-e', script, pathToFileURL(file).href], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const processMs = Number(process.hrtime.bigint() - started) / 1e6;
+      if (code !== 0) reject(new Error(`importing ${file} exited ${code}: ${err.slice(-2000)}`));
+      else resolve({ processMs, importMs: Number(out) });
+    });
+  });
+}
+
+async function coldStartSection(bench: Bench): Promise<ColdStartSection> {
+  log('cold start: bundle weight, load time in fresh processes');
+  const weight = weighBundle(bench.bundle.handlerFile);
+  const empty = emptyModule();
+  const env = clientEnv(bench, RELAY, 10);
+  const split = await splitBundle(bench.bundle.runtime);
+  const runs = QUICK ? 5 : 15;
+  const variants: { name: string; env: NodeJS.ProcessEnv; file: string; dir: string }[] = [
+    { name: `as deployed (\`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}\`)`, env, file: bench.bundle.handlerFile, dir: bench.bundle.bundleDir },
+    { name: 'as deployed, without `--enable-source-maps`', env: { ...env, NODE_OPTIONS: '' }, file: bench.bundle.handlerFile, dir: bench.bundle.bundleDir },
+    { name: 'not deployed: the same code bundled with code splitting (SDK chunks load on first use), source maps on', env, file: split, dir: dirname(split) },
+    { name: 'not deployed: code splitting, without `--enable-source-maps`', env: { ...env, NODE_OPTIONS: '' }, file: split, dir: dirname(split) },
+  ];
+  const loads: LoadTiming[] = [];
+  for (const variant of variants) {
+    const bundleRuns: { processMs: number; importMs: number }[] = [];
+    const emptyRuns: number[] = [];
+    for (let run = 0; run < runs; run += 1) {
+      emptyRuns.push((await timeImport(empty, variant.env, SCRATCH_DIR)).processMs);
+      bundleRuns.push(await timeImport(variant.file, variant.env, variant.dir));
+    }
+    loads.push({
+      variant: variant.name,
+      bundleProcessMs: median(bundleRuns.map((run) => run.processMs)),
+      emptyProcessMs: median(emptyRuns),
+      importMs: median(bundleRuns.map((run) => run.importMs)),
+      runs,
+    });
+  }
+  log('cold start: first invocations in fresh processes');
+  const first: { importMs: number; firstMs: number; secondMs: number }[] = [];
+  for (let run = 0; run < (QUICK ? 2 : 5); run += 1) {
+    const client = await startSide(bench, RELAY, 10, false);
+    try {
+      await bench.webhook.reset('ok');
+      const one = await client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
+      const two = await client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
+      if (one.failures + two.failures > 0) bench.notes.push('cold start: a first invocation failed');
+      first.push({ importMs: client.importMs, firstMs: one.wallMs, secondMs: two.wallMs });
+    } finally {
+      await client.stop();
+    }
+  }
+  return {
+    weight,
+    loads,
+    firstInvocation: {
+      importMs: median(first.map((run) => run.importMs)),
+      firstMs: median(first.map((run) => run.firstMs)),
+      secondMs: median(first.map((run) => run.secondMs)),
+      processes: first.length,
+    },
+  };
+}
+
+/** Runs `task` over `items` with at most `limit` at once. */
+async function inParallel<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await task(items[next++] as T);
+    }),
+  );
+}
+
+/** Fills the emulator's queue with the batch and receives it all, as the event source would. */
+async function receiveBatchFromEmulator(bench: Bench, count: number): Promise<SQSRecord[]> {
+  const { emulator } = bench;
+  const deadline = Date.now() + 120_000;
+  const chunks = Array.from({ length: Math.ceil(count / 10) }, (_, chunk) => chunk * 10);
+  await inParallel(chunks, 16, async (start) => {
+    const entries = Array.from({ length: Math.min(10, count - start) }, (_, offset) => ({ Id: `m${offset}`, MessageBody: bodyOf(start + offset, isRetryIndex(start + offset)) }));
+    const { Failed } = await emulator.sqs.send(new SendMessageBatchCommand({ QueueUrl: emulator.queue.url, Entries: entries }));
+    if ((Failed ?? []).length > 0) throw new Error(`SendMessageBatch failed for ${Failed?.length} entries`);
+  });
+  const records: SQSRecord[] = [];
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (records.length < count) {
+        if (Date.now() > deadline) throw new Error(`received ${records.length} of ${count} messages in 120 s`);
+        const { Messages } = await emulator.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: emulator.queue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 1_800, ...RECEIVE_ALL_ATTRIBUTES }),
+        );
+        for (const message of Messages ?? []) records.push(toSqsRecord(message, emulator.queue.arn));
+      }
+    }),
+  );
+  return records.slice(0, count);
+}
+
+/**
+ * 30 % of the batch answered `429` + `Retry-After` by the webhook, records received from the
+ * emulator (real receipt handles), every SQS call counted at the proxy.
+ */
+async function mixedSection(bench: Bench): Promise<MixedSection> {
+  log(`mixed outcomes: ${BATCH} messages through the emulator`);
+  const setupStarted = Date.now();
+  const records = await receiveBatchFromEmulator(bench, BATCH);
+  const setupMs = Date.now() - setupStarted;
+  const expectedRetries = records.filter((record) => record.body.startsWith('{"retry"')).length;
+  const client = await startSide(bench, RELAY, 10, true);
+  try {
+    client.keepLogs = true;
+    const runs: MixedRun[] = [];
+    let visibilityVerified = 0;
+    let logLines: Record<string, number> = {};
+    let peakMiB = 0;
+    for (let round = 0; round < (QUICK ? 2 : 3); round += 1) {
+      await bench.webhook.reset('mixed');
+      bench.proxy.reset();
+      client.logs.length = 0;
+      const result = await client.run({ event: { Records: records }, timeoutMs: DEADLINE_MS });
+      runs.push({
+        label: round === 0 ? 'first (fresh process: SDK loaded, queue URL looked up)' : `warm #${round}`,
+        wallMs: result.wallMs,
+        retried: result.failures,
+        calls: bench.proxy.counts(),
+        visibilityEntries: bench.proxy.visibilityEntries(),
+      });
+      if (round === 0) {
+        peakMiB = result.maxRssKiB / 1024;
+        const now = Date.now();
+        const state = bench.emulator.server.inspectQueue(bench.emulator.queue.name);
+        visibilityVerified = (state?.messages.inflight ?? []).filter(
+          (entry) => entry.message.body.startsWith('{"retry"') && Math.abs(entry.visibilityDeadline - now - RETRY_AFTER_SECONDS * 1000) < 60_000,
+        ).length;
+        await new Promise((resolve) => setTimeout(resolve, 200)); // let the last log lines arrive
+        logLines = {};
+        for (const line of client.logs) {
+          let message = 'non-JSON line';
+          try {
+            const parsed = JSON.parse(line) as { message?: string; _aws?: unknown };
+            message = parsed._aws !== undefined ? 'EMF metrics' : (parsed.message ?? 'JSON line');
+          } catch {
+            message = line.startsWith('(node') || line.startsWith('(Use') || /SDK|node >=|upgrade|a\.co|^[A-Za-z ]+$/.test(line) ? 'Node warning' : 'non-JSON line';
+          }
+          logLines[message] = (logLines[message] ?? 0) + 1;
+        }
+      }
+    }
+    await bench.webhook.reset('ok');
+    const allOk = await client.run({ event: { Records: records }, timeoutMs: DEADLINE_MS });
+    if (allOk.failures > 0) bench.notes.push(`mixed: the all-200 baseline had ${allOk.failures} failures`);
+    return { records: records.length, expectedRetries, setupMs, runs, allOkMs: allOk.wallMs, visibilityVerified, logLines, peakMiB };
+  } finally {
+    await client.stop();
+  }
+}
+
+/** The component microbenchmark, in a process of its own (its steps print EMF and log lines). */
+function componentsSection(): Promise<ComponentCost[]> {
+  log('components: per-record steps timed alone');
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, ['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'components.ts'), '--json'], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'INFO', AWS_LAMBDA_FUNCTION_NAME: 'bench' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.length > 1e6) out = out.slice(-1e5); // the EMF lines are not needed
+    });
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const line = out.split('\n').find((candidate) => candidate.startsWith(RESULT_MARKER));
+      if (code !== 0 || line === undefined) reject(new Error(`components exited ${code}: ${err.slice(-2000)}`));
+      else resolve(JSON.parse(line.slice(RESULT_MARKER.length)) as ComponentCost[]);
+    });
+  });
+}
+
+/** The signing key as Secrets Manager would generate it for the stack: letters and digits, valid base64. */
+function generatedSigningKey(): string {
+  let key = '';
+  while (key.length < 48) key += randomBytes(48).toString('base64').replace(/[^A-Za-z0-9]/g, '');
+  return key.slice(0, 48);
+}
+
+async function loadBundle(): Promise<SynthesizedBundle> {
+  const reuse = process.env.BENCH_ASSEMBLY;
+  if (reuse === undefined || reuse === '') return synthesizeBundle();
+  // Same lookup as synthesizeBundle, on an existing assembly.
+  const { stackName, template } = readStack(reuse);
+  const [functionLogicalId, fn] = Object.entries(template.Resources).find(([, resource]) => resource.Type === 'AWS::Lambda::Function') ?? [];
+  if (fn === undefined || functionLogicalId === undefined) throw new Error(`no function in ${reuse}`);
+  const properties = fn.Properties ?? {};
+  const key = String((properties.Code as { S3Key?: string }).S3Key).replace(/\.zip$/, '');
+  const assets = JSON.parse(readFileSync(join(reuse, `${stackName}.assets.json`), 'utf8')) as { files: Record<string, { source: { path: string } }> };
+  const bundleDir = join(reuse, assets.files[key]?.source.path ?? '');
+  return {
+    assemblyDir: reuse,
+    stackName,
+    template,
+    functionLogicalId,
+    bundleDir,
+    handlerFile: join(bundleDir, 'index.mjs'),
+    handlerExport: String(properties.Handler).split('.').pop() ?? 'handler',
+    runtime: String(properties.Runtime),
+    timeoutSeconds: Number(properties.Timeout ?? 3),
+    memorySize: Number(properties.MemorySize ?? 128),
+    environment: (properties.Environment as { Variables?: SynthesizedBundle['environment'] } | undefined)?.Variables ?? {},
+    output: '',
+  };
+}
+
+/** Where a run's reports go: quick runs and other Node.js versions to the scratch directory. */
+function reportFiles(results: Pick<BenchResults, 'quick' | 'machine'>): { markdownFile: string; sectionFile: string | undefined } {
+  const scratch = results.quick ? 'quick' : results.machine.node !== process.version ? `node-${results.machine.node}` : undefined;
+  return scratch !== undefined
+    ? { markdownFile: join(SCRATCH_DIR, `BENCHMARKS.${scratch}.md`), sectionFile: join(SCRATCH_DIR, `README-performance.${scratch}.md`) }
+    : { markdownFile: join(PROJECT_ROOT, 'BENCHMARKS.md'), sectionFile: undefined };
+}
+
+/** The README's Performance section sits between these markers; a full run rewrites it. */
+const README_MARKERS = { start: '<!-- performance:start (written by npm run bench) -->', end: '<!-- performance:end -->' } as const;
+
+function writeReadmeSection(section: string): string {
+  const readme = join(PROJECT_ROOT, 'README.md');
+  const text = readFileSync(readme, 'utf8');
+  const start = text.indexOf(README_MARKERS.start);
+  const end = text.indexOf(README_MARKERS.end);
+  if (start < 0 || end < start) throw new Error(`README.md has no ${README_MARKERS.start} … ${README_MARKERS.end} markers`);
+  writeFileSync(readme, `${text.slice(0, start + README_MARKERS.start.length)}\n${section.trim()}\n${text.slice(end)}`);
+  return readme;
+}
+
+function writeReports(results: BenchResults): void {
+  const { markdownFile, sectionFile } = reportFiles(results);
+  writeMarkdown(markdownFile, results);
+  const section = performanceSection(results);
+  let sectionTarget: string;
+  if (sectionFile === undefined) sectionTarget = writeReadmeSection(section);
+  else {
+    writeFileSync(sectionFile, section);
+    sectionTarget = sectionFile;
+  }
+  log(`wrote ${markdownFile} and ${sectionTarget}`);
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--report-only')) {
+    // The text again from the last run's figures (after changing report.ts), measuring nothing.
+    const results = JSON.parse(readFileSync(join(SCRATCH_DIR, 'results.json'), 'utf8')) as BenchResults;
+    process.stdout.write(`${consoleTable(results)}\n`);
+    writeReports(results);
+    return;
+  }
+  const started = Date.now();
+  const machine = machineInfo(NODE);
+  log(`${machine.cpu}, ${machine.cores} cores, Node ${machine.node}${QUICK ? ' (quick)' : ''}`);
+  log(process.env.BENCH_ASSEMBLY ? `reusing the assembly in ${process.env.BENCH_ASSEMBLY}` : 'cdk synth (the deployable bundle)…');
+  const bundle = await loadBundle();
+  const cleanUps: (() => Promise<void> | void)[] = [];
+  if (!process.env.BENCH_ASSEMBLY) cleanUps.push(() => rmSync(bundle.assemblyDir, { recursive: true, force: true }));
+  try {
+    rmSync(join(SCRATCH_DIR, 'profiles'), { recursive: true, force: true });
+    mkdirSync(SCRATCH_DIR, { recursive: true });
+    const compiled = await compileChildren();
+    const queues = templateQueues(bundle.template);
+    const emulator = await startEmulator({ keepEnvironment: true, visibilityTimeout: queues.visibilityTimeout, maxReceiveCount: queues.maxReceiveCount });
+    cleanUps.push(() => emulator.stop());
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    cleanUps.push(() => proxy.close());
+    const secrets = await startSecretsManager();
+    cleanUps.push(() => secrets.close());
+    const signingSecret = generatedSigningKey();
+    for (const logicalId of templateSecrets(bundle)) secrets.secrets.set(secretArnOf(logicalId), signingSecret);
+    const webhook = await startWebhookProcess(compiled, NODE);
+    cleanUps.push(() => webhook.stop());
+    const { version } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
+    const bench: Bench = { bundle, compiled, webhook, emulator, proxy, secrets, signingSecret, userAgent: `sqs-webhook-relay/${version}`, notes: [] };
+
+    const throughput: ThroughputSection[] = [];
+    throughput.push(await throughputSection(bench, 10, [RELAY, RELAY_UNSIGNED, TRANSMITTER, BARE, BARE_SIGNING, PEER], ROUNDS));
+    if (!QUICK) throughput.push(await throughputSection(bench, 50, [RELAY, BARE, PEER], 3));
+    const clientChoice = await clientChoiceSection(bench, 10, throughput[0]?.sides.find((side) => side.side === BARE.name));
+    const latency = [await latencySection(bench, 1), await latencySection(bench, 10)];
+    const latencyBound = await latencyBoundSection(bench);
+    const memory = await memorySection(bench);
+    const coldStart = await coldStartSection(bench);
+    const mixed = await mixedSection(bench);
+    const components = await componentsSection();
+
+    const relayConfig = Object.fromEntries(
+      Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/.test(name)),
+    ) as Record<string, string>;
+    const results: BenchResults = {
+      machine,
+      quick: QUICK,
+      durationSeconds: (Date.now() - started) / 1000,
+      relayConfig,
+      throughput,
+      clientChoice,
+      latency,
+      latencyBound,
+      memory,
+      coldStart,
+      mixed,
+      components,
+      notes: bench.notes,
+    };
+    writeFileSync(join(SCRATCH_DIR, 'results.json'), JSON.stringify(results, null, 2));
+    process.stdout.write(`${consoleTable(results)}\n`);
+    // A quick run's figures are not for publishing, and the published ones are this machine's
+    // Node.js: other runs go to the scratch directory.
+    writeReports(results);
+    log(`done in ${Math.round(results.durationSeconds)} s`);
+  } finally {
+    for (const cleanUp of cleanUps.reverse()) {
+      try {
+        await cleanUp();
+      } catch (error) {
+        log(`clean-up: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);
