@@ -16,6 +16,7 @@ import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
+import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
 import { buildDeliveryRequest, idempotencyKeyOf } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
@@ -25,9 +26,8 @@ import { SqsGateway } from './sqs-gateway';
 import { WebhookTransmitter } from './transmitter';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
-import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
-
 export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
+
 /** The default service name of logs and metrics (`POWERTOOLS_SERVICE_NAME` overrides it). */
 export const DEFAULT_SERVICE_NAME = 'sqs-webhook-relay';
 /** No request starts with less than this left before the deadline margin: it could not finish. */
