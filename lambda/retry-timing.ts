@@ -5,8 +5,9 @@
  */
 import type { BackoffSettings } from './config';
 
-/** SQS's ceiling on a message's visibility timeout, counted from its receive: 12 hours. */
-export const MAX_VISIBILITY_SECONDS = 43_200;
+import { MAX_VISIBILITY_SECONDS } from './aws-limits';
+
+export { MAX_VISIBILITY_SECONDS };
 
 /**
  * Seconds kept back from {@link MAX_VISIBILITY_SECONDS} for the time between SQS handing the

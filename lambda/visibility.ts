@@ -2,10 +2,8 @@
  * Visibility updates (SPEC §3): each retried message's visibility timeout set to its delay
  * with `ChangeMessageVisibilityBatch`, at most 10 entries a call, all calls in parallel.
  */
+import { MAX_BATCH_CALL_ENTRIES } from './aws-limits';
 import type { SqsGateway } from './sqs-gateway';
-
-/** SQS's limit on entries in one batch call. */
-export const MAX_ENTRIES_PER_CALL = 10;
 
 /** One message whose visibility is to change. */
 export interface VisibilityChange {
@@ -36,8 +34,8 @@ export class VisibilityUpdater {
    */
   async apply(queueUrl: string, changes: readonly VisibilityChange[]): Promise<FailedVisibilityChange[]> {
     const calls: Promise<FailedVisibilityChange[]>[] = [];
-    for (let start = 0; start < changes.length; start += MAX_ENTRIES_PER_CALL) {
-      calls.push(this.applyChunk(queueUrl, changes.slice(start, start + MAX_ENTRIES_PER_CALL)));
+    for (let start = 0; start < changes.length; start += MAX_BATCH_CALL_ENTRIES) {
+      calls.push(this.applyChunk(queueUrl, changes.slice(start, start + MAX_BATCH_CALL_ENTRIES)));
     }
     return (await Promise.all(calls)).flat();
   }

@@ -31,7 +31,15 @@ import {
 } from '../lambda/config';
 import { type BreakerSettings, receivesToSurvive } from '../lambda/breaker';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../lambda/metric-names';
-import { backoffDelay, MAX_VISIBILITY_SECONDS } from '../lambda/retry-timing';
+import {
+  MAX_BATCHING_WINDOW_SECONDS,
+  MAX_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FIFO_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FUNCTION_TIMEOUT_SECONDS,
+  MAX_VISIBILITY_SECONDS,
+  VISIBILITY_TIMEOUT_FACTOR,
+} from '../lambda/aws-limits';
+import { backoffDelay } from '../lambda/retry-timing';
 
 /** The CloudWatch namespace the function publishes its metrics to (`POWERTOOLS_METRICS_NAMESPACE`). */
 export const METRICS_NAMESPACE = DEFAULT_METRICS_NAMESPACE;
@@ -84,8 +92,7 @@ export const RELAY_DEFAULTS = {
 /** The dead-letter queue's retention: the SQS maximum, so a message outlives any main-queue retention. */
 export const DLQ_RETENTION = Duration.days(14);
 
-/** The queue's visibility timeout is this many times the function timeout (Lambda's recommendation). */
-export const VISIBILITY_TIMEOUT_FACTOR = 6;
+export { VISIBILITY_TIMEOUT_FACTOR };
 
 /** Properties of {@link WebhookRelay}. Only `webhookUrl` is required. */
 export interface WebhookRelayProps {
@@ -262,9 +269,9 @@ const PROP_OF_VARIABLE: Readonly<Record<string, string>> = {
   OUTAGE_BACKOFF_MAX_SECONDS: 'outageBackoffMax',
 };
 
-const SQS_MAX_VISIBILITY = Duration.hours(12);
-const LAMBDA_MAX_TIMEOUT = Duration.minutes(15);
-const MAX_BATCHING_WINDOW = Duration.minutes(5);
+const SQS_MAX_VISIBILITY = Duration.seconds(MAX_VISIBILITY_SECONDS);
+const LAMBDA_MAX_TIMEOUT = Duration.seconds(MAX_FUNCTION_TIMEOUT_SECONDS);
+const MAX_BATCHING_WINDOW = Duration.seconds(MAX_BATCHING_WINDOW_SECONDS);
 
 /** The repository root, found from this file so synth works from any working directory. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -382,7 +389,7 @@ export class WebhookRelay extends Construct {
     // ---- event source settings ----
     const fifo = queue.fifo;
     const batchSize = props.batchSize ?? d.batchSize;
-    wholeNumber(batchSize, 'batchSize', 1, fifo ? 10 : 10_000);
+    wholeNumber(batchSize, 'batchSize', 1, fifo ? MAX_FIFO_EVENT_SOURCE_BATCH_SIZE : MAX_EVENT_SOURCE_BATCH_SIZE);
     check(!fifo || windowSeconds === 0, 'maxBatchingWindow', 'is not supported by Lambda for FIFO queues; leave it unset');
     check(
       batchSize <= 10 || windowSeconds >= 1,

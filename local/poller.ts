@@ -17,6 +17,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { MAX_BATCH_CALL_ENTRIES } from '../lambda/aws-limits';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
 
 /** Lambda's handler signature as the poller calls it. */
@@ -24,8 +25,6 @@ export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatch
 
 /** SQS's limit on messages per ReceiveMessage. */
 export const MAX_MESSAGES_PER_RECEIVE = 10;
-/** SQS's limit on entries per batch call (DeleteMessageBatch, ChangeMessageVisibilityBatch). */
-export const MAX_ENTRIES_PER_BATCH_CALL = 10;
 /** SQS's longest long poll, seconds; Lambda's pollers use it. */
 export const MAX_WAIT_TIME_SECONDS = 20;
 /** The pause after a failed receive doubles from the first to the last of these. */
@@ -170,7 +169,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
   /** Hands messages back to the queue at once (visibility 0). */
   const release = async (messages: readonly Message[]): Promise<void> => {
     await Promise.all(
-      chunks(messages, MAX_ENTRIES_PER_BATCH_CALL).map((chunk) =>
+      chunks(messages, MAX_BATCH_CALL_ENTRIES).map((chunk) =>
         options.sqs
           .send(
             new ChangeMessageVisibilityBatchCommand({
@@ -186,7 +185,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
   /** Deletes acknowledged records, ≤10 per call, calls in parallel; returns the ones not deleted. */
   const acknowledge = async (records: readonly SQSRecord[]): Promise<{ record: SQSRecord; reason: string }[]> => {
     const results = await Promise.all(
-      chunks(records, MAX_ENTRIES_PER_BATCH_CALL).map(async (chunk) => {
+      chunks(records, MAX_BATCH_CALL_ENTRIES).map(async (chunk) => {
         try {
           const { Failed } = await options.sqs.send(
             new DeleteMessageBatchCommand({

@@ -3,21 +3,17 @@
  * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
+import {
+  MAX_BATCHING_WINDOW_SECONDS,
+  MAX_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FUNCTION_TIMEOUT_SECONDS,
+  MAX_VISIBILITY_SECONDS,
+  VISIBILITY_TIMEOUT_FACTOR,
+} from '../lambda/aws-limits';
 import { ConfigError, type Env, integer, read } from '../lambda/env';
 
 /** How the runner's and the handler's log lines are written. */
 export type LogFormat = 'pretty' | 'json';
-
-/** Lambda's limit on the batch size of an SQS event source mapping (standard queues). */
-export const MAX_BATCH_SIZE = 10_000;
-/** Lambda's limit on the batching window, seconds. */
-export const MAX_BATCHING_WINDOW_SECONDS = 300;
-/** Lambda's limit on a function's timeout, seconds. */
-export const MAX_FUNCTION_TIMEOUT_SECONDS = 900;
-/** The stack's rule: the queue's visibility timeout is this many times the function timeout. */
-export const VISIBILITY_TIMEOUT_FACTOR = 6;
-/** SQS's ceiling on a visibility timeout, seconds. */
-export const MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200;
 
 /** Everything `npm start` reads from its environment besides the handler's variables. */
 export interface LocalSettings {
@@ -113,7 +109,7 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
     sqsPort: integer(env, 'SQS_PORT', 4566, 0, 65_535),
     queueName,
     maxReceiveCount,
-    batchSize: integer(env, 'BATCH_SIZE', 10, 1, MAX_BATCH_SIZE),
+    batchSize: integer(env, 'BATCH_SIZE', 10, 1, MAX_EVENT_SOURCE_BATCH_SIZE),
     maxBatchingWindowSeconds: integer(env, 'MAX_BATCHING_WINDOW_SECONDS', 0, 0, MAX_BATCHING_WINDOW_SECONDS),
     pollers: integer(env, 'POLLERS', 1, 1, 100),
     functionTimeoutSeconds: integer(env, 'FUNCTION_TIMEOUT_SECONDS', 30, 1, MAX_FUNCTION_TIMEOUT_SECONDS),
@@ -128,7 +124,7 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
 
 /** The main queue's visibility timeout for a function timeout, as the stack derives it. */
 export function visibilityTimeoutFor(functionTimeoutSeconds: number): number {
-  return Math.min(MAX_VISIBILITY_TIMEOUT_SECONDS, VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds);
+  return Math.min(MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds);
 }
 
 /** The DLQ's name for a main queue's name: `<name>-dlq`, keeping `.fifo` at the end. */

@@ -1,0 +1,30 @@
+/**
+ * The limits of SQS and of Lambda's SQS event source that more than one part of the project
+ * enforces (the function, the CDK construct, the local runner), and the one rule derived from
+ * them. Free of imports, so the CDK app and the local runner can load it without the function's
+ * dependencies: one source for each number.
+ */
+
+/** SQS's ceiling on a message's visibility timeout, counted from its receive: 12 hours. */
+export const MAX_VISIBILITY_SECONDS = 43_200;
+
+/** Entries in one SQS batch call (`ChangeMessageVisibilityBatch`, `DeleteMessageBatch`, …). */
+export const MAX_BATCH_CALL_ENTRIES = 10;
+
+/** The largest batch Lambda's SQS event source hands over (standard queues). */
+export const MAX_EVENT_SOURCE_BATCH_SIZE = 10_000;
+
+/** The largest batch Lambda's SQS event source hands over from a FIFO queue. */
+export const MAX_FIFO_EVENT_SOURCE_BATCH_SIZE = 10;
+
+/** The longest a Lambda function may run, seconds (15 minutes). */
+export const MAX_FUNCTION_TIMEOUT_SECONDS = 900;
+
+/** The longest batching window of Lambda's SQS event source, seconds. */
+export const MAX_BATCHING_WINDOW_SECONDS = 300;
+
+/**
+ * The queue's visibility timeout is at least this many times the function timeout (Lambda's
+ * recommendation): the stack derives it so, and the local runner copies the stack.
+ */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
