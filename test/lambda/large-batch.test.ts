@@ -2,8 +2,8 @@
  * A batch of 10,000 records, the most Lambda hands over: every record delivered once, never
  * more than MAX_CONCURRENCY requests open at the webhook.
  */
-import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { sqsRecord } from '../support/records';
 import { invoke, relayFor, sleep, unreachableSqs } from '../support/relay';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
@@ -12,20 +12,6 @@ beforeAll(async () => {
   webhook = await startWebhook();
 });
 afterAll(async () => webhook.close());
-
-function record(index: number): SQSRecord {
-  return {
-    messageId: `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`,
-    receiptHandle: `handle-${index}`,
-    body: JSON.stringify({ index }),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AID', ApproximateFirstReceiveTimestamp: '1700000000500' },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:big',
-    awsRegion: 'us-east-1',
-  };
-}
 
 test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in flight', async () => {
   let open = 0;
@@ -37,7 +23,7 @@ test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in fl
     open -= 1;
     return { status: 200 };
   });
-  const records = Array.from({ length: 10_000 }, (_, index) => record(index));
+  const records = Array.from({ length: 10_000 }, (_, index) => sqsRecord(index, { body: JSON.stringify({ index }) }));
   const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }, { sqs: unreachableSqs() }), { Records: records }, 120_000);
   expect(response.batchItemFailures).toEqual([]);
   const seen = webhook.requests.map((request) => (JSON.parse(request.body.toString()) as { index: number }).index);

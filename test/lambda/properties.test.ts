@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { clampVisibility } from '../../lambda/retry-timing';
 import { type Emulator, startEmulator } from '../support/emulator';
+import { sqsRecord } from '../support/records';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';
 import { startWebhook, type TestWebhook, type WebhookReply } from '../support/webhook';
 
@@ -180,17 +181,9 @@ describe('FIFO ordering', () => {
         async (plan) => {
           webhook.requests.length = 0;
           webhook.respondWith((request) => ({ status: plan[Number(request.body.toString())]?.ok === true ? 200 : 500 }));
-          const records: SQSRecord[] = plan.map((step, index) => ({
-            messageId: `m${index}`,
-            receiptHandle: `r${index}`,
-            body: String(index),
-            attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'x', ApproximateFirstReceiveTimestamp: '0', MessageGroupId: step.group, SequenceNumber: String(index) },
-            messageAttributes: {},
-            md5OfBody: '',
-            eventSource: 'aws:sqs',
-            eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:q.fifo',
-            awsRegion: 'us-east-1',
-          }));
+          const records: SQSRecord[] = plan.map((step, index) =>
+            sqsRecord(index, { eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:q.fifo', attributes: { MessageGroupId: step.group, SequenceNumber: String(index) } }),
+          );
           const response = await invoke(handler, { Records: records });
           const sent = webhook.requests.map((request) => Number(request.body.toString()));
           const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
@@ -202,7 +195,7 @@ describe('FIFO ordering', () => {
             expect(sent.filter((index) => plan[index]?.group === group)).toEqual(expectedSent.map((step) => step.index));
             // Reported: the failure and everything after it in the group; nothing before it.
             for (const [position, step] of members.entries()) {
-              expect(failed.has(`m${step.index}`)).toBe(firstFailure !== -1 && position >= firstFailure);
+              expect(failed.has(records[step.index]?.messageId ?? '')).toBe(firstFailure !== -1 && position >= firstFailure);
             }
           }
         },

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { type Emulator, startEmulator } from '../support/emulator';
+import { sqsRecord } from '../support/records';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
 import { startWebhook, type TestWebhook } from '../support/webhook';
@@ -38,18 +39,9 @@ afterEach(() => {
   secretsManager.failing = false;
 });
 
+/** Record `index` of the emulator's queue (its ARN, so SQS calls about it can succeed). */
 function syntheticRecord(index: number, body: string, messageAttributes: SQSRecord['messageAttributes'] = {}): SQSRecord {
-  return {
-    messageId: `5b2c9f6e-0000-4000-8000-${String(index).padStart(12, '0')}`,
-    receiptHandle: `handle-${index}`,
-    body,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AID', ApproximateFirstReceiveTimestamp: '1700000000000' },
-    messageAttributes,
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: emulator.queue.arn,
-    awsRegion: 'us-east-1',
-  };
+  return sqsRecord(index, { body, messageAttributes, eventSourceARN: emulator.queue.arn });
 }
 
 /** The headers of a received request as the `standardwebhooks` verifier wants them. */

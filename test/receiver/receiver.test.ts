@@ -8,6 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
 import { cappedExponential, exponential, fibonacci, linear, receiveCountOf, retryAfter, verifySignature } from 'sqs-webhook-relay/receiver';
 import { createExampleWebhook } from '../../examples/webhook';
+import { sqsRecord } from '../support/records';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';
 
 const SECRET = `whsec_${Buffer.from('receiver test key 0123456789abcdef').toString('base64')}`;
@@ -82,17 +83,7 @@ test('the example webhook accepts signed deliveries from the relay, and rejects 
   const server = createExampleWebhook(SECRET, () => busy);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  const record = {
-    messageId: '7c1f0000-0000-4000-8000-000000000001',
-    receiptHandle: 'h',
-    body: '{"hello":"world"}',
-    attributes: { ApproximateReceiveCount: '3', SentTimestamp: '1700000000000', SenderId: 'A', ApproximateFirstReceiveTimestamp: '1700000000000' },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:example',
-    awsRegion: 'us-east-1',
-  };
+  const record = sqsRecord(1, { body: '{"hello":"world"}', attributes: { ApproximateReceiveCount: '3' } });
   try {
     const unsigned = await fetch(url, { method: 'POST', body: record.body });
     expect(unsigned.status).toBe(401);
