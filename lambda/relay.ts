@@ -16,9 +16,10 @@ import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
+import { latencySample } from './latency';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
-import { buildDeliveryRequest, idempotencyKeyOf } from './request';
+import { buildDeliveryRequest, type DeliveryRequest } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
@@ -91,6 +92,24 @@ function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
+/** The secrets a request carries: its signing keys and `Authorization` value, each when configured. */
+interface Credentials {
+  readonly signingKeys: readonly Buffer[] | undefined;
+  readonly authorization: string | undefined;
+}
+
+/** Adds the Standard Webhooks signature and `Authorization` to the request's (own, fresh) headers. */
+function addCredentials(request: DeliveryRequest, { signingKeys, authorization }: Credentials): void {
+  const { headers } = request;
+  if (signingKeys !== undefined) {
+    const signature = signDelivery(signingKeys, request.id, Math.floor(Date.now() / 1000), request.body);
+    headers['webhook-id'] = signature['webhook-id'];
+    headers['webhook-timestamp'] = signature['webhook-timestamp'];
+    headers['webhook-signature'] = signature['webhook-signature'];
+  }
+  if (authorization !== undefined) headers.Authorization = authorization;
+}
+
 /** Relays batches for one configuration. Long-lived: one per warm container. */
 export class BatchRelay {
   private readonly logger: Logger;
@@ -138,6 +157,8 @@ export class BatchRelay {
     const startedAt = Date.now();
     const records = event.Records;
     const timeLeftForRequests = (): number => context.getRemainingTimeInMillis() - this.config.deadlineMarginMs;
+    /** Every request's latency, published once per batch (see latency.ts). */
+    const latenciesMs: number[] = [];
     const outcomes = await runBatch<AttemptOutcome>(
       records,
       {
@@ -145,19 +166,20 @@ export class BatchRelay {
         blocksGroup: (outcome) => outcome.kind === 'retry' || outcome.kind === 'held',
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
-      (record) => this.attempt(record, () => Math.min(this.config.requestTimeoutMs, timeLeftForRequests())),
+      (record) => this.attempt(record, () => Math.min(this.config.requestTimeoutMs, timeLeftForRequests()), latenciesMs),
     );
     const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt);
     const batchItemFailures = records.filter((_, index) => isFailure(outcomes[index] as RecordOutcome)).map((record) => ({ itemIdentifier: record.messageId }));
-    this.report(records, outcomes, visibilityFailures, startedAt);
+    this.report(records, outcomes, visibilityFailures, latenciesMs, startedAt);
     return { batchItemFailures };
   }
 
   /**
    * One record: ask the breaker, build, send, classify, and dead-letter if permanent. Never throws.
    * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
+   * @param latenciesMs the batch's request latencies, to which this one's is added
    */
-  private async attempt(record: SQSRecord, timeoutMs: () => number): Promise<AttemptOutcome> {
+  private async attempt(record: SQSRecord, timeoutMs: () => number, latenciesMs: number[]): Promise<AttemptOutcome> {
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
     let permit = this.breaker.permit(Date.now());
     while (permit === 'wait') {
@@ -172,10 +194,10 @@ export class BatchRelay {
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
-      const headers = request.headers;
-      if (this.signingKeys !== undefined || this.authorization !== undefined) await this.addCredentials(record, headers, request.body);
-      const result = await this.transmitter.post(headers, request.body, timeoutMs());
-      this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, Math.round(result.latencyMs));
+      // Awaited only when a secret is not in memory: an await per record costs more than the check.
+      addCredentials(request, this.cachedCredentials() ?? (await this.fetchCredentials()));
+      const result = await this.transmitter.post(request.headers, request.body, timeoutMs());
+      latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       this.announce(this.breaker.record(result, permit === 'probe', Date.now()));
       const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
@@ -209,13 +231,17 @@ export class BatchRelay {
     }
   }
 
-  /** Adds the request's signature and `Authorization`, when configured, to its (own, fresh) headers. */
-  private async addCredentials(record: SQSRecord, headers: Record<string, string>, body: Buffer): Promise<void> {
-    if (this.signingKeys !== undefined) {
-      const keys = this.signingKeys.peek() ?? (await this.signingKeys.get());
-      Object.assign(headers, signDelivery(keys, idempotencyKeyOf(record), Math.floor(Date.now() / 1000), body));
-    }
-    if (this.authorization !== undefined) headers.Authorization = this.authorization.peek() ?? (await this.authorization.get());
+  /** The secrets every request carries, if all are in memory and current; `undefined` if one must be fetched. */
+  private cachedCredentials(): Credentials | undefined {
+    const signingKeys = this.signingKeys?.peek();
+    const authorization = this.authorization?.peek();
+    if ((this.signingKeys !== undefined && signingKeys === undefined) || (this.authorization !== undefined && authorization === undefined)) return undefined;
+    return { signingKeys, authorization };
+  }
+
+  /** The secrets every request carries, fetched where not cached. */
+  private async fetchCredentials(): Promise<Credentials> {
+    return { signingKeys: await this.signingKeys?.get(), authorization: await this.authorization?.get() };
   }
 
   private backoff(receiveCount: number): number | undefined {
@@ -256,7 +282,13 @@ export class BatchRelay {
   }
 
   /** The per-record lines for records not delivered, the batch summary line, and the counters. */
-  private report(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], visibilityFailures: readonly FailedVisibilityChange[], startedAt: number): void {
+  private report(
+    records: readonly SQSRecord[],
+    outcomes: readonly RecordOutcome[],
+    visibilityFailures: readonly FailedVisibilityChange[],
+    latenciesMs: readonly number[],
+    startedAt: number,
+  ): void {
     const failedVisibility = new Map(visibilityFailures.map((failure) => [failure.messageId, failure.reason]));
     const counts = { delivered: 0, retried: 0, deadLettered: 0, notAttempted: 0, held: 0 };
     records.forEach((record, index) => {
@@ -303,6 +335,7 @@ export class BatchRelay {
     const openSeconds = this.breaker.openSeconds(Date.now());
     if (openSeconds !== undefined) this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
     this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
+    for (const latencyMs of latencySample(latenciesMs)) this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, latencyMs);
     this.logger.info('Batch relayed', { records: records.length, ...counts, visibilityFailures: visibilityFailures.length, durationMs: Date.now() - startedAt });
   }
 

@@ -20,6 +20,8 @@ export const MAX_ATTRIBUTE_HEADER_LENGTH = 4_096;
 
 /** The request for one record: what is sent, and which attributes had to be left out. */
 export interface DeliveryRequest {
+  /** The message's idempotency key ({@link idempotencyKeyOf}): the `Message-Id` header, and the id a signature covers. */
+  readonly id: string;
   readonly headers: Record<string, string>;
   readonly body: Buffer;
   /** Attributes not sent, each with the reason (logged at WARN by the caller). */
@@ -65,16 +67,49 @@ export function queueNameOfArn(queueArn: string): string {
 
 /** Whole seconds since the epoch from an SQS millisecond timestamp string; `undefined` if not a number. */
 function epochSeconds(milliseconds: string | undefined): string | undefined {
-  if (milliseconds === undefined || !/^[0-9]+$/.test(milliseconds)) return undefined;
+  if (milliseconds === undefined || !/^[0-9]{1,15}$/.test(milliseconds)) return undefined;
   return String(Math.floor(Number(milliseconds) / 1000));
 }
+
+/** The Carrier header names for one `HEADER_PREFIX`. */
+interface CarrierHeaderNames {
+  readonly prefix: string;
+  readonly receiveCount: string;
+  readonly firstReceiveTime: string;
+  readonly messageId: string;
+  readonly sentTime: string;
+  readonly queue: string;
+  readonly messageGroupId: string;
+  readonly sequenceNumber: string;
+  readonly attribute: string;
+}
+
+function carrierHeaderNames(prefix: string): CarrierHeaderNames {
+  return {
+    prefix,
+    receiveCount: `${prefix}Receive-Count`,
+    firstReceiveTime: `${prefix}First-Receive-Time`,
+    messageId: `${prefix}Message-Id`,
+    sentTime: `${prefix}Sent-Time`,
+    queue: `${prefix}Queue`,
+    messageGroupId: `${prefix}Message-Group-Id`,
+    sequenceNumber: `${prefix}Sequence-Number`,
+    attribute: `${prefix}Attr-`,
+  };
+}
+
+// Per record these would be nine string concatenations; a function has one prefix for its life.
+let headerNames = carrierHeaderNames('X-Carrier-');
+// Every record of a batch comes from the same queue: its name and legality, worked out once.
+let lastQueue = { arn: '', name: '', legal: true };
 
 /**
  * Builds the POST for `record`. Pure: the same record and configuration always give the same
  * request, which the property tests rely on.
  */
 export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): DeliveryRequest {
-  const prefix = config.headerPrefix;
+  if (headerNames.prefix !== config.headerPrefix) headerNames = carrierHeaderNames(config.headerPrefix);
+  const names = headerNames;
   const body = Buffer.from(record.body ?? '', 'utf8');
   const skippedAttributes: { name: string; reason: string }[] = [];
   const headers: Record<string, string> = {
@@ -83,17 +118,24 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
     'User-Agent': config.userAgent,
   };
   const system = record.attributes ?? {};
-  const put = (name: string, value: string | undefined): void => {
-    if (value !== undefined && isLegalHeaderValue(value)) headers[name] = value;
-  };
-  put(`${prefix}Receive-Count`, system.ApproximateReceiveCount);
-  put(`${prefix}First-Receive-Time`, epochSeconds(system.ApproximateFirstReceiveTimestamp));
-  put(`${prefix}Message-Id`, idempotencyKeyOf(record));
-  put(`${prefix}Sent-Time`, epochSeconds(system.SentTimestamp));
-  put(`${prefix}Queue`, queueNameOfArn(record.eventSourceARN ?? ''));
+  const receiveCount = system.ApproximateReceiveCount;
+  if (receiveCount !== undefined && isLegalHeaderValue(receiveCount)) headers[names.receiveCount] = receiveCount;
+  // Digits only, by construction: no header check needed.
+  const firstReceiveTime = epochSeconds(system.ApproximateFirstReceiveTimestamp);
+  if (firstReceiveTime !== undefined) headers[names.firstReceiveTime] = firstReceiveTime;
+  const messageId = idempotencyKeyOf(record);
+  if (isLegalHeaderValue(messageId)) headers[names.messageId] = messageId;
+  const sentTime = epochSeconds(system.SentTimestamp);
+  if (sentTime !== undefined) headers[names.sentTime] = sentTime;
+  const queueArn = record.eventSourceARN ?? '';
+  if (lastQueue.arn !== queueArn) {
+    const name = queueNameOfArn(queueArn);
+    lastQueue = { arn: queueArn, name, legal: isLegalHeaderValue(name) };
+  }
+  if (lastQueue.legal) headers[names.queue] = lastQueue.name;
   if (isFifoRecord(record)) {
-    put(`${prefix}Message-Group-Id`, system.MessageGroupId);
-    put(`${prefix}Sequence-Number`, system.SequenceNumber);
+    if (system.MessageGroupId !== undefined && isLegalHeaderValue(system.MessageGroupId)) headers[names.messageGroupId] = system.MessageGroupId;
+    if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber)) headers[names.sequenceNumber] = system.SequenceNumber;
   }
 
   for (const [name, attribute] of Object.entries(record.messageAttributes ?? {})) {
@@ -113,12 +155,12 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
       headers[name] = value;
     } else if (!HEADER_NAME.test(name)) {
       skippedAttributes.push({ name, reason: 'name not allowed in a header' });
-    } else if (Object.keys(headers).some((taken) => taken.toLowerCase() === `${prefix}Attr-${name}`.toLowerCase())) {
+    } else if (Object.keys(headers).some((taken) => taken.toLowerCase() === `${names.attribute}${name}`.toLowerCase())) {
       // Attribute names are case-sensitive, header names are not: "Tenant" after "tenant" would merge into one header.
       skippedAttributes.push({ name, reason: 'name differs only in case from another attribute' });
     } else {
-      headers[`${prefix}Attr-${name}`] = value;
+      headers[`${names.attribute}${name}`] = value;
     }
   }
-  return { headers, body, skippedAttributes };
+  return { id: messageId, headers, body, skippedAttributes };
 }

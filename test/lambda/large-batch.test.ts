@@ -1,10 +1,10 @@
 /**
  * A batch of 10,000 records, the most Lambda hands over: every record delivered once, never
- * more than MAX_CONCURRENCY requests open at the webhook.
+ * more than MAX_CONCURRENCY requests open at the webhook, and one metric line for the batch.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { sqsRecord } from '../support/records';
-import { invoke, relayFor, sleep, unreachableSqs } from '../support/relay';
+import { capturedTelemetry, invoke, relayFor, sleep, unreachableSqs } from '../support/relay';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 let webhook: TestWebhook;
@@ -24,11 +24,18 @@ test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in fl
     return { status: 200 };
   });
   const records = Array.from({ length: 10_000 }, (_, index) => sqsRecord(index, { body: JSON.stringify({ index }) }));
-  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }, { sqs: unreachableSqs() }), { Records: records }, 120_000);
+  const telemetry = capturedTelemetry();
+  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }, { ...telemetry, sqs: unreachableSqs() }), { Records: records }, 120_000);
   expect(response.batchItemFailures).toEqual([]);
   const seen = webhook.requests.map((request) => (JSON.parse(request.body.toString()) as { index: number }).index);
   expect(seen).toHaveLength(10_000);
   expect(new Set(seen).size).toBe(10_000);
   expect(mostOpen).toBeLessThanOrEqual(8);
   expect(mostOpen).toBeGreaterThan(1);
+  // One EMF line: the counters and 100 order statistics of the 10,000 latencies, not 100 lines of them.
+  expect(telemetry.emf).toHaveLength(1);
+  expect(telemetry.emf[0]).toMatchObject({ Delivered: 10_000, Retried: 0, DeadLettered: 0 });
+  const latencies = telemetry.emf[0]?.WebhookLatency as number[];
+  expect(latencies).toHaveLength(100);
+  expect(latencies).toEqual([...latencies].sort((a, b) => a - b));
 }, 120_000);
