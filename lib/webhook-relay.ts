@@ -13,7 +13,6 @@ import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -40,6 +39,7 @@ import {
   VISIBILITY_TIMEOUT_FACTOR,
 } from '../lambda/aws-limits';
 import { backoffDelay } from '../lambda/retry-timing';
+import { functionCode, HANDLER_MODULE } from './bundle';
 
 /** The CloudWatch namespace the function publishes its metrics to (`POWERTOOLS_METRICS_NAMESPACE`). */
 export const METRICS_NAMESPACE = DEFAULT_METRICS_NAMESPACE;
@@ -311,7 +311,7 @@ export class WebhookRelay extends Construct {
   /** Where messages go after `maxReceiveCount` receives, or at once on a permanent failure. */
   readonly deadLetterQueue: sqs.IQueue;
   /** The relay function. */
-  readonly function: nodejs.NodejsFunction;
+  readonly function: lambda.Function;
   /** The function's log group. */
   readonly logGroup: logs.LogGroup;
   /** The topic every alarm notifies. */
@@ -416,13 +416,12 @@ export class WebhookRelay extends Construct {
     });
     this.logGroup.grantWrite(role);
 
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
-      entry: join(PROJECT_ROOT, 'lambda', 'handler.ts'),
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
-      // Pinned rather than NODEJS_LATEST so a CDK upgrade never changes the runtime unannounced.
-      runtime: lambda.Runtime.NODEJS_24_X,
+    const runtime = lambda.Runtime.NODEJS_24_X; // pinned rather than NODEJS_LATEST: a CDK upgrade never changes it unannounced
+    this.function = new lambda.Function(this, 'Function', {
+      // Bundled by esbuild on this machine, split so the SDK clients load on first use (lib/bundle.ts).
+      code: functionCode({ entry: join(PROJECT_ROOT, 'lambda', 'handler.ts'), projectRoot: PROJECT_ROOT, runtime }),
+      handler: `${HANDLER_MODULE}.handler`,
+      runtime,
       architecture: lambda.Architecture.ARM_64,
       memorySize,
       timeout,
@@ -430,22 +429,6 @@ export class WebhookRelay extends Construct {
       logGroup: this.logGroup,
       description: `sqs-webhook-relay ${this.name}: POSTs each message of its queue to the webhook`,
       environment: this.environment,
-      bundling: {
-        // esbuild from devDependencies, on this machine: no Docker needed.
-        forceDockerBundling: false,
-        format: nodejs.OutputFormat.ESM,
-        mainFields: ['module', 'main'],
-        // Bundled CommonJS code may call require() for Node built-ins; ESM has no require.
-        banner: "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);",
-        minify: true,
-        sourceMap: true,
-        sourceMapMode: nodejs.SourceMapMode.DEFAULT,
-        // File and line are what a stack trace needs; embedding the sources would double the asset.
-        sourcesContent: false,
-        // The SDK version in package-lock.json, not whatever the runtime ships: the artifact is
-        // self-contained and behaves the same in tests and in Lambda.
-        bundleAwsSDK: true,
-      },
     });
 
     this.function.addEventSource(

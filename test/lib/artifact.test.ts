@@ -5,9 +5,11 @@
  * it, its DLQ_URL pointed at an SQS emulator built from the template's queue settings, against a
  * webhook on 127.0.0.1.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../support/asset';
 import { type Emulator, startEmulator } from '../support/emulator';
 import {
   type LoadedBundle,
@@ -37,6 +39,9 @@ let webhook: TestWebhook;
 let relay: LoadedBundle;
 let environment: Record<string, string>;
 let secretsManager: FakeSecretsManager;
+let graph: ModuleGraph;
+/** The asset's modules the process had loaded once the handler was imported, before any batch. */
+let loadedAtInit: string[];
 /** The signing key the stack's generated secret holds (48 letters and digits, as Secrets Manager would generate). */
 const SIGNING_KEY = 'Zx8kQ2mN4pR6sT8vW0yA2cE4gI6kM8oQ0sU2wY4aC6eG8iK0';
 const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:RelaySigningSecret-AbCdEf';
@@ -72,7 +77,9 @@ beforeAll(async () => {
     // Where the SDK finds Secrets Manager, as AWS_ENDPOINT_URL_SQS points it at the emulator.
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
   };
-  relay = await startBundle(bundle, { environment, aws: { endpoint: emulator.endpoint, region: emulator.region } });
+  relay = await startBundle(bundle, { environment, aws: { endpoint: emulator.endpoint, region: emulator.region }, traceModuleLoads: true });
+  loadedAtInit = relay.loadedModules();
+  graph = await moduleGraph(bundle.bundleDir);
 }, 180_000);
 
 afterAll(async () => {
@@ -83,22 +90,58 @@ afterAll(async () => {
   if (bundle !== undefined) rmSync(bundle.assemblyDir, { recursive: true, force: true });
 });
 
+/** SDK clients the handler imports with import(): they must load on first use, never at cold start. */
+const LAZY_SDK = /^node_modules\/@aws-sdk\/client-(sqs|secrets-manager)\//;
+
+/** The asset's modules whose source maps name a file of the SQS or Secrets Manager client. */
+function modulesWithLazySdk(files: Iterable<string>): string[] {
+  return [...files].filter((file) => sourcesOf(bundle.bundleDir, file).some((source) => LAZY_SDK.test(source)));
+}
+
 describe('the synthesized artifact', () => {
   it('is what the template deploys: Node.js 24 running index.handler from a minified ESM bundle with a source map', () => {
     expect(bundle.runtime).toBe('nodejs24.x');
-    expect(bundle.handlerFile.endsWith('/index.mjs')).toBe(true);
+    expect(bundle.handlerFile).toBe(join(bundle.bundleDir, 'index.mjs'));
     expect(bundle.handlerExport).toBe('handler');
-    expect(readdirSync(bundle.bundleDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
     const code = readFileSync(bundle.handlerFile, 'utf8');
     expect(code.length / code.split('\n').length).toBeGreaterThan(1000); // minified: a few very long lines
     expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
     expect(bundle.environment.NODE_OPTIONS).toBe('--enable-source-maps');
+    // The maps name the project's files as the task root sees them, not this machine's paths.
+    expect(sourcesOf(bundle.bundleDir, 'index.mjs')).toContain('lambda/handler.ts');
   });
 
-  it('carries the AWS SDK inside (no import the runtime would have to satisfy)', () => {
-    const code = readFileSync(bundle.handlerFile, 'utf8');
-    expect(code).not.toMatch(/from\s*["']@aws-sdk\//);
-    expect(code).not.toMatch(/import\(\s*["']@aws-sdk\//);
+  it('holds index.mjs, the chunks it loads and a source map beside each, nothing else (no node_modules)', () => {
+    const files = assetFiles(bundle.bundleDir);
+    const modules = files.filter((file) => file.endsWith('.mjs'));
+    expect(modules).toContain('index.mjs');
+    expect(modules.length).toBeGreaterThan(1); // split: the lazily loaded SDK clients are chunks of their own
+    for (const file of modules) expect(file).toMatch(/^(index|chunks\/[\w-]+)\.mjs$/);
+    expect(files).toEqual(modules.flatMap((file) => [file, `${file}.map`]).sort());
+    // Every chunk is one some module imports: none is dead weight, none is missing.
+    expect([...graph.keys()].sort()).toEqual(modules);
+    for (const file of modules) {
+      const name = file.split('/').pop() ?? file;
+      expect(readFileSync(join(bundle.bundleDir, file), 'utf8').trimEnd().endsWith(`//# sourceMappingURL=${name}.map`)).toBe(true);
+    }
+  });
+
+  it('carries the AWS SDK inside (no import the runtime would have to satisfy but Node.js built-ins)', () => {
+    for (const module of graph.values()) {
+      for (const specifier of module.externalImports) expect({ module: module.file, specifier, builtin: isBuiltin(specifier) }).toMatchObject({ builtin: true });
+    }
+    const sources = [...graph.keys()].flatMap((file) => sourcesOf(bundle.bundleDir, file));
+    expect(sources.some((source) => source.startsWith('node_modules/@aws-sdk/client-sqs/'))).toBe(true);
+    expect(sources.some((source) => source.startsWith('node_modules/@aws-sdk/client-secrets-manager/'))).toBe(true);
+  });
+
+  it('loads none of the SQS and Secrets Manager client code when the handler is imported: only index.mjs and what it imports statically', () => {
+    expect(loadedAtInit[0]).toBe('index.mjs');
+    expect(new Set(loadedAtInit)).toEqual(staticClosure(graph, 'index.mjs'));
+    expect(modulesWithLazySdk(loadedAtInit)).toEqual([]);
+    // What a cold start reads is a fraction of the asset.
+    const bytes = (files: Iterable<string>): number => [...files].reduce((sum, file) => sum + (graph.get(file)?.bytes ?? 0), 0);
+    expect(bytes(loadedAtInit)).toBeLessThan(bytes(graph.keys()) / 2);
   });
 
   it('passes cdk synth with no AWS credentials, no warnings and no cdk-nag finding', () => {
@@ -150,6 +193,14 @@ describe('a real batch through the artifact', () => {
     expect(secretsManager.calls.count).toBeGreaterThanOrEqual(1);
     expect(secretsManager.calls.count).toBeLessThanOrEqual(3); // read once per cold start and cached, not per record
     expect(JSON.stringify(relay.jsonLogs())).not.toContain(SIGNING_KEY);
+  });
+
+  it('loaded the SQS and Secrets Manager clients from their chunks when the batch first needed them', () => {
+    const loadedByBatch = relay.loadedModules().filter((file) => !loadedAtInit.includes(file));
+    // The retry and the dead letter need SQS; the signature needs the key from Secrets Manager.
+    const clients = loadedByBatch.flatMap((file) => sourcesOf(bundle.bundleDir, file)).filter((source) => LAZY_SDK.test(source));
+    expect(clients.some((source) => source.startsWith('node_modules/@aws-sdk/client-sqs/'))).toBe(true);
+    expect(clients.some((source) => source.startsWith('node_modules/@aws-sdk/client-secrets-manager/'))).toBe(true);
   });
 
   it('dead-letters the permanently refused message to the DLQ, saying why', async () => {

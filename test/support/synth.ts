@@ -12,9 +12,10 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { build } from 'esbuild';
+import { insideDir } from './asset';
 
 /** The repository root. */
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -244,6 +245,12 @@ export interface LoadedBundle {
   readonly logs: readonly string[];
   /** The log lines that are JSON objects (structured logs and EMF metrics), parsed. */
   jsonLogs(): Record<string, unknown>[];
+  /**
+   * The asset's files the process has loaded so far (relative to the asset, `/`-separated, in
+   * load order): the modules importing the handler needed, then any chunk a batch loaded on
+   * first use. Only with {@link StartBundleOptions.traceModuleLoads}.
+   */
+  loadedModules(): string[];
   stop(): Promise<void>;
 }
 
@@ -259,6 +266,8 @@ export interface StartBundleOptions {
    */
   readonly isolate?: boolean;
   readonly functionName?: string;
+  /** Record every module file the process loads (a module loader hook), for {@link LoadedBundle.loadedModules}. @default false */
+  readonly traceModuleLoads?: boolean;
 }
 
 // The child: loads the handler module like Lambda's runtime (a dynamic import at init), then
@@ -288,6 +297,18 @@ process.on('message', async (message) => {
 });
 `;
 
+// A module loader hook (module.register, Node.js 20.6+) that appends every file it loads to a log.
+// It runs before the module is returned to the importer, so the log is complete once an import settles.
+const LOAD_TRACE_HOOKS = `
+import { appendFileSync } from 'node:fs';
+let log;
+export function initialize(data) { log = data.log; }
+export async function load(url, context, nextLoad) {
+  if (url.startsWith('file:')) appendFileSync(log, url + '\\n');
+  return nextLoad(url, context);
+}
+`;
+
 type ChildMessage =
   | { type: 'ready' }
   | { type: 'init-error'; error: string }
@@ -315,6 +336,15 @@ export async function startBundle(bundle: SynthesizedBundle, options: StartBundl
   });
   const runnerFile = join(runnerDir, 'runner.mjs');
   writeFileSync(runnerFile, RUNNER);
+  const execArgv: string[] = [];
+  const loadLog = join(workDir, 'loaded-modules.log');
+  if (options.traceModuleLoads === true) {
+    writeFileSync(loadLog, '');
+    writeFileSync(join(runnerDir, 'load-trace-hooks.mjs'), LOAD_TRACE_HOOKS);
+    const register = join(runnerDir, 'load-trace.mjs');
+    writeFileSync(register, `import { register } from 'node:module';\nregister('./load-trace-hooks.mjs', import.meta.url, { data: { log: ${JSON.stringify(loadLog)} } });\n`);
+    execArgv.push('--import', pathToFileURL(register).href);
+  }
 
   const functionName = options.functionName ?? bundle.stackName;
   const env: NodeJS.ProcessEnv = {
@@ -342,7 +372,7 @@ export async function startBundle(bundle: SynthesizedBundle, options: StartBundl
   const child: ChildProcess = fork(runnerFile, [handlerFile, bundle.handlerExport, functionName], {
     cwd: taskRoot,
     env,
-    execArgv: [],
+    execArgv,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let partial = '';
@@ -384,6 +414,14 @@ export async function startBundle(bundle: SynthesizedBundle, options: StartBundl
 
   return {
     logs,
+    loadedModules() {
+      if (options.traceModuleLoads !== true) throw new Error('loadedModules() needs startBundle(…, { traceModuleLoads: true })');
+      const files = readFileSync(loadLog, 'utf8')
+        .split('\n')
+        .filter((url) => url !== '')
+        .map((url) => insideDir(taskRoot, fileURLToPath(url)));
+      return [...new Set(files.filter((file): file is string => file !== undefined))];
+    },
     jsonLogs() {
       return logs.flatMap((line) => {
         if (!line.startsWith('{')) return [];
