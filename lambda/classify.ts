@@ -27,6 +27,9 @@ export interface Permanent {
 /** What the relay does next with a message after one attempt. */
 export type Verdict = Delivered | Retry | Permanent;
 
+/** One value for every delivery: most results are 2xx, and a verdict is never changed. */
+const DELIVERED: Delivered = Object.freeze({ kind: 'delivered' });
+
 /** True for the statuses whose `Retry-After` is honoured. */
 function namesItsRetryTime(status: number): boolean {
   return status === 429 || status === 503;
@@ -50,10 +53,10 @@ export function classify(
   nowMs: number,
   random: () => number = Math.random,
 ): Verdict {
+  if (result.kind === 'response' && result.status >= 200 && result.status <= 299) return DELIVERED;
   const backoff = (): Retry => ({ kind: 'retry', delaySeconds: backoffDelay(config.backoff, receiveCount, random), delaySource: 'backoff' });
   if (result.kind === 'transport-error') return backoff();
   const { status } = result;
-  if (status >= 200 && status <= 299) return { kind: 'delivered' };
   if (namesItsRetryTime(status)) {
     const delaySeconds = parseRetryAfter(result.retryAfter, nowMs);
     if (delaySeconds !== undefined) return { kind: 'retry', delaySeconds, delaySource: 'retry-after' };
