@@ -1,5 +1,5 @@
 /** The shape of one benchmark run's figures: what `run.ts` measures and `report.ts` writes. */
-import type { BundleWeight } from './bundle';
+import type { AssetWeight } from './bundle';
 import type { ComponentCost } from './components';
 import type { MachineInfo } from './environment';
 
@@ -85,7 +85,7 @@ export interface LoadTiming {
 }
 
 export interface ColdStartSection {
-  readonly weight: BundleWeight;
+  readonly weight: AssetWeight;
   readonly loads: readonly LoadTiming[];
   /** Fresh processes: the import, then the first and second invocation (1 record), medians, ms. */
   readonly firstInvocation: { readonly importMs: number; readonly firstMs: number; readonly secondMs: number; readonly processes: number };

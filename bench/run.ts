@@ -19,7 +19,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
@@ -28,7 +28,7 @@ import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../local/event-source';
 import { startEmulator, type Emulator } from '../test/support/emulator';
 import { startSecretsManager, type FakeSecretsManager } from '../test/support/secrets-manager';
 import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
-import { weighBundle } from './bundle';
+import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
 import { functionEnvironment, lambdaEnvironment, machineInfo, secretArnOf, templateSecrets } from './environment';
@@ -360,7 +360,7 @@ async function memorySection(bench: Bench): Promise<MemoryRow[]> {
   return rows;
 }
 
-/** The stack's bundling banner (lib/webhook-relay.ts): bundled CommonJS may require() Node built-ins. */
+/** The stack's bundling banner (lib/bundle.ts): bundled CommonJS may require() Node built-ins. */
 const RELAY_BANNER = "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);";
 
 /** An empty ES module: what a fresh process that loads nothing imports. */
@@ -370,31 +370,11 @@ function emptyModule(): string {
   return file;
 }
 
-/**
- * The handler bundled as the stack bundles it (esbuild, ESM, minified, source map, the same
- * banner and target) but with code splitting: what is imported lazily (the SQS and Secrets
- * Manager clients) goes into chunks loaded on first use. Evidence for the bundling, not deployed.
- */
-async function splitBundle(runtime: string): Promise<string> {
-  const outdir = join(SCRATCH_DIR, 'split-bundle');
-  rmSync(outdir, { recursive: true, force: true });
-  await build({
-    entryPoints: { index: join(PROJECT_ROOT, 'lambda', 'handler.ts') },
-    outdir,
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: `node${runtime.replace(/^nodejs(\d+).*$/, '$1')}`,
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    mainFields: ['module', 'main'],
-    outExtension: { '.js': '.mjs' },
-    banner: { js: RELAY_BANNER },
-    logLevel: 'silent',
-  });
-  return join(outdir, 'index.mjs');
+/** A module that imports only `builtins` (`node:http`, …), as the bundle's top does. */
+function builtinsModule(builtins: readonly string[]): string {
+  const file = join(SCRATCH_DIR, 'builtins.mjs');
+  writeFileSync(file, builtins.map((name) => `import ${JSON.stringify(name)};\n`).join(''));
+  return file;
 }
 
 /** Wall time of a fresh `node` importing `file`, and the import's own time as the process saw it. */
@@ -420,17 +400,16 @@ function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<
 }
 
 async function coldStartSection(bench: Bench): Promise<ColdStartSection> {
-  log('cold start: bundle weight, load time in fresh processes');
-  const weight = weighBundle(bench.bundle.handlerFile);
+  log('cold start: asset weight, load time in fresh processes');
+  const weight = await weighAsset(bench.bundle.bundleDir, relative(bench.bundle.bundleDir, bench.bundle.handlerFile));
   const empty = emptyModule();
   const env = clientEnv(bench, RELAY, 10);
-  const split = await splitBundle(bench.bundle.runtime);
   const runs = QUICK ? 5 : 15;
   const variants: { name: string; env: NodeJS.ProcessEnv; file: string; dir: string }[] = [
     { name: `as deployed (\`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}\`)`, env, file: bench.bundle.handlerFile, dir: bench.bundle.bundleDir },
     { name: 'as deployed, without `--enable-source-maps`', env: { ...env, NODE_OPTIONS: '' }, file: bench.bundle.handlerFile, dir: bench.bundle.bundleDir },
-    { name: 'not deployed: the same code bundled with code splitting (SDK chunks load on first use), source maps on', env, file: split, dir: dirname(split) },
-    { name: 'not deployed: code splitting, without `--enable-source-maps`', env: { ...env, NODE_OPTIONS: '' }, file: split, dir: dirname(split) },
+    // How much of the difference is Node.js loading its own modules rather than reading the relay.
+    { name: 'not the bundle: only the Node.js built-ins it imports at load', env, file: builtinsModule(weight.builtinsAtImport), dir: SCRATCH_DIR },
   ];
   const loads: LoadTiming[] = [];
   for (const variant of variants) {

@@ -18,10 +18,12 @@ export interface AssetModule {
   readonly bytes: number;
   /** Asset modules it loads with `import` statements: loaded, and run, before it runs. */
   readonly staticImports: readonly string[];
-  /** Asset modules it may load later with `import()`. */
+  /** Asset modules it may load later, when its code runs `import()` (or `require()`). */
   readonly dynamicImports: readonly string[];
-  /** What it imports from outside the asset (`node:crypto`, …): the runtime must provide it. */
-  readonly externalImports: readonly string[];
+  /** What it imports from outside the asset with `import` statements (`node:crypto`, …): loaded with it. */
+  readonly externalStaticImports: readonly string[];
+  /** What it may load from outside the asset later, with `import()` or `require()`. */
+  readonly externalDynamicImports: readonly string[];
 }
 
 /** The modules of an asset reachable from its entry, by file. */
@@ -52,13 +54,18 @@ export async function moduleGraph(dir: string, entry = 'index.mjs'): Promise<Mod
   });
   const graph = new Map<string, AssetModule>();
   for (const [file, input] of Object.entries(result.metafile.inputs)) {
-    const internal = (kind: string): string[] => input.imports.filter((edge) => edge.external !== true && edge.kind === kind).map((edge) => edge.path);
+    // Only `import` statements load a module before the importer runs; every other kind of edge
+    // (import(), require()) loads it when, and if, the code gets there.
+    const paths = (external: boolean, statement: boolean): string[] => [
+      ...new Set(input.imports.filter((edge) => (edge.external === true) === external && (edge.kind === 'import-statement') === statement).map((edge) => edge.path)),
+    ];
     graph.set(file, {
       file,
       bytes: input.bytes,
-      staticImports: [...new Set(internal('import-statement'))],
-      dynamicImports: [...new Set(internal('dynamic-import'))],
-      externalImports: [...new Set(input.imports.filter((edge) => edge.external === true).map((edge) => edge.path))],
+      staticImports: paths(false, true),
+      dynamicImports: paths(false, false),
+      externalStaticImports: paths(true, true),
+      externalDynamicImports: paths(true, false),
     });
   }
   return graph;
