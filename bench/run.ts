@@ -10,8 +10,10 @@
  *
  * Options: `--quick` (fewer and smaller runs, for trying changes; figures not for publishing),
  * `--profile` (the relay's children write V8 CPU profiles to `.bench-tmp/profiles/`),
- * `--node=<path>` (run the children on another Node.js, e.g. Lambda's major; the orchestrator
- * stays on this one). Quick and `--node` runs write their reports to `.bench-tmp/`.
+ * `--node=<path>` (run the children on another Node.js; the orchestrator stays on this one),
+ * `--lambda-node` (`npm run bench:lambda-node`: the children on Lambda's Node.js major). A run on
+ * another Node.js writes `BENCHMARKS.node<major>.md` and leaves the README alone; quick runs
+ * write their reports to `.bench-tmp/`.
  * `BENCH_ASSEMBLY=<dir>` reuses a cloud assembly from an earlier `cdk synth` instead of
  * synthesizing (the bundle must be current: for trying bench changes only). `--report-only`
  * rewrites the reports from the last run's `.bench-tmp/results.json`, measuring nothing.
@@ -28,6 +30,7 @@ import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../local/event-source';
 import { startEmulator, type Emulator } from '../test/support/emulator';
 import { startSecretsManager, type FakeSecretsManager } from '../test/support/secrets-manager';
 import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
+import { lambdaNodePath } from '../bin/lambda-node';
 import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
@@ -54,8 +57,11 @@ import { median, percentile } from './stats';
 import { type SqsProxy, startSqsProxy } from '../test/support/sqs-proxy';
 
 const QUICK = process.argv.includes('--quick');
-/** `--node=<path>`: run every child (the clients, the webhook, the cold starts) on this Node.js binary. */
-const NODE = process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) || process.execPath;
+/**
+ * `--node=<path>`: run every child (the clients, the webhook, the cold starts) on this Node.js
+ * binary; `--lambda-node`: on the release standing in for Lambda's runtime (bin/lambda-node.ts).
+ */
+const NODE = process.argv.includes('--lambda-node') ? lambdaNodePath() : process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) || process.execPath;
 const PROFILE = process.argv.includes('--profile');
 /** Records of the big batch: the most Lambda hands one invocation. */
 const BATCH = QUICK ? 2_000 : 10_000;
@@ -620,10 +626,11 @@ async function loadBundle(): Promise<SynthesizedBundle> {
 
 /** Where a run's reports go: quick runs and other Node.js versions to the scratch directory. */
 function reportFiles(results: Pick<BenchResults, 'quick' | 'machine'>): { markdownFile: string; sectionFile: string | undefined } {
-  const scratch = results.quick ? 'quick' : results.machine.node !== process.version ? `node-${results.machine.node}` : undefined;
-  return scratch !== undefined
-    ? { markdownFile: join(SCRATCH_DIR, `BENCHMARKS.${scratch}.md`), sectionFile: join(SCRATCH_DIR, `README-performance.${scratch}.md`) }
-    : { markdownFile: join(PROJECT_ROOT, 'BENCHMARKS.md'), sectionFile: undefined };
+  if (results.quick) return { markdownFile: join(SCRATCH_DIR, 'BENCHMARKS.quick.md'), sectionFile: join(SCRATCH_DIR, 'README-performance.quick.md') };
+  if (results.machine.node === process.version) return { markdownFile: join(PROJECT_ROOT, 'BENCHMARKS.md'), sectionFile: undefined };
+  // Another Node.js (Lambda's): a report of its own beside BENCHMARKS.md; the README keeps this machine's.
+  const major = /^v(\d+)/.exec(results.machine.node)?.[1] ?? results.machine.node;
+  return { markdownFile: join(PROJECT_ROOT, `BENCHMARKS.node${major}.md`), sectionFile: join(SCRATCH_DIR, `README-performance.node${major}.md`) };
 }
 
 /** The README's Performance section sits between these markers; a full run rewrites it. */
