@@ -6,7 +6,6 @@
  * - `BENCH_HANDLER_FILE`, `BENCH_HANDLER_EXPORT`: the relay's bundle (kind `relay`), imported the
  *   way Lambda's runtime does, with the function's own environment (the template's) around it;
  * - `WEBHOOK_URL`, `MAX_CONCURRENCY`: the same variables the relay reads, for every kind;
- * - `BENCH_USER_AGENT`: the relay's `User-Agent`, so the bare clients send identical requests;
  * - `BENCH_SIGNING_SECRET`: the relay's signing key (bare base64); the bare clients then add the
  *   same Standard Webhooks headers, computed before the clock starts (with `BENCH_SIGN_IN_LOOP=1`,
  *   the node:http loop computes them per request instead, inside the timing: signing's own cost);
@@ -21,7 +20,9 @@ import { pathToFileURL } from 'node:url';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { createLambdaContext } from '../local/event-source';
 import type { ClientKind, FromClient, RunRequest, RunResult, ToClient } from './protocol';
-import { relayHeadersOf } from './records';
+import { loadConfig } from '../lambda/config';
+import { buildDeliveryRequest } from '../lambda/request';
+import { signDelivery } from '../lambda/signing';
 
 type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
 /** One prepared POST for the bare clients: everything computed before the clock starts. */
@@ -40,7 +41,8 @@ const env = process.env;
 const kind = env.BENCH_KIND as ClientKind;
 const webhookUrl = new URL(env.WEBHOOK_URL ?? '');
 const concurrency = Number(env.MAX_CONCURRENCY ?? '10');
-const userAgent = env.BENCH_USER_AGENT ?? 'sqs-webhook-relay';
+/** The relay's configuration from the same environment: the bare clients send the requests it builds. */
+const relayConfig = loadConfig(env);
 const signingKey = env.BENCH_SIGNING_SECRET ? Buffer.from(env.BENCH_SIGNING_SECRET, 'base64') : undefined;
 const signInLoop = env.BENCH_SIGN_IN_LOOP === '1' && signingKey !== undefined;
 const collect = env.BENCH_GC === '1' ? (globalThis as { gc?: () => void }).gc : undefined;
@@ -126,11 +128,9 @@ function bareFetch(): BareLoop {
 /** The relay's request for `record`, signed as the relay signs it when a key is configured. */
 function prepare(record: SQSRecord): Prepared {
   const body = Buffer.from(record.body, 'utf8');
-  let headers = relayHeadersOf(record, userAgent);
+  let headers = buildDeliveryRequest(record, relayConfig).headers;
   if (signingKey !== undefined && !signInLoop) {
-    const timestamp = String(Math.floor(Date.now() / 1000));
-    const signature = createHmac('sha256', signingKey).update(`${record.messageId}.${timestamp}.`).update(body).digest('base64');
-    headers = { ...headers, 'webhook-id': record.messageId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` };
+    headers = { ...headers, ...signDelivery([signingKey], record.messageId, Math.floor(Date.now() / 1000), body) };
   }
   const sent = kind === 'bare-fetch' ? withoutContentLength(headers) : headers;
   return { id: record.messageId, headers: sent, list: ['Host', webhookUrl.host, ...Object.entries(sent).flat()], body };

@@ -1,9 +1,9 @@
 /**
- * The benchmark's workload: SQS records shaped exactly as Lambda delivers them, 1 KB bodies, and
- * the headers the relay sends for each (so the bare client sends byte-for-byte the same POSTs).
+ * The benchmark's workload: SQS records shaped exactly as Lambda delivers them, with 1 KB bodies.
  * Deterministic: the same index always gives the same record.
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { sqsRecord } from '../test/support/records';
 
 /** Bytes of every message body. */
 export const BODY_BYTES = 1024;
@@ -13,8 +13,6 @@ export const BENCH_QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:bench-relay';
 export const RETRY_SHARE = 0.3;
 /** The `Retry-After` the webhook gives a record it refuses (seconds): long enough that no handle expires mid-bench. */
 export const RETRY_AFTER_SECONDS = 600;
-/** The header prefix of the template (`HEADER_PREFIX`). */
-export const HEADER_PREFIX = 'X-Carrier-';
 
 /** True for the records the mixed-outcome webhook answers `429`. */
 export function isRetryIndex(index: number): boolean {
@@ -49,18 +47,15 @@ const FIRST_RECEIVE = '1700000000500';
 
 /** One record as Lambda's SQS event source delivers it. */
 export function recordOf(index: number, retry = false): SQSRecord {
-  return {
+  return sqsRecord(index, {
     messageId: messageIdOf(index),
     // Real receipt handles are a few hundred characters of base64.
     receiptHandle: `AQEB${Buffer.from(`handle-${index}-`.repeat(12)).toString('base64')}`,
     body: bodyOf(index, retry),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: SENT, SenderId: 'AIDAIENQZJOLO23YVJ4VO', ApproximateFirstReceiveTimestamp: FIRST_RECEIVE },
-    messageAttributes: {},
+    attributes: { SentTimestamp: SENT, SenderId: 'AIDAIENQZJOLO23YVJ4VO', ApproximateFirstReceiveTimestamp: FIRST_RECEIVE },
     md5OfBody: '0'.repeat(32),
-    eventSource: 'aws:sqs',
     eventSourceARN: BENCH_QUEUE_ARN,
-    awsRegion: 'us-east-1',
-  };
+  });
 }
 
 /**
@@ -70,22 +65,4 @@ export function recordOf(index: number, retry = false): SQSRecord {
 export function eventJson(count: number): string {
   const event: SQSEvent = { Records: Array.from({ length: count }, (_, index) => recordOf(index)) };
   return JSON.stringify(event);
-}
-
-/**
- * The headers the relay sends for `record` under the template's configuration (SPEC §1), with
- * `userAgent` as the relay's. The bare clients send exactly these, prepared before timing.
- */
-export function relayHeadersOf(record: SQSRecord, userAgent: string): Record<string, string> {
-  const seconds = (ms: string | undefined): string => String(Math.floor(Number(ms) / 1000));
-  return {
-    'Content-Type': 'application/json',
-    'Content-Length': String(Buffer.byteLength(record.body)),
-    'User-Agent': userAgent,
-    [`${HEADER_PREFIX}Receive-Count`]: record.attributes.ApproximateReceiveCount,
-    [`${HEADER_PREFIX}First-Receive-Time`]: seconds(record.attributes.ApproximateFirstReceiveTimestamp),
-    [`${HEADER_PREFIX}Message-Id`]: record.messageId,
-    [`${HEADER_PREFIX}Sent-Time`]: seconds(record.attributes.SentTimestamp),
-    [`${HEADER_PREFIX}Queue`]: record.eventSourceARN.slice(record.eventSourceARN.lastIndexOf(':') + 1),
-  };
 }

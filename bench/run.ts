@@ -65,7 +65,7 @@ const NODE = process.argv.includes('--lambda-node') ? lambdaNodePath() : process
 const PROFILE = process.argv.includes('--profile');
 /** Records of the big batch: the most Lambda hands one invocation. */
 const BATCH = QUICK ? 2_000 : 10_000;
-const ROUNDS = QUICK ? 2 : 5;
+const ROUNDS = QUICK ? 2 : 7;
 /** Records of the warm-up invocation each process runs first (JIT, connections). */
 const WARM_UP = QUICK ? 500 : 10_000;
 const DEADLINE_MS = 15 * 60_000;
@@ -80,7 +80,6 @@ interface Bench {
   readonly secrets: FakeSecretsManager;
   /** The signing key the fake Secrets Manager serves (48 letters and digits, as the stack generates). */
   readonly signingSecret: string;
-  readonly userAgent: string;
   readonly notes: string[];
 }
 
@@ -149,7 +148,6 @@ function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.Proces
     MAX_CONCURRENCY: String(concurrency),
     BENCH_HANDLER_FILE: bundle.handlerFile,
     BENCH_HANDLER_EXPORT: bundle.handlerExport,
-    BENCH_USER_AGENT: bench.userAgent,
     ...(signed && functionEnv.SIGNING_SECRET_ARN !== undefined ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
     ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
   };
@@ -689,8 +687,7 @@ async function main(): Promise<void> {
     for (const logicalId of templateSecrets(bundle)) secrets.secrets.set(secretArnOf(logicalId), signingSecret);
     const webhook = await startWebhookProcess(compiled, NODE);
     cleanUps.push(() => webhook.stop());
-    const { version } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
-    const bench: Bench = { bundle, compiled, webhook, emulator, proxy, secrets, signingSecret, userAgent: `sqs-webhook-relay/${version}`, notes: [] };
+    const bench: Bench = { bundle, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
 
     const throughput: ThroughputSection[] = [];
     throughput.push(await throughputSection(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, TRANSMITTER, BARE, PEER], ROUNDS));

@@ -8,27 +8,18 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { type BatchLoopOptions, lanesOf, type NotAttempted, runBatch } from '../../lambda/batch';
+import { sqsRecord as syntheticRecord } from '../support/records';
 
 /** A record of a standard queue (`group` undefined) or of a FIFO queue's message group. */
 function sqsRecord(id: string, group?: string): SQSRecord {
   const fifo = group !== undefined;
-  return {
+  return syntheticRecord(0, {
     messageId: id,
     receiptHandle: `handle-${id}`,
     body: `body of ${id}`,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: '1700000000000',
-      SenderId: 'AIDAEXAMPLE',
-      ApproximateFirstReceiveTimestamp: '1700000000001',
-      ...(fifo ? { MessageGroupId: group, SequenceNumber: `1884949646046769${id.replace(/\D/g, '').padStart(4, '0')}`, MessageDeduplicationId: id } : {}),
-    },
-    messageAttributes: {},
-    md5OfBody: '0',
-    eventSource: 'aws:sqs',
+    attributes: fifo ? { MessageGroupId: group, SequenceNumber: `1884949646046769${id.replace(/\D/g, '').padStart(4, '0')}`, MessageDeduplicationId: id } : {},
     eventSourceARN: fifo ? 'arn:aws:sqs:us-east-1:123456789012:q.fifo' : 'arn:aws:sqs:us-east-1:123456789012:q',
-    awsRegion: 'us-east-1',
-  };
+  });
 }
 
 /** Records from a compact description: `'A'` is a record of group A, `'-'` one without a group. */

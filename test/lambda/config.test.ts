@@ -2,7 +2,7 @@
  * Unit tests of lambda/config.ts: the environment variables of SPEC §1–3, their defaults, and
  * the errors an operator sees for a bad value (each names the variable at fault).
  */
-import { afterEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { version } from '../../package.json';
 import { BACKOFF_POLICIES, ConfigError, isLoopbackHost, loadConfig } from '../../lambda/config';
 

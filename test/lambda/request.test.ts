@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { loadConfig, type RelayConfig } from '../../lambda/config';
 import { buildDeliveryRequest, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
+import { sqsRecord as syntheticRecord } from '../support/records';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';
 const FIFO_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo';
@@ -22,26 +23,17 @@ interface RecordOptions {
   readonly messageAttributes?: SQSMessageAttributes;
 }
 
-/** A record shaped like the ones Lambda's SQS event source hands over. */
+/** A record shaped like the ones Lambda's SQS event source hands over, received for the third time. */
 function sqsRecord(options: RecordOptions = {}): SQSRecord {
-  const arn = options.arn ?? QUEUE_ARN;
-  return {
+  return syntheticRecord(0, {
     messageId: options.messageId ?? '059f36b4-87a3-44ab-83d2-661975830a7d',
     receiptHandle: 'AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a...',
     body: options.body ?? '{"order":42}',
-    attributes: {
-      ApproximateReceiveCount: '3',
-      SentTimestamp: SENT_MS,
-      SenderId: 'AIDAIENQZJOLO23YVJ4VO',
-      ApproximateFirstReceiveTimestamp: FIRST_RECEIVE_MS,
-      ...options.attributes,
-    },
+    attributes: { ApproximateReceiveCount: '3', SentTimestamp: SENT_MS, SenderId: 'AIDAIENQZJOLO23YVJ4VO', ApproximateFirstReceiveTimestamp: FIRST_RECEIVE_MS, ...options.attributes },
     messageAttributes: options.messageAttributes ?? {},
     md5OfBody: 'e4e68fb7bd0e697a0ae8f1bb342846b3',
-    eventSource: 'aws:sqs',
-    eventSourceARN: arn,
-    awsRegion: arn.split(':')[3] ?? 'eu-west-1',
-  };
+    eventSourceARN: options.arn ?? QUEUE_ARN,
+  });
 }
 
 const str = (value: string, dataType = 'String') => ({ dataType, stringValue: value });
