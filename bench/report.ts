@@ -509,7 +509,7 @@ export function performanceSection(results: BenchResults): string {
   out.push('## Performance');
   out.push('');
   out.push(
-    `Measured with \`npm run bench\` on ${results.machine.cpu} (${results.machine.cores} cores), Node ${results.machine.node}; all figures and the method are in [BENCHMARKS.md](BENCHMARKS.md). The relay is the deployable bundle from \`cdk synth\` with the template's settings (requests signed), against a webhook on 127.0.0.1 over plain HTTP: the figures show what the relay itself costs, not what a network adds.`,
+    `Measured with \`npm run bench\` on ${results.machine.cpu} (${results.machine.cores} cores), Node ${results.machine.node}; all figures and the method are in [BENCHMARKS.md](BENCHMARKS.md), and the same run with the clients on Node.js 24, Lambda's runtime, in [BENCHMARKS.node24.md](BENCHMARKS.node24.md). The relay is the deployable bundle from \`cdk synth\` with the template's settings (requests signed), against a webhook on 127.0.0.1 over plain HTTP: the figures show what the relay itself costs, not what a network adds.`,
   );
   out.push('');
   const lines: string[][] = [];

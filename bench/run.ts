@@ -691,7 +691,7 @@ async function main(): Promise<void> {
 
     const throughput: ThroughputSection[] = [];
     throughput.push(await throughputSection(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, TRANSMITTER, BARE, PEER], ROUNDS));
-    if (!QUICK) throughput.push(await throughputSection(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 3));
+    if (!QUICK) throughput.push(await throughputSection(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 5));
     const clientChoice = await clientChoiceSection(bench, 10, throughput[0]?.sides.find((side) => side.side === BARE.name));
     const latency = [await latencySection(bench, 1), await latencySection(bench, 10)];
     const latencyBound = await latencyBoundSection(bench);
