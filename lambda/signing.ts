@@ -53,3 +53,47 @@ export function signDelivery(keys: readonly Buffer[], id: string, timestampSecon
   }
   return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signatures };
 }
+
+/** One delivery waiting in a {@link GroupedSigner}. */
+interface PendingSignature {
+  readonly keys: readonly Buffer[];
+  readonly id: string;
+  readonly body: Buffer;
+  readonly resolve: (headers: SignatureHeaders) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Signs deliveries in groups: every delivery asked for during one turn of the event loop is
+ * signed at the end of that turn (`setImmediate`), one after another, with one timestamp.
+ *
+ * Why: HMAC-SHA256 of a 1 KB body takes about 6 µs in a tight loop, but about twice that when
+ * each call comes between a request's JavaScript and node:http's and the kernel's work on the
+ * previous one (the CPU's caches hold their code, not OpenSSL's). Signed back to back, a
+ * 10,000-record batch ran about 10 % faster (bench: relay vs bare node:http, signing). The
+ * timestamp is still the time of sending: the requests leave in the same turn, microseconds later.
+ */
+export class GroupedSigner {
+  private pending: PendingSignature[] = [];
+
+  /** The signature headers of one delivery, computed with the others of this turn. */
+  sign(keys: readonly Buffer[], id: string, body: Buffer): Promise<SignatureHeaders> {
+    return new Promise<SignatureHeaders>((resolve, reject) => {
+      if (this.pending.push({ keys, id, body, resolve, reject }) === 1) setImmediate(() => this.signPending());
+    });
+  }
+
+  private signPending(): void {
+    const group = this.pending;
+    this.pending = [];
+    const timestampSeconds = Math.floor(Date.now() / 1000);
+    for (const { keys, id, body, resolve, reject } of group) {
+      // One delivery's failure is its own: the others of the group are still signed.
+      try {
+        resolve(signDelivery(keys, id, timestampSeconds, body));
+      } catch (error) {
+        reject(error);
+      }
+    }
+  }
+}

@@ -62,6 +62,20 @@ describe('signatures (Standard Webhooks)', () => {
     expect(() => new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
   });
 
+  test('every request of a batch verifies, its signature over its own id and body at the time it was sent', async () => {
+    const records = Array.from({ length: 40 }, (_, index) => syntheticRecord(index, `{"n":${index}}`));
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, MAX_CONCURRENCY: '10' }), { Records: records });
+    expect(response.batchItemFailures).toEqual([]);
+    expect(webhook.requests).toHaveLength(40);
+    const verifier = new Webhook(SECRET);
+    webhook.requests.forEach((request, index) => {
+      const record = records.find((candidate) => candidate.messageId === request.headers['webhook-id']);
+      expect(request.body.toString()).toBe(record?.body);
+      // verify() also refuses a timestamp more than five minutes from now.
+      expect(() => verifier.verify(request.body.toString(), signatureHeadersOf(index), { jsonParse: false })).not.toThrow();
+    });
+  });
+
   test('a tampered body or an old timestamp fails verification', async () => {
     await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }), { Records: [syntheticRecord(1, '{"amount":10}')] });
     const verifier = new Webhook(SECRET);
