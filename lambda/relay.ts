@@ -19,10 +19,10 @@ import { DeadLetterWriter } from './dead-letter';
 import { latencySample } from './latency';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
-import { buildDeliveryRequest } from './request';
+import { buildDeliveryRequest, type DeliveryRequest } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
-import { GroupedSigner, parseSigningKeys } from './signing';
+import { parseSigningKeys, signDelivery } from './signing';
 import { SqsGateway } from './sqs-gateway';
 import { WebhookTransmitter } from './transmitter';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
@@ -98,6 +98,18 @@ interface Credentials {
   readonly authorization: string | undefined;
 }
 
+/** Adds the Standard Webhooks signature and `Authorization` to the request's (own, fresh) headers. */
+function addCredentials(request: DeliveryRequest, { signingKeys, authorization }: Credentials): void {
+  const { headers } = request;
+  if (signingKeys !== undefined) {
+    const signature = signDelivery(signingKeys, request.id, Math.floor(Date.now() / 1000), request.body);
+    headers['webhook-id'] = signature['webhook-id'];
+    headers['webhook-timestamp'] = signature['webhook-timestamp'];
+    headers['webhook-signature'] = signature['webhook-signature'];
+  }
+  if (authorization !== undefined) headers.Authorization = authorization;
+}
+
 /** Relays batches for one configuration. Long-lived: one per warm container. */
 export class BatchRelay {
   private readonly logger: Logger;
@@ -110,7 +122,6 @@ export class BatchRelay {
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
   private readonly breaker: CircuitBreaker;
-  private readonly signer = new GroupedSigner();
 
   constructor(
     private readonly config: RelayConfig,
@@ -183,11 +194,8 @@ export class BatchRelay {
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
-      // Secrets awaited only when not in memory: an await per record costs more than the check.
-      const { signingKeys, authorization } = this.cachedCredentials() ?? (await this.fetchCredentials());
-      if (authorization !== undefined) request.headers.Authorization = authorization;
-      // Signed together with the other requests of this event-loop turn (see GroupedSigner).
-      if (signingKeys !== undefined) Object.assign(request.headers, await this.signer.sign(signingKeys, request.id, request.body));
+      // Awaited only when a secret is not in memory: an await per record costs more than the check.
+      addCredentials(request, this.cachedCredentials() ?? (await this.fetchCredentials()));
       const result = await this.transmitter.post(request.headers, request.body, timeoutMs());
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
