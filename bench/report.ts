@@ -303,7 +303,7 @@ export function markdown(results: BenchResults): string {
 
   out.push('## 1. Throughput and 2. CPU per record');
   out.push('');
-  out.push('One invocation over a batch of 1 KB records, against a webhook on 127.0.0.1 that answers `200` at once. Every side ran in its own warm process (one warm-up invocation first, garbage collected before each run), at the same concurrency, the rounds interleaved. The webhook is a separate process (a minimal HTTP/1.1 server on `node:net`, so it is never the limit: see its CPU column). CPU is `process.cpuUsage()` of the client process over the invocation (all its threads, GC included) ÷ records.');
+  out.push('One invocation over a batch of 1 KB records, against a webhook on 127.0.0.1 that answers `200` at once. Every side ran in its own warm process (one warm-up invocation first, garbage collected before each run), at the same concurrency, the rounds interleaved. The webhook is a separate process (a minimal HTTP/1.1 server on `node:net`, so it is never the limit: see its CPU column). CPU is `process.cpuUsage()` of the client process over the invocation (all its threads, GC included) ÷ records. Ratios (\"÷ its baseline\", and every ratio in the summary) are the median over the rounds of the two sides\' ratio within a round: runs seconds apart, so the swings of this shared virtual machine (its speed changes by up to 2× over minutes) cancel out; the records/s columns are plain medians.');
   out.push('');
   for (const section of results.throughput) {
     out.push(`### Concurrency ${section.concurrency}`);
