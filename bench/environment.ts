@@ -6,6 +6,7 @@
 import { cpus, totalmem, release } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { type CfnValue, PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../test/support/synth';
+import { CPU_PINNING } from './children';
 
 /** Local stand-ins for the resources the template's environment refers to. */
 export interface StandIns {
@@ -93,6 +94,8 @@ export interface MachineInfo {
   readonly node: string;
   readonly date: string;
   readonly commit: string;
+  /** Where the children ran: e.g. "clients on CPU 0, the webhook on CPU 1", or "wherever the scheduler put them". */
+  readonly placement?: string;
 }
 
 /** @param node the Node.js binary the children run on */
@@ -113,5 +116,7 @@ export function machineInfo(node: string = process.execPath): MachineInfo {
     node: node === process.execPath ? process.version : execFileSync(node, ['-p', 'process.version'], { encoding: 'utf8' }).trim(),
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     commit,
+    placement:
+      CPU_PINNING === undefined ? 'wherever the scheduler put them (no taskset, or one CPU)' : `each client held to CPU ${CPU_PINNING.client}, the webhook to CPU ${CPU_PINNING.webhook} (taskset)`,
   };
 }

@@ -257,6 +257,7 @@ export function markdown(results: BenchResults): string {
         ['Node.js', machine.node],
         ['date', machine.date],
         ['commit', machine.commit],
+        ['processes', machine.placement ?? 'wherever the scheduler put them'],
         ['run took', `${Math.round(results.durationSeconds)} s${results.quick ? ' (`--quick`: not for publishing)' : ''}`],
       ],
     ),
