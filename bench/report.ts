@@ -275,7 +275,14 @@ export function markdown(results: BenchResults): string {
       if (relay === undefined || bare === undefined) continue;
       const what = name === 'relay' ? 'as deployed (signed)' : 'signing off';
       const relative = speedup(relay, bare);
-      rows.push([`throughput, ${int(section.records)} records, concurrency ${section.concurrency}, ${what}`, perSecond(relay.recordsPerSecond), `${bare.side} ${perSecond(bare.recordsPerSecond)}`, `**${ratio(relative, 1)}**`, '≥ 0.90', check(relative >= 0.9)]);
+      rows.push([
+        `throughput, ${int(section.records)} records, concurrency ${section.concurrency}, ${what}`,
+        perSecond(relay.recordsPerSecond),
+        `${bare.side} ${perSecond(bare.recordsPerSecond)}`,
+        `**${ratio(relative, 1)}** (of the medians: ${ratio(relay.recordsPerSecond, bare.recordsPerSecond)})`,
+        '≥ 0.90',
+        check(relative >= 0.9),
+      ]);
       rows.push([`CPU per record, concurrency ${section.concurrency}, ${what}`, us(relay.cpuMicrosPerRecord), `${bare.side} ${us(bare.cpuMicrosPerRecord)}`, `${ratio(cpuRatio(relay, bare), 1)} (${delta(relay.cpuMicrosPerRecord - bare.cpuMicrosPerRecord, us)})`, '', '']);
     }
     const relay = side(section, 'relay');
