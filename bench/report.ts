@@ -54,18 +54,12 @@ const cpuRatio = (a: SideSummary, b: SideSummary): number => pairedRatio(a, b, c
 /** Headline figures, shared by all three outputs. */
 export interface Headline {
   readonly relayRate: number;
-  /** The bare loop sending the relay's (signed) POSTs, signing each as it sends it. */
-  readonly bareRate: number;
-  readonly peerRate: number;
   readonly relayCpu: number;
+  /** The bare loop sending the relay's (signed) POSTs, signing each as it sends it. */
   readonly bareCpu: number;
   /** The bare loop with every signature computed before the clock started: the HTTP exchange alone. */
-  readonly exchangeRate: number;
   readonly exchangeCpu: number;
   readonly unsignedCpu: number | undefined;
-  readonly unsignedRate: number | undefined;
-  /** The bare loop sending the unsigned relay's POSTs. */
-  readonly unsignedBareRate: number | undefined;
   /** Paired-round throughput ratios: the relay ÷ its limit, the unsigned relay ÷ its limit, the relay ÷ the HTTP exchange alone, the relay ÷ the peer. */
   readonly relayVsLimit: number;
   readonly unsignedVsLimit: number | undefined;
@@ -77,15 +71,10 @@ export function headline(results: BenchResults, concurrency = 10): Headline {
   const section = results.throughput.find((candidate) => candidate.concurrency === concurrency);
   return {
     relayRate: side(section, 'relay')?.recordsPerSecond ?? Number.NaN,
-    bareRate: limitOf(section, 'relay')?.recordsPerSecond ?? Number.NaN,
-    peerRate: side(section, 'peer (Powertools + fetch)')?.recordsPerSecond ?? Number.NaN,
     relayCpu: side(section, 'relay')?.cpuMicrosPerRecord ?? Number.NaN,
     bareCpu: limitOf(section, 'relay')?.cpuMicrosPerRecord ?? Number.NaN,
-    exchangeRate: side(section, 'bare node:http')?.recordsPerSecond ?? Number.NaN,
     exchangeCpu: side(section, 'bare node:http')?.cpuMicrosPerRecord ?? Number.NaN,
     unsignedCpu: side(section, 'relay, unsigned')?.cpuMicrosPerRecord,
-    unsignedRate: side(section, 'relay, unsigned')?.recordsPerSecond,
-    unsignedBareRate: side(section, 'bare node:http, unsigned')?.recordsPerSecond,
     relayVsLimit: ratioOf(section, 'relay', limitOf(section, 'relay')?.side),
     unsignedVsLimit: side(section, 'relay, unsigned') === undefined ? undefined : ratioOf(section, 'relay, unsigned', limitOf(section, 'relay, unsigned')?.side),
     relayVsExchange: ratioOf(section, 'relay', 'bare node:http'),
