@@ -105,6 +105,15 @@ let nextId = 1;
 export const CPU_PINNING: { readonly client: number; readonly webhook: number } | undefined =
   availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0 ? { client: 0, webhook: availableParallelism() - 1 } : undefined;
 
+/**
+ * Node.js flags of client processes measured for speed, the relay's and the baselines' alike.
+ * V8's parallel scavenger hands work to helper threads; held with them to one CPU, some processes
+ * (a different one each run, the same code in each) took 15–20 ms per scavenge instead of 2–4 ms,
+ * which made a relay process 30 % slower than its identical twin. On the main thread alone the
+ * GC costs every process the same. (Memory is measured without it, as deployed.)
+ */
+export const SPEED_NODE_FLAGS: readonly string[] = CPU_PINNING === undefined ? [] : ['--single-threaded-gc'];
+
 /** Holds every thread of process `pid` to `cpu` (no-op without {@link CPU_PINNING}). */
 function pin(pid: number | undefined, cpu: number | undefined): void {
   if (pid === undefined || cpu === undefined) return;
@@ -137,8 +146,6 @@ export interface ClientOptions {
   /** The full environment: the function's (template) environment for the relay, plus `BENCH_*`. */
   readonly env: NodeJS.ProcessEnv;
   readonly cwd?: string;
-  /** Force a GC before each run (steadier throughput figures; off for memory figures). */
-  readonly gcBetweenRuns?: boolean;
   /** The Node.js binary. @default this process's */
   readonly execPath?: string;
   /** Extra node flags (e.g. `--cpu-prof` to profile a client). */
@@ -163,12 +170,12 @@ export interface ClientProcess {
 }
 
 export async function startClientProcess(compiled: CompiledChildren, options: ClientOptions): Promise<ClientProcess> {
-  const env = { ...options.env, BENCH_KIND: options.kind, BENCH_GC: options.gcBetweenRuns === true ? '1' : '0' };
+  const env = { ...options.env, BENCH_KIND: options.kind };
   const child = fork(compiled.client, [], {
     execPath: options.execPath ?? process.execPath,
     cwd: options.cwd,
     env,
-    execArgv: [...(options.gcBetweenRuns === true ? ['--expose-gc'] : []), ...(options.execArgv ?? [])],
+    execArgv: [...(options.execArgv ?? [])],
     serialization: 'advanced',
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -9,7 +9,6 @@
  * - `BENCH_SIGNING_SECRET`: the relay's signing key (bare base64); the bare clients then add the
  *   same Standard Webhooks headers, computed before the clock starts (with `BENCH_SIGN_IN_LOOP=1`,
  *   the node:http loop computes them per request instead, inside the timing: signing's own cost);
- * - `BENCH_GC=1`: collect garbage before each run (outside the timing) for steadier figures.
  *
  * It then answers `run` messages with one invocation each and its wall time, CPU and failures.
  */
@@ -45,7 +44,6 @@ const concurrency = Number(env.MAX_CONCURRENCY ?? '10');
 const relayConfig = loadConfig(env);
 const signingKey = env.BENCH_SIGNING_SECRET ? Buffer.from(env.BENCH_SIGNING_SECRET, 'base64') : undefined;
 const signInLoop = env.BENCH_SIGN_IN_LOOP === '1' && signingKey !== undefined;
-const collect = env.BENCH_GC === '1' ? (globalThis as { gc?: () => void }).gc : undefined;
 
 function send(message: FromClient): Promise<void> {
   return new Promise((resolve) => process.send?.(message, () => resolve()));
@@ -184,7 +182,6 @@ async function run(request: RunRequest): Promise<RunResult> {
   } else if (started !== undefined) {
     stampOnFirstRead(records, started);
   }
-  collect?.();
   const context = createLambdaContext(request.timeoutMs, env.AWS_LAMBDA_FUNCTION_NAME);
   const cpuBefore = process.cpuUsage();
   const wallBefore = performance.now();

@@ -6,7 +6,7 @@
 import { cpus, totalmem, release } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { type CfnValue, PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../test/support/synth';
-import { CPU_PINNING } from './children';
+import { SPEED_NODE_FLAGS, CPU_PINNING } from './children';
 
 /** Local stand-ins for the resources the template's environment refers to. */
 export interface StandIns {
@@ -117,6 +117,6 @@ export function machineInfo(node: string = process.execPath): MachineInfo {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     commit,
     placement:
-      CPU_PINNING === undefined ? 'wherever the scheduler put them (no taskset, or one CPU)' : `each client held to CPU ${CPU_PINNING.client}, the webhook to CPU ${CPU_PINNING.webhook} (taskset)`,
+      CPU_PINNING === undefined ? 'wherever the scheduler put them (no taskset, or one CPU)' : `each client held to CPU ${CPU_PINNING.client} (with ${SPEED_NODE_FLAGS.join(' ')}), the webhook to CPU ${CPU_PINNING.webhook} (taskset)`,
   };
 }

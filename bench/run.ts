@@ -32,7 +32,7 @@ import { startSecretsManager, type FakeSecretsManager } from '../test/support/se
 import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
 import { lambdaNodePath } from '../bin/lambda-node';
 import { weighAsset } from './bundle';
-import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
+import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
 import { functionEnvironment, lambdaEnvironment, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
@@ -66,8 +66,13 @@ const PROFILE = process.argv.includes('--profile');
 /** Records of the big batch: the most Lambda hands one invocation. */
 const BATCH = QUICK ? 2_000 : 10_000;
 const ROUNDS = QUICK ? 2 : 7;
-/** Records of the warm-up invocation each process runs first (JIT, connections). */
+/** Records of each warm-up invocation a process runs first (JIT, connections). */
 const WARM_UP = QUICK ? 500 : 10_000;
+/**
+ * Warm-up invocations: V8 was still optimizing the relay's hot functions during the second
+ * 10,000-record invocation of a fresh process (`--trace-opt`), and had stopped by the third.
+ */
+const WARM_UP_RUNS = QUICK ? 1 : 2;
 const DEADLINE_MS = 15 * 60_000;
 
 /** Everything the sections share. */
@@ -153,15 +158,19 @@ function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.Proces
   };
 }
 
-async function startSide(bench: Bench, side: Side, concurrency: number, gc: boolean): Promise<ClientProcess> {
+/**
+ * A client process for `side`: with {@link SPEED_NODE_FLAGS} for the side-by-side speed figures,
+ * or `asDeployed`, with no flags but the function's own (memory, cold start, mixed outcomes).
+ */
+async function startSide(bench: Bench, side: Side, concurrency: number, asDeployed = false): Promise<ClientProcess> {
   const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
+  const profile = PROFILE && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   return startClientProcess(bench.compiled, {
     execPath: NODE,
     kind: side.kind,
     env: clientEnv(bench, side, concurrency),
     cwd: bench.bundle.bundleDir,
-    gcBetweenRuns: gc,
-    ...(PROFILE && side.kind === 'relay' ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+    execArgv: [...(asDeployed ? [] : SPEED_NODE_FLAGS), ...profile],
   });
 }
 
@@ -203,6 +212,11 @@ async function throughputRun(bench: Bench, client: ClientProcess, count: number)
   };
 }
 
+/** Runs the warm-up invocations of every client, in turn. */
+async function warmUp(bench: Bench, clients: readonly ClientProcess[]): Promise<void> {
+  for (let run = 0; run < WARM_UP_RUNS; run += 1) for (const client of clients) await throughputRun(bench, client, WARM_UP);
+}
+
 function summarize(side: Side, runs: ThroughputRun[]): SideSummary {
   return {
     side: side.name,
@@ -216,16 +230,28 @@ function summarize(side: Side, runs: ThroughputRun[]): SideSummary {
 }
 
 /**
- * Each side in its own warm process (one warm-up invocation first), then `rounds` rounds in
- * which every side runs once, in a rotating order, so drift on the machine hits all alike.
+ * Processes per side in a comparison. Identical processes of the same side were measured 30 %
+ * apart for their whole lives (where V8's heap and optimized code happened to land), so a
+ * side's rounds alternate between two of them, and neither one's luck is the side's figure.
+ */
+const PROCESSES_PER_SIDE = QUICK ? 1 : 2;
+
+/**
+ * Each side in {@link PROCESSES_PER_SIDE} warm processes (warm-up invocations first), then
+ * `rounds` rounds in which every side runs once, in a rotating order, so drift on the machine
+ * hits all alike; round `r` runs each side's process `r mod PROCESSES_PER_SIDE`.
  */
 async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, count: number): Promise<SideSummary[]> {
-  const clients: ClientProcess[] = [];
+  const processes: ClientProcess[][] = [];
   try {
-    for (const side of sides) clients.push(await startSide(bench, side, concurrency, true));
-    for (const client of clients) await throughputRun(bench, client, WARM_UP);
+    for (let copy = 0; copy < PROCESSES_PER_SIDE; copy += 1) {
+      processes.push([]);
+      for (const side of sides) processes[copy]?.push(await startSide(bench, side, concurrency));
+    }
+    await warmUp(bench, processes.flat());
     const runs: ThroughputRun[][] = sides.map(() => []);
     for (let round = 0; round < rounds; round += 1) {
+      const clients = processes[round % PROCESSES_PER_SIDE] as ClientProcess[];
       for (let offset = 0; offset < sides.length; offset += 1) {
         const index = (round + offset) % sides.length;
         const run = await throughputRun(bench, clients[index] as ClientProcess, count);
@@ -235,7 +261,7 @@ async function compare(bench: Bench, sides: readonly Side[], concurrency: number
     }
     return sides.map((side, index) => summarize(side, runs[index] as ThroughputRun[]));
   } finally {
-    await Promise.all(clients.map((client) => client.stop()));
+    await Promise.all(processes.flat().map((client) => client.stop()));
   }
 }
 
@@ -297,10 +323,10 @@ async function latencySection(bench: Bench, concurrency: number): Promise<Latenc
   const runs = QUICK ? 2 : 3;
   log(`latency, concurrency ${concurrency}`);
   const sides = [RELAY, BARE];
-  const clients = [await startSide(bench, RELAY, concurrency, true), await startSide(bench, BARE, concurrency, true)];
+  const clients = [await startSide(bench, RELAY, concurrency), await startSide(bench, BARE, concurrency)];
   try {
     const perRun: { p50: number; p99: number; samples: number }[][] = [[], []];
-    for (const client of clients) await throughputRun(bench, client, WARM_UP);
+    await warmUp(bench, clients);
     for (let round = 0; round < runs; round += 1) {
       for (const [index, client] of clients.entries()) {
         await bench.webhook.reset('ok', { stampSize: records });
@@ -340,7 +366,7 @@ async function latencyBoundSection(bench: Bench): Promise<LatencyBoundRun[]> {
     const records = Math.max(200, Math.round(model));
     const rates: number[] = [];
     for (const side of [RELAY, BARE]) {
-      const client = await startSide(bench, side, concurrency, true);
+      const client = await startSide(bench, side, concurrency);
       try {
         await bench.webhook.reset('ok', { delayMs });
         await client.run({ eventFile: eventFile(Math.min(records, 500)), timeoutMs: DEADLINE_MS });
@@ -362,7 +388,7 @@ async function memorySection(bench: Bench): Promise<MemoryRow[]> {
   log('memory: one batch in a fresh process per side');
   const rows: MemoryRow[] = [];
   for (const side of [NOOP, BARE, RELAY, PEER]) {
-    const client = await startSide(bench, side, 10, false);
+    const client = await startSide(bench, side, 10, true);
     try {
       const run = await throughputRun(bench, client, BATCH);
       if (run.failures > 0 && side.kind !== 'noop') bench.notes.push(`memory ${side.name}: ${run.failures} failures`);
@@ -445,7 +471,7 @@ async function coldStartSection(bench: Bench): Promise<ColdStartSection> {
   log('cold start: first invocations in fresh processes');
   const first: { importMs: number; firstMs: number; secondMs: number }[] = [];
   for (let run = 0; run < (QUICK ? 2 : 5); run += 1) {
-    const client = await startSide(bench, RELAY, 10, false);
+    const client = await startSide(bench, RELAY, 10, true);
     try {
       await bench.webhook.reset('ok');
       const one = await client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
