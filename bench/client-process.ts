@@ -29,7 +29,7 @@ interface Prepared {
   /** The message id, for signing inside the loop. */
   readonly id: string;
   readonly headers: Record<string, string>;
-  /** The same headers as node:http's flat list, `Host` first. */
+  /** The headers as the relay sends them: node:http's flat list, `Host` first. */
   readonly list: string[];
   readonly body: Buffer;
 }
@@ -94,8 +94,8 @@ async function relayTransmitter(): Promise<BareLoop> {
   const transmitter = new WebhookTransmitter(webhookUrl, concurrency);
   return (prepared, started) =>
     pool(prepared.length, started, async (index) => {
-      const { headers, body } = prepared[index] as Prepared;
-      const result = await transmitter.post(headers, body, 10_000);
+      const { list, body } = prepared[index] as Prepared;
+      const result = await transmitter.post(list, body, 10_000);
       return result.kind === 'response' ? result.status : 0;
     });
 }
@@ -125,19 +125,17 @@ function bareFetch(): BareLoop {
 
 /** The relay's request for `record`, signed as the relay signs it when a key is configured. */
 function prepare(record: SQSRecord): Prepared {
-  const body = Buffer.from(record.body, 'utf8');
-  let headers = buildDeliveryRequest(record, relayConfig).headers;
+  const { headers: list, body } = buildDeliveryRequest(record, relayConfig);
   if (signingKey !== undefined && !signInLoop) {
-    headers = { ...headers, ...signDelivery([signingKey], record.messageId, Math.floor(Date.now() / 1000), body) };
+    const signature = signDelivery([signingKey], record.messageId, Math.floor(Date.now() / 1000), body);
+    list.push(...Object.entries(signature).flat());
   }
-  const sent = kind === 'bare-fetch' ? withoutContentLength(headers) : headers;
-  return { id: record.messageId, headers: sent, list: ['Host', webhookUrl.host, ...Object.entries(sent).flat()], body };
-}
-
-/** Fetch computes Content-Length itself (and may refuse it as a header). */
-function withoutContentLength(headers: Record<string, string>): Record<string, string> {
-  const { 'Content-Length': _ignored, ...rest } = headers;
-  return rest;
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < list.length; i += 2) headers[list[i] as string] = list[i + 1] as string;
+  // Fetch and undici compute Host and Content-Length themselves (and may refuse them as headers).
+  delete headers.Host;
+  if (kind === 'bare-fetch') delete headers['Content-Length'];
+  return { id: record.messageId, headers, list, body };
 }
 
 let handler: Handler | undefined;

@@ -69,11 +69,13 @@ export async function runBatch<Outcome>(
   attempt: (record: SQSRecord) => Promise<Outcome>,
 ): Promise<(Outcome | NotAttempted)[]> {
   const outcomes = new Array<Outcome | NotAttempted>(records.length);
-  const lanes = lanesOf(records);
+  // Without a FIFO record every lane is one record, in order: no need to build 10,000 of them.
+  const lanes = records.some(isFifoRecord) ? lanesOf(records) : undefined;
+  const laneCount = lanes === undefined ? records.length : lanes.length;
   let nextLane = 0;
   const worker = async (): Promise<void> => {
-    while (nextLane < lanes.length) {
-      const lane = lanes[nextLane++] ?? [];
+    while (nextLane < laneCount) {
+      const lane = lanes === undefined ? [nextLane++] : (lanes[nextLane++] ?? []);
       // Once set, the rest of the lane is not sent, for this reason.
       let stopped: NotAttemptedReason | undefined;
       for (const index of lane) {
@@ -89,7 +91,7 @@ export async function runBatch<Outcome>(
       }
     }
   };
-  const workers = Math.max(1, Math.min(options.concurrency, lanes.length));
+  const workers = Math.max(1, Math.min(options.concurrency, laneCount));
   await Promise.all(Array.from({ length: workers }, worker));
   return outcomes;
 }

@@ -103,11 +103,9 @@ function addCredentials(request: DeliveryRequest, { signingKeys, authorization }
   const { headers } = request;
   if (signingKeys !== undefined) {
     const signature = signDelivery(signingKeys, request.id, Math.floor(Date.now() / 1000), request.body);
-    headers['webhook-id'] = signature['webhook-id'];
-    headers['webhook-timestamp'] = signature['webhook-timestamp'];
-    headers['webhook-signature'] = signature['webhook-signature'];
+    headers.push('webhook-id', signature['webhook-id'], 'webhook-timestamp', signature['webhook-timestamp'], 'webhook-signature', signature['webhook-signature']);
   }
-  if (authorization !== undefined) headers.Authorization = authorization;
+  if (authorization !== undefined) headers.push('Authorization', authorization);
 }
 
 /** Relays batches for one configuration. Long-lived: one per warm container. */

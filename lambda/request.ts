@@ -18,24 +18,41 @@ export const TRACE_ATTRIBUTES = ['traceparent', 'tracestate'] as const;
  */
 export const MAX_ATTRIBUTE_HEADER_LENGTH = 4_096;
 
+/** Where the `Content-Type` value sits in a request's header list (a `Body.ContentType` attribute replaces it). */
+const CONTENT_TYPE_VALUE_INDEX = 3;
+
 /** The request for one record: what is sent, and which attributes had to be left out. */
 export interface DeliveryRequest {
   /** The message's idempotency key ({@link idempotencyKeyOf}): the `Message-Id` header, and the id a signature covers. */
   readonly id: string;
-  readonly headers: Record<string, string>;
+  /**
+   * The headers in node:http's raw form, `[name, value, name, value, …]`, in the order they are
+   * sent, `Host` first: the form the transmitter writes without converting (see transmitter.ts).
+   * The request's own list: the relay appends its credentials to it.
+   */
+  readonly headers: string[];
   readonly body: Buffer;
   /** Attributes not sent, each with the reason (logged at WARN by the caller). */
   readonly skippedAttributes: readonly { readonly name: string; readonly reason: string }[];
 }
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// Visible ASCII, space and tab. obs-text (0x80-0xFF) is legal in theory but read differently by
-// different servers, and anything else (CR, LF, NUL, non-Latin-1) is a header-injection risk.
-const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
-/** True when `value` can be sent as a header value unchanged and read back the same way. */
+/**
+ * True when `value` can be sent as a header value unchanged and read back the same way: visible
+ * ASCII, space and tab. obs-text (0x80-0xFF) is legal in theory but read differently by
+ * different servers, and anything else (CR, LF, NUL, non-Latin-1) is a header-injection risk.
+ * A loop rather than a regular expression: it runs on two or three values of every record.
+ */
 export function isLegalHeaderValue(value: string): boolean {
-  return value.length <= MAX_ATTRIBUTE_HEADER_LENGTH && HEADER_VALUE.test(value) && value.trim() === value;
+  const { length } = value;
+  if (length > MAX_ATTRIBUTE_HEADER_LENGTH) return false;
+  for (let i = 0; i < length; i += 1) {
+    const code = value.charCodeAt(i);
+    if (code > 0x7e || (code < 0x20 && code !== 0x09)) return false;
+  }
+  // No space or tab at either end: a server would strip it, and read a different value.
+  return length === 0 || (value.charCodeAt(0) > 0x20 && value.charCodeAt(length - 1) > 0x20);
 }
 
 /**
@@ -65,10 +82,21 @@ export function queueNameOfArn(queueArn: string): string {
   return queueArn.slice(queueArn.lastIndexOf(':') + 1);
 }
 
-/** Whole seconds since the epoch from an SQS millisecond timestamp string; `undefined` if not a number. */
+/**
+ * Whole seconds since the epoch from an SQS millisecond timestamp string; `undefined` if not a
+ * number. Cut from the digits rather than parsed: the same text as `Math.floor(ms / 1000)`,
+ * without converting 13 digits to a double and back for two headers of every record.
+ */
 function epochSeconds(milliseconds: string | undefined): string | undefined {
-  if (milliseconds === undefined || !/^[0-9]{1,15}$/.test(milliseconds)) return undefined;
-  return String(Math.floor(Number(milliseconds) / 1000));
+  if (milliseconds === undefined || milliseconds.length === 0 || milliseconds.length > 15) return undefined;
+  let firstSignificant = -1;
+  for (let i = 0; i < milliseconds.length; i += 1) {
+    const code = milliseconds.charCodeAt(i);
+    if (code < 48 || code > 57) return undefined;
+    if (firstSignificant === -1 && code !== 48) firstSignificant = i;
+  }
+  const end = milliseconds.length - 3;
+  return firstSignificant === -1 || firstSignificant >= end ? '0' : milliseconds.slice(firstSignificant, end);
 }
 
 /** The Carrier header names for one `HEADER_PREFIX`. */
@@ -101,7 +129,7 @@ function carrierHeaderNames(prefix: string): CarrierHeaderNames {
 // Per record these would be nine string concatenations; a function has one prefix for its life.
 let headerNames = carrierHeaderNames('X-Carrier-');
 // Every record of a batch comes from the same queue: its name and legality, worked out once.
-let lastQueue = { arn: '', name: '', legal: true };
+let lastQueue = { arn: '', name: '', legal: true, fifo: false };
 
 /**
  * Builds the POST for `record`. Pure: the same record and configuration always give the same
@@ -112,54 +140,54 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
   const names = headerNames;
   const body = Buffer.from(record.body ?? '', 'utf8');
   const skippedAttributes: { name: string; reason: string }[] = [];
-  const headers: Record<string, string> = {
-    'Content-Type': config.defaultContentType,
-    'Content-Length': String(body.length),
-    'User-Agent': config.userAgent,
-  };
+  const headers: string[] = ['Host', config.webhookUrl.host, 'Content-Type', config.defaultContentType, 'Content-Length', String(body.length), 'User-Agent', config.userAgent];
   const system = record.attributes ?? {};
   const receiveCount = system.ApproximateReceiveCount;
-  if (receiveCount !== undefined && isLegalHeaderValue(receiveCount)) headers[names.receiveCount] = receiveCount;
-  // Digits only, by construction: no header check needed.
+  if (receiveCount !== undefined && isLegalHeaderValue(receiveCount)) headers.push(names.receiveCount, receiveCount);
   const firstReceiveTime = epochSeconds(system.ApproximateFirstReceiveTimestamp);
-  if (firstReceiveTime !== undefined) headers[names.firstReceiveTime] = firstReceiveTime;
+  if (firstReceiveTime !== undefined) headers.push(names.firstReceiveTime, firstReceiveTime);
   const messageId = idempotencyKeyOf(record);
-  if (isLegalHeaderValue(messageId)) headers[names.messageId] = messageId;
+  if (isLegalHeaderValue(messageId)) headers.push(names.messageId, messageId);
   const sentTime = epochSeconds(system.SentTimestamp);
-  if (sentTime !== undefined) headers[names.sentTime] = sentTime;
+  if (sentTime !== undefined) headers.push(names.sentTime, sentTime);
   const queueArn = record.eventSourceARN ?? '';
   if (lastQueue.arn !== queueArn) {
     const name = queueNameOfArn(queueArn);
-    lastQueue = { arn: queueArn, name, legal: isLegalHeaderValue(name) };
+    lastQueue = { arn: queueArn, name, legal: isLegalHeaderValue(name), fifo: isFifoRecord(record) };
   }
-  if (lastQueue.legal) headers[names.queue] = lastQueue.name;
-  if (isFifoRecord(record)) {
-    if (system.MessageGroupId !== undefined && isLegalHeaderValue(system.MessageGroupId)) headers[names.messageGroupId] = system.MessageGroupId;
-    if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber)) headers[names.sequenceNumber] = system.SequenceNumber;
+  if (lastQueue.legal) headers.push(names.queue, lastQueue.name);
+  if (lastQueue.fifo) {
+    if (system.MessageGroupId !== undefined && isLegalHeaderValue(system.MessageGroupId)) headers.push(names.messageGroupId, system.MessageGroupId);
+    if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber)) headers.push(names.sequenceNumber, system.SequenceNumber);
   }
-
-  for (const [name, attribute] of Object.entries(record.messageAttributes ?? {})) {
+  const attributes = record.messageAttributes;
+  let attributeHeaders: Set<string> | undefined;
+  if (attributes !== undefined) for (const name of Object.keys(attributes)) {
+    const attribute = attributes[name];
     const dataType = attribute?.dataType ?? '';
-    // Custom types ("Number.float", "String.json") keep their base type's rules.
     const isText = dataType === 'String' || dataType.startsWith('String.') || dataType === 'Number' || dataType.startsWith('Number.');
-    // Binary attributes have no header representation; the dead-letter reason is the relay's own bookkeeping.
     if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
-    const value = attribute.stringValue ?? '';
+    const value = attribute?.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
       skippedAttributes.push({ name, reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header' });
       continue;
     }
     if (name === CONTENT_TYPE_ATTRIBUTE) {
-      if (value !== '') headers['Content-Type'] = value;
+      if (value !== '') headers[CONTENT_TYPE_VALUE_INDEX] = value;
     } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
-      headers[name] = value;
+      headers.push(name, value);
     } else if (!HEADER_NAME.test(name)) {
       skippedAttributes.push({ name, reason: 'name not allowed in a header' });
-    } else if (Object.keys(headers).some((taken) => taken.toLowerCase() === `${names.attribute}${name}`.toLowerCase())) {
-      // Attribute names are case-sensitive, header names are not: "Tenant" after "tenant" would merge into one header.
-      skippedAttributes.push({ name, reason: 'name differs only in case from another attribute' });
     } else {
-      headers[`${names.attribute}${name}`] = value;
+      const header = `${names.attribute}${name}`;
+      attributeHeaders ??= new Set();
+      const folded = header.toLowerCase();
+      if (attributeHeaders.has(folded)) {
+        skippedAttributes.push({ name, reason: 'name differs only in case from another attribute' });
+      } else {
+        attributeHeaders.add(folded);
+        headers.push(header, value);
+      }
     }
   }
   return { id: messageId, headers, body, skippedAttributes };

@@ -87,6 +87,15 @@ function retryAfterOf(rawHeaders: readonly string[]): string | undefined {
   return undefined;
 }
 
+/** True when a raw header list (`[name, value, …]`) has a `Host` header. */
+function hasHost(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') return true;
+  }
+  return false;
+}
+
 /** The request options of every POST to `url`, worked out once rather than from the URL per request. */
 function requestOptionsOf(url: URL, agent: HttpAgent): RequestOptions {
   return {
@@ -121,7 +130,7 @@ export class WebhookTransmitter {
   private readonly agent: HttpAgent;
   private readonly send: (options: RequestOptions) => ClientRequest;
   private readonly options: RequestOptions;
-  /** The `Host` header: with headers given as a list, node:http leaves it to us. */
+  /** The `Host` header for a header list without one: given a list, node:http leaves it to us. */
   private readonly host: string;
 
   /**
@@ -139,9 +148,10 @@ export class WebhookTransmitter {
   /**
    * POSTs `body` with `headers`. Resolves (never rejects) once the response is complete or has
    * been read up to {@link RESPONSE_READ_LIMIT_BYTES}, or once the attempt failed.
+   * @param headers in node:http's raw form, `[name, value, name, value, …]`; `Host` is added when missing. Not changed.
    * @param timeoutMs bound on the whole exchange, from connect to the end of the response
    */
-  post(headers: Record<string, string>, body: Buffer, timeoutMs: number): Promise<WebhookResult> {
+  post(headers: readonly string[], body: Buffer, timeoutMs: number): Promise<WebhookResult> {
     const started = performance.now();
     const elapsed = (): number => performance.now() - started;
     return new Promise<WebhookResult>((resolve) => {
@@ -158,14 +168,7 @@ export class WebhookTransmitter {
       try {
         // Headers as a flat list go straight into the request head (still validated: an illegal
         // value throws here), skipping node:http's per-header bookkeeping for its setHeader().
-        const list: string[] = [];
-        let hasHost = false;
-        for (const name of Object.keys(headers)) {
-          list.push(name, headers[name] as string);
-          if (name.length === 4 && name.toLowerCase() === 'host') hasHost = true;
-        }
-        if (!hasHost) list.push('Host', this.host);
-        request = this.send({ ...this.options, headers: list });
+        request = this.send({ ...this.options, headers: hasHost(headers) ? headers : [...headers, 'Host', this.host] });
       } catch (error) {
         // Node validates headers synchronously; keep the promise's never-rejects contract.
         const message = error instanceof Error ? error.message : String(error);

@@ -7,7 +7,7 @@ import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-l
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { loadConfig, type RelayConfig } from '../../lambda/config';
-import { buildDeliveryRequest, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
+import { buildDeliveryRequest, type DeliveryRequest, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
 import { sqsRecord as syntheticRecord } from '../support/records';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';
@@ -40,6 +40,23 @@ const str = (value: string, dataType = 'String') => ({ dataType, stringValue: va
 const config = (env: Record<string, string> = {}): RelayConfig => loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/in', ...env });
 const DEFAULTS = config();
 
+/**
+ * The request with its header list (node:http's raw `[name, value, …]` form) read as an object,
+ * after checking the list itself: pairs, `Host` first, and no header twice in any letter case
+ * (a list, unlike an object, could carry two).
+ */
+function build(record: SQSRecord, relayConfig: RelayConfig): Omit<DeliveryRequest, 'headers'> & { headers: Record<string, string> } {
+  const request = buildDeliveryRequest(record, relayConfig);
+  const list = request.headers;
+  expect(list.length % 2).toBe(0);
+  expect(list.slice(0, 2)).toEqual(['Host', relayConfig.webhookUrl.host]);
+  const names = list.filter((_, index) => index % 2 === 0);
+  expect(new Set(names.map((name) => name.toLowerCase())).size).toBe(names.length);
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < list.length; i += 2) headers[list[i] as string] = list[i + 1] as string;
+  return { ...request, headers };
+}
+
 /** Every header name and value is something Node would put on the wire, and none can split a line. */
 function expectWireSafe(headers: Record<string, string>): void {
   for (const [name, value] of Object.entries(headers)) {
@@ -52,8 +69,9 @@ function expectWireSafe(headers: Record<string, string>): void {
 
 describe('the headers of SPEC §1', () => {
   test('a standard-queue record with the default prefix', () => {
-    const { headers, body, skippedAttributes } = buildDeliveryRequest(sqsRecord(), DEFAULTS);
+    const { headers, body, skippedAttributes } = build(sqsRecord(), DEFAULTS);
     expect(headers).toEqual({
+      Host: 'hooks.example.com',
       'Content-Type': 'application/json',
       'Content-Length': '12',
       'User-Agent': DEFAULTS.userAgent,
@@ -70,9 +88,10 @@ describe('the headers of SPEC §1', () => {
 
   test('a custom HEADER_PREFIX renames every Carrier header, and only those', () => {
     const record = sqsRecord({ messageAttributes: { tenant: str('acme'), traceparent: str('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01') } });
-    const { headers } = buildDeliveryRequest(record, config({ HEADER_PREFIX: 'X-Relay-' }));
+    const { headers } = build(record, config({ HEADER_PREFIX: 'X-Relay-' }));
     expect(Object.keys(headers).sort()).toEqual(
       [
+        'Host',
         'Content-Type',
         'Content-Length',
         'User-Agent',
@@ -90,30 +109,43 @@ describe('the headers of SPEC §1', () => {
   });
 
   test('timestamps are whole seconds since the epoch, rounded down, not milliseconds', () => {
-    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { SentTimestamp: '1700000000999', ApproximateFirstReceiveTimestamp: '1700000001000' } }), DEFAULTS);
+    const { headers } = build(sqsRecord({ attributes: { SentTimestamp: '1700000000999', ApproximateFirstReceiveTimestamp: '1700000001000' } }), DEFAULTS);
     expect(headers['X-Carrier-Sent-Time']).toBe('1700000000');
     expect(headers['X-Carrier-First-Receive-Time']).toBe('1700000001');
     expect(Number(headers['X-Carrier-Sent-Time'])).toBeLessThan(1e11); // seconds, not ms
   });
 
+  test('property: any timestamp of up to 15 digits gives Math.floor(ms / 1000); anything else, no header', () => {
+    const digits = fc.string({ unit: fc.constantFrom('0', '1', '5', '9'), minLength: 1, maxLength: 15 });
+    const other = fc.oneof(fc.string({ unit: fc.constantFrom('0', '9'), minLength: 16, maxLength: 20 }), fc.string({ maxLength: 15 }).filter((text) => !/^[0-9]+$/.test(text)));
+    fc.assert(
+      fc.property(digits, other, (sent, garbage) => {
+        const { headers } = build(sqsRecord({ attributes: { SentTimestamp: sent, ApproximateFirstReceiveTimestamp: garbage } }), DEFAULTS);
+        expect(headers['X-Carrier-Sent-Time']).toBe(String(Math.floor(Number(sent) / 1000)));
+        expect(headers).not.toHaveProperty('X-Carrier-First-Receive-Time');
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   test('a timestamp that is not a number is left out rather than sent wrong', () => {
-    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { SentTimestamp: 'yesterday', ApproximateFirstReceiveTimestamp: '-5' } }), DEFAULTS);
+    const { headers } = build(sqsRecord({ attributes: { SentTimestamp: 'yesterday', ApproximateFirstReceiveTimestamp: '-5' } }), DEFAULTS);
     expect(headers).not.toHaveProperty('X-Carrier-Sent-Time');
     expect(headers).not.toHaveProperty('X-Carrier-First-Receive-Time');
     expect(headers['X-Carrier-Message-Id']).toBeDefined();
   });
 
   test('the queue name comes from eventSourceARN', () => {
-    expect(buildDeliveryRequest(sqsRecord({ arn: 'arn:aws-cn:sqs:cn-north-1:123456789012:payments-v2' }), DEFAULTS).headers['X-Carrier-Queue']).toBe('payments-v2');
+    expect(build(sqsRecord({ arn: 'arn:aws-cn:sqs:cn-north-1:123456789012:payments-v2' }), DEFAULTS).headers['X-Carrier-Queue']).toBe('payments-v2');
     expect(queueNameOfArn(FIFO_ARN)).toBe('orders.fifo');
   });
 
   test('FIFO fields only when the record has them', () => {
-    const standard = buildDeliveryRequest(sqsRecord(), DEFAULTS).headers;
+    const standard = build(sqsRecord(), DEFAULTS).headers;
     expect(standard).not.toHaveProperty('X-Carrier-Message-Group-Id');
     expect(standard).not.toHaveProperty('X-Carrier-Sequence-Number');
 
-    const fifo = buildDeliveryRequest(
+    const fifo = build(
       sqsRecord({
         arn: FIFO_ARN,
         attributes: { MessageGroupId: 'customer-7', SequenceNumber: '18849496460467696128', MessageDeduplicationId: 'dedup-1' },
@@ -126,7 +158,7 @@ describe('the headers of SPEC §1', () => {
   });
 
   test('system attributes that are not in the contract are not sent', () => {
-    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { AWSTraceHeader: 'Root=1-5759e988-bd862e3fe1be46a994272793', SenderId: 'AIDAEXAMPLE' } }), DEFAULTS);
+    const { headers } = build(sqsRecord({ attributes: { AWSTraceHeader: 'Root=1-5759e988-bd862e3fe1be46a994272793', SenderId: 'AIDAEXAMPLE' } }), DEFAULTS);
     expect(Object.values(headers)).not.toContain('AIDAEXAMPLE');
     expect(Object.keys(headers).filter((name) => /sender|awstrace/i.test(name))).toEqual([]);
   });
@@ -134,17 +166,17 @@ describe('the headers of SPEC §1', () => {
 
 describe('Content-Type', () => {
   test('DEFAULT_CONTENT_TYPE without a Body.ContentType attribute', () => {
-    expect(buildDeliveryRequest(sqsRecord(), config({ DEFAULT_CONTENT_TYPE: 'text/plain; charset=utf-8' })).headers['Content-Type']).toBe('text/plain; charset=utf-8');
+    expect(build(sqsRecord(), config({ DEFAULT_CONTENT_TYPE: 'text/plain; charset=utf-8' })).headers['Content-Type']).toBe('text/plain; charset=utf-8');
   });
 
   test('Body.ContentType wins and is not also sent as an Attr header', () => {
-    const { headers } = buildDeliveryRequest(sqsRecord({ messageAttributes: { 'Body.ContentType': str('application/xml; charset=utf-8') } }), DEFAULTS);
+    const { headers } = build(sqsRecord({ messageAttributes: { 'Body.ContentType': str('application/xml; charset=utf-8') } }), DEFAULTS);
     expect(headers['Content-Type']).toBe('application/xml; charset=utf-8');
     expect(Object.keys(headers).filter((name) => /content-type/i.test(name))).toEqual(['Content-Type']);
   });
 
   test('a Body.ContentType with an illegal value is reported and the default is kept', () => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { 'Body.ContentType': str('text/html\r\nX-Evil: 1') } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { 'Body.ContentType': str('text/html\r\nX-Evil: 1') } }), DEFAULTS);
     expect(headers['Content-Type']).toBe('application/json');
     expect(skippedAttributes.map((skipped) => skipped.name)).toEqual(['Body.ContentType']);
     expect(JSON.stringify(headers)).not.toContain('Evil');
@@ -153,7 +185,7 @@ describe('Content-Type', () => {
 
 describe('message attributes', () => {
   test('String, Number and custom types become {P}Attr-<Name> with the value unchanged', () => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(
+    const { headers, skippedAttributes } = build(
       sqsRecord({
         messageAttributes: {
           tenant: str('acme'),
@@ -180,7 +212,7 @@ describe('message attributes', () => {
   });
 
   test('Binary attributes (and custom Binary types) have no header and are not reported', () => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(
+    const { headers, skippedAttributes } = build(
       sqsRecord({
         messageAttributes: {
           blob: { dataType: 'Binary', binaryValue: Buffer.from('\x00\x01\xff').toString('base64') },
@@ -197,7 +229,7 @@ describe('message attributes', () => {
   test('traceparent and tracestate are copied under their own names', () => {
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const tracestate = 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE';
-    const { headers } = buildDeliveryRequest(sqsRecord({ messageAttributes: { traceparent: str(traceparent), tracestate: str(tracestate) } }), DEFAULTS);
+    const { headers } = build(sqsRecord({ messageAttributes: { traceparent: str(traceparent), tracestate: str(tracestate) } }), DEFAULTS);
     expect(headers.traceparent).toBe(traceparent);
     expect(headers.tracestate).toBe(tracestate);
     expect(headers).not.toHaveProperty('X-Carrier-Attr-traceparent');
@@ -205,7 +237,7 @@ describe('message attributes', () => {
   });
 
   test('attributes cannot overwrite the contract headers', () => {
-    const { headers } = buildDeliveryRequest(
+    const { headers } = build(
       sqsRecord({ messageAttributes: { 'Receive-Count': str('999'), 'Message-Id': str('forged'), 'User-Agent': str('evil'), 'Content-Length': str('0') } }),
       DEFAULTS,
     );
@@ -237,7 +269,7 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
   ];
 
   test.each(HOSTILE)('%s', (_label, value) => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { hostile: str(value), tenant: str('acme') } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { hostile: str(value), tenant: str('acme') } }), DEFAULTS);
     expect(headers).not.toHaveProperty('X-Carrier-Attr-hostile');
     expect(Object.values(headers)).not.toContain(value);
     expect(JSON.stringify(headers)).not.toContain('Evil');
@@ -247,7 +279,7 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
   });
 
   test('hostile traceparent and tracestate are skipped too', () => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(
+    const { headers, skippedAttributes } = build(
       sqsRecord({ messageAttributes: { traceparent: str('00-abc\r\nX-Evil: 1'), tracestate: str('k=v\n') } }),
       DEFAULTS,
     );
@@ -257,7 +289,7 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
   });
 
   test('a Number attribute with a hostile value is skipped', () => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { n: str('1\r\nX-Evil: 1', 'Number') } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { n: str('1\r\nX-Evil: 1', 'Number') } }), DEFAULTS);
     expect(headers).not.toHaveProperty('X-Carrier-Attr-n');
     expect(skippedAttributes).toHaveLength(1);
   });
@@ -266,7 +298,7 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
     const atLimit = 'x'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH);
     const over = 'y'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH + 1);
     const huge = 'z'.repeat(256 * 1024);
-    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { atLimit: str(atLimit), over: str(over), huge: str(huge) } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { atLimit: str(atLimit), over: str(over), huge: str(huge) } }), DEFAULTS);
     expect(headers['X-Carrier-Attr-atLimit']).toBe(atLimit);
     expect(headers).not.toHaveProperty('X-Carrier-Attr-over');
     expect(headers).not.toHaveProperty('X-Carrier-Attr-huge');
@@ -277,14 +309,14 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
   });
 
   test.each(['has space', 'colon:name', 'new\nline', 'ünï', '', 'a\r\nX-Evil'])('an attribute name not legal in a header (%j) is skipped', (name) => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { [name]: str('ok') } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { [name]: str('ok') } }), DEFAULTS);
     expect(Object.keys(headers).filter((header) => header.includes('Attr-'))).toEqual([]);
     expect(skippedAttributes).toEqual([{ name, reason: 'name not allowed in a header' }]);
     expectWireSafe(headers);
   });
 
   test('hostile system attributes are not sent either', () => {
-    const { headers } = buildDeliveryRequest(
+    const { headers } = build(
       sqsRecord({
         messageId: 'id\r\nX-Evil: 1',
         arn: 'arn:aws:sqs:eu-west-1:123456789012:q\nX-Evil: 1',
@@ -309,20 +341,20 @@ describe('the body', () => {
     ['XML', '<?xml version="1.0"?><a b="c"/>'],
     ['large', 'é'.repeat(128 * 1024)],
   ])('%s is sent byte for byte, with Content-Length in bytes', (_label, text) => {
-    const { headers, body } = buildDeliveryRequest(sqsRecord({ body: text }), DEFAULTS);
+    const { headers, body } = build(sqsRecord({ body: text }), DEFAULTS);
     expect(body.equals(Buffer.from(text, 'utf8'))).toBe(true);
     expect(body.toString('utf8')).toBe(text);
     expect(headers['Content-Length']).toBe(String(Buffer.byteLength(text, 'utf8')));
   });
 
   test('a 4-byte character counts as 4 bytes in Content-Length', () => {
-    expect(buildDeliveryRequest(sqsRecord({ body: '🚀' }), DEFAULTS).headers['Content-Length']).toBe('4');
+    expect(build(sqsRecord({ body: '🚀' }), DEFAULTS).headers['Content-Length']).toBe('4');
   });
 });
 
 test('pure: the same record gives the same request', () => {
   const record = sqsRecord({ messageAttributes: { a: str('1'), b: str('bad\n') } });
-  expect(buildDeliveryRequest(record, DEFAULTS)).toEqual(buildDeliveryRequest(record, DEFAULTS));
+  expect(build(record, DEFAULTS)).toEqual(build(record, DEFAULTS));
 });
 
 describe('property: whatever the attributes, the headers are wire-safe', () => {
@@ -349,7 +381,7 @@ describe('property: whatever the attributes, the headers are wire-safe', () => {
         fc.constantFrom('X-Carrier-', 'X-Relay-', 'My_Prefix.'),
         (messageAttributes, messageId, body, groupId, prefix) => {
           const record = sqsRecord({ messageId, body, messageAttributes, attributes: groupId === undefined ? {} : { MessageGroupId: groupId } });
-          const { headers, skippedAttributes } = buildDeliveryRequest(record, config({ HEADER_PREFIX: prefix }));
+          const { headers, skippedAttributes } = build(record, config({ HEADER_PREFIX: prefix }));
           expectWireSafe(headers);
           const skipped = new Set(skippedAttributes.map((entry) => entry.name));
           for (const [name, attribute] of Object.entries(messageAttributes)) {
@@ -368,7 +400,7 @@ describe('property: whatever the attributes, the headers are wire-safe', () => {
               expect(headers[sentAs]).toBe(value);
             }
           }
-          expect(buildDeliveryRequest(record, config({ HEADER_PREFIX: prefix })).body.equals(Buffer.from(body, 'utf8'))).toBe(true);
+          expect(build(record, config({ HEADER_PREFIX: prefix })).body.equals(Buffer.from(body, 'utf8'))).toBe(true);
         },
       ),
       { numRuns: 300 },
@@ -376,15 +408,29 @@ describe('property: whatever the attributes, the headers are wire-safe', () => {
   });
 });
 
+describe('isLegalHeaderValue', () => {
+  test('property: exactly visible ASCII, space and tab, nothing trimmable at either end, at most the length limit', () => {
+    const reference = (value: string): boolean => value.length <= MAX_ATTRIBUTE_HEADER_LENGTH && /^[\t\x20-\x7e]*$/.test(value) && value.trim() === value;
+    const unit = fc.constantFrom('a', 'Z', '~', '!', ' ', '\t', '\r', '\n', '\0', '\x7f', '\x80', 'é', '\u00a0', '\u2028', '\ufeff', '🚀');
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 12 }), (value) => {
+        expect(isLegalHeaderValue(value)).toBe(reference(value));
+      }),
+      { numRuns: 2_000 },
+    );
+    for (const length of [MAX_ATTRIBUTE_HEADER_LENGTH, MAX_ATTRIBUTE_HEADER_LENGTH + 1]) expect(isLegalHeaderValue('x'.repeat(length))).toBe(reference('x'.repeat(length)));
+  });
+});
+
 describe('FIFO fields and header-name collisions', () => {
   test('a standard (fair) queue record with a MessageGroupId gets no FIFO headers', () => {
-    const { headers } = buildDeliveryRequest(sqsRecord({ attributes: { MessageGroupId: 'tenant-1', SequenceNumber: '1' } }), DEFAULTS);
+    const { headers } = build(sqsRecord({ attributes: { MessageGroupId: 'tenant-1', SequenceNumber: '1' } }), DEFAULTS);
     expect(headers['X-Carrier-Message-Group-Id']).toBeUndefined();
     expect(headers['X-Carrier-Sequence-Number']).toBeUndefined();
   });
 
   test('attributes whose names differ only in case: the first is sent, the second skipped and reported', () => {
-    const { headers, skippedAttributes } = buildDeliveryRequest(sqsRecord({ messageAttributes: { tenant: str('a'), Tenant: str('b') } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { tenant: str('a'), Tenant: str('b') } }), DEFAULTS);
     const sent = Object.entries(headers).filter(([name]) => name.toLowerCase() === 'x-carrier-attr-tenant');
     expect(sent).toEqual([['X-Carrier-Attr-tenant', 'a']]);
     expect(skippedAttributes).toEqual([{ name: 'Tenant', reason: 'name differs only in case from another attribute' }]);

@@ -90,7 +90,8 @@ function transmitterFor(url: URL, maxSockets = 4): WebhookTransmitter {
 }
 
 const BODY = Buffer.from('{"order":42,"name":"Grüße 🚀"}', 'utf8');
-const HEADERS = { 'Content-Type': 'application/json', 'Content-Length': String(BODY.length), 'X-Carrier-Message-Id': 'abc-123' };
+/** Headers in node:http's raw form, as the relay hands them over, but without `Host`: the transmitter adds it. */
+const HEADERS: readonly string[] = Object.freeze(['Content-Type', 'application/json', 'Content-Length', String(BODY.length), 'X-Carrier-Message-Id', 'abc-123']);
 
 function expectResponse(result: WebhookResult): WebhookResponse {
   expect(result.kind).toBe('response');
@@ -111,6 +112,17 @@ describe('responses', () => {
     expect(received?.body.equals(BODY)).toBe(true);
     expect(received?.headers['content-type']).toBe('application/json');
     expect(received?.headers['x-carrier-message-id']).toBe('abc-123');
+  });
+
+  test('Host: added from the URL when the list has none, kept when it has one, the caller\'s list left as it was', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end());
+    const transmitter = transmitterFor(server.url);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    const given = ['host', 'hooks.example.com', ...HEADERS];
+    expectResponse(await transmitter.post(given, BODY, 2000));
+    expect(server.requests.map((request) => request.headers.host)).toEqual([server.url.host, 'hooks.example.com']);
+    expect(HEADERS).toHaveLength(6);
+    expect(given).toHaveLength(8);
   });
 
   test('a 204 without a body has an empty excerpt', async () => {
@@ -237,15 +249,13 @@ describe('transport errors', () => {
     expect(await transmitterFor(url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error' });
   });
 
-  // BUG in lambda/transmitter.ts, post: `this.send(...)` inside the Promise executor:
-  // `post` documents "Resolves (never rejects)", but a header value Node refuses (e.g. one with
-  // CR/LF) makes `http.request` throw inside the Promise executor, so the promise rejects with
-  // ERR_INVALID_CHAR. buildDeliveryRequest never produces such a header and relay.ts catches, so
-  // this is latent, but the contract is broken.
-  test('BUG: an illegal header value resolves to a transport error instead of rejecting', async () => {
+  // node:http validates header values synchronously, inside post's promise executor: the
+  // promise must still resolve (never reject), and nothing may reach the wire.
+  test('an illegal header value resolves to an invalid-request transport error and sends nothing', async () => {
     const server = await serve((_req, res) => res.writeHead(200).end());
-    const result = await transmitterFor(server.url).post({ 'X-Bad': 'a\r\nX-Evil: 1' }, BODY, 2000);
-    expect(result.kind).toBe('transport-error');
+    const result = await transmitterFor(server.url).post(['X-Bad', 'a\r\nX-Evil: 1'], BODY, 2000);
+    expect(result).toMatchObject({ kind: 'transport-error', error: 'invalid-request' });
+    expect(server.connections).toBe(0);
   });
 });
 
