@@ -65,7 +65,7 @@ const NODE = process.argv.includes('--lambda-node') ? lambdaNodePath() : process
 const PROFILE = process.argv.includes('--profile');
 /** Records of the big batch: the most Lambda hands one invocation. */
 const BATCH = QUICK ? 2_000 : 10_000;
-const ROUNDS = QUICK ? 2 : 7;
+const ROUNDS = QUICK ? 2 : 9;
 /** Records of each warm-up invocation a process runs first (JIT, connections). */
 const WARM_UP = QUICK ? 500 : 10_000;
 /**
@@ -230,39 +230,46 @@ function summarize(side: Side, runs: ThroughputRun[]): SideSummary {
 }
 
 /**
- * Processes per side in a comparison. Identical processes of the same side were measured 30 %
- * apart for their whole lives (where V8's heap and optimized code happened to land), so a
- * side's rounds alternate between two of them, and neither one's luck is the side's figure.
+ * The order of the sides in round `round`: sides go in pairs, (0, 1), (2, 3), …, a relay side
+ * first and its baseline second, and a pair always runs back to back, so the ratio of a pair
+ * within a round compares two runs a second apart. Which of the two goes first alternates from
+ * round to round, and the pairs' order rotates, so neither drift nor position favours a side.
  */
-const PROCESSES_PER_SIDE = QUICK ? 1 : 2;
+function roundOrder(sideCount: number, round: number): number[] {
+  const pairs = Math.ceil(sideCount / 2);
+  const order: number[] = [];
+  for (let step = 0; step < pairs; step += 1) {
+    const first = ((round + step) % pairs) * 2;
+    const pair = first + 1 < sideCount ? [first, first + 1] : [first];
+    order.push(...(round % 2 === 0 ? pair : pair.reverse()));
+  }
+  return order;
+}
 
 /**
- * Each side in {@link PROCESSES_PER_SIDE} warm processes (warm-up invocations first), then
- * `rounds` rounds in which every side runs once, in a rotating order, so drift on the machine
- * hits all alike; round `r` runs each side's process `r mod PROCESSES_PER_SIDE`.
+ * `rounds` rounds, each in fresh processes: every side starts a new process, warms it up and
+ * runs once (in {@link roundOrder}), and the processes stop. Identical processes of one side,
+ * held to the same CPU with the same flags, were measured up to 20 % apart for their whole
+ * lives, and which process is the lucky one changes from start to start: with processes kept
+ * across rounds, the luck of one or two processes became a side's figure; with a fresh draw
+ * every round, the median over the rounds sees it as the noise it is.
  */
 async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, count: number): Promise<SideSummary[]> {
-  const processes: ClientProcess[][] = [];
-  try {
-    for (let copy = 0; copy < PROCESSES_PER_SIDE; copy += 1) {
-      processes.push([]);
-      for (const side of sides) processes[copy]?.push(await startSide(bench, side, concurrency));
-    }
-    await warmUp(bench, processes.flat());
-    const runs: ThroughputRun[][] = sides.map(() => []);
-    for (let round = 0; round < rounds; round += 1) {
-      const clients = processes[round % PROCESSES_PER_SIDE] as ClientProcess[];
-      for (let offset = 0; offset < sides.length; offset += 1) {
-        const index = (round + offset) % sides.length;
-        const run = await throughputRun(bench, clients[index] as ClientProcess, count);
-        (runs[index] as ThroughputRun[]).push(run);
+  const runs: ThroughputRun[][] = sides.map(() => []);
+  for (let round = 0; round < rounds; round += 1) {
+    const clients: ClientProcess[] = [];
+    try {
+      for (const side of sides) clients.push(await startSide(bench, side, concurrency));
+      await warmUp(bench, clients);
+      for (const index of roundOrder(sides.length, round)) {
+        (runs[index] as ThroughputRun[]).push(await throughputRun(bench, clients[index] as ClientProcess, count));
       }
-      log(`  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`);
+    } finally {
+      await Promise.all(clients.map((client) => client.stop()));
     }
-    return sides.map((side, index) => summarize(side, runs[index] as ThroughputRun[]));
-  } finally {
-    await Promise.all(processes.flat().map((client) => client.stop()));
+    log(`  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`);
   }
+  return sides.map((side, index) => summarize(side, runs[index] as ThroughputRun[]));
 }
 
 async function throughputSection(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
@@ -717,7 +724,7 @@ async function main(): Promise<void> {
 
     const throughput: ThroughputSection[] = [];
     throughput.push(await throughputSection(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, TRANSMITTER, BARE, PEER], ROUNDS));
-    if (!QUICK) throughput.push(await throughputSection(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 5));
+    if (!QUICK) throughput.push(await throughputSection(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 7));
     const clientChoice = await clientChoiceSection(bench, 10, throughput[0]?.sides.find((side) => side.side === BARE.name));
     const latency = [await latencySection(bench, 1), await latencySection(bench, 10)];
     const latencyBound = await latencyBoundSection(bench);
