@@ -150,6 +150,8 @@ export interface ClientOptions {
   readonly execPath?: string;
   /** Extra node flags (e.g. `--cpu-prof` to profile a client). */
   readonly execArgv?: readonly string[];
+  /** Hold the process to the clients' CPU ({@link CPU_PINNING}). @default true */
+  readonly pinned?: boolean;
 }
 
 /** A client process, initialised (the relay's bundle imported). */
@@ -179,7 +181,7 @@ export async function startClientProcess(compiled: CompiledChildren, options: Cl
     serialization: 'advanced',
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
-  pin(child.pid, CPU_PINNING?.client);
+  if (options.pinned !== false) pin(child.pid, CPU_PINNING?.client);
   let bytes = 0;
   let partial = '';
   const logs: string[] = [];

@@ -14,6 +14,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -138,6 +139,14 @@ function prepare(record: SQSRecord): Prepared {
   return { id: record.messageId, headers, list, body };
 }
 
+/**
+ * Runs `callgrind_control` on this process, once per option. It returns once valgrind has done
+ * it: this process blocks meanwhile, and vgdb reaches a process blocked in a system call.
+ */
+function callgrind(...options: string[]): void {
+  for (const option of options) execFileSync('callgrind_control', [option, String(process.pid)], { stdio: 'ignore' });
+}
+
 let handler: Handler | undefined;
 let bare: BareLoop | undefined;
 /** The last event file read, and its text. */
@@ -181,6 +190,7 @@ async function run(request: RunRequest): Promise<RunResult> {
     stampOnFirstRead(records, started);
   }
   const context = createLambdaContext(request.timeoutMs, env.AWS_LAMBDA_FUNCTION_NAME);
+  if (request.countInstructions === true) callgrind('--instr=on', '--zero');
   const cpuBefore = process.cpuUsage();
   const wallBefore = performance.now();
   let failures: number;
@@ -191,6 +201,7 @@ async function run(request: RunRequest): Promise<RunResult> {
     failures = response?.batchItemFailures.length ?? 0;
   }
   const wallMs = performance.now() - wallBefore;
+  if (request.countInstructions === true) callgrind('--dump', '--instr=off');
   const cpu = process.cpuUsage(cpuBefore);
   return {
     type: 'result',

@@ -63,6 +63,12 @@ export interface RunRequest {
   readonly stamp?: boolean;
   /** The invocation's deadline, ms. */
   readonly timeoutMs: number;
+  /**
+   * Count the invocation's instructions: the client runs under `valgrind --tool=callgrind
+   * --instr-atstart=no`, and switches instrumentation on, zeroes the counters, and dumps them
+   * (`callgrind_control`) around exactly the part that `wallMs` times.
+   */
+  readonly countInstructions?: boolean;
 }
 
 export interface RunResult {

@@ -1,6 +1,7 @@
 /** The shape of one benchmark run's figures: what `run.ts` measures and `report.ts` writes. */
 import type { AssetWeight } from './bundle';
 import type { ComponentCost } from './components';
+import type { InstructionsSection } from './instructions';
 import type { MachineInfo } from './environment';
 
 /** One invocation of one side. */
@@ -129,6 +130,7 @@ export interface BenchResults {
   readonly durationSeconds: number;
   readonly relayConfig: Readonly<Record<string, string>>;
   readonly throughput: readonly ThroughputSection[];
+  readonly instructions: InstructionsSection;
   readonly clientChoice: ClientChoice | undefined;
   readonly latency: readonly LatencySection[];
   readonly latencyBound: readonly LatencyBoundRun[];

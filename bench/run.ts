@@ -34,6 +34,7 @@ import { lambdaNodePath } from '../bin/lambda-node';
 import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
+import { type CountedSide, countInstructions, type InstructionsSection } from './instructions';
 import { functionEnvironment, lambdaEnvironment, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
 import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
@@ -165,13 +166,19 @@ function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.Proces
 async function startSide(bench: Bench, side: Side, concurrency: number, asDeployed = false): Promise<ClientProcess> {
   const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
   const profile = PROFILE && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  return startClientProcess(bench.compiled, {
+  const options = sideClient(bench, side, concurrency, asDeployed);
+  return startClientProcess(bench.compiled, { ...options, execArgv: [...options.execArgv, ...profile] });
+}
+
+/** How `side`'s client process is started: Node.js, flags, environment. */
+function sideClient(bench: Bench, side: Side, concurrency: number, asDeployed = false): CountedSide['client'] & { execArgv: readonly string[] } {
+  return {
     execPath: NODE,
     kind: side.kind,
     env: clientEnv(bench, side, concurrency),
     cwd: bench.bundle.bundleDir,
-    execArgv: [...(asDeployed ? [] : SPEED_NODE_FLAGS), ...profile],
-  });
+    execArgv: asDeployed ? [] : SPEED_NODE_FLAGS,
+  };
 }
 
 const eventFiles = new Map<number, string>();
@@ -270,6 +277,20 @@ async function compare(bench: Bench, sides: readonly Side[], concurrency: number
     log(`  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`);
   }
   return sides.map((side, index) => summarize(side, runs[index] as ThroughputRun[]));
+}
+
+/** Records per counted invocation under valgrind (about 50× slower than natively). */
+const COUNTED_RECORDS = QUICK ? 500 : 2_000;
+
+/** Instructions per record of the relay and its limits (callgrind): see instructions.ts. */
+async function instructionsSection(bench: Bench, concurrency: number, sides: readonly Side[]): Promise<InstructionsSection> {
+  log(`instructions per record (callgrind), concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
+  await bench.webhook.reset('ok');
+  return countInstructions(
+    bench.compiled,
+    sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
+    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : 6, countedRuns: QUICK ? 1 : 2, log },
+  );
 }
 
 async function throughputSection(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
@@ -725,6 +746,7 @@ async function main(): Promise<void> {
     const throughput: ThroughputSection[] = [];
     throughput.push(await throughputSection(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, TRANSMITTER, BARE, PEER], ROUNDS));
     if (!QUICK) throughput.push(await throughputSection(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 7));
+    const instructions = await instructionsSection(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED]);
     const clientChoice = await clientChoiceSection(bench, 10, throughput[0]?.sides.find((side) => side.side === BARE.name));
     const latency = [await latencySection(bench, 1), await latencySection(bench, 10)];
     const latencyBound = await latencyBoundSection(bench);
@@ -742,6 +764,7 @@ async function main(): Promise<void> {
       durationSeconds: (Date.now() - started) / 1000,
       relayConfig,
       throughput,
+      instructions,
       clientChoice,
       latency,
       latencyBound,

@@ -1,0 +1,121 @@
+/**
+ * Instructions per record, counted by valgrind's callgrind: the one figure of this benchmark
+ * that the machine's speed does not move. Wall-clock throughput on a shared virtual machine
+ * swings by up to 2× within a minute, more than the difference being measured; the number of
+ * instructions a side executes per record is the same from run to run to within about 1 %.
+ *
+ * Each side runs in its own client process under `valgrind --tool=callgrind --instr-atstart=no`
+ * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
+ * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). The sides
+ * run two at a time, one per CPU: counts do not depend on speed. Optional: skipped, with the
+ * reason, where valgrind is not installed (`apt-get install valgrind`).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { type ClientOptions, type ClientProcess, type CompiledChildren, SCRATCH_DIR, startClientProcess } from './children';
+import type { RunRequest } from './protocol';
+
+/** One side's counts. */
+export interface InstructionCount {
+  readonly side: string;
+  /** Instructions per record of each counted invocation. */
+  readonly perRecord: readonly number[];
+}
+
+/** The section's figures, or why there are none. */
+export interface InstructionsSection {
+  readonly concurrency: number;
+  /** Records per invocation (valgrind runs a program about 50× slower: a smaller batch than the throughput runs'). */
+  readonly records: number;
+  readonly warmUpRuns: number;
+  readonly sides: readonly InstructionCount[];
+  readonly valgrind?: string;
+  /** Set when the section did not run. */
+  readonly skipped?: string;
+}
+
+/** A side to count: its name and how to start its client (node path, flags, environment). */
+export interface CountedSide {
+  readonly name: string;
+  readonly client: ClientOptions & { readonly execPath: string };
+}
+
+/** Options of {@link countInstructions}. */
+export interface CountOptions {
+  readonly concurrency: number;
+  readonly records: number;
+  /** A file with the event of `records` records. */
+  readonly eventFile: string;
+  /**
+   * Uninstrumented invocations first. Under valgrind V8 optimizes later than natively (its
+   * compiler threads share one virtual CPU with the program): with six warm-ups, consecutive
+   * counts agreed to within 1 %; with four, they were up to 15 % apart.
+   */
+  readonly warmUpRuns: number;
+  readonly countedRuns: number;
+  readonly log: (line: string) => void;
+}
+
+/** valgrind's version line, or `undefined` when valgrind or callgrind_control is missing. */
+export function valgrindVersion(): string | undefined {
+  const version = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
+  const control = spawnSync('callgrind_control', ['--version'], { encoding: 'utf8' });
+  return version.status === 0 && control.status === 0 ? version.stdout.trim() : undefined;
+}
+
+/** The `totals:` line of callgrind's newest dump of process `pid` in `dir`. */
+function latestTotal(dir: string, pid: number): number {
+  const dumps = readdirSync(dir)
+    .filter((name) => name.startsWith(`cg.${pid}.`))
+    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
+  const newest = dumps.at(-1);
+  if (newest === undefined) throw new Error(`callgrind wrote no dump for process ${pid} in ${dir}`);
+  const total = /^(?:totals|summary): (\d+)/m.exec(readFileSync(join(dir, newest), 'utf8'))?.[1];
+  if (total === undefined) throw new Error(`no totals line in ${join(dir, newest)}`);
+  return Number(total);
+}
+
+async function countSide(compiled: CompiledChildren, side: CountedSide, dir: string, options: CountOptions): Promise<InstructionCount> {
+  const { execPath, execArgv = [] } = side.client;
+  const client: ClientProcess = await startClientProcess(compiled, {
+    ...side.client,
+    execPath: 'valgrind',
+    execArgv: ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv],
+    pinned: false,
+  });
+  try {
+    const request: Omit<RunRequest, 'type' | 'id'> = { eventFile: options.eventFile, timeoutMs: 3_600_000 };
+    const runTimeoutMs = 3_600_000;
+    for (let run = 0; run < options.warmUpRuns; run += 1) await client.run(request, runTimeoutMs);
+    const perRecord: number[] = [];
+    for (let run = 0; run < options.countedRuns; run += 1) {
+      const result = await client.run({ ...request, countInstructions: true }, runTimeoutMs);
+      if (result.failures > 0) throw new Error(`${side.name}: ${result.failures} records failed under valgrind`);
+      perRecord.push(latestTotal(dir, client.pid) / result.records);
+    }
+    options.log(`  instructions: ${side.name} ${perRecord.map((count) => Math.round(count).toLocaleString('en-US')).join(', ')} per record`);
+    return { side: side.name, perRecord };
+  } finally {
+    await client.stop();
+  }
+}
+
+/**
+ * Counts each side's instructions per record, two sides at a time, against a webhook answering 200.
+ * @returns the counts, in the order of `sides`
+ */
+export async function countInstructions(compiled: CompiledChildren, sides: readonly CountedSide[], options: CountOptions): Promise<InstructionsSection> {
+  const base = { concurrency: options.concurrency, records: options.records, warmUpRuns: options.warmUpRuns };
+  const valgrind = valgrindVersion();
+  if (valgrind === undefined) return { ...base, sides: [], skipped: 'valgrind (with callgrind_control) is not installed' };
+  const dir = join(SCRATCH_DIR, 'callgrind');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const counts: InstructionCount[] = [];
+  for (let first = 0; first < sides.length; first += 2) {
+    const pair = sides.slice(first, first + 2);
+    counts.push(...(await Promise.all(pair.map((side) => countSide(compiled, side, dir, options)))));
+  }
+  return { ...base, sides: counts, valgrind };
+}
