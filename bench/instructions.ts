@@ -7,7 +7,7 @@
  * Each side runs in its own client process under `valgrind --tool=callgrind --instr-atstart=no`
  * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
  * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). The sides
- * run two at a time, one per CPU: counts do not depend on speed. Optional: skipped, with the
+ * run two at a time, unpinned: counts depend neither on speed nor on sharing a CPU. Optional: skipped, with the
  * reason, where valgrind is not installed (`apt-get install valgrind`).
  */
 import { spawnSync } from 'node:child_process';
