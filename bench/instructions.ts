@@ -6,8 +6,10 @@
  *
  * Each side runs in its own client process under `valgrind --tool=callgrind --instr-atstart=no`
  * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
- * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). The sides
- * run two at a time, unpinned: counts depend neither on speed nor on sharing a CPU. Optional: skipped, with the
+ * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). One side
+ * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
+ * optimized code later, so runs more of each invocation in slower tiers (the relay on Node.js 24
+ * counted 400k+ instructions a record while running beside another side, 244k alone). Optional: skipped, with the
  * reason, where valgrind is not installed (`apt-get install valgrind`).
  */
 import { spawnSync } from 'node:child_process';
@@ -102,7 +104,7 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
 }
 
 /**
- * Counts each side's instructions per record, two sides at a time, against a webhook answering 200.
+ * Counts each side's instructions per record, one side at a time, against a webhook answering 200.
  * @returns the counts, in the order of `sides`
  */
 export async function countInstructions(compiled: CompiledChildren, sides: readonly CountedSide[], options: CountOptions): Promise<InstructionsSection> {
@@ -113,9 +115,6 @@ export async function countInstructions(compiled: CompiledChildren, sides: reado
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const counts: InstructionCount[] = [];
-  for (let first = 0; first < sides.length; first += 2) {
-    const pair = sides.slice(first, first + 2);
-    counts.push(...(await Promise.all(pair.map((side) => countSide(compiled, side, dir, options)))));
-  }
+  for (const side of sides) counts.push(await countSide(compiled, side, dir, options));
   return { ...base, sides: counts, valgrind };
 }

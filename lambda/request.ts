@@ -128,7 +128,7 @@ function carrierHeaderNames(prefix: string): CarrierHeaderNames {
 
 // Per record these would be nine string concatenations; a function has one prefix for its life.
 let headerNames = carrierHeaderNames('X-Carrier-');
-// Every record of a batch comes from the same queue: its name and legality, worked out once.
+// Every record of a batch comes from the same queue: its name, legality and FIFO-ness, worked out once.
 let lastQueue = { arn: '', name: '', legal: true, fifo: false };
 
 /**
@@ -144,6 +144,7 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
   const system = record.attributes ?? {};
   const receiveCount = system.ApproximateReceiveCount;
   if (receiveCount !== undefined && isLegalHeaderValue(receiveCount)) headers.push(names.receiveCount, receiveCount);
+  // Digits only, by construction: no header check needed.
   const firstReceiveTime = epochSeconds(system.ApproximateFirstReceiveTimestamp);
   if (firstReceiveTime !== undefined) headers.push(names.firstReceiveTime, firstReceiveTime);
   const messageId = idempotencyKeyOf(record);
@@ -160,12 +161,16 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
     if (system.MessageGroupId !== undefined && isLegalHeaderValue(system.MessageGroupId)) headers.push(names.messageGroupId, system.MessageGroupId);
     if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber)) headers.push(names.sequenceNumber, system.SequenceNumber);
   }
-  const attributes = record.messageAttributes;
+  const attributes = record.messageAttributes ?? {};
+  // Attribute headers sent so far, lower-cased: attribute names are case-sensitive, header names
+  // are not, so "Tenant" after "tenant" would merge into one header.
   let attributeHeaders: Set<string> | undefined;
-  if (attributes !== undefined) for (const name of Object.keys(attributes)) {
+  for (const name of Object.keys(attributes)) {
     const attribute = attributes[name];
     const dataType = attribute?.dataType ?? '';
+    // Custom types ("Number.float", "String.json") keep their base type's rules.
     const isText = dataType === 'String' || dataType.startsWith('String.') || dataType === 'Number' || dataType.startsWith('Number.');
+    // Binary attributes have no header representation; the dead-letter reason is the relay's own bookkeeping.
     if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
     const value = attribute?.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
@@ -180,8 +185,8 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
       skippedAttributes.push({ name, reason: 'name not allowed in a header' });
     } else {
       const header = `${names.attribute}${name}`;
-      attributeHeaders ??= new Set();
       const folded = header.toLowerCase();
+      attributeHeaders ??= new Set();
       if (attributeHeaders.has(folded)) {
         skippedAttributes.push({ name, reason: 'name differs only in case from another attribute' });
       } else {
