@@ -8,8 +8,9 @@
  * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
  * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). One side
  * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
- * optimized code later, so runs more of each invocation in slower tiers (the relay on Node.js 24
- * counted 400k+ instructions a record while running beside another side, 244k alone). Optional: skipped, with the
+ * optimized code later, so runs more of each invocation in slower tiers. On Node.js 20 six
+ * warm-ups settle every side (counts repeat to within 1 %); on Node.js 24 they did not in the
+ * benchmark's runs (the first counted invocation 10-35 % above the second), which the report flags. Optional: skipped, with the
  * reason, where valgrind is not installed (`apt-get install valgrind`).
  */
 import { spawnSync } from 'node:child_process';
