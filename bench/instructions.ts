@@ -10,8 +10,9 @@
  * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
  * optimized code later, so runs more of each invocation in slower tiers. On Node.js 20 six
  * warm-ups settle every side (counts repeat to within 1 %); on Node.js 24 they did not in the
- * benchmark's runs (the first counted invocation 10-35 % above the second), which the report flags. Optional: skipped, with the
- * reason, where valgrind is not installed (`apt-get install valgrind`).
+ * benchmark's runs (the first counted invocation 10-35 % above the second), which the report
+ * flags. Optional: skipped, with the reason, where valgrind is not installed
+ * (`apt-get install valgrind`).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -52,8 +53,9 @@ export interface CountOptions {
   readonly eventFile: string;
   /**
    * Uninstrumented invocations first. Under valgrind V8 optimizes later than natively (its
-   * compiler threads share one virtual CPU with the program): with six warm-ups, consecutive
-   * counts agreed to within 1 %; with four, they were up to 15 % apart.
+   * compiler threads share one virtual CPU with the program): on Node.js 20, with six warm-ups,
+   * consecutive counts agreed to within 1 %, with four they were up to 15 % apart; on Node.js 24
+   * six were not always enough (the report flags counts that differ by more than 3 %).
    */
   readonly warmUpRuns: number;
   readonly countedRuns: number;
