@@ -75,10 +75,14 @@ export async function runBatch<Outcome>(
   let nextLane = 0;
   const worker = async (): Promise<void> => {
     while (nextLane < laneCount) {
-      const lane = lanes === undefined ? [nextLane++] : (lanes[nextLane++] ?? []);
+      const laneIndex = nextLane++;
+      // Without lanes, lane number i is record i alone: no array per record.
+      const lane = lanes?.[laneIndex];
+      const laneLength = lanes === undefined ? 1 : (lane?.length ?? 0);
       // Once set, the rest of the lane is not sent, for this reason.
       let stopped: NotAttemptedReason | undefined;
-      for (const index of lane) {
+      for (let position = 0; position < laneLength; position += 1) {
+        const index = lane === undefined ? laneIndex : (lane[position] as number);
         const record = records[index] as SQSRecord;
         if (stopped === undefined && !options.canStart()) stopped = 'deadline';
         if (stopped !== undefined) {

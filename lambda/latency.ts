@@ -4,16 +4,21 @@
  * An EMF line holds at most 100 values of a metric, and Powertools' `addMetric` costs several
  * microseconds a call (it validates the unit and looks up its per-invocation store each time):
  * one value per request made a 10,000-record batch pay about 10 % of its CPU and write 100
- * metric lines. A batch of up to 100 requests still publishes every latency; a larger one
- * publishes 100 evenly spaced order statistics of its latencies (its minimum, its maximum and
- * 98 quantiles between), from which CloudWatch's percentiles read the batch's own to within 1 %
+ * metric lines. A batch of up to 99 requests still publishes every latency; a larger one
+ * publishes 99 evenly spaced order statistics of its latencies (its minimum, its maximum and
+ * 97 quantiles between), from which CloudWatch's percentiles read the batch's own to within 1 %
  * of rank. What is lost is the `SampleCount` statistic (no longer the number of requests: the
  * `Delivered`, `Retried` and `DeadLettered` counts are) and the weight of a big batch against a
  * small one in the same period.
  */
 
-/** Values of one metric one EMF line can carry (CloudWatch's limit). */
-export const MAX_LATENCY_VALUES = 100;
+/**
+ * Latency values published per batch: one below the 100 values an EMF line can carry. At its
+ * 100th value of a metric Powertools flushes the line by itself, and the middleware's flush at
+ * the end of the invocation then finds nothing and logs a WARN ("No application metrics to
+ * publish") on every large batch.
+ */
+export const MAX_LATENCY_VALUES = 99;
 
 /**
  * The latencies to publish for a batch: all of them when there are at most

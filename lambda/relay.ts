@@ -187,18 +187,21 @@ export class BatchRelay {
     if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
     let judged = false;
     try {
-      if (timeoutMs() < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited on a probe until too late: back at once
+      // Worked out once, after any wait on a probe: every call reads the clock.
+      const requestTimeoutMs = timeoutMs();
+      if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited on a probe until too late: back at once
       const request = buildDeliveryRequest(record, this.config);
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       addCredentials(request, this.cachedCredentials() ?? (await this.fetchCredentials()));
-      const result = await this.transmitter.post(request.headers, request.body, timeoutMs());
+      const result = await this.transmitter.post(request.headers, request.body, requestTimeoutMs);
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
-      this.announce(this.breaker.record(result, permit === 'probe', Date.now()));
-      const verdict = classify(result, this.config, receiveCount, Date.now(), this.random);
+      const answeredAt = Date.now();
+      this.announce(this.breaker.record(result, permit === 'probe', answeredAt));
+      const verdict = classify(result, this.config, receiveCount, answeredAt, this.random);
       const outage = isOutage(result);
       if (result.kind === 'transport-error') {
         return { kind: 'retry', delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined, error: `${result.error}: ${result.message}`, outage };

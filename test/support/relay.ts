@@ -15,9 +15,11 @@ import { createLambdaContext } from '../../local/event-source';
 export type LogLine = Record<string, unknown> & { level: string; message: string };
 
 /** A Logger and Metrics whose JSON output is collected in `lines` instead of printed. */
-export function capturedTelemetry(): { logger: Logger; metrics: Metrics; lines: LogLine[]; emf: Record<string, unknown>[] } {
+export function capturedTelemetry(): { logger: Logger; metrics: Metrics; lines: LogLine[]; emf: Record<string, unknown>[]; metricsWarnings: string[] } {
   const lines: LogLine[] = [];
   const emf: Record<string, unknown>[] = [];
+  /** What Powertools Metrics itself warns about (it logs through its own `logger` option). */
+  const metricsWarnings: string[] = [];
   const sink = <T>(text: string, into: T[]): void => {
     for (const line of text.split('\n')) if (line.trim() !== '') into.push(JSON.parse(line) as T);
   };
@@ -26,9 +28,10 @@ export function capturedTelemetry(): { logger: Logger; metrics: Metrics; lines: 
   const toLines = (text: string): void => sink(text, lines);
   const loggerConsole = Object.fromEntries(['log', 'info', 'warn', 'error', 'debug', 'trace'].map((method) => [method, toLines]));
   Object.defineProperty(logger, 'console', { value: loggerConsole });
-  const metrics = new Metrics({ namespace: 'Test', serviceName: 'test' });
+  const warn = (...messages: unknown[]): void => void metricsWarnings.push(messages.map(String).join(' '));
+  const metrics = new Metrics({ namespace: 'Test', serviceName: 'test', logger: { debug: () => {}, info: () => {}, warn, error: warn } });
   Object.defineProperty(metrics, 'console', { value: { log: (text: string) => sink(text, emf) } });
-  return { logger, metrics, lines, emf };
+  return { logger, metrics, lines, emf, metricsWarnings };
 }
 
 /**
