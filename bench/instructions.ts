@@ -9,9 +9,10 @@
  * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). One side
  * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
  * optimized code later, so runs more of each invocation in slower tiers. On Node.js 20 six
- * warm-ups settle every side (counts repeat to within 1 %); on Node.js 24 they did not in the
- * benchmark's runs (the first counted invocation 10-35 % above the second), which the report
- * flags. Optional: skipped, with the reason, where valgrind is not installed
+ * warm-ups settled every side (counts repeat to within 1 %); on Node.js 24 six did not (the
+ * first counted invocation 10-35 % above the second), and after ten the relay's counts still
+ * wander by a few per cent from one invocation to the next, which the report flags. Optional:
+ * skipped, with the reason, where valgrind is not installed
  * (`apt-get install valgrind`).
  */
 import { spawnSync } from 'node:child_process';
@@ -55,7 +56,7 @@ export interface CountOptions {
    * Uninstrumented invocations first. Under valgrind V8 optimizes later than natively (its
    * compiler threads share one virtual CPU with the program): on Node.js 20, with six warm-ups,
    * consecutive counts agreed to within 1 %, with four they were up to 15 % apart; on Node.js 24
-   * six were not always enough (the report flags counts that differ by more than 3 %).
+   * six were not enough (the report flags counts that differ by more than 3 %).
    */
   readonly warmUpRuns: number;
   readonly countedRuns: number;

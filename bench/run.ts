@@ -70,10 +70,14 @@ const ROUNDS = QUICK ? 2 : 9;
 /** Records of each warm-up invocation a process runs first (JIT, connections). */
 const WARM_UP = QUICK ? 500 : 10_000;
 /**
- * Warm-up invocations: V8 was still optimizing the relay's hot functions during the second
- * 10,000-record invocation of a fresh process (`--trace-opt`), and had stopped by the third.
+ * Warm-up invocations before the measured one. With `--trace-opt`, on Node.js 20 V8 had stopped
+ * optimizing the relay's hot functions by the third 10,000-record invocation of a fresh process;
+ * on Node.js 24 it was still compiling about 30 of them during the third (among them node:http's
+ * `addRequest` and `writeOrBuffer`, the timers' `Timeout` and the relay's `classify`), a handful
+ * during the fourth and fifth, and none after. A warm container has run many invocations: the
+ * fifth is its steady state, for every side alike.
  */
-const WARM_UP_RUNS = QUICK ? 1 : 2;
+const WARM_UP_RUNS = QUICK ? 1 : 4;
 const DEADLINE_MS = 15 * 60_000;
 
 /** Everything the sections share. */
@@ -289,7 +293,7 @@ async function instructionsSection(bench: Bench, concurrency: number, sides: rea
   return countInstructions(
     bench.compiled,
     sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
-    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : 6, countedRuns: QUICK ? 1 : 2, log },
+    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : 10, countedRuns: QUICK ? 1 : 3, log },
   );
 }
 
