@@ -2,16 +2,18 @@
  * Instructions per record, counted by valgrind's callgrind: the one figure of this benchmark
  * that the machine's speed does not move. Wall-clock throughput on a shared virtual machine
  * swings by up to 2× within a minute, more than the difference being measured; the number of
- * instructions a side executes per record is the same from run to run to within about 1 %.
+ * instructions a side executes per record varies only with the garbage collection an invocation
+ * runs into (a few per cent; the mean over six counted invocations is the figure).
  *
  * Each side runs in its own client process under `valgrind --tool=callgrind --instr-atstart=no`
  * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
  * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). One side
  * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
- * optimized code later, so runs more of each invocation in slower tiers. On Node.js 20 six
- * warm-ups settled every side (counts repeat to within 1 %); on Node.js 24 six did not (the
- * first counted invocation 10-35 % above the second), and after ten the relay's counts still
- * wander by a few per cent from one invocation to the next, which the report flags. Optional:
+ * optimized code later, so runs more of each invocation in slower tiers. Six warm-ups, then six
+ * counted invocations: on Node.js 20 two counted after six warm-ups repeated to within 1 %, but
+ * two counted after ten spread 10-20 % (V8's major collections fell in some and not others); on
+ * Node.js 24 the relay's counts also wander with V8 re-optimizing the closures each batch
+ * creates. The report shows every count and flags a side whose counts spread over 3 %. Optional:
  * skipped, with the reason, where valgrind is not installed
  * (`apt-get install valgrind`).
  */
@@ -54,9 +56,8 @@ export interface CountOptions {
   readonly eventFile: string;
   /**
    * Uninstrumented invocations first. Under valgrind V8 optimizes later than natively (its
-   * compiler threads share one virtual CPU with the program): on Node.js 20, with six warm-ups,
-   * consecutive counts agreed to within 1 %, with four they were up to 15 % apart; on Node.js 24
-   * six were not enough (the report flags counts that differ by more than 3 %).
+   * compiler threads share one virtual CPU with the program): on Node.js 20, with four warm-ups,
+   * consecutive counts were up to 15 % apart, with six they agreed to within 1 %.
    */
   readonly warmUpRuns: number;
   readonly countedRuns: number;

@@ -293,7 +293,7 @@ async function instructionsSection(bench: Bench, concurrency: number, sides: rea
   return countInstructions(
     bench.compiled,
     sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
-    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : 10, countedRuns: QUICK ? 1 : 3, log },
+    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : 6, countedRuns: QUICK ? 1 : 6, log },
   );
 }
 
