@@ -187,15 +187,15 @@ export class BatchRelay {
     if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
     let judged = false;
     try {
-      // Worked out once, after any wait on a probe: every call reads the clock.
-      const requestTimeoutMs = timeoutMs();
-      if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited on a probe until too late: back at once
       const request = buildDeliveryRequest(record, this.config);
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       addCredentials(request, this.cachedCredentials() ?? (await this.fetchCredentials()));
+      // Worked out once (each call reads the clock), after any wait: on a probe, on a secret.
+      const requestTimeoutMs = timeoutMs();
+      if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited until too late: back at once
       const result = await this.transmitter.post(request.headers, request.body, requestTimeoutMs);
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;

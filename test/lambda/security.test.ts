@@ -37,6 +37,7 @@ afterEach(() => {
   webhook.requests.length = 0;
   webhook.respondWith(() => ({ status: 200 }));
   secretsManager.failing = false;
+  secretsManager.delayMs = 0;
 });
 
 /** Record `index` of the emulator's queue (its ARN, so SQS calls about it can succeed). */
@@ -93,6 +94,18 @@ describe('signatures (Standard Webhooks)', () => {
     const response = await invoke(handler, { Records: [syntheticRecord(1, 'rotating')] });
     expect(response.batchItemFailures).toEqual([]);
     for (const secret of [SECRET, ROTATED]) expect(() => new Webhook(secret).verify('rotating', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
+  });
+
+  test('a secret so slow to fetch that too little time is left: the record goes back at once, unsent', async () => {
+    const arn = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:slow-signing';
+    secretsManager.secrets.set(arn, SECRET);
+    secretsManager.delayMs = 1_500;
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: arn, DEADLINE_MARGIN_MS: '1000' });
+    const record = syntheticRecord(1, 'late');
+    // 2.5 s to the deadline, 1 s of it kept back: the fetch alone uses the 1.5 s left for requests.
+    const response = await invoke(handler, { Records: [record] }, 2_500);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(webhook.requests).toHaveLength(0);
   });
 
   test('an invalid SIGNING_SECRET stops the start, without printing the secret', () => {

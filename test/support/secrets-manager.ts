@@ -14,6 +14,8 @@ export interface FakeSecretsManager {
   readonly calls: { count: number };
   /** While true every call fails with a 500. */
   failing: boolean;
+  /** Milliseconds every answer waits before it is sent (a slow Secrets Manager). */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -25,8 +27,12 @@ export async function startSecretsManager(): Promise<FakeSecretsManager> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const reply = (status: number, body: unknown): void => {
-        res.writeHead(status, { 'Content-Type': 'application/x-amz-json-1.1' });
-        res.end(JSON.stringify(body));
+        const send = (): void => {
+          res.writeHead(status, { 'Content-Type': 'application/x-amz-json-1.1' });
+          res.end(JSON.stringify(body));
+        };
+        if (fake.delayMs > 0) setTimeout(send, fake.delayMs);
+        else send();
       };
       if (req.headers['x-amz-target'] !== 'secretsmanager.GetSecretValue') return reply(400, { __type: 'UnknownOperationException' });
       state.calls.count += 1;
@@ -46,6 +52,7 @@ export async function startSecretsManager(): Promise<FakeSecretsManager> {
     secrets: state.secrets,
     calls: state.calls,
     failing: false,
+    delayMs: 0,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
