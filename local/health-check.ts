@@ -79,6 +79,11 @@ export class HealthGate {
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    // Aborted during the check before this pause: its 'abort' event has been and gone.
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
     const done = (): void => {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);

@@ -56,6 +56,17 @@ test('HealthGate waits while failing, re-checking once per interval, tells both 
   expect(hits()).toBe(before);
 });
 
+test('an abort while a check is in flight ends the wait too, not after the interval', { timeout: 5_000 }, async () => {
+  const stop = new AbortController();
+  // The check is still running when Ctrl-C comes: the abort event fires before any pause listens.
+  const checkDuringWhichCtrlCComes = async (): Promise<boolean> => {
+    stop.abort();
+    return false;
+  };
+  const gate = new HealthGate(new URL('http://127.0.0.1:9/health'), 60_000, {}, checkDuringWhichCtrlCComes);
+  await expect(gate.whenHealthy(stop.signal)).resolves.toBeUndefined();
+});
+
 test('an abort ends the wait (so Ctrl-C is not held up by a failing health check)', async () => {
   const { url } = await endpoint(() => 500);
   const stop = new AbortController();
