@@ -644,13 +644,14 @@ export function performanceSection(results: BenchResults): string {
 /** The instruction-count section: why it is there, each side's counts, and the ratios. */
 function instructionsMarkdown(section: InstructionsSection): string {
   const out: string[] = ['### Instructions per record (callgrind)', ''];
+  const countedRuns = section.sides[0]?.perRecord.length ?? 0;
   out.push(
     'The throughput runs above time a shared virtual machine whose speed changes by up to 2× within a minute: more than the difference the goal asks about, so a ratio of ' +
       'two runs, even a second apart, is read to ±10 % at best. The number of instructions a side executes per record does not depend on the machine\'s speed: here each side ' +
       `ran in a client process under \`valgrind --tool=callgrind\`, with the same Node.js flags and environment as its throughput runs, ${section.warmUpRuns} uninstrumented ` +
       `warm-up invocations of ${int(section.records)} records (under valgrind, V8 optimizes later than natively), then counted invocations of ${int(section.records)} records at ` +
       `concurrency ${section.concurrency}, counting exactly the part the throughput runs time (\`callgrind_control\` zeroes and dumps the counters around it). An invocation\'s count ` +
-      'includes the garbage collection it ran into, so counts of one side spread by a few per cent from invocation to invocation; the figure is their mean over six. "Its limit\'s ÷ the relay\'s" is the throughput ratio the relay would have if every instruction took the same time: ' +
+      `includes the garbage collection it ran into, so counts of one side spread by a few per cent from invocation to invocation; the figure is their mean over the ${countedRuns} counted. "Its limit's ÷ the relay's" is the throughput ratio the relay would have if every instruction took the same time: ` +
       'it leaves out what counts do not see (cache misses, system-call time, the webhook), which the timed runs include.',
   );
   out.push('');
