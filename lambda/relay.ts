@@ -120,6 +120,8 @@ export class BatchRelay {
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
   private readonly breaker: CircuitBreaker;
+  /** What {@link cachedCredentials} returned last. */
+  private lastCredentials: Credentials | undefined;
 
   constructor(
     private readonly config: RelayConfig,
@@ -157,6 +159,8 @@ export class BatchRelay {
     const timeLeftForRequests = (): number => context.getRemainingTimeInMillis() - this.config.deadlineMarginMs;
     /** Every request's latency, published once per batch (see latency.ts). */
     const latenciesMs: number[] = [];
+    // One function for the batch, not one per record.
+    const requestTimeoutMs = (): number => Math.min(this.config.requestTimeoutMs, timeLeftForRequests());
     const outcomes = await runBatch<AttemptOutcome>(
       records,
       {
@@ -164,7 +168,7 @@ export class BatchRelay {
         blocksGroup: (outcome) => outcome.kind === 'retry' || outcome.kind === 'held',
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
-      (record) => this.attempt(record, () => Math.min(this.config.requestTimeoutMs, timeLeftForRequests()), latenciesMs),
+      (record) => this.attempt(record, requestTimeoutMs, latenciesMs),
     );
     const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt);
     const batchItemFailures = records.filter((_, index) => isFailure(outcomes[index] as RecordOutcome)).map((record) => ({ itemIdentifier: record.messageId }));
@@ -237,7 +241,11 @@ export class BatchRelay {
     const signingKeys = this.signingKeys?.peek();
     const authorization = this.authorization?.peek();
     if ((this.signingKeys !== undefined && signingKeys === undefined) || (this.authorization !== undefined && authorization === undefined)) return undefined;
-    return { signingKeys, authorization };
+    // The same secrets as the last record's, almost always: their object again rather than a new one per record.
+    const last = this.lastCredentials;
+    if (last !== undefined && last.signingKeys === signingKeys && last.authorization === authorization) return last;
+    this.lastCredentials = { signingKeys, authorization };
+    return this.lastCredentials;
   }
 
   /** The secrets every request carries, fetched where not cached. */

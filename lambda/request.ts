@@ -36,6 +36,9 @@ export interface DeliveryRequest {
   readonly skippedAttributes: readonly { readonly name: string; readonly reason: string }[];
 }
 
+/** The `skippedAttributes` of every request that left nothing out. */
+const NOTHING_SKIPPED: DeliveryRequest['skippedAttributes'] = Object.freeze([]);
+
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
@@ -139,7 +142,8 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
   if (headerNames.prefix !== config.headerPrefix) headerNames = carrierHeaderNames(config.headerPrefix);
   const names = headerNames;
   const body = Buffer.from(record.body ?? '', 'utf8');
-  const skippedAttributes: { name: string; reason: string }[] = [];
+  // Allocated for the rare record that has one: most have none, and share NOTHING_SKIPPED.
+  let skippedAttributes: { name: string; reason: string }[] | undefined;
   const headers: string[] = ['Host', config.webhookUrl.host, 'Content-Type', config.defaultContentType, 'Content-Length', String(body.length), 'User-Agent', config.userAgent];
   const system = record.attributes ?? {};
   const receiveCount = system.ApproximateReceiveCount;
@@ -174,7 +178,7 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
     if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
     const value = attribute?.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
-      skippedAttributes.push({ name, reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header' });
+      (skippedAttributes ??= []).push({ name, reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header' });
       continue;
     }
     if (name === CONTENT_TYPE_ATTRIBUTE) {
@@ -182,18 +186,18 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
     } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
       headers.push(name, value);
     } else if (!HEADER_NAME.test(name)) {
-      skippedAttributes.push({ name, reason: 'name not allowed in a header' });
+      (skippedAttributes ??= []).push({ name, reason: 'name not allowed in a header' });
     } else {
       const header = `${names.attribute}${name}`;
       const folded = header.toLowerCase();
       attributeHeaders ??= new Set();
       if (attributeHeaders.has(folded)) {
-        skippedAttributes.push({ name, reason: 'name differs only in case from another attribute' });
+        (skippedAttributes ??= []).push({ name, reason: 'name differs only in case from another attribute' });
       } else {
         attributeHeaders.add(folded);
         headers.push(header, value);
       }
     }
   }
-  return { id: messageId, headers, body, skippedAttributes };
+  return { id: messageId, headers, body, skippedAttributes: skippedAttributes ?? NOTHING_SKIPPED };
 }
