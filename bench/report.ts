@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import type { BenchResults, LatencySection, SideSummary, ThroughputRun, ThroughputSection } from './results';
 import type { InstructionCount, InstructionsSection } from './instructions';
-import { fmt, median, range, ratio } from './stats';
+import { fmt, type MedianInterval, median, medianInterval, range, ratio } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
 export const MB_PER_VCPU = 1_769;
@@ -36,19 +36,42 @@ function limitOf(section: ThroughputSection | undefined, name: string): SideSumm
 }
 
 /**
- * `a`'s figure ÷ `b`'s, as the median of the rounds' ratios: every round runs each side once, one
+ * `a`'s figure ÷ `b`'s, as the median of the ratios of their runs made side by side: every round runs each side, one
  * after another, so a ratio within a round compares runs made seconds apart. On a shared machine
  * whose speed swings by a factor of two over minutes, that is steadier than a ratio of medians.
  * Sides from different comparisons (unequal run counts) fall back to the ratio of medians.
  */
 function pairedRatio(a: SideSummary, b: SideSummary, figure: (run: ThroughputRun) => number): number {
-  if (a.runs.length !== b.runs.length || a.runs.length === 0) return median(a.runs.map(figure)) / median(b.runs.map(figure));
-  return median(a.runs.map((run, index) => figure(run) / figure(b.runs[index] as ThroughputRun)));
+  const ratios = pairedRatios(a, b, figure);
+  return ratios === undefined ? median(a.runs.map(figure)) / median(b.runs.map(figure)) : median(ratios);
+}
+/** `a`'s figure ÷ `b`'s for each pair of runs made side by side; `undefined` for sides from different comparisons. */
+function pairedRatios(a: SideSummary, b: SideSummary, figure: (run: ThroughputRun) => number): number[] | undefined {
+  if (a.runs.length !== b.runs.length || a.runs.length === 0) return undefined;
+  return a.runs.map((run, index) => figure(run) / figure(b.runs[index] as ThroughputRun));
 }
 const rateOf = (run: ThroughputRun): number => run.recordsPerSecond;
 const cpuOf = (run: ThroughputRun): number => run.cpuMicrosPerRecord;
 /** Throughput of `a` ÷ throughput of `b` (paired rounds). */
 const speedup = (a: SideSummary, b: SideSummary): number => pairedRatio(a, b, rateOf);
+/**
+ * The 95 % interval of {@link speedup}'s median (see `medianInterval`): how far the run pairs
+ * let the ratio be read. The pairs of one round share their processes, so they are not quite
+ * independent draws: read the interval as a little optimistic.
+ */
+const speedupInterval = (a: SideSummary, b: SideSummary): MedianInterval | undefined => {
+  const ratios = pairedRatios(a, b, rateOf);
+  return ratios === undefined ? undefined : medianInterval(ratios);
+};
+/** "0.86–0.97". */
+const bounds = (interval: MedianInterval): string => `${ratio(interval.low, 1)}–${ratio(interval.high, 1)}`;
+/** "95 % interval 0.86–0.97", or nothing when the runs are too few for one. */
+const intervalText = (interval: MedianInterval | undefined): string | undefined => (interval === undefined ? undefined : `95 % interval ${bounds(interval)}`);
+/** The goal's verdict on a paired ratio: on its median, saying when the interval reaches across the line. */
+function goalCheck(relative: number, interval: MedianInterval | undefined): string {
+  const verdict = check(relative >= 0.9);
+  return interval !== undefined && interval.low < 0.9 && interval.high >= 0.9 ? `${verdict} (the interval spans 0.90)` : verdict;
+}
 /** CPU per record of `a` ÷ that of `b` (paired rounds). */
 const cpuRatio = (a: SideSummary, b: SideSummary): number => pairedRatio(a, b, cpuOf);
 
@@ -63,6 +86,8 @@ export interface Headline {
   readonly unsignedCpu: number | undefined;
   /** Paired-round throughput ratios: the relay ÷ its limit, the unsigned relay ÷ its limit, the relay ÷ the HTTP exchange alone, the relay ÷ the peer. */
   readonly relayVsLimit: number;
+  /** The 95 % interval of {@link relayVsLimit}, when the runs allow one. */
+  readonly relayVsLimitInterval: MedianInterval | undefined;
   readonly unsignedVsLimit: number | undefined;
   readonly relayVsExchange: number;
   readonly relayVsPeer: number;
@@ -77,6 +102,7 @@ export function headline(results: BenchResults, concurrency = 10): Headline {
     exchangeCpu: side(section, 'bare node:http')?.cpuMicrosPerRecord ?? Number.NaN,
     unsignedCpu: side(section, 'relay, unsigned')?.cpuMicrosPerRecord,
     relayVsLimit: ratioOf(section, 'relay', limitOf(section, 'relay')?.side),
+    relayVsLimitInterval: ((relay, limit) => (relay === undefined || limit === undefined ? undefined : speedupInterval(relay, limit)))(side(section, 'relay'), limitOf(section, 'relay')),
     unsignedVsLimit: side(section, 'relay, unsigned') === undefined ? undefined : ratioOf(section, 'relay, unsigned', limitOf(section, 'relay, unsigned')?.side),
     relayVsExchange: ratioOf(section, 'relay', 'bare node:http'),
     relayVsPeer: ratioOf(section, 'relay', 'peer (Powertools + fetch)'),
@@ -175,7 +201,8 @@ export function consoleTable(results: BenchResults): string {
         rows.push([`  ${label} c=${section.concurrency}`, '', `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${relative}×`]);
         continue;
       }
-      rows.push([`throughput c=${section.concurrency}, ${label}`, perSecond(relay.recordsPerSecond), `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${relative} (goal ≥ 0.90)`]);
+      const interval = speedupInterval(relay, baseline);
+      rows.push([`throughput c=${section.concurrency}, ${label}`, perSecond(relay.recordsPerSecond), `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${relative}${interval === undefined ? '' : ` [${bounds(interval)}]`} (goal ≥ 0.90)`]);
       rows.push([`CPU per record c=${section.concurrency}, ${label}`, us(relay.cpuMicrosPerRecord), `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`, delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)]);
     }
   }
@@ -320,13 +347,14 @@ export function markdown(results: BenchResults): string {
         rows.push([`throughput ${label}, concurrency ${section.concurrency}`, perSecond(relay.recordsPerSecond), `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${ratio(relative, 1)}×`, '', '']);
         continue;
       }
+      const interval = speedupInterval(relay, baseline);
       rows.push([
         `throughput, ${int(section.records)} records, concurrency ${section.concurrency}, ${label}`,
         perSecond(relay.recordsPerSecond),
         `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`,
-        `**${ratio(relative, 1)}** (of the medians: ${ratio(relay.recordsPerSecond, baseline.recordsPerSecond)})`,
+        `**${ratio(relative, 1)}** (${[intervalText(interval), `of the medians: ${ratio(relay.recordsPerSecond, baseline.recordsPerSecond)}`].filter((part) => part !== undefined).join('; ')})`,
         '≥ 0.90',
-        check(relative >= 0.9),
+        goalCheck(relative, interval),
       ]);
       rows.push([`CPU per record, concurrency ${section.concurrency}, ${label}`, us(relay.cpuMicrosPerRecord), `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`, `${ratio(cpuRatio(relay, baseline), 1)} (${delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)})`, '', '']);
     }
@@ -361,9 +389,11 @@ export function markdown(results: BenchResults): string {
   out.push(`The relay ran as deployed: the bundle \`cdk synth\` produced, imported by a plain \`node\` process with the template's environment (${Object.entries(results.relayConfig).map(([name, value]) => `\`${name}=${value}\``).join(', ')}); only \`WEBHOOK_URL\` (this machine's webhook) and \`MAX_CONCURRENCY\` (the figure's) changed. The signing key came from a local stand-in for Secrets Manager, as the stack's secret would.`);
   out.push('');
 
+  const perRound = results.throughput[0]?.measuredRunsPerRound ?? 1;
+  const measuredRunsText = perRound === 1 ? 'one measured invocation' : `${perRound} measured invocations`;
   out.push('## 1. Throughput and 2. CPU per record');
   out.push('');
-  out.push('One invocation over a batch of 1 KB records, against a webhook on 127.0.0.1 that answers `200` at once. Every round starts a fresh process for every side, runs four warm-up invocations in each (on Node.js 24 V8 is still optimizing the relay during the third), then one measured invocation per side, at the same concurrency; the processes stop before the next round. Identical processes, on the same CPU with the same flags, were measured up to 20 % apart for their whole lives, and which one is lucky changes from start to start: a fresh draw every round makes that luck noise the median sees through, rather than one process\'s luck becoming a side\'s figure. In a round the sides run in pairs, the relay right next to its baseline, which of the two goes first alternating from round to round. Nothing is done between runs: a forced `gc()` before each run, as earlier versions of this benchmark did, throws away V8\'s optimized code of every hot function (its \"weak objects\" die) and so measured each run half cold, halving every side\'s throughput. Each client runs with `--single-threaded-gc`, the relay and the baselines alike: held to one CPU with V8\'s parallel scavenger\'s helper threads, a process picked at random took 15–20 ms per scavenge instead of 2–4 ms. The webhook is a separate process (a minimal HTTP/1.1 server on `node:net`, so it is never the limit: see its CPU column). CPU is `process.cpuUsage()` of the client process over the invocation (all its threads, GC included) ÷ records. Ratios (\"÷ its baseline\", and every ratio in the summary) are the median over the rounds of the two sides\' ratio within a round: for the relay and its baseline, runs a second apart, so the slower swings of this shared virtual machine (its speed changes by up to 2× within minutes) cancel out; the records/s columns are plain medians. What is left is still ±10 % or so: a ratio above 1.00 (the relay cannot do less work than a loop that only sends its requests) shows how far off a timed ratio can be. The instruction counts below do not move with the machine\'s speed.');
+  out.push('One invocation over a batch of 1 KB records, against a webhook on 127.0.0.1 that answers `200` at once. Every round starts a fresh process for every side, runs four warm-up invocations in each (on Node.js 24 V8 is still optimizing the relay during the third), then ' + measuredRunsText + ' per side, at the same concurrency; the processes stop before the next round. Identical processes, on the same CPU with the same flags, were measured up to 20 % apart for their whole lives, and which one is lucky changes from start to start: a fresh draw every round makes that luck noise the median sees through, rather than one process\'s luck becoming a side\'s figure. In a round the sides run in pairs, the relay right next to its baseline, which of the two goes first alternating from one pair of runs to the next. Nothing is done between runs: a forced `gc()` before each run, as earlier versions of this benchmark did, throws away V8\'s optimized code of every hot function (its \"weak objects\" die) and so measured each run half cold, halving every side\'s throughput. Each client runs with `--single-threaded-gc`, the relay and the baselines alike: held to one CPU with V8\'s parallel scavenger\'s helper threads, a process picked at random took 15–20 ms per scavenge instead of 2–4 ms. The webhook is a separate process (a minimal HTTP/1.1 server on `node:net`, so it is never the limit: see its CPU column). CPU is `process.cpuUsage()` of the client process over the invocation (all its threads, GC included) ÷ records. Ratios (\"÷ its baseline\", and every ratio in the summary) are the median of the two sides\' ratios over their pairs of runs: for the relay and its baseline, runs a second apart, so the slower swings of this shared virtual machine (its speed changes by up to 2× within minutes) cancel out; the records/s columns are plain medians. One pair still varies by ±10 % or more (a ratio above 1.00, when the relay cannot do less work than a loop that only sends its requests, shows how far), so the goal\'s ratios come with a 95 % interval for their median: the order statistics the binomial distribution gives, assuming nothing about the shape of the noise (the pairs of one round share their processes, so read it as a little optimistic). The instruction counts below do not move with the machine\'s speed.');
   out.push('');
   for (const section of results.throughput) {
     out.push(`### Concurrency ${section.concurrency}`);
@@ -566,7 +596,7 @@ export function markdown(results: BenchResults): string {
   out.push('');
   out.push('- `npm run bench` runs `cdk synth` (the real CLI, offline), takes the function\'s bundle out of the cloud assembly, and loads it in plain `node` child processes (no TypeScript loader) with the template\'s environment, as Lambda\'s runtime would.');
   out.push('- All traffic stays on 127.0.0.1: the webhook (`bench/webhook-process.ts`), the SQS emulator (fauxqs) behind a counting proxy (`test/support/sqs-proxy.ts`), a Secrets Manager stand-in (`test/support/secrets-manager.ts`). Every loop is bounded; the run stops by itself.');
-  out.push('- Throughput and CPU: median of the rounds; each round runs every side once, in a rotating order. Ranges show the spread between runs on this (virtualized, shared) machine.');
+  out.push('- Throughput and CPU: medians over the runs of every round; in a round every side runs in a rotating order, its baseline right before or after it. Ranges show the spread between runs on this (virtualized, shared) machine.');
   out.push('- `npm run bench -- --profile` writes V8 CPU profiles of the relay\'s processes to `.bench-tmp/profiles/`; `npm run bench -- --quick` is a smaller run for trying changes, `npm run bench -- --node=<path>` runs every child on another Node.js (e.g. Lambda\'s major); both write their report to `.bench-tmp/`; `npm run bench -- --report-only` rewrites the reports from the last run\'s figures (`.bench-tmp/results.json`).');
   out.push('');
   return out.join('\n');
@@ -612,7 +642,7 @@ export function performanceSection(results: BenchResults): string {
   const lines: string[][] = [];
   lines.push([
     'throughput, 10,000 records, concurrency 10, webhook answering at once',
-    `${perSecond(h.relayRate)}: **${ratio(h.relayVsLimit, 1)}×** a bare \`node:http\` loop sending the same signed requests (signing each as it sends it)` +
+    `${perSecond(h.relayRate)}: **${ratio(h.relayVsLimit, 1)}×**${h.relayVsLimitInterval === undefined ? '' : ` (${intervalText(h.relayVsLimitInterval)})`} a bare \`node:http\` loop sending the same signed requests (signing each as it sends it)` +
       (h.unsignedVsLimit === undefined ? '' : `; with signing off, ${ratio(h.unsignedVsLimit, 1)}× the same loop sending unsigned requests`) +
       `; ${ratio(h.relayVsExchange, 1)}× the loop with its signatures computed in advance (the HTTP exchange alone)` +
       `; **${ratio(h.relayVsPeer, 1)}×** a Powertools \`BatchProcessor\` + \`fetch\` relay`,

@@ -78,6 +78,12 @@ const WARM_UP = QUICK ? 500 : 10_000;
  * fifth is its steady state, for every side alike.
  */
 const WARM_UP_RUNS = QUICK ? 1 : 4;
+/**
+ * Measured invocations of each side per round of the goal's comparisons, after its warm-ups.
+ * One run pair varies by ±10 % or more on this machine; three per round triple the pairs the
+ * median and its interval rest on for about 40 % more time (the warm-ups dominate a round).
+ */
+const MEASURED_RUNS = QUICK ? 1 : 3;
 const DEADLINE_MS = 15 * 60_000;
 
 /** Everything the sections share. */
@@ -259,21 +265,24 @@ function roundOrder(sideCount: number, round: number): number[] {
 
 /**
  * `rounds` rounds, each in fresh processes: every side starts a new process, warms it up and
- * runs once (in {@link roundOrder}), and the processes stop. Identical processes of one side,
+ * runs `measuredRuns` times (each time in {@link roundOrder}), and the processes stop. Identical processes of one side,
  * held to the same CPU with the same flags, were measured up to 20 % apart for their whole
  * lives, and which process is the lucky one changes from start to start: with processes kept
  * across rounds, the luck of one or two processes became a side's figure; with a fresh draw
  * every round, the median over the rounds sees it as the noise it is.
  */
-async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, count: number): Promise<SideSummary[]> {
+async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, measuredRuns: number, count: number): Promise<SideSummary[]> {
   const runs: ThroughputRun[][] = sides.map(() => []);
   for (let round = 0; round < rounds; round += 1) {
     const clients: ClientProcess[] = [];
     try {
       for (const side of sides) clients.push(await startSide(bench, side, concurrency));
       await warmUp(bench, clients);
-      for (const index of roundOrder(sides.length, round)) {
-        (runs[index] as ThroughputRun[]).push(await throughputRun(bench, clients[index] as ClientProcess, count));
+      // Every side's n-th run of the round sits at the same index of its runs: the pairs the ratios are made of.
+      for (let repeat = 0; repeat < measuredRuns; repeat += 1) {
+        for (const index of roundOrder(sides.length, round * measuredRuns + repeat)) {
+          (runs[index] as ThroughputRun[]).push(await throughputRun(bench, clients[index] as ClientProcess, count));
+        }
       }
     } finally {
       await Promise.all(clients.map((client) => client.stop()));
@@ -299,7 +308,7 @@ async function instructionsSection(bench: Bench, concurrency: number, sides: rea
 
 async function throughputSection(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
-  return { concurrency, records: BATCH, sides: await compare(bench, sides, concurrency, rounds, BATCH) };
+  return { concurrency, records: BATCH, rounds, measuredRunsPerRound: MEASURED_RUNS, sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH) };
 }
 
 /** A bundled, minified undici `Pool` as a handler file would carry it: its bytes, and its load time in a fresh process. */
@@ -331,7 +340,7 @@ async function undiciWeight(): Promise<{ bytes: number; loadMs: number }> {
 async function clientChoiceSection(bench: Bench, concurrency: number, bareHttp: SideSummary | undefined): Promise<ClientChoice> {
   log(`HTTP client candidates, concurrency ${concurrency}`);
   const rounds = QUICK ? 2 : 3;
-  const sides = await compare(bench, [UNDICI, FETCH], concurrency, rounds, BATCH);
+  const sides = await compare(bench, [UNDICI, FETCH], concurrency, rounds, 1, BATCH);
   const undici = await undiciWeight();
   return { concurrency, sides: bareHttp === undefined ? sides : [bareHttp, ...sides], undiciBundleBytes: undici.bytes, undiciLoadMs: undici.loadMs };
 }

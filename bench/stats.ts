@@ -8,6 +8,45 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
+/** A distribution-free confidence interval: two of the sorted values, and how often such an interval holds the true figure. */
+export interface MedianInterval {
+  readonly low: number;
+  readonly high: number;
+  /** The interval's exact coverage (at least the confidence asked for). */
+  readonly coverage: number;
+}
+
+/**
+ * A confidence interval for the median of the population `values` were drawn from, assuming
+ * only that they are independent draws: the k-th smallest and k-th largest value, k the largest
+ * for which fewer than k of n values fall below the median with probability at most
+ * (1 − `confidence`) / 2 (the binomial distribution with p = ½). No assumption of normality:
+ * the benchmark's runs have long tails (a major collection, a slow second on the host).
+ * `undefined` when there are too few values for any interval at that confidence (fewer than 6 at 95 %).
+ */
+export function medianInterval(values: readonly number[], confidence = 0.95): MedianInterval | undefined {
+  const n = values.length;
+  const tail = (1 - confidence) / 2;
+  // P(X ≤ i) for X ~ Binomial(n, ½), built up term by term: C(n, i) / 2ⁿ.
+  let term = 0.5 ** n;
+  let below = term; // P(X ≤ 0)
+  let k = 0;
+  for (let i = 0; below <= tail && i < n; i += 1) {
+    k = i + 1; // P(X ≤ i) ≤ tail: the (i + 1)-th smallest value is a valid lower bound
+    term = (term * (n - i)) / (i + 1);
+    below += term;
+  }
+  if (k === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  let outside = 0;
+  let mass = 0.5 ** n;
+  for (let i = 0; i < k; i += 1) {
+    outside += mass;
+    mass = (mass * (n - i)) / (i + 1);
+  }
+  return { low: sorted[k - 1] as number, high: sorted[n - k] as number, coverage: 1 - 2 * outside };
+}
+
 /** The `p`-th percentile (0–100) of `values`, nearest-rank; NaN when empty. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
