@@ -102,7 +102,7 @@ export function headline(results: BenchResults, concurrency = 10): Headline {
     exchangeCpu: side(section, 'bare node:http')?.cpuMicrosPerRecord ?? Number.NaN,
     unsignedCpu: side(section, 'relay, unsigned')?.cpuMicrosPerRecord,
     relayVsLimit: ratioOf(section, 'relay', limitOf(section, 'relay')?.side),
-    relayVsLimitInterval: ((relay, limit) => (relay === undefined || limit === undefined ? undefined : speedupInterval(relay, limit)))(side(section, 'relay'), limitOf(section, 'relay')),
+    relayVsLimitInterval: intervalOf(section, 'relay', limitOf(section, 'relay')?.side),
     unsignedVsLimit: side(section, 'relay, unsigned') === undefined ? undefined : ratioOf(section, 'relay, unsigned', limitOf(section, 'relay, unsigned')?.side),
     relayVsExchange: ratioOf(section, 'relay', 'bare node:http'),
     relayVsPeer: ratioOf(section, 'relay', 'peer (Powertools + fetch)'),
@@ -165,6 +165,13 @@ function countComparisons(section: InstructionsSection): CountComparison[] {
 
 /** Instructions as thousands, e.g. "243k". */
 const kilo = (instructions: number): string => `${int(instructions / 1000)}k`;
+
+/** {@link speedupInterval} of two sides of `section` by name; `undefined` when one is missing. */
+function intervalOf(section: ThroughputSection | undefined, a: string, b: string | undefined): MedianInterval | undefined {
+  const first = side(section, a);
+  const second = b === undefined ? undefined : side(section, b);
+  return first === undefined || second === undefined ? undefined : speedupInterval(first, second);
+}
 
 /** {@link speedup} of two sides of `section` by name; NaN when one is missing. */
 function ratioOf(section: ThroughputSection | undefined, a: string, b: string | undefined): number {

@@ -27,23 +27,20 @@ export interface MedianInterval {
 export function medianInterval(values: readonly number[], confidence = 0.95): MedianInterval | undefined {
   const n = values.length;
   const tail = (1 - confidence) / 2;
-  // P(X ≤ i) for X ~ Binomial(n, ½), built up term by term: C(n, i) / 2ⁿ.
+  // P(X ≤ i) for X ~ Binomial(n, ½), built up term by term (C(n, i) / 2ⁿ) until it passes the tail.
   let term = 0.5 ** n;
-  let below = term; // P(X ≤ 0)
+  let cumulative = 0;
   let k = 0;
-  for (let i = 0; below <= tail && i < n; i += 1) {
-    k = i + 1; // P(X ≤ i) ≤ tail: the (i + 1)-th smallest value is a valid lower bound
+  let outside = 0; // P(X ≤ k − 1): the chance the median lies below the k-th smallest value
+  for (let i = 0; i < n; i += 1) {
+    cumulative += term;
+    if (cumulative > tail) break;
+    k = i + 1;
+    outside = cumulative;
     term = (term * (n - i)) / (i + 1);
-    below += term;
   }
   if (k === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
-  let outside = 0;
-  let mass = 0.5 ** n;
-  for (let i = 0; i < k; i += 1) {
-    outside += mass;
-    mass = (mass * (n - i)) / (i + 1);
-  }
   return { low: sorted[k - 1] as number, high: sorted[n - k] as number, coverage: 1 - 2 * outside };
 }
 
