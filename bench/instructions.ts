@@ -9,11 +9,10 @@
  * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
  * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). One side
  * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
- * optimized code later, so runs more of each invocation in slower tiers. Six warm-ups, then six
- * counted invocations: on Node.js 20 two counted after six warm-ups repeated to within 1 %, but
- * two counted after ten spread 10-20 % (V8's major collections fell in some and not others); on
- * Node.js 24 the relay's counts also wander with V8 re-optimizing the closures each batch
- * creates. The report shows every count and flags a side whose counts spread over 3 %. Optional:
+ * optimized code later, so runs more of each invocation in slower tiers. Ten warm-ups (run.ts
+ * says why), then six counted invocations: V8's major collections fall in some counted
+ * invocations and not others (on Node.js 20, two counted after six warm-ups repeated to within
+ * 1 %, two counted after ten spread 10-20 %), so their mean is the figure. The report shows every count and flags a side whose counts spread over 3 %. Optional:
  * skipped, with the reason, where valgrind is not installed
  * (`apt-get install valgrind`).
  */

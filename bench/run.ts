@@ -292,6 +292,13 @@ async function compare(bench: Bench, sides: readonly Side[], concurrency: number
   return sides.map((side, index) => summarize(side, runs[index] as ThroughputRun[]));
 }
 
+/**
+ * Uninstrumented invocations before the counted ones (see instructions.ts). On Node.js 24, after
+ * six, the relay's first three counted invocations were still 50-100 % above its steady count
+ * (429k, 376k, 340k instructions per record, then 229k, 225k, 218k), with or without V8's
+ * background compilation turned off; from the tenth invocation on they had settled.
+ */
+const INSTRUCTION_WARM_UP_RUNS = 10;
 /** Records per counted invocation under valgrind (about 50× slower than natively). */
 const COUNTED_RECORDS = QUICK ? 500 : 2_000;
 
@@ -302,7 +309,7 @@ async function instructionsSection(bench: Bench, concurrency: number, sides: rea
   return countInstructions(
     bench.compiled,
     sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
-    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : 6, countedRuns: QUICK ? 1 : 6, log },
+    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : INSTRUCTION_WARM_UP_RUNS, countedRuns: QUICK ? 1 : 6, log },
   );
 }
 
