@@ -12,9 +12,9 @@
  * optimized code later, so runs more of each invocation in slower tiers. Ten warm-ups (run.ts
  * says why), then six counted invocations: V8's major collections fall in some counted
  * invocations and not others (on Node.js 20, two counted after six warm-ups repeated to within
- * 1 %, two counted after ten spread 10-20 %), so their mean is the figure. The report shows every count and flags a side whose counts spread over 3 %. Optional:
- * skipped, with the reason, where valgrind is not installed
- * (`apt-get install valgrind`).
+ * 1 %, two counted after ten spread 10-20 %), so their mean is the figure. The report shows
+ * every count and flags a side whose counts spread over 3 %. Optional: skipped, with the
+ * reason, where valgrind is not installed (`apt-get install valgrind`).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';

@@ -34,8 +34,6 @@ export interface SideSummary {
 export interface ThroughputSection {
   readonly concurrency: number;
   readonly records: number;
-  /** Rounds of fresh processes (see run.ts `compare`); absent from results written before it was recorded. */
-  readonly rounds?: number;
   /** Measured invocations of each side in a round, after its warm-ups (each side has rounds × this many runs); absent before, when it was 1. */
   readonly measuredRunsPerRound?: number;
   readonly sides: readonly SideSummary[];

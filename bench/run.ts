@@ -265,11 +265,11 @@ function roundOrder(sideCount: number, round: number): number[] {
 
 /**
  * `rounds` rounds, each in fresh processes: every side starts a new process, warms it up and
- * runs `measuredRuns` times (each time in {@link roundOrder}), and the processes stop. Identical processes of one side,
- * held to the same CPU with the same flags, were measured up to 20 % apart for their whole
- * lives, and which process is the lucky one changes from start to start: with processes kept
- * across rounds, the luck of one or two processes became a side's figure; with a fresh draw
- * every round, the median over the rounds sees it as the noise it is.
+ * runs `measuredRuns` times (each time in {@link roundOrder}), and the processes stop. Identical
+ * processes of one side, held to the same CPU with the same flags, were measured up to 20 %
+ * apart for their whole lives, and which process is the lucky one changes from start to start:
+ * with processes kept across rounds, the luck of one or two processes became a side's figure;
+ * with a fresh draw every round, the median over the rounds sees it as the noise it is.
  */
 async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, measuredRuns: number, count: number): Promise<SideSummary[]> {
   const runs: ThroughputRun[][] = sides.map(() => []);
@@ -315,7 +315,7 @@ async function instructionsSection(bench: Bench, concurrency: number, sides: rea
 
 async function throughputSection(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
-  return { concurrency, records: BATCH, rounds, measuredRunsPerRound: MEASURED_RUNS, sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH) };
+  return { concurrency, records: BATCH, measuredRunsPerRound: MEASURED_RUNS, sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH) };
 }
 
 /** A bundled, minified undici `Pool` as a handler file would carry it: its bytes, and its load time in a fresh process. */
