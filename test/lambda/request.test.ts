@@ -350,6 +350,27 @@ describe('the body', () => {
   test('a 4-byte character counts as 4 bytes in Content-Length', () => {
     expect(build(sqsRecord({ body: '🚀' }), DEFAULTS).headers['Content-Length']).toBe('4');
   });
+
+  // Bodies share slabs (utf8Bytes): each must be exactly Buffer.from's bytes, and building more
+  // requests, small and large, in any order, must never change a body already built.
+  test('property: every body is its text in UTF-8, lone surrogates included, and stays so while more are built', () => {
+    const text = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 2_000 }),
+      fc.string({ unit: 'grapheme', maxLength: 500 }),
+      fc.string({ unit: 'binary-ascii', minLength: 5_000, maxLength: 30_000 }),
+      // Mostly multi-byte: where a slab's room is counted in characters rather than bytes, these run past its end.
+      fc.string({ unit: fc.constantFrom('€', 'é', '🚀', 'a'), minLength: 500, maxLength: 6_000 }),
+      fc.integer({ min: 500, max: 6_000 }).map((length) => '€'.repeat(length)), // three bytes each: the worst case
+    );
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 1, maxLength: 60 }), (texts) => {
+        const bodies = texts.map((body) => buildDeliveryRequest(sqsRecord({ body }), DEFAULTS).body);
+        texts.forEach((body, index) => expect(bodies[index]?.equals(Buffer.from(body, 'utf8'))).toBe(true));
+      }),
+      // Shrinking dozens of long strings takes minutes; the first failing batch says enough.
+      { numRuns: 200, endOnFailure: true },
+    );
+  });
 });
 
 test('pure: the same record gives the same request', () => {

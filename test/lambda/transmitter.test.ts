@@ -197,6 +197,43 @@ describe('transport errors', () => {
     expect(await transmitterFor(server.url).post(HEADERS, BODY, 150)).toMatchObject({ kind: 'transport-error', error: 'timeout' });
   });
 
+  // One timer watches every request's deadline: each request must still get exactly its own.
+  test('requests in flight together each time out at their own deadline, a shorter one after a longer one included', async () => {
+    const server = await serve(() => {
+      /* never answer */
+    });
+    const transmitter = transmitterFor(server.url);
+    const settled: string[] = [];
+    const post = (timeoutMs: number): Promise<WebhookResult> =>
+      transmitter.post(HEADERS, BODY, timeoutMs).then((result) => {
+        settled.push(`${timeoutMs}`);
+        return result;
+      });
+    const [long, short, middle] = await Promise.all([post(900), post(150), post(400)]);
+    expect(settled).toEqual(['150', '400', '900']);
+    for (const [result, timeoutMs] of [[short, 150], [middle, 400], [long, 900]] as const) {
+      expect(result).toMatchObject({ kind: 'transport-error', error: 'timeout' });
+      expect(result.kind === 'transport-error' && result.message).toContain(`${timeoutMs} ms`);
+      // Never cut short: a timer may fire a fraction of a millisecond early, no more.
+      expect(result.latencyMs).toBeGreaterThanOrEqual(timeoutMs - 1);
+    }
+  });
+
+  test('a request answered in time leaves nothing behind that cuts a later one short', async () => {
+    let answered = 0;
+    const server = await serve((_req, res) => {
+      answered += 1;
+      // The first at once; the second after the first one's deadline has passed, well within its own.
+      if (answered === 1) res.writeHead(200).end();
+      else setTimeout(() => res.writeHead(200).end('late but in time'), 250);
+    });
+    const transmitter = transmitterFor(server.url, 1);
+    expectResponse(await transmitter.post(HEADERS, BODY, 150));
+    const second = expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    expect(second).toMatchObject({ status: 200, excerpt: 'late but in time' });
+    expect(server.connections).toBe(1); // the same kept-alive connection, not destroyed by a stale deadline
+  });
+
   test('connection refused → connection', async () => {
     const probe = createTcpServer();
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
