@@ -50,7 +50,7 @@ let bodySlab = { bytes: Buffer.allocUnsafeSlow(0), free: 0 };
  * A slab's bytes are never written twice, so a body stays valid for as long as anything holds
  * it, and a slab is freed with the last body in it. A body too big to share a slab gets its own.
  */
-export function utf8Bytes(text: string): Buffer {
+function utf8Bytes(text: string): Buffer {
   const worstCase = text.length * MAX_UTF8_BYTES_PER_CODE_UNIT;
   if (worstCase > BODY_SLAB_BYTES / 4) return Buffer.from(text, 'utf8');
   if (bodySlab.bytes.length - bodySlab.free < worstCase) bodySlab = { bytes: Buffer.allocUnsafeSlow(BODY_SLAB_BYTES), free: 0 };
