@@ -197,7 +197,7 @@ describe('transport errors', () => {
     expect(await transmitterFor(server.url).post(HEADERS, BODY, 150)).toMatchObject({ kind: 'transport-error', error: 'timeout' });
   });
 
-  // One timer watches every request's deadline: each request must still get exactly its own.
+  // Whatever watches the deadlines (a timer per request, or one shared timer), each request gets exactly its own.
   test('requests in flight together each time out at their own deadline, a shorter one after a longer one included', async () => {
     const server = await serve(() => {
       /* never answer */
