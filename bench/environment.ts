@@ -85,6 +85,16 @@ export function lambdaEnvironment(bundle: SynthesizedBundle, standIns: StandIns,
   };
 }
 
+/**
+ * The V8 heap limits Lambda's Node.js runtime starts a function with, derived from its memory
+ * size by the runtime's bootstrap (shell integer arithmetic): a tenth of the memory for the young
+ * generation, half of that per semi-space, the rest for the old generation.
+ */
+export function lambdaHeapFlags(memorySizeMb: number): string[] {
+  const youngMb = Math.floor(memorySizeMb / 10);
+  return [`--max-semi-space-size=${Math.floor(youngMb / 2)}`, `--max-old-space-size=${memorySizeMb - youngMb}`];
+}
+
 /** The machine the figures come from. */
 export interface MachineInfo {
   readonly cpu: string;

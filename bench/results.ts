@@ -76,6 +76,28 @@ export interface MemoryRow {
   readonly peakMiB: number;
 }
 
+/**
+ * One side in a warm container as deployed: back-to-back invocations in one process, with the heap
+ * limits Lambda's Node.js runtime gives a function of the stack's memory size.
+ */
+export interface WarmMemoryRow {
+  readonly side: string;
+  readonly records: number;
+  /** Bytes of the event's JSON, as Lambda hands it over. */
+  readonly eventBytes: number;
+  /** maxRSS after each invocation, MiB (a peak: it never falls). */
+  readonly peakMiBByInvocation: readonly number[];
+}
+
+/** {@link WarmMemoryRow}s and the conditions they were measured in. */
+export interface WarmMemorySection {
+  /** The function's memory size in the synthesized template, MB. */
+  readonly memorySizeMb: number;
+  /** The V8 flags Lambda's runtime derives from it. */
+  readonly heapFlags: readonly string[];
+  readonly rows: readonly WarmMemoryRow[];
+}
+
 export interface LoadTiming {
   readonly variant: string;
   /** Median wall time of a fresh `node` process importing the bundle, ms. */
@@ -137,6 +159,8 @@ export interface BenchResults {
   readonly latency: readonly LatencySection[];
   readonly latencyBound: readonly LatencyBoundRun[];
   readonly memory: readonly MemoryRow[];
+  /** Absent from results written before it was measured. */
+  readonly warmMemory?: WarmMemorySection;
   readonly coldStart: ColdStartSection;
   readonly mixed: MixedSection | undefined;
   readonly components: readonly ComponentCost[];

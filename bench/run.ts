@@ -35,7 +35,7 @@ import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
 import { type CountedSide, countInstructions, type InstructionsSection } from './instructions';
-import { functionEnvironment, lambdaEnvironment, machineInfo, secretArnOf, templateSecrets } from './environment';
+import { functionEnvironment, lambdaEnvironment, lambdaHeapFlags, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
 import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
 import { consoleTable, performanceSection, writeMarkdown } from './report';
@@ -48,6 +48,8 @@ import type {
   LatencySide,
   LoadTiming,
   MemoryRow,
+  WarmMemoryRow,
+  WarmMemorySection,
   MixedRun,
   MixedSection,
   SideSummary,
@@ -449,6 +451,53 @@ async function memorySection(bench: Bench): Promise<MemoryRow[]> {
   return rows;
 }
 
+/** Lambda's cap on an invocation's payload: no SQS batch handed to the function is bigger. */
+const MAX_INVOCATION_PAYLOAD_BYTES = 6 * 1024 * 1024;
+/** Invocations in a row for the warm-container memory figures: RSS levels off by the fourth. */
+const WARM_MEMORY_INVOCATIONS = 6;
+
+/** The most benchmark records whose event fits in Lambda's invocation payload. */
+function largestDeliverableBatch(): number {
+  const perRecord = eventJson(1_000).length / 1_000;
+  let count = Math.floor(MAX_INVOCATION_PAYLOAD_BYTES / perRecord);
+  while (eventJson(count).length > MAX_INVOCATION_PAYLOAD_BYTES) count -= 1;
+  return count;
+}
+
+/**
+ * Peak RSS in a warm container as deployed: one process per side and batch size, started with the
+ * heap limits Lambda gives a function of the template's memory size and no other flag, running
+ * invocations back to back, as a busy function does. The heap limits make V8 collect sooner than
+ * it does in a process with none; back-to-back batches show what one batch leaves for the next.
+ */
+async function warmMemorySection(bench: Bench): Promise<WarmMemorySection> {
+  const heapFlags = lambdaHeapFlags(bench.bundle.memorySize);
+  log(`memory: ${WARM_MEMORY_INVOCATIONS} invocations in a row, ${heapFlags.join(' ')}`);
+  const rows: WarmMemoryRow[] = [];
+  const deliverable = largestDeliverableBatch();
+  for (const records of deliverable < BATCH ? [BATCH, deliverable] : [BATCH]) {
+    const file = eventFile(records);
+    const eventBytes = readFileSync(file).length;
+    for (const side of [NOOP, RELAY]) {
+      const client = await startClientProcess(bench.compiled, { ...sideClient(bench, side, 10, true), execArgv: heapFlags });
+      try {
+        const peakMiBByInvocation: number[] = [];
+        for (let invocation = 0; invocation < WARM_MEMORY_INVOCATIONS; invocation += 1) {
+          await bench.webhook.reset('ok');
+          const result = await client.run({ eventFile: file, timeoutMs: DEADLINE_MS });
+          const delivered = (await bench.webhook.stats()).requests;
+          if (side.kind !== 'noop' && (result.failures > 0 || delivered !== records)) bench.notes.push(`warm memory ${side.name}: ${result.failures} failures, ${delivered} of ${records} delivered`);
+          peakMiBByInvocation.push(result.maxRssKiB / 1024);
+        }
+        rows.push({ side: side.name, records, eventBytes, peakMiBByInvocation });
+      } finally {
+        await client.stop();
+      }
+    }
+  }
+  return { memorySizeMb: bench.bundle.memorySize, heapFlags, rows };
+}
+
 /** The stack's bundling banner (lib/bundle.ts): bundled CommonJS may require() Node built-ins. */
 const RELAY_BANNER = "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);";
 
@@ -771,6 +820,7 @@ async function main(): Promise<void> {
     const latency = [await latencySection(bench, 1), await latencySection(bench, 10)];
     const latencyBound = await latencyBoundSection(bench);
     const memory = await memorySection(bench);
+    const warmMemory = await warmMemorySection(bench);
     const coldStart = await coldStartSection(bench);
     const mixed = await mixedSection(bench);
     const components = await componentsSection();
@@ -789,6 +839,7 @@ async function main(): Promise<void> {
       latency,
       latencyBound,
       memory,
+      warmMemory,
       coldStart,
       mixed,
       components,
