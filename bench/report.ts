@@ -587,7 +587,7 @@ export function markdown(results: BenchResults): string {
     const largest = Math.min(...warm.rows.map((row) => row.records));
     const biggest = Math.max(...warm.rows.map((row) => row.records));
     out.push(
-      `A process with no heap limits, as above, lets V8 grow its heap rather than collect: the peak says more about V8 on a 24 GiB machine than about the relay. Below, a warm container as deployed: one process per row, started with no flag but the heap limits Lambda's Node.js runtime gives a ${warm.memorySizeMb} MB function (\`${warm.heapFlags.join(' ')}\`: a tenth of the memory for the young generation, the rest for the old), runs ${invocations} invocations in a row, as a busy function does, each with its event parsed afresh from JSON. The peak after each invocation shows what one batch leaves for the next; it levels off once V8's collections keep up.${biggest === largest ? '' : ` Besides the benchmark's ${int(biggest)}-record batch, which Lambda could not deliver (its event is over the 6 MB cap on an invocation's payload), the largest batch of these records that it can: ${int(largest)} records.`}`,
+      `The figures above are one invocation in a process with no heap limits; a function's container runs invocation after invocation, under the heap limits Lambda sets. Below, a warm container as deployed: one process per row, started with no flag but the heap limits Lambda's Node.js runtime gives a ${warm.memorySizeMb} MB function (\`${warm.heapFlags.join(' ')}\`: a tenth of the memory for the young generation, the rest for the old), runs ${invocations} invocations in a row, as a busy function does, each with its event parsed afresh from JSON. The peak after each invocation shows what one batch leaves for the next; it levels off once V8's collections keep up.${biggest === largest ? '' : ` Besides the benchmark's ${int(biggest)}-record batch, which Lambda could not deliver (its event is over the 6 MB cap on an invocation's payload), the largest batch of these records that it can: ${int(largest)} records.`}`,
     );
     out.push('');
     out.push(
@@ -705,13 +705,20 @@ export function performanceSection(results: BenchResults): string {
     `${perSecond(h.relayRate)}: **${ratio(h.relayVsLimit, 1)}×**${h.relayVsLimitInterval === undefined ? '' : ` (${intervalText(h.relayVsLimitInterval)})`} a bare \`node:http\` loop sending the same signed requests (signing each as it sends it)` +
       (h.unsignedVsLimit === undefined ? '' : `; with signing off, ${ratio(h.unsignedVsLimit, 1)}× the same loop sending unsigned requests`) +
       `; ${ratio(h.relayVsExchange, 1)}× the loop with its signatures computed in advance (the HTTP exchange alone)` +
-      `; **${ratio(h.relayVsPeer, 1)}×** a Powertools \`BatchProcessor\` + \`fetch\` relay`,
+      `; **${ratio(h.relayVsPeer, 1)}×** a Powertools \`BatchProcessor\` + \`fetch\` relay` +
+      // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
+      (Math.max(h.relayVsLimit, h.unsignedVsLimit ?? 0) > 1 ? ' (a ratio over 1.00 is this run\'s noise, not a result: the relay does all the loop\'s work and more)' : ''),
   ]);
   const counts = countComparisons(results.instructions);
   if (counts.length > 0) {
     lines.push([
       'instructions per record (callgrind: independent of the machine\'s speed)',
-      counts.map((count) => `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**)`).join('; '),
+      counts
+        .map((count) => {
+          const lowest = spread(count.relay) || spread(count.baseline) ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(Math.min(...count.baseline.perRecord) / Math.min(...count.relay.perRecord), 1)}` : '';
+          return `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**${lowest})`;
+        })
+        .join('; '),
     ]);
   }
   lines.push(['CPU per record', `${us(h.relayCpu)} (bare client signing as it sends: ${us(h.bareCpu)}; the HTTP exchange alone: ${us(h.exchangeCpu)}${h.unsignedCpu === undefined ? '' : `; relay with signing off: ${us(h.unsignedCpu)}`})`]);

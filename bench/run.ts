@@ -11,6 +11,7 @@
  * Options: `--quick` (fewer and smaller runs, for trying changes; figures not for publishing),
  * `--profile` (the relay's children write V8 CPU profiles to `.bench-tmp/profiles/`),
  * `--node=<path>` (run the children on another Node.js; the orchestrator stays on this one),
+ * `--rounds=<n>` (rounds of the concurrency-10 throughput figures; default 9, 2 with `--quick`),
  * `--lambda-node` (`npm run bench:lambda-node`: the children on Lambda's Node.js major). A run on
  * another Node.js writes `BENCHMARKS.node<major>.md` and leaves the README alone; quick runs
  * write their reports to `.bench-tmp/`.
@@ -68,7 +69,19 @@ const NODE = process.argv.includes('--lambda-node') ? lambdaNodePath() : process
 const PROFILE = process.argv.includes('--profile');
 /** Records of the big batch: the most Lambda hands one invocation. */
 const BATCH = QUICK ? 2_000 : 10_000;
-const ROUNDS = QUICK ? 2 : 9;
+/**
+ * Rounds of the concurrency-10 throughput figures, the goal's (`--rounds=<n>`): each adds three
+ * pairs of runs per side and a few minutes, and narrows the 95 % interval of the median ratio.
+ */
+const ROUNDS = roundsOption() ?? (QUICK ? 2 : 9);
+
+function roundsOption(): number | undefined {
+  const option = process.argv.find((arg) => arg.startsWith('--rounds='));
+  if (option === undefined) return undefined;
+  const rounds = Number(option.slice('--rounds='.length));
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`${option}: expected a whole number of rounds, at least 1`);
+  return rounds;
+}
 /** Records of each warm-up invocation a process runs first (JIT, connections). */
 const WARM_UP = QUICK ? 500 : 10_000;
 /**
