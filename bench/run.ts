@@ -466,7 +466,7 @@ async function memorySection(bench: Bench): Promise<MemoryRow[]> {
 
 /** Lambda's cap on an invocation's payload: no SQS batch handed to the function is bigger. */
 const MAX_INVOCATION_PAYLOAD_BYTES = 6 * 1024 * 1024;
-/** Invocations in a row for the warm-container memory figures: RSS levels off by the fourth. */
+/** Invocations in a row for the warm-container memory figures: the relay's RSS levels off within them. */
 const WARM_MEMORY_INVOCATIONS = 6;
 
 /** The most benchmark records whose event fits in Lambda's invocation payload. */
