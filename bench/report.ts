@@ -145,6 +145,14 @@ interface CountComparison {
   /** Instructions per record (the mean of the counted invocations). */
   readonly relayPerRecord: number;
   readonly baselinePerRecord: number;
+  /** Either side's counts spread over 3 % ({@link spread}): the ratio of means is then not read as the goal's. */
+  readonly spreadOut: boolean;
+  /**
+   * The baseline's lowest count ÷ the relay's: each side's invocation with the least collection.
+   * A major collection adds a third or more to one invocation's count: with a few of those on one
+   * side only, the ratio of means says which side was unlucky, not which does more work.
+   */
+  readonly lowestRatio: number;
 }
 
 const meanOf = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
@@ -164,7 +172,16 @@ function countComparisons(section: InstructionsSection): CountComparison[] {
   for (const [name, label] of [['relay', 'as deployed (signed)'], ['relay, unsigned', 'signing off']] as const) {
     const relay = section.sides.find((count) => count.side === name);
     const baseline = section.sides.find((count) => count.side === LIMIT_OF[name]);
-    if (relay !== undefined && baseline !== undefined) comparisons.push({ label, relay, baseline, relayPerRecord: meanOf(relay.perRecord), baselinePerRecord: meanOf(baseline.perRecord) });
+    if (relay === undefined || baseline === undefined) continue;
+    comparisons.push({
+      label,
+      relay,
+      baseline,
+      relayPerRecord: meanOf(relay.perRecord),
+      baselinePerRecord: meanOf(baseline.perRecord),
+      spreadOut: spread(relay) || spread(baseline),
+      lowestRatio: Math.min(...baseline.perRecord) / Math.min(...relay.perRecord),
+    });
   }
   return comparisons;
 }
@@ -395,10 +412,7 @@ export function markdown(results: BenchResults): string {
   }
   for (const count of countComparisons(results.instructions)) {
     const workRatio = count.baselinePerRecord / count.relayPerRecord;
-    const spreadOut = spread(count.relay) || spread(count.baseline);
-    // A major collection adds a third or more to one invocation's count: with a few of those on
-    // one side only, the ratio of means says which side was unlucky, not which does more work.
-    const lowestRatio = Math.min(...count.baseline.perRecord) / Math.min(...count.relay.perRecord);
+    const { spreadOut, lowestRatio } = count;
     rows.push([
       `instructions per record (callgrind), concurrency ${results.instructions.concurrency}, ${count.label}: its limit's ÷ the relay's`,
       kilo(count.relayPerRecord),
@@ -584,10 +598,10 @@ export function markdown(results: BenchResults): string {
   const warm = results.warmMemory;
   if (warm !== undefined && warm.rows.length > 0) {
     const invocations = warm.rows[0]?.peakMiBByInvocation.length ?? 0;
-    const largest = Math.min(...warm.rows.map((row) => row.records));
-    const biggest = Math.max(...warm.rows.map((row) => row.records));
+    const deliverable = Math.min(...warm.rows.map((row) => row.records));
+    const batch = Math.max(...warm.rows.map((row) => row.records));
     out.push(
-      `The figures above are one invocation in a process with no heap limits; a function's container runs invocation after invocation, under the heap limits Lambda sets. Below, a warm container as deployed: one process per row, started with no flag but the heap limits Lambda's Node.js runtime gives a ${warm.memorySizeMb} MB function (\`${warm.heapFlags.join(' ')}\`: a tenth of the memory for the young generation, the rest for the old), runs ${invocations} invocations in a row, as a busy function does, each with its event parsed afresh from JSON. The peak after each invocation shows what one batch leaves for the next; it levels off once V8's collections keep up.${biggest === largest ? '' : ` Besides the benchmark's ${int(biggest)}-record batch, which Lambda could not deliver (its event is over the 6 MB cap on an invocation's payload), the largest batch of these records that it can: ${int(largest)} records.`}`,
+      `The figures above are one invocation in a process with no heap limits; a function's container runs invocation after invocation, under the heap limits Lambda sets. Below, a warm container as deployed: one process per row, started with no flag but the heap limits Lambda's Node.js runtime gives a ${warm.memorySizeMb} MB function (\`${warm.heapFlags.join(' ')}\`: a tenth of the memory for the young generation, the rest for the old), runs ${invocations} invocations in a row, as a busy function does, each with its event parsed afresh from JSON. The peak after each invocation shows what one batch leaves for the next; it levels off once V8's collections keep up.${batch === deliverable ? '' : ` Besides the benchmark's ${int(batch)}-record batch, which Lambda could not deliver (its event is over the 6 MB cap on an invocation's payload), the largest batch of these records that it can: ${int(deliverable)} records.`}`,
     );
     out.push('');
     out.push(
@@ -715,7 +729,7 @@ export function performanceSection(results: BenchResults): string {
       'instructions per record (callgrind: independent of the machine\'s speed)',
       counts
         .map((count) => {
-          const lowest = spread(count.relay) || spread(count.baseline) ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(Math.min(...count.baseline.perRecord) / Math.min(...count.relay.perRecord), 1)}` : '';
+          const lowest = count.spreadOut ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(count.lowestRatio, 1)}` : '';
           return `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**${lowest})`;
         })
         .join('; '),
