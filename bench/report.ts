@@ -221,8 +221,8 @@ function mixedCalls(results: BenchResults): { first: Record<string, number>; vis
 
 const check = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 
-/** A warm-container row's peak: the last invocation's maxRSS (it never falls). */
-const warmPeakMiB = (row: WarmMemoryRow): number => row.peakMiBByInvocation[row.peakMiBByInvocation.length - 1] ?? Number.NaN;
+/** A warm-container row's peak: the last invocation's maxRSS (it never falls); NaN for a row not measured. */
+const warmPeakMiB = (row: WarmMemoryRow | undefined): number => row?.peakMiBByInvocation[row.peakMiBByInvocation.length - 1] ?? Number.NaN;
 
 /** The relay's and the no-op handler's warm-container rows, per batch size, largest batch first. */
 function warmMemoryPairs(results: BenchResults): { relay: WarmMemoryRow; noop: WarmMemoryRow | undefined }[] {
@@ -278,7 +278,7 @@ export function consoleTable(results: BenchResults): string {
   const noop = results.memory.find((row) => row.side === 'no-op handler');
   if (relayMemory !== undefined) rows.push(['peak RSS, 10,000 records', mib(relayMemory.peakMiB), `no-op ${mib(noop?.peakMiB ?? Number.NaN)}`, `${check(relayMemory.peakMiB < MEMORY_GOAL_MIB)} (256 MB function)`]);
   for (const pair of warmMemoryPairs(results)) {
-    rows.push([`peak RSS, warm, Lambda heap limits, ${int(pair.relay.records)} records`, mib(warmPeakMiB(pair.relay)), `no-op ${mib(pair.noop === undefined ? Number.NaN : warmPeakMiB(pair.noop))}`, check(warmPeakMiB(pair.relay) < MEMORY_GOAL_MIB)]);
+    rows.push([`peak RSS, warm, Lambda heap limits, ${int(pair.relay.records)} records`, mib(warmPeakMiB(pair.relay)), `no-op ${mib(warmPeakMiB(pair.noop))}`, check(warmPeakMiB(pair.relay) < MEMORY_GOAL_MIB)]);
   }
   const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]?.length ?? 0)));
   const lines = rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd());
@@ -434,7 +434,7 @@ export function markdown(results: BenchResults): string {
   const noop = results.memory.find((row) => row.side === 'no-op handler');
   if (relayMemory !== undefined) rows.push(['peak RSS, one 10,000-record invocation, fresh process, no heap limits', mib(relayMemory.peakMiB), `no-op handler ${mib(noop?.peakMiB ?? Number.NaN)}`, '', 'well inside 256 MB', check(relayMemory.peakMiB < MEMORY_GOAL_MIB)]);
   for (const pair of warmMemoryPairs(results)) {
-    rows.push([warmMemoryLabel(results, pair.relay), mib(warmPeakMiB(pair.relay)), `no-op handler ${mib(pair.noop === undefined ? Number.NaN : warmPeakMiB(pair.noop))}`, '', 'well inside 256 MB', check(warmPeakMiB(pair.relay) < MEMORY_GOAL_MIB)]);
+    rows.push([warmMemoryLabel(results, pair.relay), mib(warmPeakMiB(pair.relay)), `no-op handler ${mib(warmPeakMiB(pair.noop))}`, '', 'well inside 256 MB', check(warmPeakMiB(pair.relay) < MEMORY_GOAL_MIB)]);
   }
   for (const latency of results.latency) {
     rows.push([`latency added, concurrency ${latency.concurrency}, p50 / p99`, `${us(latency.relay.p50Micros)} / ${us(latency.relay.p99Micros)}`, `bare ${us(latency.bare.p50Micros)} / ${us(latency.bare.p99Micros)}`, `${delta(latency.relay.p50Micros - latency.bare.p50Micros, us)} / ${delta(latency.relay.p99Micros - latency.bare.p99Micros, us)}`, '', '']);
