@@ -3,13 +3,20 @@
  * no asset bundling and no CloudFormation schema validation, so each template takes
  * milliseconds. The artifact test covers bundling and validation with the real `cdk synth`.
  */
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
 import { App, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { inject } from 'vitest';
 import { projectContext } from '../support/synth';
 
-/** An app as `cdk synth` would create it, minus bundling and built-in validation (speed). */
+/**
+ * An app as `cdk synth` would create it, minus bundling and built-in validation (speed). It
+ * synthesizes into the test run's scratch directory, which goes when the run ends.
+ */
 export function testApp(context: Record<string, unknown> = {}): App {
   return new App({
+    outdir: mkdtempSync(join(inject('scratchDir'), 'app-')),
     builtinCloudFormationValidation: false,
     context: { ...projectContext(), 'aws:cdk:bundling-stacks': [], ...context },
   });
