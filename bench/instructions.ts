@@ -16,11 +16,17 @@
  * every count and flags a side whose counts spread over 3 %. Optional: skipped, with the
  * reason, where valgrind is not installed (`apt-get install valgrind`).
  *
+ * Instructions do not all cost the same: the relay's own per-record code misses the caches and
+ * mispredicts branches more often per instruction than the HTTP exchange both sides share. So
+ * callgrind also simulates the caches and the branch predictor (`--cache-sim=yes
+ * --branch-sim=yes`, only while counting), and each count carries an estimate of cycles from
+ * them ({@link estimatedCycles}).
+ *
  * Valgrind's virtual CPU has no SHA extensions, so under it OpenSSL hashes with its AVX2 code
  * (Node.js 24: about 37k instructions per 1 KB record signed, a sixth of the relay's count);
  * natively, on a CPU that has them, the same hashing is a small fraction of that. Each count so
- * also records the instructions in OpenSSL's SHA-256 block functions (`callgrind_annotate`), for
- * the report to show the ratio with them left out as well.
+ * also records what OpenSSL's SHA-256 block functions cost (`callgrind_annotate`), for the report
+ * to show the ratios with them left out as well.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -39,6 +45,10 @@ export interface InstructionCount {
    * could not read the dump.
    */
   readonly sha256PerRecord?: readonly number[];
+  /** {@link estimatedCycles} per record of each counted invocation; absent from results written before it was counted. */
+  readonly cyclesPerRecord?: readonly number[];
+  /** Of those, OpenSSL's SHA-256 block functions', as {@link sha256PerRecord}. */
+  readonly sha256CyclesPerRecord?: readonly number[];
 }
 
 /** The section's figures, or why there are none. */
@@ -94,27 +104,58 @@ function latestDump(dir: string, pid: number): string {
   return join(dir, newest);
 }
 
-/** The `totals:` line of a callgrind dump. */
-function totalOf(dump: string): number {
-  const total = /^(?:totals|summary): (\d+)/m.exec(readFileSync(dump, 'utf8'))?.[1];
-  if (total === undefined) throw new Error(`no totals line in ${dump}`);
-  return Number(total);
+/** Callgrind's counts by event name (`Ir`, `I1mr`, `Bcm`, …); an event not collected is absent. */
+export type EventCounts = Readonly<Record<string, number>>;
+
+/** The `totals:` line of a callgrind dump, by the names of its `events:` line. */
+export function totalsOf(dump: string): EventCounts {
+  const names = /^events: (.+)$/m.exec(dump)?.[1]?.trim().split(/\s+/);
+  const values = /^(?:totals|summary): (.+)$/m.exec(dump)?.[1]?.trim().split(/\s+/);
+  if (names === undefined || values === undefined) throw new Error('no events or totals line in the callgrind dump');
+  return Object.fromEntries(names.map((name, index) => [name, Number(values[index] ?? 0)]));
 }
 
 /**
- * The instructions in OpenSSL's SHA-256 block functions (`sha256_block_data_order` and its
- * CPU-specific variants) in `callgrind_annotate`'s listing of a dump: 0 when there are none.
+ * Cycles estimated from simulated events, with the costs the cachegrind manual gives as typical
+ * of a modern machine: an instruction 1, an L1 miss or a mispredicted branch 10, a last-level
+ * miss 100. A model: it reads which side keeps the CPU busier, not how long either takes.
+ * @returns NaN when the cache or branch events were not collected
  */
-export function sha256BlockInstructions(annotated: string): number {
-  let sum = 0;
-  for (const match of annotated.matchAll(/^\s*([\d,]+) .*:sha256_block_data_order\w*\s/gm)) sum += Number((match[1] as string).replaceAll(',', ''));
-  return sum;
+export function estimatedCycles(counts: EventCounts): number {
+  const event = (name: string): number => counts[name] ?? Number.NaN;
+  const l1Misses = event('I1mr') + event('D1mr') + event('D1mw');
+  const lastLevelMisses = event('ILmr') + event('DLmr') + event('DLmw');
+  const mispredicted = event('Bcm') + event('Bim');
+  return event('Ir') + 10 * (l1Misses + mispredicted) + 100 * lastLevelMisses;
 }
 
-/** {@link sha256BlockInstructions} of a dump; `undefined` when `callgrind_annotate` cannot read it. */
-function sha256Of(dump: string): number | undefined {
-  const annotated = spawnSync('callgrind_annotate', ['--threshold=100', '--auto=no', dump], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  return annotated.status === 0 ? sha256BlockInstructions(annotated.stdout) : undefined;
+/**
+ * The events of OpenSSL's SHA-256 block functions (`sha256_block_data_order` and its
+ * CPU-specific variants), summed, from `callgrind_annotate --show-percs=no --show=<events>`'s
+ * listing of a dump; 0 for each event when there are none.
+ */
+export function sha256BlockCounts(annotated: string, events: readonly string[]): EventCounts {
+  const sums = Object.fromEntries(events.map((name) => [name, 0]));
+  for (const line of annotated.split('\n')) {
+    const match = /^\s*((?:[\d,.]+\s+)+)\S*:sha256_block_data_order\w*\s/.exec(line);
+    if (match === null) continue;
+    // One column per event, in the order asked for; callgrind_annotate writes a zero as ".".
+    const values = (match[1] as string).trim().split(/\s+/);
+    events.forEach((name, index) => {
+      const value = values[index] ?? '.';
+      sums[name] = (sums[name] ?? 0) + (value === '.' ? 0 : Number(value.replaceAll(',', '')));
+    });
+  }
+  return sums;
+}
+
+/** {@link sha256BlockCounts} of a dump; `undefined` when `callgrind_annotate` cannot read it. */
+function sha256Of(dumpFile: string, events: readonly string[]): EventCounts | undefined {
+  const annotated = spawnSync('callgrind_annotate', ['--threshold=100', '--auto=no', '--show-percs=no', `--show=${events.join(',')}`, dumpFile], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return annotated.status === 0 ? sha256BlockCounts(annotated.stdout, events) : undefined;
 }
 
 /** Whether this machine's CPU has SHA extensions (x86 `sha_ni`, Arm `sha2`), per /proc/cpuinfo; `undefined` where it cannot tell. */
@@ -131,7 +172,7 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
   const client: ClientProcess = await startClientProcess(compiled, {
     ...side.client,
     execPath: 'valgrind',
-    execArgv: ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv],
+    execArgv: ['--tool=callgrind', '--instr-atstart=no', '--cache-sim=yes', '--branch-sim=yes', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv],
     pinned: false,
   });
   try {
@@ -139,18 +180,28 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
     const runTimeoutMs = 3_600_000;
     for (let run = 0; run < options.warmUpRuns; run += 1) await client.run(request, runTimeoutMs);
     const perRecord: number[] = [];
+    const cyclesPerRecord: number[] = [];
     const sha256PerRecord: number[] = [];
+    const sha256CyclesPerRecord: number[] = [];
     for (let run = 0; run < options.countedRuns; run += 1) {
       const result = await client.run({ ...request, countInstructions: true }, runTimeoutMs);
       if (result.failures > 0) throw new Error(`${side.name}: ${result.failures} records failed under valgrind`);
-      const dump = latestDump(dir, client.pid);
-      perRecord.push(totalOf(dump) / result.records);
-      const sha256 = sha256Of(dump);
-      if (sha256 !== undefined) sha256PerRecord.push(sha256 / result.records);
+      const dumpFile = latestDump(dir, client.pid);
+      const totals = totalsOf(readFileSync(dumpFile, 'utf8'));
+      perRecord.push((totals.Ir ?? Number.NaN) / result.records);
+      cyclesPerRecord.push(estimatedCycles(totals) / result.records);
+      const sha256 = sha256Of(dumpFile, Object.keys(totals));
+      if (sha256 !== undefined) {
+        sha256PerRecord.push((sha256.Ir ?? Number.NaN) / result.records);
+        sha256CyclesPerRecord.push(estimatedCycles(sha256) / result.records);
+      }
     }
     const perRecordText = (counts: readonly number[]): string => counts.map((count) => Math.round(count).toLocaleString('en-US')).join(', ');
-    options.log(`  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)})`);
-    return { side: side.name, perRecord, ...(sha256PerRecord.length === perRecord.length ? { sha256PerRecord } : {}) };
+    options.log(`  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)}); estimated cycles ${perRecordText(cyclesPerRecord)}`);
+    const hashing = sha256PerRecord.length === perRecord.length ? { sha256PerRecord, sha256CyclesPerRecord } : {};
+    // Without the cache and branch events (a valgrind that cannot simulate them), no estimate.
+    const cycles = cyclesPerRecord.every(Number.isFinite) ? { cyclesPerRecord } : {};
+    return { side: side.name, perRecord, ...cycles, ...hashing };
   } finally {
     await client.stop();
   }

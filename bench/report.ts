@@ -137,12 +137,28 @@ function comparisonsOf(section: ThroughputSection): Comparison[] {
   return comparisons;
 }
 
-/** An instruction count compared with its limit's: the relay signed and with signing off. */
+/**
+ * What the callgrind section counts per record: instructions, or cycles estimated from the
+ * simulated caches and branch predictor (see `estimatedCycles` in instructions.ts).
+ */
+interface CountMeasure {
+  /** As the report names it, e.g. "instructions". */
+  readonly name: string;
+  readonly perRecord: (count: InstructionCount) => readonly number[] | undefined;
+  readonly sha256PerRecord: (count: InstructionCount) => readonly number[] | undefined;
+}
+
+const INSTRUCTIONS: CountMeasure = { name: 'instructions', perRecord: (count) => count.perRecord, sha256PerRecord: (count) => count.sha256PerRecord };
+const ESTIMATED_CYCLES: CountMeasure = { name: 'estimated cycles', perRecord: (count) => count.cyclesPerRecord, sha256PerRecord: (count) => count.sha256CyclesPerRecord };
+const COUNT_MEASURES = [INSTRUCTIONS, ESTIMATED_CYCLES] as const;
+
+/** A count of the relay compared with its limit's, in one {@link CountMeasure}: the relay signed and with signing off. */
 interface CountComparison {
   readonly label: string;
+  readonly measure: CountMeasure;
   readonly relay: InstructionCount;
   readonly baseline: InstructionCount;
-  /** Instructions per record (the mean of the counted invocations). */
+  /** Per record (the mean of the counted invocations). */
   readonly relayPerRecord: number;
   readonly baselinePerRecord: number;
   /** Either side's counts spread over 3 % ({@link spread}): the ratio of means is then not read as the goal's. */
@@ -154,10 +170,10 @@ interface CountComparison {
    */
   readonly lowestRatio: number;
   /**
-   * The ratio of means with each side's SHA-256 block instructions left out, where both sides'
-   * were counted and hashing is more than 1 % of either's count (signed sides). Under valgrind
-   * OpenSSL hashes without the SHA extensions a real CPU has (see instructions.ts), so the plain
-   * ratio overstates a cost both sides share; this one leaves it out: the two bracket the native ratio.
+   * The ratio of means with each side's SHA-256 blocks left out, where both sides' were counted
+   * and hashing is more than 1 % of either's count (signed sides). Under valgrind OpenSSL hashes
+   * without the SHA extensions a real CPU has (see instructions.ts), so the plain ratio
+   * overstates a cost both sides share; this one leaves it out: the two bracket the native ratio.
    */
   readonly sha256LeftOutRatio: number | undefined;
 }
@@ -171,48 +187,54 @@ const meanOf = (values: readonly number[]): number => values.reduce((sum, value)
  * to spreading 10-20 %); on Node.js 24 V8 also keeps re-optimizing the closures a batch creates.
  * The mean over the counted invocations is then the figure, read to a few per cent.
  */
-const spread = (count: InstructionCount): boolean => Math.max(...count.perRecord) > Math.min(...count.perRecord) * 1.03;
+const spread = (perRecord: readonly number[]): boolean => Math.max(...perRecord) > Math.min(...perRecord) * 1.03;
 
-/** Mean SHA-256 block instructions per record of a side; `undefined` where they were not counted. */
-const sha256Mean = (count: InstructionCount): number | undefined => (count.sha256PerRecord === undefined ? undefined : meanOf(count.sha256PerRecord));
+/** Mean per record of a side's SHA-256 blocks in `measure`; `undefined` where they were not counted. */
+function sha256Mean(count: InstructionCount, measure: CountMeasure): number | undefined {
+  const hashing = measure.sha256PerRecord(count);
+  return hashing === undefined ? undefined : meanOf(hashing);
+}
 
 /** See {@link CountComparison.sha256LeftOutRatio}. */
-function sha256LeftOutRatio(relay: InstructionCount, baseline: InstructionCount): number | undefined {
-  const relayHashing = sha256Mean(relay);
-  const baselineHashing = sha256Mean(baseline);
+function sha256LeftOutRatio(relay: InstructionCount, baseline: InstructionCount, measure: CountMeasure, relayTotal: number, baselineTotal: number): number | undefined {
+  const relayHashing = sha256Mean(relay, measure);
+  const baselineHashing = sha256Mean(baseline, measure);
   if (relayHashing === undefined || baselineHashing === undefined) return undefined;
-  const relayTotal = meanOf(relay.perRecord);
-  const baselineTotal = meanOf(baseline.perRecord);
   if (relayHashing <= relayTotal / 100 && baselineHashing <= baselineTotal / 100) return undefined;
   return (baselineTotal - baselineHashing) / (relayTotal - relayHashing);
 }
 
-/** ", SHA-256 left out: 0.93" where that ratio applies; the empty string where not. */
+/** "; SHA-256 left out: 0.93" where that ratio applies; the empty string where not. */
 const sha256LeftOutText = (count: CountComparison): string => (count.sha256LeftOutRatio === undefined ? '' : `; SHA-256 left out: ${ratio(count.sha256LeftOutRatio, 1)}`);
 
-/** The counted relay sides against their limits (same pairs as the throughput goal). */
-function countComparisons(section: InstructionsSection): CountComparison[] {
+/** The counted relay sides against their limits (same pairs as the throughput goal), in `measure`; none where it was not counted. */
+function countComparisons(section: InstructionsSection, measure: CountMeasure = INSTRUCTIONS): CountComparison[] {
   const comparisons: CountComparison[] = [];
   for (const [name, label] of [['relay', 'as deployed (signed)'], ['relay, unsigned', 'signing off']] as const) {
     const relay = section.sides.find((count) => count.side === name);
     const baseline = section.sides.find((count) => count.side === LIMIT_OF[name]);
-    if (relay === undefined || baseline === undefined) continue;
+    const relayCounts = relay === undefined ? undefined : measure.perRecord(relay);
+    const baselineCounts = baseline === undefined ? undefined : measure.perRecord(baseline);
+    if (relay === undefined || baseline === undefined || relayCounts === undefined || baselineCounts === undefined) continue;
+    const relayPerRecord = meanOf(relayCounts);
+    const baselinePerRecord = meanOf(baselineCounts);
     comparisons.push({
       label,
+      measure,
       relay,
       baseline,
-      relayPerRecord: meanOf(relay.perRecord),
-      baselinePerRecord: meanOf(baseline.perRecord),
-      spreadOut: spread(relay) || spread(baseline),
-      lowestRatio: Math.min(...baseline.perRecord) / Math.min(...relay.perRecord),
-      sha256LeftOutRatio: sha256LeftOutRatio(relay, baseline),
+      relayPerRecord,
+      baselinePerRecord,
+      spreadOut: spread(relayCounts) || spread(baselineCounts),
+      lowestRatio: Math.min(...baselineCounts) / Math.min(...relayCounts),
+      sha256LeftOutRatio: sha256LeftOutRatio(relay, baseline, measure, relayPerRecord, baselinePerRecord),
     });
   }
   return comparisons;
 }
 
-/** Instructions as thousands, e.g. "243k". */
-const kilo = (instructions: number): string => `${int(instructions / 1000)}k`;
+/** A count in thousands, e.g. "243k". */
+const kilo = (count: number): string => `${int(count / 1000)}k`;
 
 /** {@link speedupInterval} of two sides of `section` by name; `undefined` when one is missing. */
 function intervalOf(section: ThroughputSection | undefined, a: string, b: string | undefined): MedianInterval | undefined {
@@ -285,8 +307,8 @@ export function consoleTable(results: BenchResults): string {
       rows.push([`CPU per record c=${section.concurrency}, ${label}`, us(relay.cpuMicrosPerRecord), `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`, delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)]);
     }
   }
-  for (const count of countComparisons(results.instructions)) {
-    rows.push([`instructions/record c=${results.instructions.concurrency}, ${count.label}`, kilo(count.relayPerRecord), `${count.baseline.side} ${kilo(count.baselinePerRecord)}`, `${ratio(count.baselinePerRecord / count.relayPerRecord, 1)} (goal ≥ 0.90)`]);
+  for (const count of COUNT_MEASURES.flatMap((measure) => countComparisons(results.instructions, measure))) {
+    rows.push([`${count.measure.name}/record c=${results.instructions.concurrency}, ${count.label}`, kilo(count.relayPerRecord), `${count.baseline.side} ${kilo(count.baselinePerRecord)}`, `${ratio(count.baselinePerRecord / count.relayPerRecord, 1)} (goal ≥ 0.90)`]);
   }
   if (results.instructions.skipped !== undefined) rows.push(['instructions per record', 'skipped', results.instructions.skipped, '']);
   for (const latency of results.latency) {
@@ -441,12 +463,12 @@ export function markdown(results: BenchResults): string {
       rows.push([`CPU per record, concurrency ${section.concurrency}, ${label}`, us(relay.cpuMicrosPerRecord), `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`, `${ratio(cpuRatio(relay, baseline), 1)} (${delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)})`, '', '']);
     }
   }
-  for (const count of countComparisons(results.instructions)) {
+  for (const count of COUNT_MEASURES.flatMap((measure) => countComparisons(results.instructions, measure))) {
     const workRatio = count.baselinePerRecord / count.relayPerRecord;
     const { spreadOut, lowestRatio, sha256LeftOutRatio: withoutHashing } = count;
     const asides = [...(spreadOut ? [`of the lowest counts: ${ratio(lowestRatio, 1)}`] : []), ...(withoutHashing === undefined ? [] : [`SHA-256 left out: ${ratio(withoutHashing, 1)}`])];
     rows.push([
-      `instructions per record (callgrind), concurrency ${results.instructions.concurrency}, ${count.label}: its limit's ÷ the relay's`,
+      `${count.measure.name} per record (callgrind${count.measure === ESTIMATED_CYCLES ? ', from simulated caches and branches' : ''}), concurrency ${results.instructions.concurrency}, ${count.label}: its limit's ÷ the relay's`,
       kilo(count.relayPerRecord),
       `${count.baseline.side} ${kilo(count.baselinePerRecord)}`,
       `**${ratio(workRatio, 1)}**${asides.length === 0 ? '' : ` (${asides.join('; ')})`}`,
@@ -756,10 +778,15 @@ export function performanceSection(results: BenchResults): string {
       // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
       (Math.max(h.relayVsLimit, h.unsignedVsLimit ?? 0) > 1 ? ' (a ratio over 1.00 is this run\'s noise, not a result: the relay does all the loop\'s work and more)' : ''),
   ]);
-  const counts = countComparisons(results.instructions);
-  if (counts.length > 0) {
+  const measureLabels = new Map<CountMeasure, string>([
+    [INSTRUCTIONS, 'instructions per record (callgrind: independent of the machine\'s speed)'],
+    [ESTIMATED_CYCLES, 'estimated cycles per record (callgrind\'s simulated caches and branch predictor: instructions, misses and mispredictions weighed by their usual cost)'],
+  ]);
+  for (const measure of COUNT_MEASURES) {
+    const counts = countComparisons(results.instructions, measure);
+    if (counts.length === 0) continue;
     lines.push([
-      'instructions per record (callgrind: independent of the machine\'s speed)',
+      measureLabels.get(measure) ?? measure.name,
       counts
         .map((count) => {
           const lowest = count.spreadOut ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(count.lowestRatio, 1)}` : '';
@@ -813,32 +840,43 @@ function instructionsMarkdown(section: InstructionsSection): string {
     out.push(`Not measured in this run: ${section.skipped}.`);
     return out.join('\n');
   }
-  const limits = new Map(countComparisons(section).map((count) => [count.relay.side, count]));
+  /** "0.94 (SHA-256 left out: 0.93)": the relay's ratio to its limit in one measure. */
+  const limitText = (limit: CountComparison | undefined): string =>
+    limit === undefined ? '' : `${ratio(limit.baselinePerRecord / limit.relayPerRecord, 1)}${limit.sha256LeftOutRatio === undefined ? '' : ` (SHA-256 left out: ${ratio(limit.sha256LeftOutRatio, 1)})`}`;
+  const limits = COUNT_MEASURES.map((measure) => new Map(countComparisons(section, measure).map((count) => [count.relay.side, count])));
+  const [instructionLimits, cycleLimits] = limits;
+  const notCounted = (value: number | undefined): string => (value === undefined ? 'not counted' : int(value));
   out.push(
     table(
-      ['side', 'instructions per record (each counted invocation)', 'mean', 'of which SHA-256 blocks', 'its limit\'s ÷ this'],
+      ['side', 'instructions per record (each counted invocation)', 'mean', 'of which SHA-256 blocks', 'estimated cycles per record (mean)', 'of which SHA-256 blocks', 'its limit\'s ÷ this: instructions; estimated cycles'],
       section.sides.map((count) => {
-        const limit = limits.get(count.side);
-        const hashing = sha256Mean(count);
+        const instructionLimit = instructionLimits?.get(count.side);
+        const cycleLimit = cycleLimits?.get(count.side);
+        const cycles = count.cyclesPerRecord;
         return [
           `**${count.side}**`,
-          `${count.perRecord.map((value) => int(value)).join(', ')}${spread(count) ? ' (spread over 3 %)' : ''}`,
+          `${count.perRecord.map((value) => int(value)).join(', ')}${spread(count.perRecord) ? ' (spread over 3 %)' : ''}`,
           int(meanOf(count.perRecord)),
-          hashing === undefined ? 'not counted' : int(hashing),
-          limit === undefined ? '' : `${ratio(limit.baselinePerRecord / limit.relayPerRecord, 1)} (${limit.baseline.side}${limit.sha256LeftOutRatio === undefined ? '' : `; SHA-256 left out: ${ratio(limit.sha256LeftOutRatio, 1)}`})`,
+          notCounted(sha256Mean(count, INSTRUCTIONS)),
+          cycles === undefined ? 'not counted' : `${int(meanOf(cycles))}${spread(cycles) ? ' (spread over 3 %)' : ''}`,
+          notCounted(sha256Mean(count, ESTIMATED_CYCLES)),
+          instructionLimit === undefined ? '' : `${limitText(instructionLimit)}; ${cycleLimit === undefined ? 'not counted' : limitText(cycleLimit)} (${instructionLimit.baseline.side})`,
         ];
       }),
     ),
   );
   out.push('');
   out.push(`${section.valgrind ?? 'valgrind'}; one side at a time (V8 compiles on background threads: a process sharing its CPU with another ran more of each counted invocation before its optimized code was ready).` +
-      (section.sides.some(spread)
+      (section.sides.some((count) => spread(count.perRecord))
         ? ' **Counts spread over 3 %:** an invocation\'s count includes the garbage collection it ran into, and V8\'s major collections fall in some invocations and not others (on Node.js 24 V8 also keeps re-optimizing the closures a batch creates). The mean over the counted invocations is the figure, and the ratio of each side\'s lowest count (its invocation with the least collection) is shown beside it; neither reads the goal: a few major collections on one side only move the ratio of means by 10-30 %.'
         : '') +
-      (section.sides.some((count) => (sha256Mean(count) ?? 0) > 0)
+      (section.sides.some((count) => (sha256Mean(count, INSTRUCTIONS) ?? 0) > 0)
         ? ' **SHA-256 under valgrind:** valgrind\'s virtual CPU has no SHA extensions, so OpenSSL hashes with its AVX2 code there (the "SHA-256 blocks" column: the signature\'s HMAC over each 1 KB body)' +
           (section.hostHasShaExtensions === true ? '; this machine\'s CPU has them, and natively the same hashing takes a small fraction of those instructions.' : '.') +
           ' Both signed sides hash the same bytes, so these instructions pull their ratio towards 1; "SHA-256 left out" is the ratio without them. The ratio a native count would give lies between the two.'
+        : '') +
+      (section.sides.some((count) => count.cyclesPerRecord !== undefined)
+        ? ' **Estimated cycles:** instructions do not all cost the same. While counting, callgrind also simulated this machine\'s caches and a branch predictor (`--cache-sim=yes --branch-sim=yes`); the estimate adds 10 cycles for each L1 miss and each mispredicted branch and 100 for each last-level miss to the instructions, the costs the cachegrind manual gives as typical. It is a model, not a timing: it leaves out TLB misses, the prefetchers and how many instructions a core retires at once. It counts what instructions alone cannot: code that misses the caches or mispredicts more often per instruction costs more per instruction.'
         : ''));
   return out.join('\n');
 }
