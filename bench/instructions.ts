@@ -16,11 +16,14 @@
  * every count and flags a side whose counts spread over 3 %. Optional: skipped, with the
  * reason, where valgrind is not installed (`apt-get install valgrind`).
  *
- * Instructions do not all cost the same: the relay's own per-record code misses the caches and
- * mispredicts branches more often per instruction than the HTTP exchange both sides share. So
- * callgrind also simulates the caches and the branch predictor (`--cache-sim=yes
- * --branch-sim=yes`, only while counting), and each count carries an estimate of cycles from
- * them ({@link estimatedCycles}).
+ * Instructions do not all cost the same: on Node.js 24 the relay's own per-record code missed the
+ * caches and mispredicted branches more often per instruction than the HTTP exchange both sides
+ * share. With `simulateCaches` callgrind also simulates the caches and a branch predictor
+ * (`--cache-sim=yes --branch-sim=yes`, only while counting), and each count carries an estimate
+ * of cycles from them ({@link estimatedCycles}). Not by default: it slows valgrind down about
+ * twice as much again, and the counts then spread far more (up to 2× between invocations of one
+ * side, against a few per cent without it), presumably as more of V8's time-driven garbage
+ * collection falls into each counted invocation.
  *
  * Valgrind's virtual CPU has no SHA extensions, so under it OpenSSL hashes with its AVX2 code
  * (Node.js 24: about 37k instructions per 1 KB record signed, a sixth of the relay's count);
@@ -84,6 +87,8 @@ export interface CountOptions {
    */
   readonly warmUpRuns: number;
   readonly countedRuns: number;
+  /** Simulate the caches and a branch predictor as well, for {@link estimatedCycles}. */
+  readonly simulateCaches: boolean;
   readonly log: (line: string) => void;
 }
 
@@ -172,7 +177,14 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
   const client: ClientProcess = await startClientProcess(compiled, {
     ...side.client,
     execPath: 'valgrind',
-    execArgv: ['--tool=callgrind', '--instr-atstart=no', '--cache-sim=yes', '--branch-sim=yes', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv],
+    execArgv: [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      ...(options.simulateCaches ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
+      `--callgrind-out-file=${join(dir, 'cg.%p')}`,
+      execPath,
+      ...execArgv,
+    ],
     pinned: false,
   });
   try {
@@ -197,11 +209,17 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
       }
     }
     const perRecordText = (counts: readonly number[]): string => counts.map((count) => Math.round(count).toLocaleString('en-US')).join(', ');
-    options.log(`  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)}); estimated cycles ${perRecordText(cyclesPerRecord)}`);
-    const hashing = sha256PerRecord.length === perRecord.length ? { sha256PerRecord, sha256CyclesPerRecord } : {};
-    // Without the cache and branch events (a valgrind that cannot simulate them), no estimate.
-    const cycles = cyclesPerRecord.every(Number.isFinite) ? { cyclesPerRecord } : {};
-    return { side: side.name, perRecord, ...cycles, ...hashing };
+    const cyclesText = options.simulateCaches ? `; estimated cycles ${perRecordText(cyclesPerRecord)}` : '';
+    options.log(`  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)})${cyclesText}`);
+    // Estimates only where the cache and branch events were simulated (estimatedCycles is NaN without them).
+    const estimated = (values: number[]): boolean => values.length === perRecord.length && values.every(Number.isFinite);
+    return {
+      side: side.name,
+      perRecord,
+      ...(estimated(cyclesPerRecord) ? { cyclesPerRecord } : {}),
+      ...(sha256PerRecord.length === perRecord.length ? { sha256PerRecord } : {}),
+      ...(estimated(sha256CyclesPerRecord) ? { sha256CyclesPerRecord } : {}),
+    };
   } finally {
     await client.stop();
   }

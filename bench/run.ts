@@ -12,6 +12,8 @@
  * `--profile` (the relay's children write V8 CPU profiles to `.bench-tmp/profiles/`),
  * `--node=<path>` (run the children on another Node.js; the orchestrator stays on this one),
  * `--rounds=<n>` (rounds of the concurrency-10 throughput figures; default 9, 2 with `--quick`),
+ * `--simulate-caches` (callgrind also simulates caches and branches, for estimated cycles beside
+ * the instruction counts; the counts then spread much more: see instructions.ts),
  * `--lambda-node` (`npm run bench:lambda-node`: the children on Lambda's Node.js major). A run on
  * another Node.js writes `BENCHMARKS.node<major>.md` and leaves the README alone; quick runs
  * write their reports to `.bench-tmp/`.
@@ -67,6 +69,7 @@ const QUICK = process.argv.includes('--quick');
  */
 const NODE = process.argv.includes('--lambda-node') ? lambdaNodePath() : process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) || process.execPath;
 const PROFILE = process.argv.includes('--profile');
+const SIMULATE_CACHES = process.argv.includes('--simulate-caches');
 /** Records of the big batch: the most Lambda hands one invocation. */
 const BATCH = QUICK ? 2_000 : 10_000;
 /**
@@ -324,7 +327,7 @@ async function instructionsSection(bench: Bench, concurrency: number, sides: rea
   return countInstructions(
     bench.compiled,
     sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
-    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : INSTRUCTION_WARM_UP_RUNS, countedRuns: QUICK ? 1 : 6, log },
+    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: QUICK ? 2 : INSTRUCTION_WARM_UP_RUNS, countedRuns: QUICK ? 1 : 6, simulateCaches: SIMULATE_CACHES, log },
   );
 }
 
