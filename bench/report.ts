@@ -144,12 +144,24 @@ function comparisonsOf(section: ThroughputSection): Comparison[] {
 interface CountMeasure {
   /** As the report names it, e.g. "instructions". */
   readonly name: string;
+  /** Its row's label in the README's Performance table. */
+  readonly readmeLabel: string;
   readonly perRecord: (count: InstructionCount) => readonly number[] | undefined;
   readonly sha256PerRecord: (count: InstructionCount) => readonly number[] | undefined;
 }
 
-const INSTRUCTIONS: CountMeasure = { name: 'instructions', perRecord: (count) => count.perRecord, sha256PerRecord: (count) => count.sha256PerRecord };
-const ESTIMATED_CYCLES: CountMeasure = { name: 'estimated cycles', perRecord: (count) => count.cyclesPerRecord, sha256PerRecord: (count) => count.sha256CyclesPerRecord };
+const INSTRUCTIONS: CountMeasure = {
+  name: 'instructions',
+  readmeLabel: 'instructions per record (callgrind: independent of the machine\'s speed)',
+  perRecord: (count) => count.perRecord,
+  sha256PerRecord: (count) => count.sha256PerRecord,
+};
+const ESTIMATED_CYCLES: CountMeasure = {
+  name: 'estimated cycles',
+  readmeLabel: 'estimated cycles per record (callgrind\'s simulated caches and branch predictor: instructions, misses and mispredictions weighed by their usual cost)',
+  perRecord: (count) => count.cyclesPerRecord,
+  sha256PerRecord: (count) => count.sha256CyclesPerRecord,
+};
 const COUNT_MEASURES = [INSTRUCTIONS, ESTIMATED_CYCLES] as const;
 
 /** A count of the relay compared with its limit's, in one {@link CountMeasure}: the relay signed and with signing off. */
@@ -204,8 +216,8 @@ function sha256LeftOutRatio(relay: InstructionCount, baseline: InstructionCount,
   return (baselineTotal - baselineHashing) / (relayTotal - relayHashing);
 }
 
-/** "; SHA-256 left out: 0.93" where that ratio applies; the empty string where not. */
-const sha256LeftOutText = (count: CountComparison): string => (count.sha256LeftOutRatio === undefined ? '' : `; SHA-256 left out: ${ratio(count.sha256LeftOutRatio, 1)}`);
+/** "SHA-256 left out: 0.93" where that ratio applies. */
+const sha256LeftOutText = (count: CountComparison): string | undefined => (count.sha256LeftOutRatio === undefined ? undefined : `SHA-256 left out: ${ratio(count.sha256LeftOutRatio, 1)}`);
 
 /** The counted relay sides against their limits (same pairs as the throughput goal), in `measure`; none where it was not counted. */
 function countComparisons(section: InstructionsSection, measure: CountMeasure = INSTRUCTIONS): CountComparison[] {
@@ -465,8 +477,8 @@ export function markdown(results: BenchResults): string {
   }
   for (const count of COUNT_MEASURES.flatMap((measure) => countComparisons(results.instructions, measure))) {
     const workRatio = count.baselinePerRecord / count.relayPerRecord;
-    const { spreadOut, lowestRatio, sha256LeftOutRatio: withoutHashing } = count;
-    const asides = [...(spreadOut ? [`of the lowest counts: ${ratio(lowestRatio, 1)}`] : []), ...(withoutHashing === undefined ? [] : [`SHA-256 left out: ${ratio(withoutHashing, 1)}`])];
+    const { spreadOut, lowestRatio } = count;
+    const asides = [spreadOut ? `of the lowest counts: ${ratio(lowestRatio, 1)}` : undefined, sha256LeftOutText(count)].filter((aside) => aside !== undefined);
     rows.push([
       `${count.measure.name} per record (callgrind${count.measure === ESTIMATED_CYCLES ? ', from simulated caches and branches' : ''}), concurrency ${results.instructions.concurrency}, ${count.label}: its limit's ÷ the relay's`,
       kilo(count.relayPerRecord),
@@ -778,19 +790,16 @@ export function performanceSection(results: BenchResults): string {
       // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
       (Math.max(h.relayVsLimit, h.unsignedVsLimit ?? 0) > 1 ? ' (a ratio over 1.00 is this run\'s noise, not a result: the relay does all the loop\'s work and more)' : ''),
   ]);
-  const measureLabels = new Map<CountMeasure, string>([
-    [INSTRUCTIONS, 'instructions per record (callgrind: independent of the machine\'s speed)'],
-    [ESTIMATED_CYCLES, 'estimated cycles per record (callgrind\'s simulated caches and branch predictor: instructions, misses and mispredictions weighed by their usual cost)'],
-  ]);
   for (const measure of COUNT_MEASURES) {
     const counts = countComparisons(results.instructions, measure);
     if (counts.length === 0) continue;
     lines.push([
-      measureLabels.get(measure) ?? measure.name,
+      measure.readmeLabel,
       counts
         .map((count) => {
           const lowest = count.spreadOut ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(count.lowestRatio, 1)}` : '';
-          return `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**${lowest}${sha256LeftOutText(count)})`;
+          const hashing = sha256LeftOutText(count);
+          return `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**${lowest}${hashing === undefined ? '' : `; ${hashing}`})`;
         })
         .join('; '),
     ]);
@@ -840,27 +849,38 @@ function instructionsMarkdown(section: InstructionsSection): string {
     out.push(`Not measured in this run: ${section.skipped}.`);
     return out.join('\n');
   }
+  // The estimated-cycle columns only where the caches were simulated (--simulate-caches).
+  const measures = COUNT_MEASURES.filter((measure) => section.sides.some((count) => measure.perRecord(count) !== undefined));
+  const limits = measures.map((measure) => new Map(countComparisons(section, measure).map((count) => [count.relay.side, count])));
   /** "0.94 (SHA-256 left out: 0.93)": the relay's ratio to its limit in one measure. */
-  const limitText = (limit: CountComparison | undefined): string =>
-    limit === undefined ? '' : `${ratio(limit.baselinePerRecord / limit.relayPerRecord, 1)}${limit.sha256LeftOutRatio === undefined ? '' : ` (SHA-256 left out: ${ratio(limit.sha256LeftOutRatio, 1)})`}`;
-  const limits = COUNT_MEASURES.map((measure) => new Map(countComparisons(section, measure).map((count) => [count.relay.side, count])));
-  const [instructionLimits, cycleLimits] = limits;
+  const limitText = (limit: CountComparison): string => {
+    const hashing = sha256LeftOutText(limit);
+    return `${ratio(limit.baselinePerRecord / limit.relayPerRecord, 1)}${hashing === undefined ? '' : ` (${hashing})`}`;
+  };
   const notCounted = (value: number | undefined): string => (value === undefined ? 'not counted' : int(value));
   out.push(
     table(
-      ['side', 'instructions per record (each counted invocation)', 'mean', 'of which SHA-256 blocks', 'estimated cycles per record (mean)', 'of which SHA-256 blocks', 'its limit\'s ÷ this: instructions; estimated cycles'],
+      [
+        'side',
+        'instructions per record (each counted invocation)',
+        'mean',
+        'of which SHA-256 blocks',
+        ...(measures.includes(ESTIMATED_CYCLES) ? ['estimated cycles per record (mean)', 'of which SHA-256 blocks'] : []),
+        `its limit's ÷ this: ${measures.map((measure) => measure.name).join('; ')}`,
+      ],
       section.sides.map((count) => {
-        const instructionLimit = instructionLimits?.get(count.side);
-        const cycleLimit = cycleLimits?.get(count.side);
         const cycles = count.cyclesPerRecord;
+        const sideLimits = limits.map((byRelay) => byRelay.get(count.side));
+        const baseline = sideLimits[0]?.baseline.side;
         return [
           `**${count.side}**`,
           `${count.perRecord.map((value) => int(value)).join(', ')}${spread(count.perRecord) ? ' (spread over 3 %)' : ''}`,
           int(meanOf(count.perRecord)),
           notCounted(sha256Mean(count, INSTRUCTIONS)),
-          cycles === undefined ? 'not counted' : `${int(meanOf(cycles))}${spread(cycles) ? ' (spread over 3 %)' : ''}`,
-          notCounted(sha256Mean(count, ESTIMATED_CYCLES)),
-          instructionLimit === undefined ? '' : `${limitText(instructionLimit)}; ${cycleLimit === undefined ? 'not counted' : limitText(cycleLimit)} (${instructionLimit.baseline.side})`,
+          ...(measures.includes(ESTIMATED_CYCLES)
+            ? [cycles === undefined ? 'not counted' : `${int(meanOf(cycles))}${spread(cycles) ? ' (spread over 3 %)' : ''}`, notCounted(sha256Mean(count, ESTIMATED_CYCLES))]
+            : []),
+          baseline === undefined ? '' : `${sideLimits.map((limit) => (limit === undefined ? 'not counted' : limitText(limit))).join('; ')} (${baseline})`,
         ];
       }),
     ),
