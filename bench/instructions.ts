@@ -201,25 +201,19 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
       const dumpFile = latestDump(dir, client.pid);
       const totals = totalsOf(readFileSync(dumpFile, 'utf8'));
       perRecord.push((totals.Ir ?? Number.NaN) / result.records);
-      cyclesPerRecord.push(estimatedCycles(totals) / result.records);
+      if (options.simulateCaches) cyclesPerRecord.push(estimatedCycles(totals) / result.records);
       const sha256 = sha256Of(dumpFile, Object.keys(totals));
       if (sha256 !== undefined) {
         sha256PerRecord.push((sha256.Ir ?? Number.NaN) / result.records);
-        sha256CyclesPerRecord.push(estimatedCycles(sha256) / result.records);
+        if (options.simulateCaches) sha256CyclesPerRecord.push(estimatedCycles(sha256) / result.records);
       }
     }
     const perRecordText = (counts: readonly number[]): string => counts.map((count) => Math.round(count).toLocaleString('en-US')).join(', ');
     const cyclesText = options.simulateCaches ? `; estimated cycles ${perRecordText(cyclesPerRecord)}` : '';
     options.log(`  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)})${cyclesText}`);
-    // Estimates only where the cache and branch events were simulated (estimatedCycles is NaN without them).
-    const estimated = (values: number[]): boolean => values.length === perRecord.length && values.every(Number.isFinite);
-    return {
-      side: side.name,
-      perRecord,
-      ...(estimated(cyclesPerRecord) ? { cyclesPerRecord } : {}),
-      ...(sha256PerRecord.length === perRecord.length ? { sha256PerRecord } : {}),
-      ...(estimated(sha256CyclesPerRecord) ? { sha256CyclesPerRecord } : {}),
-    };
+    // The SHA-256 figures only where callgrind_annotate read every counted dump.
+    const hashing = sha256PerRecord.length === perRecord.length ? { sha256PerRecord, ...(options.simulateCaches ? { sha256CyclesPerRecord } : {}) } : {};
+    return { side: side.name, perRecord, ...(options.simulateCaches ? { cyclesPerRecord } : {}), ...hashing };
   } finally {
     await client.stop();
   }
