@@ -8,15 +8,18 @@
  * environment), the SQS emulator behind a counting proxy, and a stand-in Secrets Manager for
  * the signing key the stack creates. Loops are bounded; the run stops by itself.
  *
+ * The children (the clients, the webhook, the cold starts) run on the Node.js release standing in
+ * for Lambda's runtime (bin/lambda-node.ts): the figures are the deployed function's. The
+ * orchestrator stays on the Node.js running npm.
+ *
  * Options: `--quick` (fewer and smaller runs, for trying changes; figures not for publishing),
  * `--profile` (the relay's children write V8 CPU profiles to `.bench-tmp/profiles/`),
- * `--node=<path>` (run the children on another Node.js; the orchestrator stays on this one),
+ * `--this-node` (the children on the Node.js running npm), `--node=<path>` (on another binary),
  * `--rounds=<n>` (rounds of the concurrency-10 throughput figures; default 9, 2 with `--quick`),
  * `--simulate-caches` (callgrind also simulates caches and branches, for estimated cycles beside
- * the instruction counts; the counts then spread much more: see instructions.ts),
- * `--lambda-node` (`npm run bench:lambda-node`: the children on Lambda's Node.js major). A run on
- * another Node.js writes `BENCHMARKS.node<major>.md` and leaves the README alone; quick runs
- * write their reports to `.bench-tmp/`.
+ * the instruction counts; the counts then spread much more: see instructions.ts). A run on a
+ * Node.js of another major than Lambda's writes `BENCHMARKS.node<major>.md` and leaves the README
+ * alone; quick runs write their reports to `.bench-tmp/`.
  * `BENCH_ASSEMBLY=<dir>` reuses a cloud assembly from an earlier `cdk synth` instead of
  * synthesizing (the bundle must be current: for trying bench changes only). `--report-only`
  * rewrites the reports from the last run's `.bench-tmp/results.json`, measuring nothing.
@@ -33,7 +36,7 @@ import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../local/event-source';
 import { startEmulator, type Emulator } from '../test/support/emulator';
 import { startSecretsManager, type FakeSecretsManager } from '../test/support/secrets-manager';
 import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
-import { lambdaNodePath } from '../bin/lambda-node';
+import { isLambdaNodeMajor, lambdaNodePath, lambdaNodeUnavailable, nodeMajor } from '../bin/lambda-node';
 import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
@@ -63,11 +66,19 @@ import { median, percentile } from './stats';
 import { type SqsProxy, startSqsProxy } from '../test/support/sqs-proxy';
 
 const QUICK = process.argv.includes('--quick');
-/**
- * `--node=<path>`: run every child (the clients, the webhook, the cold starts) on this Node.js
- * binary; `--lambda-node`: on the release standing in for Lambda's runtime (bin/lambda-node.ts).
- */
-const NODE = process.argv.includes('--lambda-node') ? lambdaNodePath() : process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) || process.execPath;
+/** The Node.js binary every child (the clients, the webhook, the cold starts) runs on. */
+const NODE = childNode();
+
+/** `--node=<path>`, else `--this-node`, else Lambda's release (this one where that cannot run here). */
+function childNode(): string {
+  const path = process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length);
+  if (path !== undefined && path !== '') return path;
+  if (process.argv.includes('--this-node')) return process.execPath;
+  const unavailable = lambdaNodeUnavailable();
+  if (unavailable === undefined) return lambdaNodePath();
+  log(`the children run on this Node.js, ${process.version}: ${unavailable}`);
+  return process.execPath;
+}
 const PROFILE = process.argv.includes('--profile');
 const SIMULATE_CACHES = process.argv.includes('--simulate-caches');
 /** Records of the big batch: the most Lambda hands one invocation. */
@@ -761,12 +772,14 @@ async function loadBundle(): Promise<SynthesizedBundle> {
   };
 }
 
-/** Where a run's reports go: quick runs and other Node.js versions to the scratch directory. */
+/**
+ * Where a run's reports go: a run on Lambda's Node.js major to `BENCHMARKS.md` and the README; a
+ * run on another major to a report of its own beside it; quick runs to the scratch directory.
+ */
 function reportFiles(results: Pick<BenchResults, 'quick' | 'machine'>): { markdownFile: string; sectionFile: string | undefined } {
   if (results.quick) return { markdownFile: join(SCRATCH_DIR, 'BENCHMARKS.quick.md'), sectionFile: join(SCRATCH_DIR, 'README-performance.quick.md') };
-  if (results.machine.node === process.version) return { markdownFile: join(PROJECT_ROOT, 'BENCHMARKS.md'), sectionFile: undefined };
-  // Another Node.js (Lambda's): a report of its own beside BENCHMARKS.md; the README keeps this machine's.
-  const major = /^v(\d+)/.exec(results.machine.node)?.[1] ?? results.machine.node;
+  if (isLambdaNodeMajor(results.machine.node)) return { markdownFile: join(PROJECT_ROOT, 'BENCHMARKS.md'), sectionFile: undefined };
+  const major = nodeMajor(results.machine.node);
   return { markdownFile: join(PROJECT_ROOT, `BENCHMARKS.node${major}.md`), sectionFile: join(SCRATCH_DIR, `README-performance.node${major}.md`) };
 }
 
@@ -863,8 +876,7 @@ async function main(): Promise<void> {
     };
     writeFileSync(join(SCRATCH_DIR, 'results.json'), JSON.stringify(results, null, 2));
     process.stdout.write(`${consoleTable(results)}\n`);
-    // A quick run's figures are not for publishing, and the published ones are this machine's
-    // Node.js: other runs go to the scratch directory.
+    // A quick run's figures are not for publishing, and the published ones are Lambda's Node.js.
     writeReports(results);
     log(`done in ${Math.round(results.durationSeconds)} s`);
   } finally {

