@@ -66,11 +66,20 @@ import { median, percentile } from './stats';
 import { type SqsProxy, startSqsProxy } from '../test/support/sqs-proxy';
 
 const QUICK = process.argv.includes('--quick');
-/** The Node.js binary every child (the clients, the webhook, the cold starts) runs on. */
-const NODE = childNode();
+/** {@link childNode}'s answer, once worked out. */
+let childNodePath: string | undefined;
+
+/**
+ * The Node.js binary every child (the clients, the webhook, the cold starts) runs on, worked out
+ * on first use (fetching Lambda's release takes `npm exec`; `--report-only` needs none).
+ */
+function childNode(): string {
+  childNodePath ??= resolveChildNode();
+  return childNodePath;
+}
 
 /** `--node=<path>`, else `--this-node`, else Lambda's release (this one where that cannot run here). */
-function childNode(): string {
+function resolveChildNode(): string {
   const path = process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length);
   if (path !== undefined && path !== '') return path;
   if (process.argv.includes('--this-node')) return process.execPath;
@@ -212,7 +221,7 @@ async function startSide(bench: Bench, side: Side, concurrency: number, asDeploy
 /** How `side`'s client process is started: Node.js, flags, environment. */
 function sideClient(bench: Bench, side: Side, concurrency: number, asDeployed = false): CountedSide['client'] & { execArgv: readonly string[] } {
   return {
-    execPath: NODE,
+    execPath: childNode(),
     kind: side.kind,
     env: clientEnv(bench, side, concurrency),
     cwd: bench.bundle.bundleDir,
@@ -548,7 +557,7 @@ function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<
     'const t = performance.now(); await import(process.argv[1]); const ms = performance.now() - t; process.stdout.write(String(ms), () => process.exit(0));';
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(NODE, ['--input-type=module', '-e', script, pathToFileURL(file).href], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(childNode(), ['--input-type=module', '-e', script, pathToFileURL(file).href], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -716,7 +725,7 @@ async function mixedSection(bench: Bench): Promise<MixedSection> {
 function componentsSection(): Promise<ComponentCost[]> {
   log('components: per-record steps timed alone');
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, ['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'components.ts'), '--json'], {
+    const child = spawn(childNode(), ['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'components.ts'), '--json'], {
       cwd: PROJECT_ROOT,
       env: { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'INFO', AWS_LAMBDA_FUNCTION_NAME: 'bench' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -818,7 +827,7 @@ async function main(): Promise<void> {
     return;
   }
   const started = Date.now();
-  const machine = machineInfo(NODE);
+  const machine = machineInfo(childNode());
   log(`${machine.cpu}, ${machine.cores} cores, Node ${machine.node}${QUICK ? ' (quick)' : ''}`);
   log(process.env.BENCH_ASSEMBLY ? `reusing the assembly in ${process.env.BENCH_ASSEMBLY}` : 'cdk synth (the deployable bundle)…');
   const bundle = await loadBundle();
@@ -837,7 +846,7 @@ async function main(): Promise<void> {
     cleanUps.push(() => secrets.close());
     const signingSecret = generatedSigningKey();
     for (const logicalId of templateSecrets(bundle)) secrets.secrets.set(secretArnOf(logicalId), signingSecret);
-    const webhook = await startWebhookProcess(compiled, NODE);
+    const webhook = await startWebhookProcess(compiled, childNode());
     cleanUps.push(() => webhook.stop());
     const bench: Bench = { bundle, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
 
