@@ -5,6 +5,9 @@
  */
 import { loadConfig } from './config';
 import { createRelayHandler } from './relay';
+import { disableAllocationSitePretenuring } from './v8-tuning';
+
+disableAllocationSitePretenuring();
 
 /** The SQS-triggered handler: POSTs each record to `WEBHOOK_URL`, returns `{ batchItemFailures }`. */
 export const handler = createRelayHandler(loadConfig(process.env));
