@@ -4,7 +4,34 @@
  * each allocation site it weighs at a collection, and none once the flag is off.
  */
 import { spawnSync } from 'node:child_process';
-import { describe, expect, test } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { buildSync } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
+/**
+ * The modules under test, bundled to plain JavaScript: loaded through a TypeScript loader, the
+ * loader's own thread (an isolate of its own) would add V8 traces of its own to the child's.
+ */
+let bundleDir: string;
+const bundled = (module: string): string => pathToFileURL(join(bundleDir, `${module}.mjs`)).href;
+
+beforeAll(() => {
+  bundleDir = mkdtempSync(join(tmpdir(), 'v8-tuning-'));
+  buildSync({
+    entryPoints: ['lambda/handler.ts', 'lambda/v8-tuning.ts'],
+    outdir: bundleDir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    logLevel: 'silent',
+  });
+});
+afterAll(() => rmSync(bundleDir, { recursive: true, force: true }));
 
 /**
  * Runs `setup` (ES module code) in a fresh Node.js process with V8's pretenuring trace on, then
@@ -13,7 +40,7 @@ import { describe, expect, test } from 'vitest';
  */
 function pretenuringTraceLines(setup: string): number {
   const workload = 'const keep = []; for (let i = 0; i < 1_000_000; i += 1) keep.push([i, { i }]); console.log(keep.length);';
-  const result = spawnSync(process.execPath, ['--trace-pretenuring-statistics', '--import', 'tsx', '--input-type=module', '-e', `${setup}\n${workload}`], {
+  const result = spawnSync(process.execPath, ['--trace-pretenuring-statistics', '--input-type=module', '-e', `${setup}\n${workload}`], {
     cwd: process.cwd(),
     env: { PATH: process.env.PATH, WEBHOOK_URL: 'https://webhook.example.com/hook', AWS_REGION: 'us-east-1' },
     encoding: 'utf8',
@@ -30,10 +57,10 @@ describe('V8 tuning', () => {
   });
 
   test('loading the handler module turns pretenuring off: V8 weighs no allocation site', () => {
-    expect(pretenuringTraceLines("await import('./lambda/handler.ts');")).toBe(0);
+    expect(pretenuringTraceLines(`await import('${bundled('handler')}');`)).toBe(0);
   });
 
   test('disableAllocationSitePretenuring alone does it', () => {
-    expect(pretenuringTraceLines("const { disableAllocationSitePretenuring } = await import('./lambda/v8-tuning.ts'); disableAllocationSitePretenuring();")).toBe(0);
+    expect(pretenuringTraceLines(`const { disableAllocationSitePretenuring } = await import('${bundled('v8-tuning')}'); disableAllocationSitePretenuring();`)).toBe(0);
   });
 });
