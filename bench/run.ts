@@ -41,6 +41,7 @@ import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
 import { type CountedSide, countInstructions, type InstructionsSection } from './instructions';
+import { REQUIRE_BANNER } from '../lib/bundle';
 import { functionEnvironment, lambdaEnvironment, lambdaHeapFlags, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
 import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
@@ -360,7 +361,7 @@ async function throughputSection(bench: Bench, concurrency: number, sides: reado
 async function undiciWeight(): Promise<{ bytes: number; loadMs: number }> {
   const result = await build({
     stdin: { contents: "import { Pool } from 'undici'; export const pool = (origin) => new Pool(origin);", resolveDir: PROJECT_ROOT, loader: 'js' },
-    banner: { js: RELAY_BANNER },
+    banner: { js: REQUIRE_BANNER },
     bundle: true,
     minify: true,
     platform: 'node',
@@ -534,8 +535,6 @@ async function warmMemorySection(bench: Bench): Promise<WarmMemorySection> {
   return { memorySizeMb: bench.bundle.memorySize, heapFlags, rows };
 }
 
-/** The stack's bundling banner (lib/bundle.ts): bundled CommonJS may require() Node built-ins. */
-const RELAY_BANNER = "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);";
 
 /** An empty ES module: what a fresh process that loads nothing imports. */
 function emptyModule(): string {

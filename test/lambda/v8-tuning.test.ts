@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildSync } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { REQUIRE_BANNER } from '../../lib/bundle';
 
 /**
  * The modules under test, bundled to plain JavaScript: loaded through a TypeScript loader, the
@@ -27,7 +28,7 @@ beforeAll(() => {
     bundle: true,
     format: 'esm',
     platform: 'node',
-    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    banner: { js: REQUIRE_BANNER },
     logLevel: 'silent',
   });
 });
