@@ -37,11 +37,11 @@ import { startEmulator, type Emulator } from '../test/support/emulator';
 import { startSecretsManager, type FakeSecretsManager } from '../test/support/secrets-manager';
 import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
 import { isLambdaNodeMajor, lambdaNodePath, lambdaNodeUnavailable, nodeMajor } from '../bin/lambda-node';
+import { REQUIRE_BANNER } from '../lib/bundle';
 import { weighAsset } from './bundle';
 import { type ClientProcess, type CompiledChildren, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess, type WebhookProcess } from './children';
 import { type ComponentCost, RESULT_MARKER } from './components';
 import { type CountedSide, countInstructions, type InstructionsSection } from './instructions';
-import { REQUIRE_BANNER } from '../lib/bundle';
 import { functionEnvironment, lambdaEnvironment, lambdaHeapFlags, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
 import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
@@ -534,7 +534,6 @@ async function warmMemorySection(bench: Bench): Promise<WarmMemorySection> {
   }
   return { memorySizeMb: bench.bundle.memorySize, heapFlags, rows };
 }
-
 
 /** An empty ES module: what a fresh process that loads nothing imports. */
 function emptyModule(): string {
