@@ -1,6 +1,6 @@
 /**
- * Turning one run's figures into text: the console table, `BENCHMARKS.md`, and the README's
- * "Performance" section (written into README.md between its markers). Every number in them comes from the
+ * Turning one run's figures into text: the console table, `BENCHMARKS.md`, and the figures of
+ * docs/performance.md (written into it between its markers). Every number in them comes from the
  * run; only the explanations are fixed text.
  */
 import { writeFileSync } from 'node:fs';
@@ -145,7 +145,7 @@ function comparisonsOf(section: ThroughputSection): Comparison[] {
 interface CountMeasure {
   /** As the report names it, e.g. "instructions". */
   readonly name: string;
-  /** Its row's label in the README's Performance table. */
+  /** Its row's label in the table of docs/performance.md. */
   readonly readmeLabel: string;
   readonly perRecord: (count: InstructionCount) => readonly number[] | undefined;
   readonly sha256PerRecord: (count: InstructionCount) => readonly number[] | undefined;
@@ -745,7 +745,7 @@ export function markdown(results: BenchResults): string {
   return out.join('\n');
 }
 
-/** The capacity-planning explanation and table, shared by BENCHMARKS.md and the README section. */
+/** The capacity-planning explanation and table, shared by BENCHMARKS.md and docs/performance.md. */
 function capacityText(results: BenchResults): string {
   const h = headline(results);
   const bound = results.latencyBound;
@@ -767,7 +767,14 @@ function capacityText(results: BenchResults): string {
   ].join('\n');
 }
 
-/** The README's "Performance" section. */
+/** Where the figures of `performanceSection` go: a file of the repository, between these markers. */
+export const PERFORMANCE_DOC = {
+  path: 'docs/performance.md',
+  start: '<!-- performance:start (written by npm run bench) -->',
+  end: '<!-- performance:end -->',
+} as const;
+
+/** The figures of docs/performance.md (links relative to docs/). */
 export function performanceSection(results: BenchResults): string {
   const h = headline(results);
   const load = loadOverhead(results);
@@ -776,10 +783,10 @@ export function performanceSection(results: BenchResults): string {
   const relayMemory = results.memory.find((row) => row.side === 'relay');
   const c10 = results.latency.find((latency) => latency.concurrency === 10);
   const out: string[] = [];
-  out.push('## Performance');
+  out.push('## The figures');
   out.push('');
   out.push(
-    `Measured with \`npm run bench\` on ${results.machine.cpu} (${results.machine.cores} cores), with the clients on Node.js ${results.machine.node}, the major of the function's runtime; all figures and the method are in [BENCHMARKS.md](BENCHMARKS.md). The relay is the deployable bundle from \`cdk synth\` with the template's settings (requests signed), against a webhook on 127.0.0.1 over plain HTTP: the figures show what the relay itself costs, not what a network adds.`,
+    `Measured with \`npm run bench\` on ${results.machine.cpu} (${results.machine.cores} cores), with the clients on Node.js ${results.machine.node}, the major of the function's runtime; all figures and the method are in [BENCHMARKS.md](../BENCHMARKS.md). The relay is the deployable bundle from \`cdk synth\` with the template's settings (requests signed), against a webhook on 127.0.0.1 over plain HTTP: the figures show what the relay itself costs, not what a network adds.`,
   );
   out.push('');
   const lines: string[][] = [];

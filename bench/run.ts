@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the relay's performance against a bare HTTP client and the relay a user would
  * otherwise write (issue 6), side by side in one run, on this machine. Prints a table and writes
- * `BENCHMARKS.md` and the README's Performance section.
+ * `BENCHMARKS.md` and the figures of docs/performance.md.
  *
  * Everything runs on 127.0.0.1 in processes of its own: the webhook, each client under test
  * (the relay's handler imported from the bundle `cdk synth` produces, with the template's
@@ -18,7 +18,7 @@
  * `--rounds=<n>` (rounds of the concurrency-10 throughput figures; default 9, 2 with `--quick`),
  * `--simulate-caches` (callgrind also simulates caches and branches, for estimated cycles beside
  * the instruction counts; the counts then spread much more: see instructions.ts). A run on a
- * Node.js of another major than Lambda's writes `BENCHMARKS.node<major>.md` and leaves the README
+ * Node.js of another major than Lambda's writes `BENCHMARKS.node<major>.md` and leaves docs/performance.md
  * alone; quick runs write their reports to `.bench-tmp/`.
  * `BENCH_ASSEMBLY=<dir>` reuses a cloud assembly from an earlier `cdk synth` instead of
  * synthesizing (the bundle must be current: for trying bench changes only). `--report-only`
@@ -45,7 +45,7 @@ import { type CountedSide, countInstructions, type InstructionsSection } from '.
 import { functionEnvironment, lambdaEnvironment, lambdaHeapFlags, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
 import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
-import { consoleTable, performanceSection, writeMarkdown } from './report';
+import { consoleTable, PERFORMANCE_DOC, performanceSection, writeMarkdown } from './report';
 import type {
   BenchResults,
   ClientChoice,
@@ -780,7 +780,7 @@ async function loadBundle(): Promise<SynthesizedBundle> {
 }
 
 /**
- * Where a run's reports go: a run on Lambda's Node.js major to `BENCHMARKS.md` and the README; a
+ * Where a run's reports go: a run on Lambda's Node.js major to `BENCHMARKS.md` and docs/performance.md; a
  * run on another major to a report of its own beside it; quick runs to the scratch directory.
  */
 function reportFiles(results: Pick<BenchResults, 'quick' | 'machine'>): { markdownFile: string; sectionFile: string | undefined } {
@@ -790,17 +790,15 @@ function reportFiles(results: Pick<BenchResults, 'quick' | 'machine'>): { markdo
   return { markdownFile: join(PROJECT_ROOT, `BENCHMARKS.node${major}.md`), sectionFile: join(SCRATCH_DIR, `README-performance.node${major}.md`) };
 }
 
-/** The README's Performance section sits between these markers; a full run rewrites it. */
-const README_MARKERS = { start: '<!-- performance:start (written by npm run bench) -->', end: '<!-- performance:end -->' } as const;
-
-function writeReadmeSection(section: string): string {
-  const readme = join(PROJECT_ROOT, 'README.md');
-  const text = readFileSync(readme, 'utf8');
-  const start = text.indexOf(README_MARKERS.start);
-  const end = text.indexOf(README_MARKERS.end);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${README_MARKERS.start} … ${README_MARKERS.end} markers`);
-  writeFileSync(readme, `${text.slice(0, start + README_MARKERS.start.length)}\n${section.trim()}\n${text.slice(end)}`);
-  return readme;
+/** Rewrites the figures between the markers of docs/performance.md; the text around them is written by hand. */
+function writePerformanceDoc(section: string): string {
+  const file = join(PROJECT_ROOT, PERFORMANCE_DOC.path);
+  const text = readFileSync(file, 'utf8');
+  const start = text.indexOf(PERFORMANCE_DOC.start);
+  const end = text.indexOf(PERFORMANCE_DOC.end);
+  if (start < 0 || end < start) throw new Error(`${PERFORMANCE_DOC.path} has no ${PERFORMANCE_DOC.start} … ${PERFORMANCE_DOC.end} markers`);
+  writeFileSync(file, `${text.slice(0, start + PERFORMANCE_DOC.start.length)}\n${section.trim()}\n${text.slice(end)}`);
+  return file;
 }
 
 function writeReports(results: BenchResults): void {
@@ -808,7 +806,7 @@ function writeReports(results: BenchResults): void {
   writeMarkdown(markdownFile, results);
   const section = performanceSection(results);
   let sectionTarget: string;
-  if (sectionFile === undefined) sectionTarget = writeReadmeSection(section);
+  if (sectionFile === undefined) sectionTarget = writePerformanceDoc(section);
   else {
     writeFileSync(sectionFile, section);
     sectionTarget = sectionFile;
