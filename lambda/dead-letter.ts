@@ -4,7 +4,9 @@
  * acknowledged. A copy that fails leaves the original to be retried: nothing is lost.
  *
  * The copy always fits: its body and the producer's attributes are the message's own, which SQS
- * already took; only the relay's reason is fitted around them (see {@link fitReason}).
+ * already took; only the relay's reason is fitted around them (see {@link fitReason}), for
+ * SQS's 1 MiB. A DLQ set to a smaller `MaximumMessageSize` (an existing queue's) that refuses
+ * the copy with its reason gets it once more without the reason.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
@@ -23,6 +25,17 @@ export const MAX_MESSAGE_ATTRIBUTES = 10;
 export const MAX_REASON_RESPONSE_CHARS = 256;
 /** The data type of the reason attribute. */
 const REASON_DATA_TYPE = 'String';
+/**
+ * The errors with which SQS refuses a message for its content: too big for the queue's
+ * `MaximumMessageSize` (`InvalidParameterValue`, "Message must be shorter than …"), or a
+ * character it does not take (`InvalidMessageContents`). Definite refusals: nothing was stored.
+ */
+const REFUSED_CONTENT_ERRORS: ReadonlySet<string> = new Set(['InvalidParameterValue', 'InvalidMessageContents']);
+
+/** True for {@link REFUSED_CONTENT_ERRORS}, named plainly or in the query-compatible form (`AWS.SimpleQueueService.InvalidParameterValue`). */
+function isContentRefusal(error: unknown): error is Error {
+  return error instanceof Error && REFUSED_CONTENT_ERRORS.has(error.name.slice(error.name.lastIndexOf('.') + 1));
+}
 
 /** Why a message was dead-lettered, as stored in {@link DEAD_LETTER_REASON_ATTRIBUTE}. */
 export interface DeadLetterReason {
@@ -189,24 +202,37 @@ export class DeadLetterWriter {
       // The producer's own attributes come first: with all ten slots taken there is no room for ours.
       const slotFree = Object.keys(attributes).length < MAX_MESSAGE_ATTRIBUTES;
       const fitted = fitReason(reason, MAX_MESSAGE_BYTES - messageBytes(body, attributes), slotFree);
-      if (fitted.value !== undefined) attributes[DEAD_LETTER_REASON_ATTRIBUTE] = { DataType: REASON_DATA_TYPE, StringValue: fitted.value };
-      if (fitted.leftOut !== undefined) {
-        this.logger?.warn('Dead-letter copy: part of the reason left out so that SQS takes the copy', { messageId: record.messageId, ...fitted.leftOut });
-      }
+      let leftOut = fitted.leftOut;
       // Only a FIFO DLQ takes a deduplication id (a fair standard queue's group id stays behind).
       const groupId = isFifoRecord(record) ? record.attributes.MessageGroupId : undefined;
-      await this.sqs.sendMessage({
-        QueueUrl: queueUrl,
-        MessageBody: body,
-        MessageAttributes: attributes,
-        // The SQS id of this very message, never the original id it carries: a redrive (console,
-        // StartMessageMoveTask or by hand) gives the message a new SQS id, so each dead-lettering
-        // has its own deduplication id and a copy refused again within SQS's 5-minute window is
-        // kept, not dropped. A second copy of the same message (a SendMessage that failed after
-        // SQS took it, retried on the next receive) deduplicates within the window.
-        ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: record.messageId }),
-      });
-      return { ok: true, reasonAttached: fitted.value !== undefined, leftOut: fitted.leftOut };
+      const send = (messageAttributes: Record<string, MessageAttributeValue>) =>
+        this.sqs.sendMessage({
+          QueueUrl: queueUrl,
+          MessageBody: body,
+          MessageAttributes: messageAttributes,
+          // The SQS id of this very message, never the original id it carries: a redrive (console,
+          // StartMessageMoveTask or by hand) gives the message a new SQS id, so each dead-lettering
+          // has its own deduplication id and a copy refused again within SQS's 5-minute window is
+          // kept, not dropped. A second copy of the same message (a SendMessage that failed after
+          // SQS took it, retried on the next receive) deduplicates within the window.
+          ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: record.messageId }),
+        });
+      if (fitted.value === undefined) {
+        await send(attributes);
+      } else {
+        try {
+          await send({ ...attributes, [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: REASON_DATA_TYPE, StringValue: fitted.value } });
+        } catch (error) {
+          // Refused for its content: the reason is the only part the relay added, so the copy goes without it.
+          if (!isContentRefusal(error)) throw error;
+          leftOut = { replacedCharacters: fitted.leftOut?.replacedCharacters ?? 0, responseCharactersCut: fitted.leftOut?.responseCharactersCut ?? 0, reasonDropped: `SQS refused the copy with it (${error.name}: ${error.message})` };
+          await send(attributes);
+        }
+      }
+      if (leftOut !== undefined) {
+        this.logger?.warn('Dead-letter copy: part of the reason left out so that SQS takes the copy', { messageId: record.messageId, ...leftOut });
+      }
+      return { ok: true, reasonAttached: leftOut?.reasonDropped === undefined, leftOut };
     } catch (error) {
       return { ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
     }

@@ -5,7 +5,7 @@
  * characters SQS refuses (fauxqs checks only bodies), and a real webhook on 127.0.0.1.
  * Each test says where every message is at the end and what the webhook saw.
  */
-import { DeleteMessageCommand, type Message, type MessageAttributeValue, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, type Message, type MessageAttributeValue, SendMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -143,6 +143,28 @@ describe('a message near the 1 MiB limit refused with 404', () => {
     expect(copy?.Body).toBe(body);
     expect(copy?.MessageAttributes ?? {}).toEqual({});
     expect(lines.find((line) => line.level === 'WARN' && /part of the reason left out/.test(line.message))).toMatchObject({ messageId: id, reasonDropped: expect.stringMatching(/1048576-byte/) });
+  });
+});
+
+describe('an existing queue pair whose DLQ takes less than 1 MiB', () => {
+  test('a message near the DLQ’s 256 KiB refused with 404: SQS refuses the copy with its reason, and it goes again without', async () => {
+    const setSize = async (bytes: number): Promise<void> => {
+      for (const queue of [standard.queue, standard.dlq]) await standard.sqs.send(new SetQueueAttributesCommand({ QueueUrl: queue.url, Attributes: { MaximumMessageSize: String(bytes) } }));
+    };
+    await setSize(262_144);
+    try {
+      webhook.respondWith(() => ({ status: 404 }));
+      const body = 'z'.repeat(262_144 - 100);
+      const id = await sendToQueue(standard, body);
+      const { failures, lines } = await relayOnce(standard, standardProxy);
+      expect(failures).toBe(0);
+      expect(await drain(standard, standard.queue)).toEqual([]);
+      const copies = await drain(standard, standard.dlq);
+      expect(copies.map((copy) => [copy.Body?.length, copy.MessageAttributes ?? {}])).toEqual([[body.length, {}]]);
+      expect(lines.find((line) => /part of the reason left out/.test(line.message))).toMatchObject({ level: 'WARN', messageId: id, reasonDropped: expect.stringMatching(/SQS refused the copy with it \(.*InvalidParameterValue/) });
+    } finally {
+      await setSize(MAX_MESSAGE_BYTES);
+    }
   });
 });
 

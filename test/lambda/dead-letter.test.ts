@@ -194,4 +194,24 @@ describe('DeadLetterWriter', () => {
     await writer.send(recordOf('small', {}), 404, 'why', {});
     expect(warnings).toEqual([{ messageId: sqsRecord(1).messageId, replacedCharacters: 0, responseCharactersCut: 3, reasonDropped: expect.any(String) }]);
   });
+
+  test('refused for its content (a DLQ with a smaller limit), the copy goes again without the reason; any other error is the caller’s to retry', async () => {
+    const attempts: SendMessageCommandInput[] = [];
+    const refusing = (name: string) => {
+      const sqs = {
+        sendMessage: async (input: SendMessageCommandInput) => {
+          attempts.push(input);
+          if (attempts.length === 1) throw Object.assign(new Error('refused'), { name });
+          return { $metadata: {} };
+        },
+      } as unknown as SqsGateway;
+      return new DeadLetterWriter(sqs, new QueueDirectory(sqs, DLQ_URL));
+    };
+    const record = recordOf('body', { tenant: 'acme' });
+    expect(await refusing('AWS.SimpleQueueService.InvalidParameterValue').send(record, 404, 'no')).toMatchObject({ ok: true, reasonAttached: false, leftOut: { reasonDropped: expect.stringMatching(/SQS refused the copy/) } });
+    expect(attempts.map((input) => Object.keys(input.MessageAttributes ?? {}))).toEqual([['tenant', DEAD_LETTER_REASON_ATTRIBUTE], ['tenant']]);
+    attempts.length = 0;
+    expect(await refusing('AccessDenied').send(record, 404, 'no')).toEqual({ ok: false, error: 'AccessDenied: refused' });
+    expect(attempts).toHaveLength(1);
+  });
 });
