@@ -43,7 +43,7 @@ export interface DeadLetterReason {
   readonly status: number;
   /** The start of the webhook's response body (characters SQS refuses replaced by U+FFFD; cut to fit). */
   readonly response: string;
-  /** The message id on the source queue (the DLQ copy gets a new one); for a copy redriven and refused again, the first message's. */
+  /** The id the webhook saw: the message's SQS id (the DLQ copy gets a new one), or for a redriven copy whose seal verified, the first message's. */
   readonly originalMessageId: string;
   /** Vouches for {@link originalMessageId} and the body (see `message-id.ts`); absent when the relay does not sign. */
   readonly originalMessageIdSeal?: string;
