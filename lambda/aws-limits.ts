@@ -28,3 +28,9 @@ export const MAX_BATCHING_WINDOW_SECONDS = 300;
  * recommendation): the stack derives it so, and the local runner copies the stack.
  */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+/**
+ * The largest SQS message, bytes: the body plus, for each message attribute, its name, its data
+ * type and its value (1 MiB since August 2025; queues may set a lower `MaximumMessageSize`).
+ */
+export const MAX_MESSAGE_BYTES = 1_048_576;

@@ -136,7 +136,7 @@ export class BatchRelay {
     this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
     this.queues = new QueueDirectory(sqs, config.deadLetterQueueUrl);
     this.visibility = new VisibilityUpdater(sqs);
-    this.deadLetters = new DeadLetterWriter(sqs, this.queues);
+    this.deadLetters = new DeadLetterWriter(sqs, this.queues, this.logger);
     this.breaker = new CircuitBreaker(config.breaker);
     const refresh = config.secretsRefreshSeconds;
     this.signingKeys = config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh);
@@ -191,12 +191,17 @@ export class BatchRelay {
     if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
     let judged = false;
     try {
-      const request = buildDeliveryRequest(record, this.config);
+      // Awaited only when a secret is not in memory: an await per record costs more than the check.
+      // Before the request is built: the signing keys vouch for a redriven copy's original id.
+      const credentials = this.cachedCredentials() ?? (await this.fetchCredentials());
+      const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
       }
-      // Awaited only when a secret is not in memory: an await per record costs more than the check.
-      addCredentials(request, this.cachedCredentials() ?? (await this.fetchCredentials()));
+      if (request.ignoredOriginalId !== undefined) {
+        this.logger.warn('Claimed original message id ignored: the webhook sees the SQS id', { messageId: record.messageId, claimedOriginalId: request.ignoredOriginalId.claimed, reason: request.ignoredOriginalId.reason });
+      }
+      addCredentials(request, credentials);
       // Worked out once (each call reads the clock), after any wait: on a probe, on a secret.
       const requestTimeoutMs = timeoutMs();
       if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited until too late: back at once
@@ -213,7 +218,7 @@ export class BatchRelay {
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
       if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status, outage };
-      const copied = await this.deadLetters.send(record, status, result.excerpt);
+      const copied = await this.deadLetters.send(record, status, result.excerpt, { originalId: request.id, signingKeys: credentials.signingKeys });
       if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
     } catch (error) {

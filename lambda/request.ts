@@ -6,6 +6,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
+import { verifyOriginalId } from './message-id';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
 export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
@@ -34,6 +35,8 @@ export interface DeliveryRequest {
   readonly body: Buffer;
   /** Attributes not sent, each with the reason (logged at WARN by the caller). */
   readonly skippedAttributes: readonly { readonly name: string; readonly reason: string }[];
+  /** The original id a dead-letter reason claimed and {@link id} is not, with why (logged at WARN by the caller). */
+  readonly ignoredOriginalId: IgnoredOriginalId | undefined;
 }
 
 /** Bytes of each slab that request bodies are encoded into. */
@@ -89,20 +92,52 @@ export function isLegalHeaderValue(value: string): boolean {
  */
 export const DEAD_LETTER_REASON_ATTRIBUTE = 'relay.dead-letter-reason';
 
+/** A claimed original id the relay did not believe, and why (the caller logs it at WARN). */
+export interface IgnoredOriginalId {
+  /** The id the dead-letter reason claimed, cut to {@link MAX_LOGGED_CLAIM_LENGTH} characters. */
+  readonly claimed: string;
+  readonly reason: string;
+}
+
+/** Longest claimed id quoted in a log line: the claim is a producer's text. */
+export const MAX_LOGGED_CLAIM_LENGTH = 128;
+
+/** The message's idempotency key, and the claim it did not take if there was one. */
+interface Identity {
+  readonly id: string;
+  readonly ignored: IgnoredOriginalId | undefined;
+}
+
+/** The identity of a record that carries a dead-letter reason attribute. */
+function identify(record: SQSRecord, reason: string | undefined, signingKeys: readonly Buffer[] | undefined): Identity {
+  let claim: { originalMessageId?: unknown; originalMessageIdSeal?: unknown };
+  try {
+    claim = JSON.parse(reason ?? '') as typeof claim;
+  } catch {
+    return { id: record.messageId, ignored: undefined };
+  }
+  const original = claim?.originalMessageId;
+  if (typeof original !== 'string' || original === record.messageId) return { id: record.messageId, ignored: undefined };
+  const ignored = (why: string): Identity => ({ id: record.messageId, ignored: { claimed: original.slice(0, MAX_LOGGED_CLAIM_LENGTH), reason: why } });
+  if (original === '' || !isLegalHeaderValue(original)) return ignored('not a legal message id');
+  if (signingKeys === undefined || signingKeys.length === 0) return ignored('no signing key is configured to verify it');
+  const seal = claim.originalMessageIdSeal;
+  if (typeof seal !== 'string') return ignored('it carries no seal');
+  if (!verifyOriginalId(signingKeys, original, record.body ?? '', seal)) return ignored('its seal does not verify for this body under the current signing keys');
+  return { id: original, ignored: undefined };
+}
+
 /**
  * The message's idempotency key: its SQS message id, or, for a dead-letter copy redriven to the
- * queue (which SQS gave a new id), the id of the message it is a copy of. The webhook then sees
- * one id for one message however it came back.
+ * queue (which SQS gave a new id), the id of the message it is a copy of, but only when the
+ * copy's reason carries a seal that verifies under a current signing key (see `message-id.ts`):
+ * a producer cannot choose the id the webhook sees. The webhook then sees one id for one
+ * message however it came back.
+ * @param signingKeys the relay's current webhook signing keys; without them the SQS id is used
  */
-export function idempotencyKeyOf(record: SQSRecord): string {
-  const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.stringValue;
-  if (reason === undefined) return record.messageId;
-  try {
-    const original = (JSON.parse(reason) as { originalMessageId?: unknown }).originalMessageId;
-    return typeof original === 'string' && original !== '' && isLegalHeaderValue(original) ? original : record.messageId;
-  } catch {
-    return record.messageId;
-  }
+export function idempotencyKeyOf(record: SQSRecord, signingKeys?: readonly Buffer[]): string {
+  const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
+  return reason === undefined ? record.messageId : identify(record, reason.stringValue, signingKeys).id;
 }
 
 /** The queue name of an SQS queue ARN (`arn:aws:sqs:<region>:<account>:<name>`). */
@@ -160,10 +195,11 @@ let headerNames = carrierHeaderNames('X-Carrier-');
 let lastQueue = { arn: '', name: '', legal: true, fifo: false };
 
 /**
- * Builds the POST for `record`. Pure: the same record and configuration always give the same
- * request, which the property tests rely on.
+ * Builds the POST for `record`. Pure: the same record, configuration and keys always give the
+ * same request, which the property tests rely on.
+ * @param signingKeys the webhook signing keys, which vouch for a redriven copy's original id ({@link idempotencyKeyOf})
  */
-export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): DeliveryRequest {
+export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, signingKeys?: readonly Buffer[]): DeliveryRequest {
   if (headerNames.prefix !== config.headerPrefix) headerNames = carrierHeaderNames(config.headerPrefix);
   const names = headerNames;
   const body = utf8Bytes(record.body ?? '');
@@ -176,7 +212,10 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
   // Digits only, by construction: no header check needed.
   const firstReceiveTime = epochSeconds(system.ApproximateFirstReceiveTimestamp);
   if (firstReceiveTime !== undefined) headers.push(names.firstReceiveTime, firstReceiveTime);
-  const messageId = idempotencyKeyOf(record);
+  const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
+  // Parsed only for the rare record that carries a reason: the others keep their SQS id.
+  const identity = reason === undefined ? undefined : identify(record, reason.stringValue, signingKeys);
+  const messageId = identity === undefined ? record.messageId : identity.id;
   if (isLegalHeaderValue(messageId)) headers.push(names.messageId, messageId);
   const sentTime = epochSeconds(system.SentTimestamp);
   if (sentTime !== undefined) headers.push(names.sentTime, sentTime);
@@ -224,5 +263,5 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig): De
       }
     }
   }
-  return { id: messageId, headers, body, skippedAttributes: skippedAttributes ?? NOTHING_SKIPPED };
+  return { id: messageId, headers, body, skippedAttributes: skippedAttributes ?? NOTHING_SKIPPED, ignoredOriginalId: identity?.ignored };
 }

@@ -35,6 +35,7 @@ import {
   MAX_EVENT_SOURCE_BATCH_SIZE,
   MAX_FIFO_EVENT_SOURCE_BATCH_SIZE,
   MAX_FUNCTION_TIMEOUT_SECONDS,
+  MAX_MESSAGE_BYTES,
   MAX_VISIBILITY_SECONDS,
   VISIBILITY_TIMEOUT_FACTOR,
 } from '../lambda/aws-limits';
@@ -525,6 +526,9 @@ export class WebhookRelay extends Construct {
       fifo: fifo ? true : undefined,
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
+      // Stated rather than left to the default, which was 256 KiB for queues made before SQS
+      // raised its limit: the DLQ must take any message the queue took, plus the relay's reason.
+      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
     };
     // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
     const window = retryWindowSeconds(props, maxReceiveCount, visibility, breaker);

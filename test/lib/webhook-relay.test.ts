@@ -56,6 +56,10 @@ describe('WebhookRelay with default props', () => {
     expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.MessageRetentionPeriod).toBe(4 * 24 * 3600);
   });
 
+  it('takes messages of up to 1 MiB on both queues, stated rather than left to a default that was 256 KiB', () => {
+    for (const id of [ids.queue, ids.dlq]) expect(resourcesOf(template, 'AWS::SQS::Queue')[id]?.Properties.MaximumMessageSize).toBe(1_048_576);
+  });
+
   it('encrypts both queues with SQS-managed keys', () => {
     for (const queue of Object.values(resourcesOf(template, 'AWS::SQS::Queue'))) {
       expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
