@@ -326,7 +326,13 @@ export class WebhookTransmitter {
           stale.on('error', ignore);
           // The other idle connections have been idle at least as long: likely dropped too.
           void this.dropIdle((socket) => socket[IDLE_SINCE] <= started);
-          request = this.send({ ...this.freshOptions, headers: headerList });
+          try {
+            request = this.send({ ...this.freshOptions, headers: headerList });
+          } catch {
+            // Not expected (these headers passed once already), but this runs in an event handler.
+            finish({ kind: 'transport-error', ...classifyError(error), latencyMs: elapsed() });
+            return;
+          }
           request.on('error', fail);
           request.on('response', onResponse);
           request.end(body);
