@@ -5,13 +5,25 @@
 import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
-import { RESPONSE_EXCERPT_BYTES, RESPONSE_READ_LIMIT_BYTES, type WebhookResponse, type WebhookResult, WebhookTransmitter } from '../../lambda/transmitter';
+import { CircuitBreaker } from '../../lambda/breaker';
+import {
+  RESPONSE_EXCERPT_BYTES,
+  RESPONSE_READ_LIMIT_BYTES,
+  type TransmitterOptions,
+  type WebhookResponse,
+  type WebhookResult,
+  WebhookTransmitter,
+} from '../../lambda/transmitter';
 
 interface Received {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
+  /** Which TCP connection it came on (1 for the first the server accepted). */
+  readonly connection: number;
+  /** Its place among the requests of that connection (1 for the first). */
+  readonly nthOnConnection: number;
 }
 
 interface TestServer {
@@ -21,6 +33,7 @@ interface TestServer {
   connections: number;
   /** Resolves when every connection accepted so far has closed. */
   allClosed(): Promise<void>;
+  readonly server: Server;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -52,20 +65,29 @@ function trackSockets(server: Server | TcpServer, state: { connections: number }
 /** An HTTP server on 127.0.0.1 that records each request (body read in full) and lets `reply` answer it. */
 async function serve(reply: (req: IncomingMessage, res: ServerResponse, received: Received) => void): Promise<TestServer> {
   const requests: Received[] = [];
+  const perConnection = new WeakMap<Socket, { connection: number; requests: number }>();
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
+    const counts = perConnection.get(req.socket) ?? { connection: 0, requests: 0 };
+    counts.requests += 1;
+    const { connection, requests: nthOnConnection } = counts;
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+      const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), connection, nthOnConnection };
       requests.push(received);
       reply(req, res, received);
     });
   });
   const state = { connections: 0 };
   const allClosed = trackSockets(server, state);
+  let accepted = 0;
+  server.on('connection', (socket: Socket) => {
+    accepted += 1;
+    perConnection.set(socket, { connection: accepted, requests: 0 });
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return Object.assign(state, { url: new URL(`http://127.0.0.1:${port}/hook?x=1`), requests, allClosed });
+  return Object.assign(state, { url: new URL(`http://127.0.0.1:${port}/hook?x=1`), requests, allClosed, server });
 }
 
 /** A raw TCP server that writes `bytes` to every connection and then does `after`. */
@@ -83,8 +105,8 @@ async function serveRaw(bytes: string, after: 'end' | 'destroy' = 'end'): Promis
   return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
 }
 
-function transmitterFor(url: URL, maxSockets = 4): WebhookTransmitter {
-  const transmitter = new WebhookTransmitter(url, maxSockets);
+function transmitterFor(url: URL, maxSockets = 4, options?: TransmitterOptions): WebhookTransmitter {
+  const transmitter = new WebhookTransmitter(url, maxSockets, options);
   cleanups.push(() => transmitter.close());
   return transmitter;
 }
@@ -369,5 +391,149 @@ describe('connections', () => {
     transmitter.close();
     await server.allClosed();
     expect(server.connections).toBe(1);
+  });
+});
+
+/** Blocks the event loop for `ms`, as a frozen process would: no timer fires meanwhile. */
+function freezeFor(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    /* busy */
+  }
+}
+
+/** Resolves `'closed'` once every connection the server accepted is closed, or `'open'` after `ms`. */
+function closedWithin(server: TestServer, ms: number): Promise<'closed' | 'open'> {
+  return Promise.race([server.allClosed().then(() => 'closed' as const), new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), ms))]);
+}
+
+describe('kept-alive connections the server dropped', () => {
+  // The race a frozen container loses: the server (or its load balancer, or a NAT) dropped the
+  // idle connection; the next request goes out on it and is reset before any answer.
+  test.each([
+    ['closes it (FIN): "socket hang up"', (socket: Socket) => socket.destroy()],
+    ['resets it (RST): ECONNRESET', (socket: Socket) => socket.resetAndDestroy()],
+  ])('the server %s as the next request reuses it: sent once more, on a new connection, and answered', async (_label, drop) => {
+    const server = await serve((req, res, received) => {
+      if (received.nthOnConnection === 2) drop(req.socket);
+      else res.writeHead(200).end(`ok ${received.connection}`);
+    });
+    const transmitter = transmitterFor(server.url, 1);
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000))).toMatchObject({ status: 200, excerpt: 'ok 1' });
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000))).toMatchObject({ status: 200, excerpt: 'ok 2' });
+    expect(server.requests.map((request) => [request.connection, request.nthOnConnection])).toEqual([
+      [1, 1],
+      [1, 2], // dropped without an answer
+      [2, 1], // the retry, on a connection of its own
+    ]);
+    for (const request of server.requests) expect(request.body.equals(BODY)).toBe(true);
+  });
+
+  test('a request that fails on a new connection is not sent again', async () => {
+    const server = await serve((req) => req.socket.resetAndDestroy());
+    expect(await transmitterFor(server.url).post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error', error: 'connection' });
+    expect(server.requests).toHaveLength(1);
+    expect(server.connections).toBe(1);
+  });
+
+  test.each([
+    ['part of the status line', 'HTTP/1.1 20'],
+    ['the head and part of the body', 'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial'],
+  ])('a reused connection that fails after %s arrived: not sent again (the server answered)', async (_label, bytes) => {
+    const server = await serve((req, res, received) => {
+      if (received.nthOnConnection === 2) req.socket.write(bytes, () => setTimeout(() => req.socket.destroy(), 10));
+      else res.writeHead(200).end('ok');
+    });
+    const transmitter = transmitterFor(server.url, 1);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    expect(await transmitter.post(HEADERS, BODY, 2000)).toMatchObject({ kind: 'transport-error' });
+    expect(server.requests).toHaveLength(2);
+    expect(server.connections).toBe(1);
+  });
+
+  test('the retry stays within the request\'s own timeout', async () => {
+    const server = await serve((req, res, received) => {
+      if (received.connection === 1 && received.nthOnConnection === 2) req.socket.destroy();
+      else if (received.connection === 1) res.writeHead(200).end('ok');
+      // the retry's connection: never answered
+    });
+    const transmitter = transmitterFor(server.url, 1);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    const result = await transmitter.post(HEADERS, BODY, 300);
+    expect(result).toMatchObject({ kind: 'transport-error', error: 'timeout' });
+    expect(result.kind === 'transport-error' && result.message).toContain('300 ms');
+    expect(result.latencyMs).toBeGreaterThanOrEqual(299);
+    expect(result.latencyMs).toBeLessThan(2000);
+    expect(server.requests).toHaveLength(3);
+  });
+
+  test('stale-connection failures never reach the circuit breaker: a whole pool of them in a row', async () => {
+    const POOL = 8;
+    const server = await serve((req, res, received) => {
+      if (received.nthOnConnection === 2) req.socket.resetAndDestroy();
+      else res.writeHead(200).end('ok');
+    });
+    const transmitter = transmitterFor(server.url, POOL);
+    const all = (): Promise<WebhookResult[]> => Promise.all(Array.from({ length: POOL }, () => transmitter.post(HEADERS, BODY, 5000)));
+    for (const result of await all()) expect(expectResponse(result).status).toBe(200);
+    expect(server.connections).toBe(POOL);
+    const breaker = new CircuitBreaker({ threshold: 3, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
+    for (const result of await all()) {
+      expect(expectResponse(result).status).toBe(200);
+      expect(breaker.record(result, false, Date.now())).toBeUndefined();
+    }
+    expect(breaker.permit(Date.now())).toBe('send');
+    expect(server.requests.filter((request) => request.nthOnConnection === 2)).toHaveLength(POOL); // every one was reset once
+    expect(server.connections).toBe(2 * POOL); // the retries each on a new one
+  });
+});
+
+describe('idle connections are bounded in time', () => {
+  const IDLE_MAX_MS = 100;
+
+  test('a connection idle past the bound is not reused, even when no timer could run meanwhile (a frozen process)', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end('ok'));
+    const transmitter = transmitterFor(server.url, 1, { idleConnectionMaxMs: IDLE_MAX_MS });
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    freezeFor(IDLE_MAX_MS + 50);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    expect(server.requests.map((request) => [request.connection, request.nthOnConnection])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+  });
+
+  test('a connection idle for less than the bound is reused', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end('ok'));
+    const transmitter = transmitterFor(server.url, 1, { idleConnectionMaxMs: 2000 });
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    freezeFor(50);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    expect(server.connections).toBe(1);
+  });
+
+  test('while the process runs, idle connections are closed once past the bound', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end('ok'));
+    const transmitter = transmitterFor(server.url, 4, { idleConnectionMaxMs: IDLE_MAX_MS });
+    await Promise.all([1, 2, 3].map(() => transmitter.post(HEADERS, BODY, 2000)));
+    expect(await closedWithin(server, 2000)).toBe('closed');
+    expect(server.connections).toBe(3);
+  });
+
+  test('the default bound is 4 s: a connection idle for a moment stays open', async () => {
+    const server = await serve((_req, res) => res.writeHead(200).end('ok'));
+    const transmitter = transmitterFor(server.url);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    expect(await closedWithin(server, 300)).toBe('open');
+  });
+
+  test('a server\'s shorter "Keep-Alive: timeout=2" lowers the bound to 1 s (less a second, as node:http does)', async () => {
+    const server = await serve((_req, res) => res.writeHead(200, { 'Keep-Alive': 'timeout=2' }).end('ok'));
+    server.server.keepAliveTimeout = 0; // the server itself never closes: only the hint tells the relay
+    const transmitter = transmitterFor(server.url);
+    expectResponse(await transmitter.post(HEADERS, BODY, 2000));
+    const sentAt = performance.now();
+    expect(await closedWithin(server, 2500)).toBe('closed');
+    expect(performance.now() - sentAt).toBeGreaterThan(900);
   });
 });

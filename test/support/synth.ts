@@ -239,6 +239,8 @@ export type InvocationOutcome =
 
 /** A bundle loaded in its own process: one warm Lambda execution environment. */
 export interface LoadedBundle {
+  /** The process's id (to signal it: SIGSTOP/SIGCONT freeze and thaw it as Lambda does between invocations). */
+  readonly pid: number;
   /** Invokes the handler with a Lambda context whose deadline is `timeoutMs` away. */
   invoke(event: SQSEvent, timeoutMs: number): Promise<InvocationOutcome>;
   /** Everything the process wrote to stdout and stderr so far, line by line (the function's logs). */
@@ -413,6 +415,7 @@ export async function startBundle(bundle: SynthesizedBundle, options: StartBundl
   }
 
   return {
+    pid: child.pid ?? 0,
     logs,
     loadedModules() {
       if (options.traceModuleLoads !== true) throw new Error('loadedModules() needs startBundle(…, { traceModuleLoads: true })');
