@@ -42,9 +42,17 @@ export interface CachedSecretOptions {
   readonly fetch?: SecretFetcher;
 }
 
+/** A secret stored as binary: the relay needs text. */
+class BinarySecretError extends Error {
+  constructor() {
+    super('the secret is binary (SecretBinary), not text');
+    this.name = 'BinarySecretError';
+  }
+}
+
 /** The name of what went wrong with a read, never anything the secret might hold. */
 function describeReadError(error: unknown): string {
-  if (error instanceof DeadlineExceededError) return error.message;
+  if (error instanceof DeadlineExceededError || error instanceof BinarySecretError) return error.message;
   // Powertools wraps the SDK's error (GetParameterError); the cause names what happened.
   const cause = (error as { cause?: unknown } | undefined)?.cause;
   if (cause instanceof Error) return cause.name;
@@ -83,7 +91,7 @@ export function secretsManagerReader(): SecretFetcher {
     // This module keeps the one cache (with its backoff); Powertools' own would answer stale values.
     const options = { forceFetch: true, maxAge: 0, abortSignal: signal };
     const value = await (await provider).get(secretId, options);
-    if (typeof value !== 'string') throw new TypeError('not a text secret');
+    if (typeof value !== 'string') throw new BinarySecretError();
     return value;
   };
 }

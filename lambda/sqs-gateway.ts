@@ -45,7 +45,8 @@ export class SqsGateway {
   private readonly connection: SqsConnection;
 
   /**
-   * @param injected a ready client (tests, the local runner); by default one from the SDK's defaults is built on first use
+   * @param injected a ready client (tests, the local runner), or the gateway whose client to share (see {@link until});
+   *   by default one from the SDK's defaults (and the relay's timeouts) is built on first use
    * @param signal when it aborts, the calls of this gateway in flight are abandoned and new ones fail at once
    */
   constructor(
