@@ -4,8 +4,9 @@
  * past the function's timeout: Lambda would kill it and hand the whole batch back, delivered
  * records included. Each call gets the SDK's own timeouts (per attempt) and an abort signal at a
  * deadline the relay picks; the signal also settles the caller's promise, whatever the SDK does.
- * Free of runtime imports: loaded at cold start, it costs nothing.
+ * Loaded at cold start, it imports only `node:events`, which Node.js has loaded already.
  */
+import { setMaxListeners } from 'node:events';
 
 /**
  * The request handler options of every AWS client the relay builds: no attempt waits longer than
@@ -37,6 +38,9 @@ export class Deadline {
     if (this.aborter === undefined) {
       const left = this.at - Date.now();
       this.aborter = left > 0 ? AbortSignal.timeout(left) : AbortSignal.abort();
+      // One listener per call in flight (ours and the SDK's): a 10,000-record batch makes 1,000
+      // visibility calls at once, far past the 10 after which Node.js warns of a leak.
+      setMaxListeners(0, this.aborter);
     }
     return this.aborter;
   }

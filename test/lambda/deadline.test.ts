@@ -82,6 +82,22 @@ describe('Deadline', () => {
     await sleep(120);
     expect(deadline.signal.aborted).toBe(true);
   });
+
+  test('its signal bounds any number of calls at once without a listener-leak warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const deadline = new Deadline(Date.now() + 50);
+      const calls = Array.from({ length: 1_000 }, () => beforeDeadline('ChangeMessageVisibilityBatch', deadline.signal, () => new Promise<never>(() => {})));
+      const settled = await Promise.allSettled(calls);
+      expect(settled.every((outcome) => outcome.status === 'rejected')).toBe(true);
+      await sleep(10); // warnings are emitted on a later tick
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });
 
 describe('SqsGateway bound by a signal', () => {
