@@ -4,6 +4,8 @@
  * endpoints and emulators alike (fauxqs's URLs look like
  * `http://sqs.<region>.localhost:<port>/000000000000/<name>` and must match exactly).
  * Answers are cached for the life of the container; failures are not, so the next record retries.
+ * A directory obtained with {@link QueueDirectory.until} shares the caches and bounds its lookups
+ * by a signal (see deadline.ts).
  */
 import type { SqsGateway } from './sqs-gateway';
 
@@ -24,10 +26,16 @@ export function parseQueueArn(arn: string): QueueArnParts {
   return { region, account, name };
 }
 
+/** What a directory has learnt, shared with the directories made from it by {@link QueueDirectory.until}. */
+interface DirectoryCaches {
+  readonly urls: Map<string, Promise<string>>;
+  readonly deadLetterUrls: Map<string, Promise<string>>;
+}
+
 /** Resolves queue ARNs to URLs, and source queues to their dead-letter queues, with caching. */
 export class QueueDirectory {
-  private readonly urls = new Map<string, Promise<string>>();
-  private readonly deadLetterUrls = new Map<string, Promise<string>>();
+  private readonly urls: Map<string, Promise<string>>;
+  private readonly deadLetterUrls: Map<string, Promise<string>>;
 
   /**
    * @param sqs the client every lookup goes through
@@ -36,7 +44,19 @@ export class QueueDirectory {
   constructor(
     private readonly sqs: SqsGateway,
     private readonly configuredDeadLetterUrl: string | undefined,
-  ) {}
+    caches: DirectoryCaches = { urls: new Map(), deadLetterUrls: new Map() },
+  ) {
+    this.urls = caches.urls;
+    this.deadLetterUrls = caches.deadLetterUrls;
+  }
+
+  /**
+   * This directory (same caches) with its SQS lookups abandoned when `signal` aborts. A lookup
+   * abandoned so fails only its callers and is forgotten: the next one asks SQS again.
+   */
+  until(signal: AbortSignal): QueueDirectory {
+    return new QueueDirectory(this.sqs.until(signal), this.configuredDeadLetterUrl, { urls: this.urls, deadLetterUrls: this.deadLetterUrls });
+  }
 
   /** The URL of the queue with this ARN. */
   urlOf(queueArn: string): Promise<string> {

@@ -16,6 +16,7 @@ import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { DeadLetterWriter } from './dead-letter';
+import { Deadline } from './deadline';
 import { latencySample } from './latency';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
@@ -33,6 +34,11 @@ export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
 export const DEFAULT_SERVICE_NAME = 'sqs-webhook-relay';
 /** No request starts with less than this left before the deadline margin: it could not finish. */
 export const MIN_REQUEST_TIME_MS = 100;
+/**
+ * Of `DEADLINE_MARGIN_MS`, the SQS calls after the last request get all but a quarter, at most
+ * this much, kept to log, publish metrics and return before the function's deadline.
+ */
+export const MAX_RETURN_RESERVE_MS = 200;
 
 /** A record that went out and came to a conclusion. */
 export type AttemptOutcome =
@@ -114,9 +120,8 @@ export class BatchRelay {
   private readonly metrics: Metrics;
   private readonly random: () => number;
   private readonly transmitter: WebhookTransmitter;
+  private readonly sqs: SqsGateway;
   private readonly queues: QueueDirectory;
-  private readonly visibility: VisibilityUpdater;
-  private readonly deadLetters: DeadLetterWriter;
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
   private readonly breaker: CircuitBreaker;
@@ -132,15 +137,19 @@ export class BatchRelay {
     this.logger = dependencies.logger ?? new Logger({ serviceName });
     this.metrics = dependencies.metrics ?? new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
-    const sqs = new SqsGateway(dependencies.sqs);
+    this.sqs = new SqsGateway(dependencies.sqs);
     this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
-    this.queues = new QueueDirectory(sqs, config.deadLetterQueueUrl);
-    this.visibility = new VisibilityUpdater(sqs);
-    this.deadLetters = new DeadLetterWriter(sqs, this.queues, this.logger);
+    this.queues = new QueueDirectory(this.sqs, config.deadLetterQueueUrl);
     this.breaker = new CircuitBreaker(config.breaker);
     const refresh = config.secretsRefreshSeconds;
-    this.signingKeys = config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh);
-    this.authorization = config.authorization && new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh);
+    const secretOptions = { logger: this.logger };
+    this.signingKeys = config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh, secretOptions);
+    this.authorization = config.authorization && new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh, secretOptions);
+  }
+
+  /** The dead-letter writer whose SQS calls are abandoned when `signal` aborts (made per copy: copies are rare). */
+  private deadLettersUntil(signal: AbortSignal): DeadLetterWriter {
+    return new DeadLetterWriter(this.sqs.until(signal), this.queues.until(signal), this.logger);
   }
 
   /** The logger and metrics, for the middleware that flushes them. */
@@ -156,7 +165,12 @@ export class BatchRelay {
     assertSqsEvent(event);
     const startedAt = Date.now();
     const records = event.Records;
-    const timeLeftForRequests = (): number => context.getRemainingTimeInMillis() - this.config.deadlineMarginMs;
+    const margin = this.config.deadlineMarginMs;
+    const deadlineAt = startedAt + context.getRemainingTimeInMillis();
+    // Secret reads and dead-letter copies belong to the requests: they end where requests must,
+    // so that the margin is left whole for the visibility changes of whatever they could not settle.
+    const requestsEnd = new Deadline(deadlineAt - margin);
+    const timeLeftForRequests = (): number => context.getRemainingTimeInMillis() - margin;
     /** Every request's latency, published once per batch (see latency.ts). */
     const latenciesMs: number[] = [];
     // One function for the batch, not one per record.
@@ -168,9 +182,10 @@ export class BatchRelay {
         blocksGroup: (outcome) => outcome.kind === 'retry' || outcome.kind === 'held',
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
-      (record) => this.attempt(record, requestTimeoutMs, latenciesMs),
+      (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd),
     );
-    const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt);
+    const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
+    const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
     const batchItemFailures = records.filter((_, index) => isFailure(outcomes[index] as RecordOutcome)).map((record) => ({ itemIdentifier: record.messageId }));
     this.report(records, outcomes, visibilityFailures, latenciesMs, startedAt);
     return { batchItemFailures };
@@ -180,8 +195,9 @@ export class BatchRelay {
    * One record: ask the breaker, build, send, classify, and dead-letter if permanent. Never throws.
    * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
    * @param latenciesMs the batch's request latencies, to which this one's is added
+   * @param requestsEnd when the secret reads and the dead-letter copy are abandoned (the record is then retried)
    */
-  private async attempt(record: SQSRecord, timeoutMs: () => number, latenciesMs: number[]): Promise<AttemptOutcome> {
+  private async attempt(record: SQSRecord, timeoutMs: () => number, latenciesMs: number[], requestsEnd: Deadline): Promise<AttemptOutcome> {
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
     let permit = this.breaker.permit(Date.now());
     while (permit === 'wait') {
@@ -193,7 +209,7 @@ export class BatchRelay {
     try {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
-      const credentials = this.cachedCredentials() ?? (await this.fetchCredentials());
+      const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
       const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
       for (const skipped of request.skippedAttributes) {
         this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
@@ -218,7 +234,8 @@ export class BatchRelay {
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
       if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status, outage };
-      const copied = await this.deadLetters.send(record, status, result.excerpt, { originalId: request.id, signingKeys: credentials.signingKeys });
+      // A copy abandoned at the deadline leaves the original to be retried, never acknowledged without it.
+      const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, result.excerpt, { originalId: request.id, signingKeys: credentials.signingKeys });
       if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
     } catch (error) {
@@ -253,9 +270,10 @@ export class BatchRelay {
     return this.lastCredentials;
   }
 
-  /** The secrets every request carries, fetched where not cached. */
-  private async fetchCredentials(): Promise<Credentials> {
-    return { signingKeys: await this.signingKeys?.get(), authorization: await this.authorization?.get() };
+  /** The secrets every request carries, fetched where not cached; `signal` abandons the reads. */
+  private async fetchCredentials(signal: AbortSignal): Promise<Credentials> {
+    const [signingKeys, authorization] = await Promise.all([this.signingKeys?.get(signal), this.authorization?.get(signal)]);
+    return { signingKeys, authorization };
   }
 
   private backoff(receiveCount: number): number | undefined {
@@ -268,8 +286,15 @@ export class BatchRelay {
    * retried under the `none` policy keep the queue's default. While the breaker is open, a record
    * whose own failure looked like an outage is parked at least as long as the held ones: coming
    * back sooner would only spend one of its receives on a webhook known to be down.
+   * Calls (and the queue URL lookups they need) still in flight at `sqsEnd` are abandoned: their
+   * records are returned all the same and come back after the queue's default visibility timeout.
    */
-  private async updateVisibility(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], startedAt: number): Promise<FailedVisibilityChange[]> {
+  private async updateVisibility(
+    records: readonly SQSRecord[],
+    outcomes: readonly RecordOutcome[],
+    startedAt: number,
+    sqsEnd: Deadline,
+  ): Promise<FailedVisibilityChange[]> {
     const elapsedSeconds = (Date.now() - startedAt) / 1000;
     const breakerOpen = this.breaker.openSeconds(Date.now()) !== undefined;
     const byQueue = new Map<string, VisibilityChange[]>();
@@ -282,10 +307,13 @@ export class BatchRelay {
       changes.push({ messageId: record.messageId, receiptHandle: record.receiptHandle, visibilitySeconds: clampVisibility(requested, elapsedSeconds) });
       byQueue.set(record.eventSourceARN, changes);
     });
+    if (byQueue.size === 0) return [];
+    const queues = this.queues.until(sqsEnd.signal);
+    const visibility = new VisibilityUpdater(this.sqs.until(sqsEnd.signal));
     const results = await Promise.all(
       [...byQueue].map(async ([queueArn, changes]) => {
         try {
-          return await this.visibility.apply(await this.queues.urlOf(queueArn), changes);
+          return await visibility.apply(await queues.urlOf(queueArn), changes);
         } catch (error) {
           const reason = `queue URL lookup failed: ${describeError(error)}`;
           return changes.map((change) => ({ messageId: change.messageId, reason }));

@@ -3,9 +3,10 @@
  * JSON protocol names it in `X-Amz-Target`, e.g. `AmazonSQS.ChangeMessageVisibilityBatch`) and
  * can refuse chosen actions, so tests watch the relay when SQS says no, and the benchmarks report
  * exactly which calls a batch cost, over the real wire protocol rather than a mocked client.
- * Listens on 127.0.0.1 only.
+ * It can also hang chosen actions (an endpoint that accepts and never answers), before or after
+ * passing the call on. Listens on 127.0.0.1 only.
  */
-import { Agent, createServer, request, type Server } from 'node:http';
+import { Agent, createServer, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
@@ -18,6 +19,14 @@ export interface SqsProxy {
   readonly refused: Set<string>;
   /** How many requests of each action were refused. */
   readonly refusals: Map<string, number>;
+  /** Actions currently accepted and never answered nor passed on (SQS never sees them). */
+  readonly hung: Set<string>;
+  /** Actions currently passed on to the emulator whose answer is then withheld (SQS acted; the caller never hears). */
+  readonly answersWithheld: Set<string>;
+  /** Requests hung so far (either way), by action. */
+  readonly hangs: Map<string, number>;
+  /** Drops every connection held by a hang (the callers see a reset if still waiting). */
+  releaseHung(): void;
   /** Calls so far (refused ones included), by action. */
   counts(): Record<string, number>;
   /** Entries of each `ChangeMessageVisibilityBatch` call so far. */
@@ -33,6 +42,19 @@ export async function startSqsProxy(target: string, region: string): Promise<Sqs
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const refused = new Set<string>();
   const refusals = new Map<string, number>();
+  const hung = new Set<string>();
+  const answersWithheld = new Set<string>();
+  const hangs = new Map<string, number>();
+  const held = new Set<ServerResponse>();
+  const hold = (action: string, outgoing: ServerResponse): void => {
+    hangs.set(action, (hangs.get(action) ?? 0) + 1);
+    held.add(outgoing);
+    outgoing.on('close', () => held.delete(outgoing));
+  };
+  const releaseHung = (): void => {
+    for (const outgoing of held) outgoing.destroy();
+    held.clear();
+  };
   let counts = new Map<string, number>();
   let entries: number[] = [];
   const server: Server = createServer((incoming, outgoing) => {
@@ -55,9 +77,15 @@ export async function startSqsProxy(target: string, region: string): Promise<Sqs
         outgoing.end(JSON.stringify({ __type: 'com.amazonaws.sqs#AccessDenied', message: `test proxy refuses ${action}` }));
         return;
       }
+      if (hung.has(action)) return hold(action, outgoing);
+      const withhold = answersWithheld.has(action);
       const forwarded = request(
         { host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: incoming.headers, agent },
         (answer) => {
+          if (withhold) {
+            answer.resume(); // read and dropped: SQS did the work, the caller never learns it
+            return hold(action, outgoing);
+          }
           outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(outgoing);
         },
@@ -75,14 +103,20 @@ export async function startSqsProxy(target: string, region: string): Promise<Sqs
     sqs,
     refused,
     refusals,
+    hung,
+    answersWithheld,
+    hangs,
+    releaseHung,
     counts: () => Object.fromEntries(counts),
     visibilityEntries: () => [...entries],
     reset() {
       counts = new Map();
       entries = [];
+      hangs.clear();
     },
     async close() {
       sqs.destroy();
+      releaseHung();
       server.closeAllConnections();
       agent.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
