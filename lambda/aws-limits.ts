@@ -28,3 +28,12 @@ export const MAX_BATCHING_WINDOW_SECONDS = 300;
  * recommendation): the stack derives it so, and the local runner copies the stack.
  */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+/**
+ * The main queue's visibility timeout for a function timeout and a batching window, seconds:
+ * {@link VISIBILITY_TIMEOUT_FACTOR} × timeout + window (a batch may wait out the window before
+ * its invocation starts), capped at SQS's ceiling. The stack and the local runner both use it.
+ */
+export function visibilityTimeoutSecondsFor(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
+  return Math.min(MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds + batchingWindowSeconds);
+}

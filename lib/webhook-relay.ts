@@ -37,6 +37,7 @@ import {
   MAX_FUNCTION_TIMEOUT_SECONDS,
   MAX_VISIBILITY_SECONDS,
   VISIBILITY_TIMEOUT_FACTOR,
+  visibilityTimeoutSecondsFor,
 } from '../lambda/aws-limits';
 import { backoffDelay } from '../lambda/retry-timing';
 import { functionCode, HANDLER_MODULE } from './bundle';
@@ -480,7 +481,7 @@ export class WebhookRelay extends Construct {
     breaker: BreakerSettings,
   ): { queue: sqs.IQueue; deadLetterQueue: sqs.IQueue; maxReceiveCount: number } {
     const d = RELAY_DEFAULTS;
-    const minimumVisibility = VISIBILITY_TIMEOUT_FACTOR * timeoutSeconds + windowSeconds;
+    const minimumVisibility = visibilityTimeoutSecondsFor(timeoutSeconds, windowSeconds);
     const survivingOutage = this.receivesForOutage(props, breaker);
 
     if (props.queue !== undefined) {
