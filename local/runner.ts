@@ -43,6 +43,12 @@ export interface LocalRelay {
 
 /** Default of `MAX_RECEIVE_COUNT` for the embedded queue, as the stack's. */
 export const DEFAULT_MAX_RECEIVE_COUNT = 5;
+/**
+ * Long-poll wait of a standalone relay (QUEUE_URL), seconds. Its queue outlives it, so a stop lets
+ * the receive under way answer rather than abort it (which would leave its messages invisible for
+ * a visibility timeout); 5 s keeps that wait, and the stop, within a container's usual 10 s grace.
+ */
+export const STANDALONE_WAIT_TIME_SECONDS = 5;
 /** Demo bodies longer than this are cut when printed. */
 export const DEMO_BODY_PRINT_LIMIT = 2_000;
 
@@ -253,6 +259,8 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       batchSize: settings.batchSize,
       maxBatchingWindowMs: settings.maxBatchingWindowSeconds * 1000,
       functionTimeoutMs: settings.functionTimeoutSeconds * 1000,
+      // The emulator's queue ends with this process: nothing to strand, and Ctrl-C stops at once.
+      ...(queue.mode === 'existing' ? { waitTimeSeconds: STANDALONE_WAIT_TIME_SECONDS, finishReceivesOnStop: true } : {}),
       observer: mappingObserver(log, deadLettered, queue.visibilityTimeoutSeconds),
       beforeReceive: healthGate === undefined ? undefined : (signal) => healthGate.whenHealthy(signal),
       // One handler per poller: each poller is a warm container of its own, as concurrent Lambda invocations are.
