@@ -315,7 +315,8 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
           // messages to hand back or none. Past that the endpoint is not answering anyway.
           const timer = setTimeout(() => abortReceives.abort(), waitTimeSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS);
           timer.unref();
-          void all.finally(() => clearTimeout(timer));
+          const clear = (): void => clearTimeout(timer);
+          all.then(clear, clear); // the caller handles a rejection of `all`; this chain must not add one
         } else {
           // Lets Ctrl-C stop at once instead of up to 20 s later, when the queue ends with this process.
           abortReceives.abort();
