@@ -3,6 +3,11 @@
  * Start-up failures print one line and exit 1; SIGINT/SIGTERM stop polling, let the batches in
  * flight finish and be acknowledged, and exit 0. A second signal exits at once (130): whatever
  * was in flight then comes back after its visibility timeout, as from a crashed Lambda.
+ *
+ * `npm start` execs `node --import tsx bin/local.ts`: with no shell (and no tsx CLI) between npm
+ * and this process, a SIGTERM sent to npm alone (`docker stop`, a process manager) is forwarded
+ * here, and npm exits with this process's status. `npx tsx bin/local.ts` runs under a shell that
+ * dies of SIGTERM without passing it on, orphaning this process: not for containers.
  */
 import { oneLine } from '../local/errors';
 import { COLOR, PLAIN } from '../local/log';

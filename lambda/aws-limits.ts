@@ -34,3 +34,12 @@ export const VISIBILITY_TIMEOUT_FACTOR = 6;
  * type and its value (1 MiB since August 2025; queues may set a lower `MaximumMessageSize`).
  */
 export const MAX_MESSAGE_BYTES = 1_048_576;
+
+/**
+ * The main queue's visibility timeout for a function timeout and a batching window, seconds:
+ * {@link VISIBILITY_TIMEOUT_FACTOR} × timeout + window (a batch may wait out the window before
+ * its invocation starts), capped at SQS's ceiling. The stack and the local runner both use it.
+ */
+export function visibilityTimeoutSecondsFor(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
+  return Math.min(MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds + batchingWindowSeconds);
+}

@@ -69,13 +69,25 @@ export interface RelayConfig {
   readonly secretsRefreshSeconds: number;
 }
 
-/** True for hosts that can only be this machine: `localhost`, `*.localhost`, 127.0.0.0/8 and `::1`. */
+/**
+ * True for hosts that can only be this machine: `localhost`, 127.0.0.0/8 and `::1`. Not every
+ * `*.localhost` name: many resolvers (glibc, most corporate DNS) send those to DNS like any name,
+ * so plain http to one may leave the machine.
+ */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (host === 'localhost') return true;
   if (isIP(host) === 4) return host.startsWith('127.');
   if (isIP(host) === 6) return host === '::1';
   return false;
+}
+
+/**
+ * A URL as it may be printed: user:password and everything after `?` or `#` replaced by `…`
+ * (tokens travel there). Works on text that is not a valid URL too, as error messages need.
+ */
+export function redactUrl(raw: string): string {
+  return raw.replace(/^([^/?#]*\/\/)?[^/?#]*@/, '$1…@').replace(/([?#]).*$/s, '$1…');
 }
 
 function webhookUrl(env: Env): URL {
@@ -87,9 +99,9 @@ function webhookUrl(env: Env): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(name, expected, raw);
+    throw new ConfigError(name, expected, redactUrl(raw));
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, expected, raw);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, expected, redactUrl(raw));
   if (url.username !== '' || url.password !== '') {
     // Credentials in a URL end up in the template, the environment and logs; they belong in AUTH_SECRET_ARN.
     throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
@@ -97,7 +109,7 @@ function webhookUrl(env: Env): URL {
   // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
   const allowInsecure = boolean(env, 'ALLOW_INSECURE_HTTP', false);
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecure) {
-    throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, raw);
+    throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, redactUrl(raw));
   }
   return url;
 }

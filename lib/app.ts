@@ -4,7 +4,8 @@
  */
 import { type App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { stackFromContext } from './context';
+import { contextErrorFor, stackFromContext } from './context';
+import { WebhookRelayConfigError } from './webhook-relay';
 import { WebhookRelayStack } from './webhook-relay-stack';
 
 /**
@@ -16,7 +17,14 @@ export function buildApp(app: App): WebhookRelayStack {
     (key) => app.node.tryGetContext(key),
     Object.keys(app.node.getAllContext()),
   );
-  const stack = new WebhookRelayStack(app, stackName, props);
+  let stack: WebhookRelayStack;
+  try {
+    stack = new WebhookRelayStack(app, stackName, props);
+  } catch (error) {
+    // Every prop here came from a context key: name the key the operator typed.
+    if (error instanceof WebhookRelayConfigError) throw contextErrorFor(error);
+    throw error;
+  }
   // A policy-validation plugin: an unacknowledged finding interrupts synthesis with a report.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return stack;

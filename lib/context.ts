@@ -6,7 +6,14 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES } from './webhook-relay';
+import {
+  MAX_BATCHING_WINDOW_SECONDS,
+  MAX_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FIFO_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FUNCTION_TIMEOUT_SECONDS,
+  MAX_VISIBILITY_SECONDS,
+} from '../lambda/aws-limits';
+import { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES, WebhookRelayConfigError } from './webhook-relay';
 import type { WebhookRelayStackProps } from './webhook-relay-stack';
 
 type Kind = 'string' | 'boolean' | 'integer';
@@ -17,7 +24,11 @@ export interface ContextKey {
   readonly description: string;
   /** The allowed values, for keys that take one of a list. */
   readonly choices?: readonly string[];
+  /** The smallest and largest whole number an integer key takes (the construct's or AWS's limits, in the key's unit). */
+  readonly range?: readonly [number, number];
 }
+
+const DAY_MINUTES = 24 * 60;
 
 /** Every context key the app reads, in the order the docs list them. */
 export const CONTEXT_KEYS = {
@@ -28,21 +39,21 @@ export const CONTEXT_KEYS = {
   queueName: { kind: 'string', description: 'name of the queue (the DLQ is <name>-dlq; default generated)' },
   queueArn: { kind: 'string', description: 'relay from this existing queue instead of creating one (needs deadLetterQueueArn)' },
   deadLetterQueueArn: { kind: 'string', description: "the existing queue's dead-letter queue (its redrive policy's target)" },
-  maxReceiveCount: { kind: 'integer', description: 'receives before a message moves to the DLQ (default 5)' },
-  retentionPeriodDays: { kind: 'integer', description: 'how long the main queue keeps a message, days (default 4; the DLQ keeps 14)' },
-  visibilityTimeoutSeconds: { kind: 'integer', description: 'queue visibility timeout (default 6 × timeout + batching window; no lower)' },
-  timeoutSeconds: { kind: 'integer', description: 'function timeout (default 30)' },
-  memorySize: { kind: 'integer', description: 'function memory, MB (default 256)' },
+  maxReceiveCount: { kind: 'integer', description: 'receives before a message moves to the DLQ (default 5)', range: [1, 1_000] },
+  retentionPeriodDays: { kind: 'integer', description: 'how long the main queue keeps a message, days (default 4; the DLQ keeps 14)', range: [1, 14] },
+  visibilityTimeoutSeconds: { kind: 'integer', description: 'queue visibility timeout (default 6 × timeout + batching window; no lower)', range: [0, MAX_VISIBILITY_SECONDS] },
+  timeoutSeconds: { kind: 'integer', description: 'function timeout (default 30)', range: [1, MAX_FUNCTION_TIMEOUT_SECONDS] },
+  memorySize: { kind: 'integer', description: 'function memory, MB (default 256)', range: [128, 10_240] },
   logRetentionDays: { kind: 'integer', description: 'function log retention, days: one of CloudWatch\'s values (1, 3, 5, 7, 14, 30, 60, 90, …; default 30)' },
-  batchSize: { kind: 'integer', description: 'records per invocation (default 10; standard queues up to 10,000 with a batching window, FIFO up to 10)' },
-  maxBatchingWindowSeconds: { kind: 'integer', description: 'how long to gather a batch, 0 to 300 (default 0; at least 1 when batchSize > 10; not for FIFO)' },
-  maxConcurrency: { kind: 'integer', description: 'most concurrent invocations, 2 to 1,000 (default 5)' },
-  requestConcurrency: { kind: 'integer', description: 'webhook requests in flight per invocation, MAX_CONCURRENCY (default 10)' },
-  requestTimeoutMs: { kind: 'integer', description: 'timeout of one webhook request, REQUEST_TIMEOUT_MS (default 10000)' },
-  deadlineMarginMs: { kind: 'integer', description: 'time kept back before the function deadline, DEADLINE_MARGIN_MS (default 1000)' },
+  batchSize: { kind: 'integer', description: 'records per invocation (default 10; standard queues up to 10,000 with a batching window, FIFO up to 10)', range: [1, MAX_EVENT_SOURCE_BATCH_SIZE] },
+  maxBatchingWindowSeconds: { kind: 'integer', description: 'how long to gather a batch, 0 to 300 (default 0; at least 1 when batchSize > 10; not for FIFO)', range: [0, MAX_BATCHING_WINDOW_SECONDS] },
+  maxConcurrency: { kind: 'integer', description: 'most concurrent invocations, 2 to 1,000 (default 5)', range: [2, 1_000] },
+  requestConcurrency: { kind: 'integer', description: 'webhook requests in flight per invocation, MAX_CONCURRENCY (default 10)', range: [1, 1_000] },
+  requestTimeoutMs: { kind: 'integer', description: 'timeout of one webhook request, REQUEST_TIMEOUT_MS (default 10000)', range: [1, 900_000] },
+  deadlineMarginMs: { kind: 'integer', description: 'time kept back before the function deadline, DEADLINE_MARGIN_MS (default 1000)', range: [0, 60_000] },
   backoff: { kind: 'string', description: 'retry delay policy, BACKOFF (default exponential)', choices: BACKOFF_POLICIES },
-  backoffBaseSeconds: { kind: 'integer', description: 'BACKOFF_BASE_SECONDS (default 2)' },
-  backoffMaxSeconds: { kind: 'integer', description: 'BACKOFF_MAX_SECONDS (default 300)' },
+  backoffBaseSeconds: { kind: 'integer', description: 'BACKOFF_BASE_SECONDS (default 2)', range: [0, MAX_VISIBILITY_SECONDS] },
+  backoffMaxSeconds: { kind: 'integer', description: 'BACKOFF_MAX_SECONDS (default 300)', range: [0, MAX_VISIBILITY_SECONDS] },
   backoffSchedule: { kind: 'string', description: 'BACKOFF_SCHEDULE for backoff=schedule: comma-separated seconds, e.g. 60,600,3600' },
   backoffJitter: { kind: 'boolean', description: 'BACKOFF_JITTER, up to 25 % random extra delay (default true)' },
   permanentFailure: { kind: 'string', description: 'what a permanent 4xx does, PERMANENT_FAILURE (default dead-letter)', choices: PERMANENT_FAILURE_MODES },
@@ -51,16 +62,16 @@ export const CONTEXT_KEYS = {
   defaultContentType: { kind: 'string', description: 'Content-Type when a message has none, DEFAULT_CONTENT_TYPE (default application/json)' },
   logLevel: { kind: 'string', description: 'function log level, POWERTOOLS_LOG_LEVEL (default INFO)', choices: LOG_LEVELS },
   serviceName: { kind: 'string', description: 'POWERTOOLS_SERVICE_NAME, the metrics dimension (default the stack name)' },
-  oldestMessageAgeAlarmMinutes: { kind: 'integer', description: 'alarm when the oldest message is older than this (default 30)' },
+  oldestMessageAgeAlarmMinutes: { kind: 'integer', description: 'alarm when the oldest message is older than this (default 30)', range: [1, 14 * DAY_MINUTES] },
   signing: { kind: 'boolean', description: 'sign every request (Standard Webhooks) with a key the stack creates in Secrets Manager (default true)' },
   signingSecretArn: { kind: 'string', description: 'sign with the key(s) in this existing Secrets Manager secret instead' },
   authSecretArn: { kind: 'string', description: 'send the Authorization value held in this Secrets Manager secret' },
-  secretsRefreshSeconds: { kind: 'integer', description: 'SECRETS_REFRESH_SECONDS, how long a secret value is used before it is read again (default 300)' },
-  outageThreshold: { kind: 'integer', description: 'OUTAGE_THRESHOLD, outage failures in a row that open the circuit breaker; 0 = off (default 5)' },
-  outageBackoffSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_SECONDS, the breaker's first open interval (default 30)" },
-  outageBackoffMaxSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_MAX_SECONDS, the breaker's longest interval (default 900)" },
-  outageToleranceHours: { kind: 'integer', description: 'survive a webhook outage this long without dead-lettering: derives maxReceiveCount (e.g. 24 → 101)' },
-  breakerOpenAlarmMinutes: { kind: 'integer', description: 'alarm when the circuit breaker has been open this long (default 5)' },
+  secretsRefreshSeconds: { kind: 'integer', description: 'SECRETS_REFRESH_SECONDS, how long a secret value is used before it is read again (default 300)', range: [0, MAX_VISIBILITY_SECONDS] },
+  outageThreshold: { kind: 'integer', description: 'OUTAGE_THRESHOLD, outage failures in a row that open the circuit breaker; 0 = off (default 5)', range: [0, 1_000] },
+  outageBackoffSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_SECONDS, the breaker's first open interval (default 30)", range: [1, MAX_VISIBILITY_SECONDS] },
+  outageBackoffMaxSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_MAX_SECONDS, the breaker's longest interval (default 900)", range: [1, MAX_VISIBILITY_SECONDS] },
+  outageToleranceHours: { kind: 'integer', description: 'survive a webhook outage this long without dead-lettering: derives maxReceiveCount (e.g. 24 → 101)', range: [1, 14 * 24] },
+  breakerOpenAlarmMinutes: { kind: 'integer', description: 'alarm when the circuit breaker has been open this long (default 5)', range: [1, DAY_MINUTES] },
 } as const satisfies Record<string, ContextKey>;
 
 /** The name of a context key the app reads. */
@@ -94,7 +105,10 @@ function parse(key: ContextKeyName, raw: unknown): string | number | boolean | u
     }
     case 'integer': {
       const value = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-      if (!Number.isSafeInteger(value) || value < 0) throw new ContextError(key, `must be a whole number; got ${JSON.stringify(raw)}`);
+      const [min, max] = spec.range ?? [0, Number.MAX_SAFE_INTEGER];
+      if (!Number.isSafeInteger(value) || value < min || value > max) {
+        throw new ContextError(key, spec.range === undefined ? `must be a whole number; got ${JSON.stringify(raw)}` : `must be a whole number from ${min} to ${max}; got ${JSON.stringify(raw)}`);
+      }
       return value;
     }
     case 'string': {
@@ -110,10 +124,63 @@ function parse(key: ContextKeyName, raw: unknown): string | number | boolean | u
   }
 }
 
+// CloudFormation's rule for stack names (CDK throws a stack trace for anything else).
+const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/;
+const SQS_ARN = /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/;
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
+
+function arn(key: ContextKeyName, value: string | undefined, pattern: RegExp, example: string): string | undefined {
+  if (value !== undefined && !pattern.test(value)) throw new ContextError(key, `must be an ARN such as ${example}; got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Each construct prop the context sets, and the key that sets it (where the names differ). */
+const KEY_OF_PROP: Readonly<Record<string, ContextKeyName>> = {
+  name: 'stackName',
+  queue: 'queueArn',
+  deadLetterQueue: 'deadLetterQueueArn',
+  signingSecret: 'signingSecretArn',
+  authSecret: 'authSecretArn',
+  retentionPeriod: 'retentionPeriodDays',
+  visibilityTimeout: 'visibilityTimeoutSeconds',
+  timeout: 'timeoutSeconds',
+  logRetention: 'logRetentionDays',
+  maxBatchingWindow: 'maxBatchingWindowSeconds',
+  requestTimeout: 'requestTimeoutMs',
+  deadlineMargin: 'deadlineMarginMs',
+  backoffBase: 'backoffBaseSeconds',
+  backoffMax: 'backoffMaxSeconds',
+  oldestMessageAgeThreshold: 'oldestMessageAgeAlarmMinutes',
+  secretsRefresh: 'secretsRefreshSeconds',
+  outageBackoff: 'outageBackoffSeconds',
+  outageBackoffMax: 'outageBackoffMaxSeconds',
+  outageTolerance: 'outageToleranceHours',
+  breakerOpenAlarmThreshold: 'breakerOpenAlarmMinutes',
+};
+
+/**
+ * The construct's rejection of a value that came from context, as a {@link ContextError} naming
+ * the key the operator typed (`timeoutSeconds`, not the prop `timeout`), in the message too.
+ */
+export function contextErrorFor(error: WebhookRelayConfigError): ContextError {
+  const key = KEY_OF_PROP[error.prop] ?? error.prop;
+  let text = error.message.slice(`WebhookRelay: ${error.prop} `.length);
+  for (const [prop, propKey] of Object.entries(KEY_OF_PROP)) {
+    // Props named in the text as identifiers only: "6 × timeout + …", "shorter than timeout (30 s)",
+    // never the words of a sentence ("the function timeout", "a visibility timeout").
+    if (prop === 'name' || prop === 'queue') continue; // plain words in messages
+    const pattern = prop === 'timeout' ? /(?<!(function|visibility) )\btimeout\b(?= \(| \+)/g : new RegExp(`\\b${prop}\\b`, 'g');
+    text = text.replace(pattern, propKey);
+  }
+  return new ContextError(key, text);
+}
+
 function schedule(raw: string | undefined): Duration[] | undefined {
   if (raw === undefined) return undefined;
   const parts = raw.split(',').map((part) => part.trim());
-  if (!parts.every((part) => /^\d+$/.test(part))) throw new ContextError('backoffSchedule', `must be comma-separated whole seconds, e.g. 60,600,3600; got ${JSON.stringify(raw)}`);
+  if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= MAX_VISIBILITY_SECONDS)) {
+    throw new ContextError('backoffSchedule', `must be comma-separated whole seconds from 0 to ${MAX_VISIBILITY_SECONDS}, e.g. 60,600,3600; got ${JSON.stringify(raw)}`);
+  }
   return parts.map((part) => Duration.seconds(Number(part)));
 }
 
@@ -153,18 +220,34 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   if (deadLetterQueueArn !== undefined && queueArn === undefined) {
     throw new ContextError('deadLetterQueueArn', 'is only for an existing queue: give queueArn too');
   }
+  arn('queueArn', queueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders');
+  if (queueArn !== undefined && deadLetterQueueArn === undefined) {
+    throw new ContextError('queueArn', "needs deadLetterQueueArn too: the dead-letter queue of the queue's redrive policy (and maxReceiveCount, if it is not 5)");
+  }
+  arn('deadLetterQueueArn', deadLetterQueueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq');
 
-  const signingSecretArn = str('signingSecretArn');
+  // Lambda takes at most 10 records per batch from a FIFO queue; say so rather than "1 to 10".
+  const fifo = bool('fifo') ?? queueArn?.endsWith('.fifo') ?? false;
+  const batchSize = int('batchSize');
+  if (fifo && batchSize !== undefined && batchSize > MAX_FIFO_EVENT_SOURCE_BATCH_SIZE) {
+    throw new ContextError('batchSize', `must be at most ${MAX_FIFO_EVENT_SOURCE_BATCH_SIZE} for a FIFO queue (Lambda's limit for FIFO event sources); got ${batchSize}`);
+  }
+
+  const signingSecretArn = arn('signingSecretArn', str('signingSecretArn'), SECRET_ARN, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-AbCdEf');
   if (signingSecretArn !== undefined && bool('signing') === false) throw new ContextError('signingSecretArn', 'is given, but signing is false');
+  const authSecretArn = arn('authSecretArn', str('authSecretArn'), SECRET_ARN, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf');
 
   const stackName = str('stackName') ?? DEFAULT_STACK_NAME;
+  if (!STACK_NAME.test(stackName)) {
+    throw new ContextError('stackName', `must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation's rule); got ${JSON.stringify(stackName)}`);
+  }
   return {
     stackName,
     props: {
       queueArn,
       deadLetterQueueArn,
       signingSecretArn,
-      authSecretArn: str('authSecretArn'),
+      authSecretArn,
       relay: {
         webhookUrl: str('webhookUrl'),
         name: stackName,

@@ -27,6 +27,7 @@ import {
   loadConfig,
   PERMANENT_FAILURE_MODES,
   type PermanentFailureMode,
+  redactUrl,
 } from '../lambda/config';
 import { type BreakerSettings, receivesToSurvive } from '../lambda/breaker';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../lambda/metric-names';
@@ -38,6 +39,7 @@ import {
   MAX_MESSAGE_BYTES,
   MAX_VISIBILITY_SECONDS,
   VISIBILITY_TIMEOUT_FACTOR,
+  visibilityTimeoutSecondsFor,
 } from '../lambda/aws-limits';
 import { backoffDelay } from '../lambda/retry-timing';
 import { functionCode, HANDLER_MODULE } from './bundle';
@@ -390,6 +392,11 @@ export class WebhookRelay extends Construct {
     // ---- event source settings ----
     const fifo = queue.fifo;
     const batchSize = props.batchSize ?? d.batchSize;
+    check(
+      !fifo || batchSize <= MAX_FIFO_EVENT_SOURCE_BATCH_SIZE,
+      'batchSize',
+      `must be at most ${MAX_FIFO_EVENT_SOURCE_BATCH_SIZE} for a FIFO queue (Lambda's limit for FIFO event sources); got ${batchSize}`,
+    );
     wholeNumber(batchSize, 'batchSize', 1, fifo ? MAX_FIFO_EVENT_SOURCE_BATCH_SIZE : MAX_EVENT_SOURCE_BATCH_SIZE);
     check(!fifo || windowSeconds === 0, 'maxBatchingWindow', 'is not supported by Lambda for FIFO queues; leave it unset');
     check(
@@ -481,7 +488,7 @@ export class WebhookRelay extends Construct {
     breaker: BreakerSettings,
   ): { queue: sqs.IQueue; deadLetterQueue: sqs.IQueue; maxReceiveCount: number } {
     const d = RELAY_DEFAULTS;
-    const minimumVisibility = VISIBILITY_TIMEOUT_FACTOR * timeoutSeconds + windowSeconds;
+    const minimumVisibility = visibilityTimeoutSecondsFor(timeoutSeconds, windowSeconds);
     const survivingOutage = this.receivesForOutage(props, breaker);
 
     if (props.queue !== undefined) {
@@ -880,10 +887,11 @@ function checkWebhookUrl(raw: string, allowInsecureHttp: boolean): void {
   try {
     url = new URL(raw);
   } catch {
-    throw new WebhookRelayConfigError('webhookUrl', `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(raw)}`);
+    throw new WebhookRelayConfigError('webhookUrl', `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`);
   }
-  check(url.protocol === 'https:' || url.protocol === 'http:', 'webhookUrl', `must be an https:// URL; got ${JSON.stringify(raw)}`);
-  check(url.protocol === 'https:' || allowInsecureHttp, 'webhookUrl', `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(raw)}`);
+  // Never the raw URL: a token in its query string or user:password would land in the log.
+  check(url.protocol === 'https:' || url.protocol === 'http:', 'webhookUrl', `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`);
+  check(url.protocol === 'https:' || allowInsecureHttp, 'webhookUrl', `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`);
   check(url.username === '' && url.password === '', 'webhookUrl', 'must not carry user:password (it would be stored in the template in clear); use an auth secret');
   check(!isLoopbackHost(url.hostname), 'webhookUrl', `points at ${url.hostname}, which in Lambda is the function itself; use a host the function can reach`);
 }

@@ -25,6 +25,9 @@ export interface ReadyInfo {
   readonly visibilityTimeoutSeconds: number;
 }
 
+/** The banner's note under the AWS CLI command: the emulator needs a client with SQS's JSON protocol. */
+export const AWS_CLI_VERSION_NOTE = '(the AWS CLI needs 2.13.34 or later here: older ones, such as Debian 12\'s 2.9, speak a protocol the emulator does not)';
+
 /** A string as one POSIX shell word. */
 export function shellQuote(value: string): string {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
@@ -82,6 +85,8 @@ export function formatBanner(info: ReadyInfo, styles: Styles): string {
     ),
   );
   lines.push('', 'Send a message (from another terminal, in this directory):', `  ${sendCommand(info)}`, `  ${awsCliCommand(info)}`);
+  // fauxqs speaks only SQS's JSON protocol; older clients get an error (see QUERY_PROTOCOL_REFUSAL).
+  if (info.mode === 'embedded') lines.push(`  ${styles.dim(AWS_CLI_VERSION_NOTE)}`);
   if (info.demoWebhook) {
     lines.push(
       '',

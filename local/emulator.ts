@@ -13,6 +13,7 @@
  * beside its entry point, and the tests fail loudly should a fauxqs upgrade move them.
  */
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
 import { deadLetterQueueName } from './settings';
 
@@ -50,6 +51,53 @@ export interface EmbeddedSqs {
   readonly fifo: boolean;
   /** Ends pending long polls and closes the server; its messages are gone with it. */
   stop(): Promise<void>;
+}
+
+/**
+ * What a client speaking SQS's older query protocol (form-encoded `Action=SendMessage&…`) is
+ * told: fauxqs speaks only the JSON protocol, which AWS CLI v2 uses since 2.13.34 and the AWS
+ * SDK for JavaScript v3 since 3.446.0 (Debian 12's `awscli` package, 2.9, predates it).
+ */
+export const QUERY_PROTOCOL_REFUSAL =
+  "this SQS emulator speaks only SQS's JSON protocol; this client sent the older query protocol. Use AWS CLI 2.13.34 or later, a current AWS SDK (for JavaScript v3: @aws-sdk/client-sqs 3.446.0 or later), or npx tsx bin/send.ts";
+
+/** SQS's actions, as a query-protocol client names them in `Action`. */
+const SQS_ACTIONS = new Set([
+  'AddPermission',
+  'CancelMessageMoveTask',
+  'ChangeMessageVisibility',
+  'ChangeMessageVisibilityBatch',
+  'CreateQueue',
+  'DeleteMessage',
+  'DeleteMessageBatch',
+  'DeleteQueue',
+  'GetQueueAttributes',
+  'GetQueueUrl',
+  'ListDeadLetterSourceQueues',
+  'ListMessageMoveTasks',
+  'ListQueueTags',
+  'ListQueues',
+  'PurgeQueue',
+  'ReceiveMessage',
+  'RemovePermission',
+  'SendMessage',
+  'SendMessageBatch',
+  'SetQueueAttributes',
+  'StartMessageMoveTask',
+  'TagQueue',
+  'UntagQueue',
+]);
+
+/** A query-protocol error document, which those clients print as `An error occurred (<code>) … : <message>`. */
+function queryProtocolError(action: string): string {
+  const escaped = QUERY_PROTOCOL_REFUSAL.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return [
+    '<?xml version="1.0"?>',
+    '<ErrorResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/">',
+    `  <Error><Type>Sender</Type><Code>UnsupportedProtocol</Code><Message>${escaped} (${action})</Message></Error>`,
+    '  <RequestId>00000000-0000-0000-0000-000000000000</RequestId>',
+    '</ErrorResponse>',
+  ].join('\n');
 }
 
 /** Raised when the emulator's port is taken. */
@@ -98,6 +146,14 @@ async function createStores(): Promise<{ stores: BuildAppStores; sqsStore: SqsSt
 export async function startEmbeddedSqs(options: EmbeddedSqsOptions): Promise<EmbeddedSqs> {
   const { stores, sqsStore } = await createStores();
   const app = buildApp({ logger: false, defaultRegion: EMULATOR_REGION, stores });
+  // fauxqs hands form-encoded requests to its SNS router, whose answer to an SQS action is a bare
+  // "Unknown action: SendMessage". An old SQS client gets a line naming the versions that work.
+  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method !== 'POST' || !(request.headers['content-type'] ?? '').includes('application/x-www-form-urlencoded')) return;
+    const action = (request.body as { Action?: unknown } | undefined)?.Action;
+    if (typeof action !== 'string' || !SQS_ACTIONS.has(action)) return;
+    await reply.status(400).header('content-type', 'text/xml').send(queryProtocolError(action));
+  });
   try {
     // Loopback only: an emulator takes messages from anyone who can reach it, without credentials.
     await app.listen({ port: options.port, host: '127.0.0.1' });

@@ -3,6 +3,7 @@
  * non-zero; a stack trace would bury the one fact that matters (which port, which URL, which
  * variable) under frames of the SDK.
  */
+import { redactUrl } from '../lambda/config';
 
 /** A failure whose message is already the line to print. */
 export class StartupError extends Error {
@@ -33,7 +34,8 @@ export function networkErrorCode(error: unknown): string | undefined {
  * @param action what was being done ("reading the queue's attributes")
  * @param where the endpoint or queue URL, for the message
  */
-export function sqsStartupError(error: unknown, action: string, where: string): StartupError {
+export function sqsStartupError(error: unknown, action: string, endpointOrUrl: string): StartupError {
+  const where = redactUrl(endpointOrUrl);
   const code = networkErrorCode(error);
   if (code !== undefined) return new StartupError(`cannot reach SQS at ${where} (${code}) while ${action}; is the endpoint right and running?`, { cause: error });
   const name = error instanceof Error ? error.name : '';

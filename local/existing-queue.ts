@@ -36,6 +36,14 @@ function isAwsHost(hostname: string): boolean {
   return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
 }
 
+/**
+ * A host an SQS emulator on this machine answers at: loopback, or `*.localhost`, which fauxqs and
+ * LocalStack put in their queue URLs (credentials only, never a reason to allow plain http to a webhook).
+ */
+function isEmulatorHost(hostname: string): boolean {
+  return isLoopbackHost(hostname) || hostname.toLowerCase().endsWith('.localhost');
+}
+
 /** The region in an SQS host name: `sqs.<region>.amazonaws.com`, `<region>.queue.amazonaws.com`, `sqs.<region>.localhost`. */
 export function regionOfQueueHost(hostname: string): string | undefined {
   const match = /^sqs\.([a-z0-9-]+)\./.exec(hostname) ?? /^([a-z]{2}(?:-[a-z]+)+-\d+)\.queue\./.exec(hostname);
@@ -50,7 +58,7 @@ export function regionOfQueueHost(hostname: string): string | undefined {
 export function connectionFor(queueUrl: string, env: Env): SqsConnection {
   const url = new URL(queueUrl);
   const endpoint = env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL || (isAwsHost(url.hostname) ? undefined : url.origin);
-  const local = endpoint !== undefined && isLoopbackHost(new URL(endpoint).hostname);
+  const local = endpoint !== undefined && isEmulatorHost(new URL(endpoint).hostname);
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
   if (region === undefined) throw new ConfigError('AWS_REGION', "the queue's region (it could not be read from QUEUE_URL)", undefined);
   const configured = Boolean(env.AWS_ACCESS_KEY_ID || env.AWS_PROFILE || env.AWS_WEB_IDENTITY_TOKEN_FILE || env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI);

@@ -27,6 +27,13 @@ export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatch
 export const MAX_MESSAGES_PER_RECEIVE = 10;
 /** SQS's longest long poll, seconds; Lambda's pollers use it. */
 export const MAX_WAIT_TIME_SECONDS = 20;
+/**
+ * How long past its own WaitTimeSeconds a receive may take once a stop has been asked for,
+ * before it is aborted after all (an endpoint that stopped answering).
+ */
+export const RECEIVE_ANSWER_SLACK_MS = 2_000;
+/** The longest a stop waits for a ChangeMessageVisibilityBatch that hands messages back. */
+export const RELEASE_TIMEOUT_MS = 5_000;
 /** The pause after a failed receive doubles from the first to the last of these. */
 export const RECEIVE_RETRY_MS = { first: 1_000, max: 20_000 } as const;
 
@@ -77,6 +84,14 @@ export interface EventSourceMappingOptions {
   readonly beforeReceive?: (signal: AbortSignal) => Promise<void>;
   /** Long-poll wait, seconds (default 20, as Lambda). */
   readonly waitTimeSeconds?: number;
+  /**
+   * On stop, let the receives under way end by themselves (within their wait plus
+   * {@link RECEIVE_ANSWER_SLACK_MS}) and hand back what they return, instead of aborting them.
+   * SQS gives a receive's messages to the request even when its client has gone, so an aborted
+   * long poll can leave messages invisible for a whole visibility timeout. Worth it whenever the
+   * queue outlives this process; the default (false) aborts at once, for a queue that dies with it.
+   */
+  readonly finishReceivesOnStop?: boolean;
   readonly observer?: MappingObserver;
 }
 
@@ -129,6 +144,8 @@ class TimedOut extends Error {}
 /** Starts `options.pollers` poll-and-invoke loops. */
 export function startEventSourceMapping(options: EventSourceMappingOptions): EventSourceMapping {
   const stopping = new AbortController();
+  // Aborts the receives under way: at once on stop, or only once they overstay their wait.
+  const abortReceives = new AbortController();
   const waitTimeSeconds = Math.min(MAX_WAIT_TIME_SECONDS, options.waitTimeSeconds ?? MAX_WAIT_TIME_SECONDS);
   const observer = options.observer ?? {};
   let inFlight = 0;
@@ -136,8 +153,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
   const receive = async (max: number, wait: number): Promise<Message[]> => {
     const { Messages } = await options.sqs.send(
       new ReceiveMessageCommand({ QueueUrl: options.queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: wait, ...RECEIVE_ALL_ATTRIBUTES }),
-      // Aborting the long poll is what lets Ctrl-C stop at once instead of up to 20 s later.
-      { abortSignal: stopping.signal },
+      { abortSignal: abortReceives.signal },
     );
     return Messages ?? [];
   };
@@ -176,6 +192,8 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
               QueueUrl: options.queueUrl,
               Entries: chunk.map((message, index) => ({ Id: `r${index}`, ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
             }),
+            // A stop must end: an SQS that no longer answers gets the messages back after their visibility timeout.
+            { abortSignal: AbortSignal.timeout(RELEASE_TIMEOUT_MS) },
           )
           .catch(() => undefined), // they come back after the visibility timeout anyway
       ),
@@ -290,7 +308,20 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       return inFlight;
     },
     stop() {
-      stopping.abort();
+      if (!stopping.signal.aborted) {
+        stopping.abort();
+        if (options.finishReceivesOnStop === true) {
+          // Every receive under way asked for at most waitTimeSeconds: it answers by then, with
+          // messages to hand back or none. Past that the endpoint is not answering anyway.
+          const timer = setTimeout(() => abortReceives.abort(), waitTimeSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS);
+          timer.unref();
+          const clear = (): void => clearTimeout(timer);
+          all.then(clear, clear); // the caller handles a rejection of `all`; this chain must not add one
+        } else {
+          // Lets Ctrl-C stop at once instead of up to 20 s later, when the queue ends with this process.
+          abortReceives.abort();
+        }
+      }
       return all;
     },
   };

@@ -13,7 +13,7 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { loadConfig } from '../lambda/config';
+import { loadConfig, redactUrl } from '../lambda/config';
 import { createRelayHandler, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from '../lambda/relay';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand } from './banner';
 import { type DemoReply, type DemoRequest, startDemoWebhook } from './demo-webhook';
@@ -43,11 +43,36 @@ export interface LocalRelay {
 
 /** Default of `MAX_RECEIVE_COUNT` for the embedded queue, as the stack's. */
 export const DEFAULT_MAX_RECEIVE_COUNT = 5;
+/**
+ * Long-poll wait of a standalone relay (QUEUE_URL), seconds. Its queue outlives it, so a stop lets
+ * the receive under way answer rather than abort it (which would leave its messages invisible for
+ * a visibility timeout); 5 s keeps that wait, and the stop, within a container's usual 10 s grace.
+ */
+export const STANDALONE_WAIT_TIME_SECONDS = 5;
 /** Demo bodies longer than this are cut when printed. */
 export const DEMO_BODY_PRINT_LIMIT = 2_000;
 
+/** Headers whose values are credentials: the demo prints only their first characters. */
+const SECRET_HEADERS = new Set(['authorization', 'webhook-signature', 'proxy-authorization', 'cookie']);
+
+/**
+ * A credential as the demo prints it: a leading scheme (`Bearer `, `v1,`) and at most four more
+ * characters (fewer for short values), then `…`: enough to tell two keys apart, not to reuse one.
+ */
+export function maskSecret(value: string): string {
+  const scheme = /^[A-Za-z0-9_-]{1,20}[ ,]/.exec(value)?.[0] ?? '';
+  const rest = value.slice(scheme.length);
+  return `${scheme}${rest.slice(0, Math.min(4, Math.floor(rest.length / 4)))}…`;
+}
+
+/** A request's headers with credential values masked. */
+export function printableHeaders(headers: readonly (readonly [string, string])[]): [string, string][] {
+  return headers.map(([name, value]) => [name, SECRET_HEADERS.has(name.toLowerCase()) ? maskSecret(value) : value]);
+}
+
 function printDemoRequest(log: LocalLog, request: DemoRequest, reply: DemoReply): void {
-  const headers = Object.fromEntries(request.headers);
+  const printable = printableHeaders(request.headers);
+  const headers = Object.fromEntries(printable);
   if (log.format === 'json') {
     log.line('INFO', 'Demo webhook received a request', { method: request.method, path: request.path, status: reply.status, headers, body: request.body });
     return;
@@ -57,7 +82,7 @@ function printDemoRequest(log: LocalLog, request: DemoRequest, reply: DemoReply)
     log.styles.bold(
       `▶ webhook got ${request.method} ${request.path}, answered ${reply.status}${reply.headers['Retry-After'] === undefined ? '' : ` with Retry-After: ${reply.headers['Retry-After']}`}`,
     ),
-    ...request.headers.map(([name, value]) => `    ${name}: ${value}`),
+    ...printable.map(([name, value]) => `    ${name}: ${value}`),
     '',
     ...body.split('\n').map((line) => `    ${line}`),
   ];
@@ -129,7 +154,7 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
     let queue: Pick<ReadyInfo, 'mode' | 'queueUrl' | 'queueArn' | 'dlqUrl' | 'maxReceiveCount' | 'fifo' | 'visibilityTimeoutSeconds'>;
     if (settings.queueUrl === undefined) {
       const maxReceiveCount = settings.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT;
-      const visibilityTimeoutSeconds = visibilityTimeoutFor(settings.functionTimeoutSeconds);
+      const visibilityTimeoutSeconds = visibilityTimeoutFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
       const emulator = await startEmbeddedSqs({ port: settings.sqsPort, queueName: settings.queueName, maxReceiveCount, visibilityTimeoutSeconds });
       cleanups.push(() => emulator.stop());
       connection = { endpoint: emulator.endpoint, region: emulator.region, credentials: EMULATOR_CREDENTIALS };
@@ -208,7 +233,8 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       ...queue,
       sqsEndpoint: connection.endpoint,
       region: connection.region,
-      webhookUrl,
+      // A token in the webhook's query string stays out of the banner and the log.
+      webhookUrl: redactUrl(webhookUrl),
       demoWebhook,
       pollers: settings.pollers,
       batchSize: settings.batchSize,
@@ -222,8 +248,8 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       healthUrl === undefined
         ? undefined
         : new HealthGate(healthUrl, settings.healthCheckIntervalSeconds * 1000, {
-            unhealthy: (url) => log.line('WARN', `Webhook health check failing (${url}): polling paused`, { healthCheckUrl: url }),
-            healthy: (url) => log.line('INFO', `Webhook health check passing (${url}): polling`, { healthCheckUrl: url }),
+            unhealthy: (url) => log.line('WARN', `Webhook health check failing (${redactUrl(url)}): polling paused`, { healthCheckUrl: redactUrl(url) }),
+            healthy: (url) => log.line('INFO', `Webhook health check passing (${redactUrl(url)}): polling`, { healthCheckUrl: redactUrl(url) }),
           });
     const mapping: EventSourceMapping = startEventSourceMapping({
       sqs,
@@ -233,6 +259,8 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       batchSize: settings.batchSize,
       maxBatchingWindowMs: settings.maxBatchingWindowSeconds * 1000,
       functionTimeoutMs: settings.functionTimeoutSeconds * 1000,
+      // The emulator's queue ends with this process: nothing to strand, and Ctrl-C stops at once.
+      ...(queue.mode === 'existing' ? { waitTimeSeconds: STANDALONE_WAIT_TIME_SECONDS, finishReceivesOnStop: true } : {}),
       observer: mappingObserver(log, deadLettered, queue.visibilityTimeoutSeconds),
       beforeReceive: healthGate === undefined ? undefined : (signal) => healthGate.whenHealthy(signal),
       // One handler per poller: each poller is a warm container of its own, as concurrent Lambda invocations are.

@@ -7,9 +7,9 @@ import {
   MAX_BATCHING_WINDOW_SECONDS,
   MAX_EVENT_SOURCE_BATCH_SIZE,
   MAX_FUNCTION_TIMEOUT_SECONDS,
-  MAX_VISIBILITY_SECONDS,
-  VISIBILITY_TIMEOUT_FACTOR,
+  visibilityTimeoutSecondsFor,
 } from '../lambda/aws-limits';
+import { redactUrl } from '../lambda/config';
 import { ConfigError, type Env, integer, read } from '../lambda/env';
 
 /** How the runner's and the handler's log lines are written. */
@@ -58,11 +58,11 @@ function queueUrl(env: Env): string | undefined {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', raw);
+    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', redactUrl(raw));
   }
   const segments = url.pathname.split('/').filter((segment) => segment !== '');
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || segments.length < 2) {
-    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', raw);
+    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', redactUrl(raw));
   }
   return raw;
 }
@@ -76,7 +76,7 @@ function healthCheckUrl(env: Env): URL | undefined {
   } catch {
     // reported below
   }
-  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', 'an absolute http:// or https:// URL answering 2xx when the webhook is up', raw);
+  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', 'an absolute http:// or https:// URL answering 2xx when the webhook is up', redactUrl(raw));
 }
 
 /** The log levels Powertools Logger knows. */
@@ -122,9 +122,9 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   };
 }
 
-/** The main queue's visibility timeout for a function timeout, as the stack derives it. */
-export function visibilityTimeoutFor(functionTimeoutSeconds: number): number {
-  return Math.min(MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds);
+/** The embedded queue's visibility timeout: the stack's rule (6 × timeout + batching window), from the function both use. */
+export function visibilityTimeoutFor(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
+  return visibilityTimeoutSecondsFor(functionTimeoutSeconds, batchingWindowSeconds);
 }
 
 /** The DLQ's name for a main queue's name: `<name>-dlq`, keeping `.fifo` at the end. */

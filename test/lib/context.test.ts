@@ -112,7 +112,7 @@ describe('context keys', () => {
 
   it.each<[Record<string, unknown>, RegExp]>([
     [{ fifo: 'yes' }, /Context fifo \(-c fifo=…\) must be true or false; got "yes"/],
-    [{ maxReceiveCount: 'five' }, /Context maxReceiveCount .* must be a whole number; got "five"/],
+    [{ maxReceiveCount: 'five' }, /Context maxReceiveCount .* must be a whole number from 1 to 1000; got "five"/],
     [{ timeoutSeconds: '1.5' }, /Context timeoutSeconds .* must be a whole number/],
     [{ backoff: 'random' }, /Context backoff .* must be one of exponential/],
     [{ logRetentionDays: '10' }, /Context logRetentionDays .* must be one of CloudWatch Logs' retention periods \(1, 3, 5, 7, 14,/],
@@ -124,9 +124,79 @@ describe('context keys', () => {
     expect(() => synth(context)).toThrow(message);
   });
 
-  it('values the construct rejects name the prop', () => {
-    expect(() => synth({ webhookUrl: 'http://hooks.example.com/x' })).toThrow(/webhookUrl must be https:\/\/ \(plain http only with allowInsecureHttp, -c allowInsecureHttp=true\)/);
+  it('values the construct rejects name the key, not the prop', () => {
+    expect(() => synth({ webhookUrl: 'http://hooks.example.com/x' })).toThrow(/^Context webhookUrl \(-c webhookUrl=…\) must be https:\/\/ \(plain http only with allowInsecureHttp, -c allowInsecureHttp=true\)/);
     expect(() => synth({ webhookUrl: 'https://x.example.com/', batchSize: '50' })).toThrow(/-c maxBatchingWindowSeconds=1/);
+  });
+
+  // Every key's mistakes, as `-c key=value` strings: one line naming the key (never the construct's
+  // prop, never CDK's own stack-trace errors), saying what it takes and, where the limit has one, why.
+  const WEBHOOK = { webhookUrl: 'https://hooks.example.com/x' };
+  const QUEUE = { queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q', deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d' };
+  it.each<[Record<string, string>, string, RegExp]>([
+    [{ stackName: 'my_relay' }, 'stackName', /must start with a letter and have only letters, digits and "-".*got "my_relay"/],
+    [{ stackName: 'x'.repeat(129) }, 'stackName', /at most 128 characters/],
+    [{ fifo: 'true', batchSize: '20' }, 'batchSize', /at most 10 for a FIFO queue \(Lambda's limit for FIFO event sources\); got 20/],
+    [{ ...QUEUE, queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q.fifo', deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d.fifo', batchSize: '20' }, 'batchSize', /for a FIFO queue/],
+    [{ fifo: 'true', maxBatchingWindowSeconds: '5' }, 'maxBatchingWindowSeconds', /not supported by Lambda for FIFO queues/],
+    [{ timeoutSeconds: '0' }, 'timeoutSeconds', /from 1 to 900; got "0"/],
+    [{ timeoutSeconds: '1200' }, 'timeoutSeconds', /from 1 to 900; got "1200"/],
+    [{ visibilityTimeoutSeconds: '10' }, 'visibilityTimeoutSeconds', /at least 6 × timeoutSeconds \+ maxBatchingWindowSeconds = 180 s/],
+    [{ visibilityTimeoutSeconds: '99999' }, 'visibilityTimeoutSeconds', /from 0 to 43200/],
+    [{ memorySize: '64' }, 'memorySize', /from 128 to 10240/],
+    [{ retentionPeriodDays: '30' }, 'retentionPeriodDays', /from 1 to 14; got "30"/],
+    [{ maxReceiveCount: '0' }, 'maxReceiveCount', /from 1 to 1000/],
+    [{ batchSize: '20000' }, 'batchSize', /from 1 to 10000/],
+    [{ batchSize: '50' }, 'batchSize', /needs a maxBatchingWindowSeconds of at least 1 second/],
+    [{ maxBatchingWindowSeconds: '301' }, 'maxBatchingWindowSeconds', /from 0 to 300/],
+    [{ maxConcurrency: '1' }, 'maxConcurrency', /from 2 to 1000/],
+    [{ requestConcurrency: '0' }, 'requestConcurrency', /from 1 to 1000/],
+    [{ requestTimeoutMs: '0' }, 'requestTimeoutMs', /from 1 to 900000/],
+    [{ deadlineMarginMs: '30000' }, 'deadlineMarginMs', /shorter than timeoutSeconds \(30 seconds\)/],
+    [{ backoffBaseSeconds: '99999' }, 'backoffBaseSeconds', /from 0 to 43200/],
+    [{ backoffBaseSeconds: '5', backoffMaxSeconds: '1' }, 'backoffMaxSeconds', /BACKOFF_MAX_SECONDS must be at least BACKOFF_BASE_SECONDS/],
+    [{ backoffSchedule: '99999' }, 'backoffSchedule', /whole seconds from 0 to 43200/],
+    [{ headerPrefix: 'X Bad' }, 'headerPrefix', /HEADER_PREFIX must be characters legal in a header name/],
+    [{ defaultContentType: 'ä' }, 'defaultContentType', /printable ASCII media type/],
+    [{ logLevel: 'loud' }, 'logLevel', /must be one of DEBUG, INFO, WARN, ERROR/],
+    [{ oldestMessageAgeAlarmMinutes: '0' }, 'oldestMessageAgeAlarmMinutes', /from 1 to 20160/],
+    [{ signingSecretArn: 'nope' }, 'signingSecretArn', /must be an ARN such as arn:aws:secretsmanager:/],
+    [{ authSecretArn: 'nope' }, 'authSecretArn', /must be an ARN such as arn:aws:secretsmanager:/],
+    [{ secretsRefreshSeconds: '999999' }, 'secretsRefreshSeconds', /from 0 to 43200/],
+    [{ outageThreshold: '5000' }, 'outageThreshold', /from 0 to 1000/],
+    [{ outageBackoffSeconds: '0' }, 'outageBackoffSeconds', /from 1 to 43200/],
+    [{ outageBackoffSeconds: '10', outageBackoffMaxSeconds: '5' }, 'outageBackoffMaxSeconds', /at least OUTAGE_BACKOFF_SECONDS/],
+    [{ outageToleranceHours: '9999' }, 'outageToleranceHours', /from 1 to 336/],
+    [{ outageToleranceHours: '24', outageThreshold: '0' }, 'outageToleranceHours', /relies on the circuit breaker/],
+    [{ outageToleranceHours: '24', maxReceiveCount: '3' }, 'maxReceiveCount', /too small for outageToleranceHours/],
+    [{ breakerOpenAlarmMinutes: '0' }, 'breakerOpenAlarmMinutes', /from 1 to 1440/],
+    [{ queueArn: 'nope' }, 'queueArn', /must be an ARN such as arn:aws:sqs:/],
+    [{ queueArn: QUEUE.queueArn }, 'queueArn', /needs deadLetterQueueArn too/],
+    [{ ...QUEUE, deadLetterQueueArn: 'nope' }, 'deadLetterQueueArn', /must be an ARN such as arn:aws:sqs:/],
+    [{ ...QUEUE, queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q.fifo' }, 'deadLetterQueueArn', /same kind as the queue \(FIFO\)/],
+    [{ ...QUEUE, queueName: 'x' }, 'queueName', /applies to a queue the construct creates/],
+    [{ queueName: 'bad name' }, 'queueName', /letters, digits/],
+    [{ alarmEmail: 'nope' }, 'alarmEmail', /e-mail address/],
+    [{ webhookUrl: 'nope' }, 'webhookUrl', /absolute URL/],
+    [{ webhookUrl: 'https://localhost/' }, 'webhookUrl', /the function itself/],
+  ])('%j: one line naming -c %s', (context, key, message) => {
+    let error: unknown;
+    try {
+      synth({ ...WEBHOOK, ...context });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ContextError);
+    const text = (error as Error).message;
+    expect(text.startsWith(`Context ${key} (-c ${key}=…) `)).toBe(true);
+    expect(text).toMatch(message);
+    expect(text).not.toContain('\n');
+    expect(text).not.toContain('WebhookRelay:');
+  });
+
+  it('a webhook URL is named without its query string or credentials', () => {
+    expect(() => synth({ webhookUrl: 'http://hooks.example.com/x?token=abc123' })).toThrow(/got "http:\/\/hooks\.example\.com\/x\?…"/);
+    expect(() => synth({ webhookUrl: 'ftp://user:hunter2@hooks.example.com/x' })).toThrow(/got "ftp:\/\/…@hooks\.example\.com\/x"/);
   });
 
   it('every key is documented in docs/configuration.md', () => {
@@ -145,7 +215,19 @@ describe('bin/webhook-relay.ts', () => {
     });
     expect(result.status).toBe(1);
     expect(result.stderr.trim()).toBe(
-      'WebhookRelay: batchSize of 50 (above 10) needs a maxBatchingWindow of at least 1 second (-c maxBatchingWindowSeconds=1), as Lambda requires',
+      'Context batchSize (-c batchSize=…) of 50 (above 10) needs a maxBatchingWindowSeconds of at least 1 second (-c maxBatchingWindowSeconds=1), as Lambda requires',
+    );
+  });
+
+  it('a stack name CloudFormation refuses: one line, not CDK\'s stack trace', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/webhook-relay.ts'], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnvironment(), CDK_CONTEXT_JSON: JSON.stringify({ webhookUrl: 'https://hooks.example.com/x', stackName: 'my_relay' }) },
+      encoding: 'utf8',
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      'Context stackName (-c stackName=…) must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation\'s rule); got "my_relay"',
     );
   });
 });

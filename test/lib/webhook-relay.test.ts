@@ -407,7 +407,7 @@ describe('WebhookRelay on an existing queue', () => {
         queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:111122223333:orders.fifo'),
         deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq.fifo'),
       })),
-    ).toThrow(/batchSize must be a whole number from 1 to 10; got 20/);
+    ).toThrow(/batchSize must be at most 10 for a FIFO queue \(Lambda's limit for FIFO event sources\); got 20/);
   });
 
   it.each([
@@ -455,7 +455,7 @@ describe('WebhookRelay synth-time validation', () => {
     ['a batch of 11 without a window', { batchSize: 11 }, /batchSize of 11 \(above 10\) needs a maxBatchingWindow of at least 1 second/],
     ['a batch of 10,001', { batchSize: 10_001, maxBatchingWindow: Duration.seconds(5) }, /batchSize must be a whole number from 1 to 10000/],
     ['a batch of 0', { batchSize: 0 }, /batchSize must be a whole number from 1 to 10/],
-    ['a FIFO batch of 11', { fifo: true, batchSize: 11, maxBatchingWindow: Duration.seconds(1) }, /batchSize must be a whole number from 1 to 10; got 11/],
+    ['a FIFO batch of 11', { fifo: true, batchSize: 11, maxBatchingWindow: Duration.seconds(1) }, /batchSize must be at most 10 for a FIFO queue \(Lambda's limit for FIFO event sources\); got 11/],
     ['a FIFO batching window', { fifo: true, maxBatchingWindow: Duration.seconds(2) }, /maxBatchingWindow is not supported by Lambda for FIFO/],
     ['a window over 5 minutes', { maxBatchingWindow: Duration.seconds(301) }, /maxBatchingWindow must be from 0 seconds to 5 minutes/],
     ['a maximum concurrency of 1', { maxConcurrency: 1 }, /maxConcurrency must be a whole number from 2 to 1000/],

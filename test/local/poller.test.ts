@@ -3,11 +3,19 @@
  * what gets deleted, what stays in flight, what a failed invocation does, and how stop() waits
  * for the batch in flight. (The real handler runs in runner.e2e.test.ts.)
  */
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { EMULATOR_CREDENTIALS, type EmbeddedSqs, startEmbeddedSqs } from '../../local/emulator';
-import { type EventSourceMapping, type InvocationResult, interpretBatchResponse, type SqsHandler, startEventSourceMapping } from '../../local/poller';
+import {
+  type EventSourceMapping,
+  type InvocationResult,
+  interpretBatchResponse,
+  RECEIVE_ANSWER_SLACK_MS,
+  type SqsHandler,
+  startEventSourceMapping,
+} from '../../local/poller';
 
 let emulator: EmbeddedSqs;
 let sqs: SQSClient;
@@ -182,4 +190,41 @@ describe('the event source mapping', () => {
     await mapping!.stop();
     expect(failures).toEqual([]);
   });
+});
+
+describe('a stop that lets the pending receive answer (finishReceivesOnStop)', () => {
+  test('is bounded by the long poll plus a slack even when SQS accepts and never answers', async () => {
+    // An endpoint that takes the connection and the request, and says nothing.
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const silent = new SQSClient({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials: EMULATOR_CREDENTIALS, maxAttempts: 1 });
+    const silentMapping = startEventSourceMapping({
+      sqs: silent,
+      queueUrl: `http://127.0.0.1:${port}/000000000000/q`,
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+      createHandler: () => async () => undefined,
+      pollers: 2,
+      batchSize: 10,
+      maxBatchingWindowMs: 0,
+      functionTimeoutMs: 30_000,
+      waitTimeSeconds: 1,
+      finishReceivesOnStop: true,
+    });
+    try {
+      await until(() => sockets.size > 0);
+      const asked = Date.now();
+      await silentMapping.stop();
+      // 1 s of long poll plus RECEIVE_ANSWER_SLACK_MS, with room for a slow machine.
+      expect(Date.now() - asked).toBeLessThan(1_000 + RECEIVE_ANSWER_SLACK_MS + 2_000);
+    } finally {
+      silent.destroy();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 15_000);
 });

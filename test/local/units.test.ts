@@ -51,10 +51,12 @@ describe('local settings', () => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
   });
 
-  test('the visibility timeout is 6 times the function timeout, as in the stack, within SQS limits', () => {
-    expect(visibilityTimeoutFor(30)).toBe(180);
-    expect(visibilityTimeoutFor(900)).toBe(5_400);
-    expect(visibilityTimeoutFor(900 * 10)).toBe(43_200);
+  test('the visibility timeout is 6 times the function timeout plus the batching window, as in the stack, within SQS limits', () => {
+    expect(visibilityTimeoutFor(30, 0)).toBe(180);
+    // The stack's figure for the same settings (test/lib/webhook-relay.test.ts: 6 × 120 + 20).
+    expect(visibilityTimeoutFor(120, 20)).toBe(740);
+    expect(visibilityTimeoutFor(900, 300)).toBe(5_700);
+    expect(visibilityTimeoutFor(900 * 10, 0)).toBe(43_200);
   });
 
   test('the DLQ is <name>-dlq, and stays FIFO', () => {
@@ -172,6 +174,12 @@ describe('the standalone relay (QUEUE_URL)', () => {
     expect(connectionFor('http://localhost:9324/000000000000/orders', {})).toEqual({
       endpoint: 'http://localhost:9324',
       region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here.
+    expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', {})).toEqual({
+      endpoint: 'http://sqs.eu-west-1.localhost:4566',
+      region: 'eu-west-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
     expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', { AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566', AWS_PROFILE: 'local' })).toEqual({
