@@ -6,7 +6,16 @@
  */
 import { LAMBDA_NODE, lambdaNodeUnavailable, runOnLambdaNode } from './lambda-node';
 
-const SUITES = ['test/lambda', 'test/receiver', 'test/lib/artifact.test.ts'];
+// The handler's fault tests too (not local mode's): hung endpoints, frozen containers and the like are Lambda's runtime's business.
+const SUITES = [
+  'test/lambda',
+  'test/receiver',
+  'test/lib/artifact.test.ts',
+  'test/faults/dead-letter.fault.test.ts',
+  'test/faults/frozen-container.fault.test.ts',
+  'test/faults/hung-aws.fault.test.ts',
+  'test/faults/secret-rotation.fault.test.ts',
+];
 
 const unavailable = lambdaNodeUnavailable();
 if (unavailable !== undefined) {
