@@ -4,6 +4,7 @@
  * flight finish and be acknowledged, and exit 0. A second signal exits at once (130): whatever
  * was in flight then comes back after its visibility timeout, as from a crashed Lambda.
  */
+import { checkSandboxAvailable, handleCommandLine } from '../local/cli';
 import { oneLine } from '../local/errors';
 import { COLOR, PLAIN } from '../local/log';
 import { type LocalRelay, startLocalRelay } from '../local/runner';
@@ -18,6 +19,9 @@ function fail(error: unknown): never {
   if (/^(DEBUG|TRACE)$/i.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack !== undefined) process.stderr.write(`${error.stack}\n`);
   process.exit(1);
 }
+
+handleCommandLine(process.argv.slice(2)); // --help, --version
+checkSandboxAvailable();
 
 process.on('uncaughtException', fail);
 process.on('unhandledRejection', fail);
