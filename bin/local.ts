@@ -9,6 +9,7 @@
  * here, and npm exits with this process's status. `npx tsx bin/local.ts` runs under a shell that
  * dies of SIGTERM without passing it on, orphaning this process: not for containers.
  */
+import { checkSandboxAvailable, handleCommandLine } from '../local/cli';
 import { oneLine } from '../local/errors';
 import { COLOR, PLAIN } from '../local/log';
 import { type LocalRelay, startLocalRelay } from '../local/runner';
@@ -23,6 +24,9 @@ function fail(error: unknown): never {
   if (/^(DEBUG|TRACE)$/i.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack !== undefined) process.stderr.write(`${error.stack}\n`);
   process.exit(1);
 }
+
+handleCommandLine(process.argv.slice(2)); // --help, --version
+checkSandboxAvailable();
 
 process.on('uncaughtException', fail);
 process.on('unhandledRejection', fail);

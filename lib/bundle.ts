@@ -9,11 +9,21 @@
  * only with `--outdir`. In one file the lazily imported SDK is inlined, and every cold start
  * reads all of it.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { AssetHashType, DockerImage } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { type BuildOptions, buildSync, type Metafile } from 'esbuild';
+import type { BuildOptions, Metafile } from 'esbuild';
+
+/**
+ * The folder of the prebuilt bundle, beside the module that holds this code: in the published
+ * package that module is `dist/index.js` (or `.cjs`) and `npm run build` writes the bundle to
+ * `dist/relay-function/`. In this repository (`lib/bundle.ts`) there is no such folder, and the
+ * function is bundled from source at synth time.
+ */
+export const PREBUILT_FUNCTION_DIR = 'relay-function';
 
 /** The module Lambda loads: the template's handler is `<HANDLER_MODULE>.<export>`. */
 export const HANDLER_MODULE = 'index';
@@ -98,7 +108,9 @@ function reachableOutputs(outputs: Metafile['outputs']): Set<string> {
  * @returns the files written, relative to `outputDir`
  * @throws esbuild's error when the code does not build
  */
-function bundleInto(outputDir: string, options: FunctionCodeOptions): string[] {
+export function bundleInto(outputDir: string, options: FunctionCodeOptions): string[] {
+  // Loaded only here: a user's app synthesizes the packaged bundle and need not have esbuild at all.
+  const { buildSync } = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
   const result = buildSync(buildOptions(options));
   const reachable = reachableOutputs(result.metafile.outputs);
   const written: string[] = [];
@@ -114,11 +126,16 @@ function bundleInto(outputDir: string, options: FunctionCodeOptions): string[] {
 }
 
 /**
- * The function's code as a Lambda asset, bundled at synth time on this machine. The asset hash
+ * The function's code as a Lambda asset: the package's prebuilt bundle when there is one, else
+ * bundled at synth time on this machine. The asset hash
  * is the output's: CDK never fingerprints the source tree (node_modules included), and an
  * unchanged bundle is not uploaded again.
  */
 export function functionCode(options: FunctionCodeOptions): lambda.Code {
+  // The installed package: the bundle `npm run build` made with bundleInto(), the same files
+  // synth makes here from the same source, so the user's synth runs no bundler.
+  const prebuilt = join(dirname(fileURLToPath(import.meta.url)), PREBUILT_FUNCTION_DIR);
+  if (existsSync(join(prebuilt, `${HANDLER_MODULE}.mjs`))) return lambda.Code.fromAsset(prebuilt);
   // The asset's source is only nominal (the bundle reads its inputs itself), but CDK requires a
   // directory: the entry's own folder, never the repository with its node_modules.
   return lambda.Code.fromAsset(dirname(options.entry), {

@@ -161,6 +161,7 @@ export interface WebhookRelayProps {
   /**
    * The dead-letter queue of an existing {@link queue} whose redrive policy this construct cannot
    * see (an imported queue). {@link maxReceiveCount} must then equal that redrive policy's count.
+   * @default the dead-letter queue of `queue`'s redrive policy, or a new one with a new queue
    */
   readonly deadLetterQueue?: sqs.IQueue;
   /** Create FIFO queues (`.fifo`). @default false */
@@ -213,9 +214,9 @@ export interface WebhookRelayProps {
    * @default true
    */
   readonly signing?: boolean;
-  /** `SIGNING_SECRET_ARN`: an existing secret holding the signing key(s), instead of a created one. */
+  /** `SIGNING_SECRET_ARN`: an existing secret holding the signing key(s), instead of a created one. @default a new secret (when `signing`) */
   readonly signingSecret?: secretsmanager.ISecret;
-  /** `AUTH_SECRET_ARN`: a secret holding the whole `Authorization` value sent with every request. */
+  /** `AUTH_SECRET_ARN`: a secret holding the whole `Authorization` value sent with every request. @default no `Authorization` header */
   readonly authSecret?: secretsmanager.ISecret;
   /** `SECRETS_REFRESH_SECONDS`: how long the function uses a secret value before reading it again. @default 5 minutes */
   readonly secretsRefresh?: Duration;

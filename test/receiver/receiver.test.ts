@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
-import { cappedExponential, exponential, fibonacci, linear, receiveCountOf, retryAfter, verifySignature } from 'sqs-webhook-relay/receiver';
+import { cappedExponential, exponential, fibonacci, linear, receiveCountOf, retryAfter, verifySignature } from '../../receiver/index';
 import { createExampleWebhook } from '../../examples/webhook';
 import { sqsRecord } from '../support/records';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';

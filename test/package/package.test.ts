@@ -1,0 +1,288 @@
+/**
+ * The package as its users install it: `npm pack` (which builds, through `prepack`), the tarball
+ * installed into a fresh CDK app with the app's own aws-cdk-lib and constructs, then
+ *
+ * - a CDK user's synth (ESM and CommonJS apps) of `new WebhookRelay(...)`: the template, and
+ *   the function's code being the packaged bundle, with no esbuild anywhere in the app;
+ * - a TypeScript user's typecheck under `moduleResolution: NodeNext` (ESM and CommonJS files);
+ * - a webhook owner's plain `node` (`.mjs` and `.cjs`) verifying signatures with the kit;
+ * - a daemon user's `npx sqs-webhook-relay`: `--help`, and relaying from an emulated queue to a
+ *   127.0.0.1 webhook until SIGTERM.
+ *
+ * One pack and one install serve every test (they are the slow part: see the timings logged).
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { signDelivery, parseSigningKeys } from '../../lambda/signing';
+import { variablesRead } from '../../local/cli';
+import { version } from '../../package.json';
+import { childEnv, until } from '../local/relay-process';
+import { type Emulator, startEmulator } from '../support/emulator';
+import { startWebhook, type TestWebhook } from '../support/webhook';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const run = promisify(execFile);
+const repoRequire = createRequire(join(ROOT, 'package.json'));
+const versionOf = (name: string): string => (repoRequire(`${name}/package.json`) as { version: string }).version;
+
+/** The environment of a user's shell: none of the `npm_*` variables `npm test` sets for its children. */
+function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')));
+  return { ...base, NO_UPDATE_NOTIFIER: '1', ...extra };
+}
+
+let work: string;
+let app: string;
+let installed: string;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(inject('scratchDir'), 'package-'));
+  app = join(work, 'app');
+  const started = Date.now();
+  // `npm pack` runs `prepack` (npm run build), as `npm publish` would.
+  const { stdout } = await run('npm', ['pack', '--pack-destination', work, '--json'], { cwd: ROOT, env: userEnv(), timeout: 120_000, maxBuffer: 16 << 20 });
+  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
+  const packed = Date.now();
+  await run('mkdir', [app]);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-cdk-app', private: true, type: 'module' }));
+  // The app's own CDK, at the versions `npm ci` just put in the cache: --prefer-offline serves them from it.
+  await run(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', join(work, filename), `aws-cdk-lib@${versionOf('aws-cdk-lib')}`, `constructs@${versionOf('constructs')}`],
+    { cwd: app, env: userEnv(), timeout: 120_000 },
+  );
+  installed = join(app, 'node_modules', 'sqs-webhook-relay');
+  console.info(`package tests: npm pack (build included) ${((packed - started) / 1000).toFixed(1)} s, npm install ${((Date.now() - packed) / 1000).toFixed(1)} s`);
+}, 240_000);
+
+describe('the construct library', () => {
+  const appSource = (importLine: string): string => `${importLine}
+const app = new App({ outdir: process.argv[2] });
+const stack = new Stack(app, 'Orders');
+new WebhookRelay(stack, 'Relay', {
+  webhookUrl: 'https://hooks.example.com/sqs',
+  maxReceiveCount: 3,
+  timeout: Duration.seconds(20),
+  alarmEmail: 'ops@example.com',
+});
+process.stdout.write(JSON.stringify(app.synth().getStackByName('Orders').template));
+`;
+  type Template = { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
+  const ofType = (template: Template, type: string): [string, Record<string, unknown>][] =>
+    Object.entries(template.Resources)
+      .filter(([, resource]) => resource.Type === type)
+      .map(([id, resource]) => [id, resource.Properties]);
+
+  test('a fresh app synthesizes it from the tarball, with the packaged function bundle and no esbuild', async () => {
+    // No bundler in the user's app: the function's code can only be the bundle the package ships.
+    expect(existsSync(join(app, 'node_modules', 'esbuild'))).toBe(false);
+    expect(() => createRequire(join(app, 'package.json')).resolve('esbuild')).toThrow();
+
+    writeFileSync(join(app, 'app.mjs'), appSource("import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay } from 'sqs-webhook-relay';"));
+    writeFileSync(join(app, 'app.cjs'), appSource("const { App, Duration, Stack } = require('aws-cdk-lib');\nconst { WebhookRelay } = require('sqs-webhook-relay');"));
+    const [esm, cjs] = await Promise.all(
+      ['app.mjs', 'app.cjs'].map((file) => run(process.execPath, [file, join(work, `out-${file}`)], { cwd: app, env: userEnv(), timeout: 60_000, maxBuffer: 64 << 20 })),
+    );
+    const template = JSON.parse(esm!.stdout) as Template;
+    // The CommonJS build is the same construct: the same template, asset hash included.
+    expect(JSON.parse(cjs!.stdout)).toEqual(template);
+
+    const queues = ofType(template, 'AWS::SQS::Queue');
+    expect(queues).toHaveLength(2);
+    const [dlqId] = queues.find(([, props]) => props.RedrivePolicy === undefined)!;
+    const [, main] = queues.find(([, props]) => props.RedrivePolicy !== undefined)!;
+    expect(main.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: 3 });
+    expect(main.VisibilityTimeout).toBe(120); // 6 × the 20-second timeout
+    const alarms = ofType(template, 'AWS::CloudWatch::Alarm').map(([, props]) => props);
+    expect(alarms.some((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(alarm.Dimensions).includes(dlqId))).toBe(true);
+    expect(ofType(template, 'AWS::SNS::Subscription').map(([, props]) => props.Endpoint)).toEqual(['ops@example.com']);
+
+    const [[, fn]] = ofType(template, 'AWS::Lambda::Function') as [[string, Record<string, unknown>]];
+    expect(fn).toMatchObject({ Runtime: 'nodejs24.x', Handler: 'index.handler', Timeout: 20 });
+    expect((fn.Environment as { Variables: Record<string, string> }).Variables.WEBHOOK_URL).toBe('https://hooks.example.com/sqs');
+    // The asset CDK staged for the function holds exactly the package's prebuilt bundle.
+    const assetHash = /^([0-9a-f]{64})\.zip$/.exec((fn.Code as { S3Key: string }).S3Key)![1]!;
+    const staged = join(work, 'out-app.mjs', `asset.${assetHash}`);
+    const prebuilt = join(installed, 'dist', 'relay-function');
+    const files = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name).slice(dir.length)).sort();
+    expect(files(staged)).toEqual(files(prebuilt));
+    expect(files(staged)).toContain('/index.mjs');
+    for (const file of files(prebuilt)) expect(readFileSync(join(staged, file)).equals(readFileSync(join(prebuilt, file)))).toBe(true);
+    // The bundle's User-Agent carries the package's version.
+    expect(files(prebuilt).some((file) => readFileSync(join(prebuilt, file), 'utf8').includes(`"${version}"`))).toBe(true);
+  }, 90_000);
+
+  test('its declarations resolve for a TypeScript app with moduleResolution NodeNext, from import and from require', async () => {
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['stack.mts', 'stack.cts', 'hook.cts'] }),
+    );
+    const body = `const stack = new Stack(new App(), 'S');
+const relay = new WebhookRelay(stack, 'R', { webhookUrl: 'https://example.com', backoff: 'linear', requestTimeout: Duration.seconds(5) });
+const url: string = relay.queue.queueUrl;
+// A wrong prop type must be an error: were the declarations unresolved, everything would be \`any\`.
+// @ts-expect-error maxReceiveCount is a number
+new WebhookRelay(stack, 'Bad', { webhookUrl: 'https://example.com', maxReceiveCount: 'five' });
+const props: WebhookRelayProps = { webhookUrl: url };
+new WebhookRelayStack(new App(), 'Whole', { relay: props });
+`;
+    writeFileSync(join(app, 'stack.mts'), `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`);
+    writeFileSync(join(app, 'stack.cts'), `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`);
+    writeFileSync(
+      join(app, 'hook.cts'),
+      "import { verifySignature, cappedExponential } from 'sqs-webhook-relay/webhook';\nconst ok: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, '{}');\n// @ts-expect-error the strategy takes numbers\ncappedExponential('2');\nexport { ok };\n",
+    );
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app, env: userEnv(), timeout: 60_000 }).catch((error: { stdout: string }) => error);
+    expect(result.stdout).toBe('');
+  }, 90_000);
+});
+
+describe('the webhook kit', () => {
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const body = '{"order":42,"note":"ünïcode"}';
+
+  /** Deliveries signed by the relay's own signer and by the standardwebhooks package, and a tampered one. */
+  function deliveries(): { headers: Record<string, string>; body: string; valid: boolean }[] {
+    const now = Math.floor(Date.now() / 1000);
+    const relaySigned = signDelivery(parseSigningKeys(secret), 'msg_relay', now, Buffer.from(body));
+    const theirs = new Webhook(secret).sign('msg_theirs', new Date(now * 1000), body);
+    const headersOf = (id: string, signature: string): Record<string, string> => ({ 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': signature });
+    return [
+      { headers: { ...relaySigned }, body, valid: true },
+      { headers: headersOf('msg_theirs', theirs), body, valid: true },
+      { headers: { ...relaySigned }, body: body.replace('42', '43'), valid: false },
+    ];
+  }
+
+  test('plain node verifies signatures with it, as ESM (.mjs) and as CommonJS (.cjs), from the tarball', async () => {
+    const cases = deliveries();
+    writeFileSync(join(app, 'deliveries.json'), JSON.stringify(cases));
+    const check = "const cases = JSON.parse(readFileSync('deliveries.json', 'utf8'));\nprocess.stdout.write(JSON.stringify(cases.map((c) => verifySignature(process.env.SECRET, c.headers, c.body))));\n";
+    writeFileSync(join(app, 'verify.mjs'), `import { readFileSync } from 'node:fs';\nimport { verifySignature } from 'sqs-webhook-relay/webhook';\n${check}`);
+    writeFileSync(join(app, 'verify.cjs'), `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/webhook');\n${check}`);
+    // The former name keeps working.
+    writeFileSync(join(app, 'verify-receiver.cjs'), `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/receiver');\n${check}`);
+    for (const file of ['verify.mjs', 'verify.cjs', 'verify-receiver.cjs']) {
+      const { stdout } = await run(process.execPath, [file], { cwd: app, env: userEnv({ SECRET: secret }), timeout: 20_000 });
+      expect({ file, results: JSON.parse(stdout) }).toEqual({ file, results: cases.map((c) => c.valid) });
+    }
+    // Nothing but Node's own modules: a webhook installs no dependency tree for it.
+    for (const file of ['webhook.js', 'webhook.cjs']) {
+      const source = readFileSync(join(installed, 'dist', file), 'utf8');
+      const specifiers = [...source.matchAll(/(?:from\s+|require\(|import\()["']([^"']+)["']/g)].map((match) => match[1]);
+      expect(specifiers.filter((specifier) => !specifier!.startsWith('node:'))).toEqual([]);
+    }
+  }, 60_000);
+});
+
+describe('the daemon', () => {
+  let emulator: Emulator | undefined;
+  let webhook: TestWebhook | undefined;
+  let daemon: ChildProcess | undefined;
+
+  afterAll(async () => {
+    if (daemon !== undefined && daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGKILL');
+    await webhook?.close();
+    await emulator?.stop();
+  });
+
+  /** `npx sqs-webhook-relay …` in the app, as its user types it. */
+  const npx = (args: string[], env: Record<string, string>) =>
+    run('npx', ['--no-install', 'sqs-webhook-relay', ...args], { cwd: app, env: userEnv(childEnv(env) as Record<string, string>), timeout: 30_000 });
+
+  test('--help lists every variable the relay and the daemon read, with the documentation beside it', async () => {
+    const { stdout } = await npx(['--help'], {});
+    const { function: fn, daemon: own } = variablesRead();
+    for (const name of [...fn, ...own]) expect(stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
+    expect(stdout).toContain('QUEUE_URL');
+    // A meaning from docs/configuration.md, which the package ships and the help reads.
+    expect(stdout).toMatch(/^ {2}WEBHOOK_URL +where each message is POSTed/m);
+    expect((await npx(['--version'], {})).stdout.trim()).toBe(version);
+    const refused = await npx(['--queue', 'x'], {}).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({ code: 2 });
+  }, 60_000);
+
+  test('without QUEUE_URL and without fauxqs (a production install) it refuses the sandbox in one line', async () => {
+    const result = await npx([], { WEBHOOK_URL: 'http://127.0.0.1:9/hook' }).catch((error: { code: number; stderr: string }) => error);
+    expect(result).toMatchObject({ code: 1 });
+    // (npm's own warnings about this machine's npm configuration aside)
+    const lines = (result as { stderr: string }).stderr.trim().split('\n').filter((line) => !line.startsWith('npm warn'));
+    expect(lines).toEqual([expect.stringMatching(/^sqs-webhook-relay: QUEUE_URL is not set.*npm install fauxqs/)]);
+  }, 60_000);
+
+  /**
+   * The installed bin, started as a supervisor or Docker's CMD starts it. Not through npx: npm
+   * does not pass a SIGTERM sent to npx alone on to the command (a terminal's Ctrl-C reaches both,
+   * being sent to the whole process group).
+   */
+  function startDaemon(env: Record<string, string>): { child: ChildProcess; output: string[]; exited: Promise<[number | null, NodeJS.Signals | null]> } {
+    const child = spawn(join(app, 'node_modules', '.bin', 'sqs-webhook-relay'), [], {
+      cwd: app,
+      env: userEnv(childEnv({ AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', LOG_FORMAT: 'json', ...env }) as Record<string, string>),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    daemon = child;
+    const output: string[] = [];
+    child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    return { child, output, exited: once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]> };
+  }
+
+  test('relays from an existing queue to the webhook, then exits 0 on SIGTERM; and on SIGINT', async () => {
+    emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
+    webhook = await startWebhook();
+    const queueEnv = { QUEUE_URL: emulator.queue.url, AWS_ENDPOINT_URL_SQS: emulator.endpoint, AWS_REGION: emulator.region, WEBHOOK_URL: webhook.url };
+    const first = startDaemon({ ...queueEnv, SIGNING_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
+
+    const id = await emulator.send('{"hello":"from the package"}');
+    const hook = webhook;
+    await until(() => hook.requests.length === 1 && emulator!.counts(emulator!.queue).inflight === 0);
+    const [request] = hook.requests;
+    expect(request!.body.toString()).toBe('{"hello":"from the package"}');
+    expect(request!.headers['x-carrier-message-id']).toBe(id);
+    expect(request!.headers['user-agent']).toBe(`sqs-webhook-relay/${version}`);
+    expect(request!.headers['webhook-signature']).toMatch(/^v1,/);
+
+    // SIGTERM to the relay's process alone, as `docker stop` sends it to PID 1.
+    first.child.kill('SIGTERM');
+    const [code, signal] = await first.exited;
+    expect({ code, signal, output: code === 0 ? '' : first.output.join('') }).toEqual({ code: 0, signal: null, output: '' });
+    expect(first.output.join('')).toContain('"message":"Stopped"');
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    expect(hook.requests).toHaveLength(1);
+
+    // SIGINT (a Ctrl-C, or `kill -INT`) once it is polling: the same clean stop.
+    const second = startDaemon(queueEnv);
+    await until(() => second.output.join('').includes('Local relay ready'));
+    second.child.kill('SIGINT');
+    const [secondCode] = await second.exited;
+    expect({ code: secondCode, output: secondCode === 0 ? '' : second.output.join('') }).toEqual({ code: 0, output: '' });
+  }, 60_000);
+
+  test('needs nothing at run time beyond its production dependencies (what the Docker image installs)', () => {
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional?: boolean }> };
+    const source = readFileSync(join(installed, 'dist', 'sqs-webhook-relay.js'), 'utf8');
+    const packages = new Set(
+      [...source.matchAll(/(?:from\s+|import\()["']([^"'.][^"']*)["']/g)]
+        .map((match) => match[1]!)
+        .filter((specifier) => !specifier.startsWith('node:'))
+        .map((specifier) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/')),
+    );
+    // Its dependencies, and the sandbox's emulator, loaded only when installed; never the CDK.
+    const allowed = new Set([...Object.keys(manifest.dependencies), 'fauxqs']);
+    expect(manifest.peerDependenciesMeta.fauxqs).toEqual({ optional: true });
+    expect([...packages].filter((name) => !allowed.has(name))).toEqual([]);
+    expect(packages.has('@aws-sdk/client-sqs')).toBe(true);
+    expect(source.startsWith('#!/usr/bin/env node\n')).toBe(true);
+  });
+});
