@@ -7,6 +7,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
 import { verifyOriginalId } from './message-id';
+import { queueNameOfArn } from './sqs-util';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
 export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
@@ -138,11 +139,6 @@ function identify(record: SQSRecord, reason: string | undefined, signingKeys: re
 export function idempotencyKeyOf(record: SQSRecord, signingKeys?: readonly Buffer[]): string {
   const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
   return reason === undefined ? record.messageId : identify(record, reason.stringValue, signingKeys).id;
-}
-
-/** The queue name of an SQS queue ARN (`arn:aws:sqs:<region>:<account>:<name>`). */
-export function queueNameOfArn(queueArn: string): string {
-  return queueArn.slice(queueArn.lastIndexOf(':') + 1);
 }
 
 /**

@@ -15,7 +15,7 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
-import { deadLetterQueueName } from './settings';
+import { deadLetterQueueName } from '../lambda/sqs-util';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';

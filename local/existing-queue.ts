@@ -6,7 +6,7 @@
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClientConfig, type SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigError, isLoopbackHost } from '../lambda/config';
-import { parseQueueArn } from '../lambda/queues';
+import { errorText, parseQueueArn, regionOfQueueHost } from '../lambda/sqs-util';
 import { sqsStartupError } from './errors';
 
 type Env = Record<string, string | undefined>;
@@ -42,12 +42,6 @@ function isAwsHost(hostname: string): boolean {
  */
 function isEmulatorHost(hostname: string): boolean {
   return isLoopbackHost(hostname) || hostname.toLowerCase().endsWith('.localhost');
-}
-
-/** The region in an SQS host name: `sqs.<region>.amazonaws.com`, `<region>.queue.amazonaws.com`, `sqs.<region>.localhost`. */
-export function regionOfQueueHost(hostname: string): string | undefined {
-  const match = /^sqs\.([a-z0-9-]+)\./.exec(hostname) ?? /^([a-z]{2}(?:-[a-z]+)+-\d+)\.queue\./.exec(hostname);
-  return match?.[1];
 }
 
 /**
@@ -114,7 +108,6 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
     const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
     return { ...base, dlqUrl: QueueUrl, maxReceiveCount, dlqProblem: QueueUrl === undefined ? 'GetQueueUrl returned no URL for the DLQ' : undefined };
   } catch (error) {
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${reason})` };
+    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${errorText(error)})` };
   }
 }

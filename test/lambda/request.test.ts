@@ -7,7 +7,8 @@ import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-l
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { loadConfig, type RelayConfig } from '../../lambda/config';
-import { buildDeliveryRequest, type DeliveryRequest, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
+import { buildDeliveryRequest, type DeliveryRequest, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from '../../lambda/request';
+import { queueNameOfArn } from '../../lambda/sqs-util';
 import { sqsRecord as syntheticRecord } from '../support/records';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';

@@ -5,12 +5,13 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
+import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
 import { demoReplyFor } from '../../local/demo-webhook';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
-import { connectionFor, regionOfQueueHost } from '../../local/existing-queue';
+import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
-import { deadLetterQueueName, loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
+import { loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
 
 describe('local settings', () => {
   test('defaults: the emulator on 4566, queue webhook-relay, one poller, batches of 10, a 30 s function', () => {
@@ -57,11 +58,6 @@ describe('local settings', () => {
     expect(visibilityTimeoutFor(120, 20)).toBe(740);
     expect(visibilityTimeoutFor(900, 300)).toBe(5_700);
     expect(visibilityTimeoutFor(900 * 10, 0)).toBe(43_200);
-  });
-
-  test('the DLQ is <name>-dlq, and stays FIFO', () => {
-    expect(deadLetterQueueName('webhook-relay')).toBe('webhook-relay-dlq');
-    expect(deadLetterQueueName('orders.fifo')).toBe('orders-dlq.fifo');
   });
 });
 
