@@ -19,6 +19,7 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
+import { sleep } from './sleep';
 
 /** Lambda's handler signature as the poller calls it. */
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
@@ -232,17 +233,6 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
     observer.completed?.(poller, { records, acknowledged, failed, deleteFailures });
   };
 
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        stopping.signal.removeEventListener('abort', done);
-        resolve();
-      }
-      stopping.signal.addEventListener('abort', done);
-    });
-
   const loop = async (poller: number): Promise<void> => {
     const handler = options.createHandler(poller);
     let retryMs: number = RECEIVE_RETRY_MS.first;
@@ -256,7 +246,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       } catch (error) {
         if (stopping.signal.aborted) break;
         observer.receiveFailed?.(poller, error, retryMs);
-        await sleep(retryMs);
+        await sleep(retryMs, stopping.signal);
         retryMs = Math.min(RECEIVE_RETRY_MS.max, retryMs * 2);
         continue;
       }

@@ -3,6 +3,7 @@
  * answers, how the handler's log lines read on a terminal, the printed commands, and how the
  * standalone relay finds its way to SQS.
  */
+import { getEventListeners } from 'node:events';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
@@ -12,6 +13,7 @@ import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
 import { loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
+import { sleep } from '../../local/sleep';
 
 describe('local settings', () => {
   test('defaults: the emulator on 4566, queue webhook-relay, one poller, batches of 10, a 30 s function', () => {
@@ -194,5 +196,27 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+});
+
+describe('the pause between attempts', () => {
+  test('lasts its time when nothing stops it', async () => {
+    const started = Date.now();
+    await sleep(50, new AbortController().signal);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  test('ends at once on a stop, or when stopped already, and leaves no listener on the signal', async () => {
+    const stop = new AbortController();
+    const pause = sleep(60_000, stop.signal);
+    stop.abort();
+    await pause; // would hold the test for a minute (and time it out) if the stop did not end it
+    await sleep(60_000, stop.signal);
+    const kept = new AbortController();
+    const pending = sleep(20, kept.signal);
+    expect(getEventListeners(kept.signal, 'abort')).toHaveLength(1);
+    await pending;
+    for (let round = 0; round < 3; round += 1) await sleep(1, kept.signal);
+    expect(getEventListeners(kept.signal, 'abort')).toHaveLength(0);
   });
 });
