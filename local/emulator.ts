@@ -16,11 +16,12 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
 import { deadLetterQueueName } from '../lambda/sqs-util';
+import { EMULATOR_CREDENTIALS } from './existing-queue';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';
-/** Credentials the emulator accepts (it accepts any; these are what the runner and its hints use). */
-export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
+// Credentials the emulator accepts (it accepts any; these are what the runner and its hints use).
+export { EMULATOR_CREDENTIALS };
 
 /** A queue of the emulator. */
 export interface EmulatedQueue {

@@ -32,6 +32,9 @@ export interface ExistingQueue {
   readonly dlqProblem: string | undefined;
 }
 
+/** Credentials for an SQS emulator: any are accepted, and these are what the runner, its hints and daemon mode on loopback use. */
+export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
+
 function isAwsHost(hostname: string): boolean {
   return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
 }
@@ -56,7 +59,7 @@ export function connectionFor(queueUrl: string, env: Env): SqsConnection {
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
   if (region === undefined) throw new ConfigError('AWS_REGION', "the queue's region (it could not be read from QUEUE_URL)", undefined);
   const configured = Boolean(env.AWS_ACCESS_KEY_ID || env.AWS_PROFILE || env.AWS_WEB_IDENTITY_TOKEN_FILE || env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI);
-  return { endpoint, region, credentials: local && !configured ? { accessKeyId: 'test', secretAccessKey: 'test' } : undefined };
+  return { endpoint, region, credentials: local && !configured ? EMULATOR_CREDENTIALS : undefined };
 }
 
 /**
