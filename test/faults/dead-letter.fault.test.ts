@@ -11,6 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { type Emulator, type QueueRef, startEmulator } from '../support/emulator';
 import { acknowledge, capturedTelemetry, invoke, type LogLine, relayFor } from '../support/relay';
 import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
@@ -67,7 +68,7 @@ async function drain(emulator: Emulator, queue: QueueRef): Promise<Message[]> {
 
 /** Sends a message (a producer's, or a copy redriven by hand with its attributes, as a replay does) to the main queue. */
 async function sendToQueue(emulator: Emulator, body: string, attributes?: Record<string, MessageAttributeValue>): Promise<string> {
-  const fifoQueue = emulator.queue.name.endsWith('.fifo');
+  const fifoQueue = emulator.queue.name.endsWith(FIFO_SUFFIX);
   const { MessageId } = await emulator.sqs.send(
     new SendMessageCommand({ QueueUrl: emulator.queue.url, MessageBody: body, MessageAttributes: attributes, ...(fifoQueue ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}) }),
   );
