@@ -4,6 +4,7 @@
  * started once the function's time is nearly up.
  */
 import type { SQSRecord } from 'aws-lambda';
+import { FIFO_SUFFIX } from './sqs-util';
 
 /** Why a record was handed back without being sent. */
 export type NotAttemptedReason = 'deadline' | 'fifo-group-blocked';
@@ -29,7 +30,7 @@ export interface BatchLoopOptions<Outcome> {
 
 /** True for a record from a FIFO queue (whose name, and so ARN, ends in `.fifo`). */
 export function isFifoRecord(record: Pick<SQSRecord, 'eventSourceARN'>): boolean {
-  return record.eventSourceARN?.endsWith('.fifo') === true;
+  return record.eventSourceARN?.endsWith(FIFO_SUFFIX) === true;
 }
 
 /**

@@ -7,34 +7,19 @@ import { isIP } from 'node:net';
 import { version } from '../package.json';
 import type { SecretSource } from './secrets';
 import type { BreakerSettings } from './breaker';
-import { DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
+import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
+import { BACKOFF_POLICIES, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
 import { boolean, ConfigError, type Env, integer, oneOf, read } from './env';
 
 export { ConfigError };
-
-/** The backoff policies of SPEC §2 (`BACKOFF`). */
-export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
-/** One of {@link BACKOFF_POLICIES}. */
-export type BackoffPolicyName = (typeof BACKOFF_POLICIES)[number];
+// The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
+export { BACKOFF_POLICIES, type BackoffPolicyName, type BackoffSettings } from './retry-timing';
 
 /** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
 export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
 /** One of {@link PERMANENT_FAILURE_MODES}. */
 export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
-
-/** How the delay before a retry is computed when the webhook did not name one. */
-export interface BackoffSettings {
-  readonly policy: BackoffPolicyName;
-  /** `BACKOFF_BASE_SECONDS`: the unit every policy multiplies. */
-  readonly baseSeconds: number;
-  /** `BACKOFF_MAX_SECONDS`: no computed delay (jitter included) exceeds this. */
-  readonly maxSeconds: number;
-  /** `BACKOFF_JITTER`: add up to 25 % random jitter so retries of one burst spread out. */
-  readonly jitter: boolean;
-  /** `BACKOFF_SCHEDULE`: the `schedule` policy's delay after each receive, seconds; the last repeats (default {@link DEFAULT_BACKOFF_SCHEDULE}). */
-  readonly schedule?: readonly number[];
-}
 
 /** The validated configuration the handler runs with. */
 export interface RelayConfig {
@@ -141,7 +126,7 @@ function checkLiteral(source: SecretSource | undefined, name: string, check: (va
 
 /** Throws unless `value` can be sent as an `Authorization` header; the message never contains it. */
 export function checkAuthorizationValue(value: string): string {
-  if (!/^[\x21-\x7e][\x20-\x7e]*$/.test(value) || value.trim() !== value) throw new Error('the Authorization value has characters not allowed in a header');
+  if (value === '' || !isLegalHeaderValue(value, Infinity)) throw new Error('the Authorization value has characters not allowed in a header');
   return value;
 }
 
@@ -154,8 +139,6 @@ function schedule(env: Env): readonly number[] {
   }
   return delays.map(Number);
 }
-
-const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 function breakerSettings(env: Env): BreakerSettings {
   const initialIntervalSeconds = integer(env, 'OUTAGE_BACKOFF_SECONDS', 30, 1, 43_200);
@@ -176,7 +159,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     throw new ConfigError('HEADER_PREFIX', 'characters legal in a header name (letters, digits, "-")', headerPrefix);
   }
   const defaultContentType = read(env, 'DEFAULT_CONTENT_TYPE') ?? 'application/json';
-  if (!/^[\x21-\x7e][\x20-\x7e]*$/.test(defaultContentType)) {
+  if (!isLegalHeaderValue(defaultContentType, Infinity)) {
     throw new ConfigError('DEFAULT_CONTENT_TYPE', 'a printable ASCII media type', defaultContentType);
   }
   const baseSeconds = integer(env, 'BACKOFF_BASE_SECONDS', 2, 0, 43_200);

@@ -16,7 +16,8 @@ import { isFifoRecord } from './batch';
 import { sealOriginalId } from './message-id';
 import type { QueueDirectory } from './queues';
 import type { SqsGateway } from './sqs-gateway';
-import { DEAD_LETTER_REASON_ATTRIBUTE, queueNameOfArn } from './request';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from './request';
+import { errorText, queueNameOfArn } from './sqs-util';
 
 export { DEAD_LETTER_REASON_ATTRIBUTE };
 /** SQS's limit on message attributes per message. */
@@ -234,7 +235,7 @@ export class DeadLetterWriter {
       }
       return { ok: true, reasonAttached: leftOut?.reasonDropped === undefined, leftOut };
     } catch (error) {
-      return { ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+      return { ok: false, error: errorText(error) };
     }
   }
 }

@@ -8,23 +8,7 @@
  * by a signal (see deadline.ts).
  */
 import type { SqsGateway } from './sqs-gateway';
-
-/** The parts of an SQS queue ARN. */
-export interface QueueArnParts {
-  readonly region: string;
-  readonly account: string;
-  readonly name: string;
-}
-
-/** Splits `arn:<partition>:sqs:<region>:<account>:<name>`; throws for anything else. */
-export function parseQueueArn(arn: string): QueueArnParts {
-  const parts = arn.split(':');
-  const [prefix, , service, region, account, name] = parts;
-  if (parts.length !== 6 || prefix !== 'arn' || service !== 'sqs' || !region || !account || !name) {
-    throw new Error(`not an SQS queue ARN: ${JSON.stringify(arn)}`);
-  }
-  return { region, account, name };
-}
+import { parseQueueArn } from './sqs-util';
 
 /** What a directory has learnt, shared with the directories made from it by {@link QueueDirectory.until}. */
 interface DirectoryCaches {

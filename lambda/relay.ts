@@ -25,6 +25,7 @@ import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
 import { SqsGateway } from './sqs-gateway';
+import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
@@ -92,10 +93,6 @@ function assertSqsEvent(event: unknown): asserts event is SQSEvent {
       throw new NotAnSqsEventError(`Records[${index}] is not an SQS record`);
     }
   });
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** The secrets a request carries: its signing keys and `Authorization` value, each when configured. */
@@ -239,7 +236,7 @@ export class BatchRelay {
       if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
     } catch (error) {
-      return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: describeError(error) };
+      return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: errorText(error) };
     } finally {
       // A probe that never reached the webhook must not leave the others waiting on it.
       if (permit === 'probe' && !judged) this.breaker.abandonProbe(Date.now());
@@ -315,7 +312,7 @@ export class BatchRelay {
         try {
           return await visibility.apply(await queues.urlOf(queueArn), changes);
         } catch (error) {
-          const reason = `queue URL lookup failed: ${describeError(error)}`;
+          const reason = `queue URL lookup failed: ${errorText(error)}`;
           return changes.map((change) => ({ messageId: change.messageId, reason }));
         }
       }),

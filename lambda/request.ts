@@ -6,18 +6,14 @@
 import type { SQSRecord } from 'aws-lambda';
 import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
+import { HEADER_TOKEN, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from './header-rules';
 import { verifyOriginalId } from './message-id';
+import { queueNameOfArn } from './sqs-util';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
 export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
 /** W3C trace-context attributes copied to headers of the same name. */
 export const TRACE_ATTRIBUTES = ['traceparent', 'tracestate'] as const;
-/**
- * Longest attribute value sent as a header. Common servers reject header lines over 8 KiB
- * (nginx's default buffer, Node's 16 KiB for all headers), turning one long attribute into a
- * 431 and a dead-lettered message; skipping it with a warning is the lesser harm.
- */
-export const MAX_ATTRIBUTE_HEADER_LENGTH = 4_096;
 
 /** Where the `Content-Type` value sits in a request's header list (a `Body.ContentType` attribute replaces it). */
 const CONTENT_TYPE_VALUE_INDEX = 3;
@@ -66,25 +62,6 @@ function utf8Bytes(text: string): Buffer {
 
 /** The `skippedAttributes` of every request that left nothing out. */
 const NOTHING_SKIPPED: DeliveryRequest['skippedAttributes'] = Object.freeze([]);
-
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
-/**
- * True when `value` can be sent as a header value unchanged and read back the same way: visible
- * ASCII, space and tab. obs-text (0x80-0xFF) is legal in theory but read differently by
- * different servers, and anything else (CR, LF, NUL, non-Latin-1) is a header-injection risk.
- * A loop rather than a regular expression: it runs on two or three values of every record.
- */
-export function isLegalHeaderValue(value: string): boolean {
-  const { length } = value;
-  if (length > MAX_ATTRIBUTE_HEADER_LENGTH) return false;
-  for (let i = 0; i < length; i += 1) {
-    const code = value.charCodeAt(i);
-    if (code > 0x7e || (code < 0x20 && code !== 0x09)) return false;
-  }
-  // No space or tab at either end: a server would strip it, and read a different value.
-  return length === 0 || (value.charCodeAt(0) > 0x20 && value.charCodeAt(length - 1) > 0x20);
-}
 
 /**
  * The message attribute a dead-letter copy carries (see `dead-letter.ts`): JSON saying why, with
@@ -138,11 +115,6 @@ function identify(record: SQSRecord, reason: string | undefined, signingKeys: re
 export function idempotencyKeyOf(record: SQSRecord, signingKeys?: readonly Buffer[]): string {
   const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
   return reason === undefined ? record.messageId : identify(record, reason.stringValue, signingKeys).id;
-}
-
-/** The queue name of an SQS queue ARN (`arn:aws:sqs:<region>:<account>:<name>`). */
-export function queueNameOfArn(queueArn: string): string {
-  return queueArn.slice(queueArn.lastIndexOf(':') + 1);
 }
 
 /**
@@ -249,7 +221,7 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
       if (value !== '') headers[CONTENT_TYPE_VALUE_INDEX] = value;
     } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
       headers.push(name, value);
-    } else if (!HEADER_NAME.test(name)) {
+    } else if (!HEADER_TOKEN.test(name)) {
       (skippedAttributes ??= []).push({ name, reason: 'name not allowed in a header' });
     } else {
       const header = `${names.attribute}${name}`;

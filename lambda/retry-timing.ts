@@ -3,11 +3,27 @@
  * order of authority: the webhook's `Retry-After`, the configured backoff policy, and SQS's own
  * limit on how long a received message may stay invisible.
  */
-import type { BackoffSettings } from './config';
-
 import { MAX_VISIBILITY_SECONDS } from './aws-limits';
 
 export { MAX_VISIBILITY_SECONDS };
+
+/** The backoff policies of SPEC §2 (`BACKOFF`). */
+export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
+/** One of {@link BACKOFF_POLICIES}. */
+export type BackoffPolicyName = (typeof BACKOFF_POLICIES)[number];
+
+/** How the delay before a retry is computed when the webhook did not name one. */
+export interface BackoffSettings {
+  readonly policy: BackoffPolicyName;
+  /** `BACKOFF_BASE_SECONDS`: the unit every policy multiplies. */
+  readonly baseSeconds: number;
+  /** `BACKOFF_MAX_SECONDS`: no computed delay (jitter included) exceeds this. */
+  readonly maxSeconds: number;
+  /** `BACKOFF_JITTER`: add up to 25 % random jitter so retries of one burst spread out. */
+  readonly jitter: boolean;
+  /** `BACKOFF_SCHEDULE`: the `schedule` policy's delay after each receive, seconds; the last repeats (default {@link DEFAULT_BACKOFF_SCHEDULE}). */
+  readonly schedule?: readonly number[];
+}
 
 /**
  * Seconds kept back from {@link MAX_VISIBILITY_SECONDS} for the time between SQS handing the

@@ -2,12 +2,12 @@
  * Visibility updates (SPEC §3): each retried message's visibility timeout set to its delay
  * with `ChangeMessageVisibilityBatch`, at most 10 entries a call, all calls in parallel.
  */
-import { MAX_BATCH_CALL_ENTRIES } from './aws-limits';
 import type { SqsGateway } from './sqs-gateway';
+import { batchEntryId, sendInBatches } from './sqs-util';
 
 /** One message whose visibility is to change. */
 export interface VisibilityChange {
-  /** The record's message id, used as the batch entry id and reported back on failure. */
+  /** The record's message id, reported back on failure. */
   readonly messageId: string;
   readonly receiptHandle: string;
   /** Already clamped to what SQS accepts. */
@@ -20,10 +20,6 @@ export interface FailedVisibilityChange {
   readonly reason: string;
 }
 
-// Batch entry ids allow only [A-Za-z0-9_-] up to 80 characters; SQS message ids are UUIDs, but
-// a record from elsewhere must not make the whole call fail, so ids are positional.
-const entryId = (index: number): string => `m${index}`;
-
 /** Sends visibility changes for one queue. */
 export class VisibilityUpdater {
   constructor(private readonly sqs: SqsGateway) {}
@@ -33,30 +29,12 @@ export class VisibilityUpdater {
    * that did not happen: failed entries and every entry of a call that failed as a whole.
    */
   async apply(queueUrl: string, changes: readonly VisibilityChange[]): Promise<FailedVisibilityChange[]> {
-    const calls: Promise<FailedVisibilityChange[]>[] = [];
-    for (let start = 0; start < changes.length; start += MAX_BATCH_CALL_ENTRIES) {
-      calls.push(this.applyChunk(queueUrl, changes.slice(start, start + MAX_BATCH_CALL_ENTRIES)));
-    }
-    return (await Promise.all(calls)).flat();
-  }
-
-  private async applyChunk(queueUrl: string, chunk: readonly VisibilityChange[]): Promise<FailedVisibilityChange[]> {
-    try {
-      const { Failed } = await this.sqs.changeMessageVisibilityBatch({
+    const failed = await sendInBatches(changes, (chunk) =>
+      this.sqs.changeMessageVisibilityBatch({
         QueueUrl: queueUrl,
-        Entries: chunk.map((change, index) => ({
-          Id: entryId(index),
-          ReceiptHandle: change.receiptHandle,
-          VisibilityTimeout: change.visibilitySeconds,
-        })),
-      });
-      return (Failed ?? []).map((failure) => ({
-        messageId: chunk[Number(failure.Id?.slice(1))]?.messageId ?? String(failure.Id),
-        reason: `${failure.Code ?? 'error'}: ${failure.Message ?? 'no message'}`,
-      }));
-    } catch (error) {
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      return chunk.map((change) => ({ messageId: change.messageId, reason }));
-    }
+        Entries: chunk.map((change, index) => ({ Id: batchEntryId(index), ReceiptHandle: change.receiptHandle, VisibilityTimeout: change.visibilitySeconds })),
+      }),
+    );
+    return failed.map(({ item, reason }) => ({ messageId: item.messageId, reason }));
   }
 }

@@ -15,12 +15,13 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
-import { deadLetterQueueName } from './settings';
+import { deadLetterQueueName, FIFO_SUFFIX } from '../lambda/sqs-util';
+import { EMULATOR_CREDENTIALS } from './existing-queue';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';
-/** Credentials the emulator accepts (it accepts any; these are what the runner and its hints use). */
-export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
+// Credentials the emulator accepts (it accepts any; these are what the runner and its hints use).
+export { EMULATOR_CREDENTIALS };
 
 /** A queue of the emulator. */
 export interface EmulatedQueue {
@@ -172,7 +173,7 @@ export async function startEmbeddedSqs(options: EmbeddedSqsOptions): Promise<Emb
   // Queues are created through the API, so their URLs are built from the Host the SDK sends: the endpoint.
   const sqs = new SQSClient({ endpoint, region: EMULATOR_REGION, credentials: EMULATOR_CREDENTIALS });
   try {
-    const fifo = options.queueName.endsWith('.fifo');
+    const fifo = options.queueName.endsWith(FIFO_SUFFIX);
     // Content-based deduplication lets a FIFO message be sent with a group id alone, as a demo should.
     const fifoAttributes: Record<string, string> = fifo ? { FifoQueue: 'true', ContentBasedDeduplication: 'true' } : {};
     const dlq = await createQueue(sqs, deadLetterQueueName(options.queueName), {

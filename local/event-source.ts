@@ -7,19 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Message, MessageAttributeValue, ReceiveMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSMessageAttribute, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
+import { parseQueueArn } from '../lambda/sqs-util';
 
 /** The `ReceiveMessage` parameters that make SQS return everything Lambda puts in a record. */
 export const RECEIVE_ALL_ATTRIBUTES: Pick<ReceiveMessageCommandInput, 'MessageSystemAttributeNames' | 'MessageAttributeNames'> = {
   MessageSystemAttributeNames: ['All'],
   MessageAttributeNames: ['All'],
 };
-
-/** The region of an SQS queue ARN (`arn:aws:sqs:<region>:<account>:<name>`). */
-export function regionOfArn(queueArn: string): string {
-  const region = queueArn.split(':')[3];
-  if (region === undefined || region === '') throw new Error(`Not an SQS queue ARN: ${queueArn}`);
-  return region;
-}
 
 function toRecordAttribute(value: MessageAttributeValue): SQSMessageAttribute {
   // Lambda sends binary values base64-encoded and always includes the two (reserved) list fields.
@@ -60,7 +54,7 @@ export function toSqsRecord(message: Message, queueArn: string): SQSRecord {
     md5OfBody: message.MD5OfBody ?? '',
     eventSource: 'aws:sqs',
     eventSourceARN: queueArn,
-    awsRegion: regionOfArn(queueArn),
+    awsRegion: parseQueueArn(queueArn).region,
   };
   if (message.MD5OfMessageAttributes !== undefined) record.md5OfMessageAttributes = message.MD5OfMessageAttributes;
   return record;

@@ -6,7 +6,7 @@
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClientConfig, type SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigError, isLoopbackHost } from '../lambda/config';
-import { parseQueueArn } from '../lambda/queues';
+import { errorText, parseQueueArn, regionOfQueueHost } from '../lambda/sqs-util';
 import { sqsStartupError } from './errors';
 
 type Env = Record<string, string | undefined>;
@@ -32,6 +32,9 @@ export interface ExistingQueue {
   readonly dlqProblem: string | undefined;
 }
 
+/** Credentials for an SQS emulator: any are accepted, and these are what the runner, its hints and daemon mode on loopback use. */
+export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
+
 function isAwsHost(hostname: string): boolean {
   return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
 }
@@ -42,12 +45,6 @@ function isAwsHost(hostname: string): boolean {
  */
 function isEmulatorHost(hostname: string): boolean {
   return isLoopbackHost(hostname) || hostname.toLowerCase().endsWith('.localhost');
-}
-
-/** The region in an SQS host name: `sqs.<region>.amazonaws.com`, `<region>.queue.amazonaws.com`, `sqs.<region>.localhost`. */
-export function regionOfQueueHost(hostname: string): string | undefined {
-  const match = /^sqs\.([a-z0-9-]+)\./.exec(hostname) ?? /^([a-z]{2}(?:-[a-z]+)+-\d+)\.queue\./.exec(hostname);
-  return match?.[1];
 }
 
 /**
@@ -62,7 +59,7 @@ export function connectionFor(queueUrl: string, env: Env): SqsConnection {
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
   if (region === undefined) throw new ConfigError('AWS_REGION', "the queue's region (it could not be read from QUEUE_URL)", undefined);
   const configured = Boolean(env.AWS_ACCESS_KEY_ID || env.AWS_PROFILE || env.AWS_WEB_IDENTITY_TOKEN_FILE || env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI);
-  return { endpoint, region, credentials: local && !configured ? { accessKeyId: 'test', secretAccessKey: 'test' } : undefined };
+  return { endpoint, region, credentials: local && !configured ? EMULATOR_CREDENTIALS : undefined };
 }
 
 /**
@@ -114,7 +111,6 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
     const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
     return { ...base, dlqUrl: QueueUrl, maxReceiveCount, dlqProblem: QueueUrl === undefined ? 'GetQueueUrl returned no URL for the DLQ' : undefined };
   } catch (error) {
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${reason})` };
+    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${errorText(error)})` };
   }
 }

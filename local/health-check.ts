@@ -5,6 +5,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { sleep } from './sleep';
 
 /** How long one health check may take. */
 export const HEALTH_CHECK_TIMEOUT_MS = 2_000;
@@ -58,7 +59,8 @@ export class HealthGate {
       const due = this.lastHealthy === undefined || Date.now() - this.lastCheckedAt >= this.intervalMs;
       if (due) await this.refresh();
       if (this.lastHealthy === true) return;
-      await pause(Math.max(0, this.lastCheckedAt + this.intervalMs - Date.now()), signal);
+      // A signal aborted during the check ends this at once: its 'abort' event has been and gone.
+      await sleep(Math.max(0, this.lastCheckedAt + this.intervalMs - Date.now()), signal);
     }
   }
 
@@ -75,21 +77,4 @@ export class HealthGate {
     }
     this.lastHealthy = healthy;
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    // Aborted during the check before this pause: its 'abort' event has been and gone.
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done);
-  });
 }

@@ -17,8 +17,9 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { MAX_BATCH_CALL_ENTRIES } from '../lambda/aws-limits';
+import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
+import { sleep } from './sleep';
 
 /** Lambda's handler signature as the poller calls it. */
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
@@ -129,16 +130,6 @@ export function interpretBatchResponse(records: readonly SQSRecord[], response: 
   return { ok: true, failed };
 }
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const result: T[][] = [];
-  for (let start = 0; start < items.length; start += size) result.push(items.slice(start, start + size));
-  return result;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
-
 class TimedOut extends Error {}
 
 /** Starts `options.pollers` poll-and-invoke loops. */
@@ -182,45 +173,31 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
     return batch;
   };
 
-  /** Hands messages back to the queue at once (visibility 0). */
+  /** Hands messages back to the queue at once (visibility 0); what SQS does not take comes back after the visibility timeout anyway. */
   const release = async (messages: readonly Message[]): Promise<void> => {
-    await Promise.all(
-      chunks(messages, MAX_BATCH_CALL_ENTRIES).map((chunk) =>
-        options.sqs
-          .send(
-            new ChangeMessageVisibilityBatchCommand({
-              QueueUrl: options.queueUrl,
-              Entries: chunk.map((message, index) => ({ Id: `r${index}`, ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
-            }),
-            // A stop must end: an SQS that no longer answers gets the messages back after their visibility timeout.
-            { abortSignal: AbortSignal.timeout(RELEASE_TIMEOUT_MS) },
-          )
-          .catch(() => undefined), // they come back after the visibility timeout anyway
+    await sendInBatches(messages, (chunk) =>
+      options.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: options.queueUrl,
+          Entries: chunk.map((message, index) => ({ Id: batchEntryId(index), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
+        }),
+        // A stop must end: an SQS that no longer answers gets the messages back after their visibility timeout.
+        { abortSignal: AbortSignal.timeout(RELEASE_TIMEOUT_MS) },
       ),
     );
   };
 
   /** Deletes acknowledged records, ≤10 per call, calls in parallel; returns the ones not deleted. */
   const acknowledge = async (records: readonly SQSRecord[]): Promise<{ record: SQSRecord; reason: string }[]> => {
-    const results = await Promise.all(
-      chunks(records, MAX_BATCH_CALL_ENTRIES).map(async (chunk) => {
-        try {
-          const { Failed } = await options.sqs.send(
-            new DeleteMessageBatchCommand({
-              QueueUrl: options.queueUrl,
-              Entries: chunk.map((record, index) => ({ Id: `d${index}`, ReceiptHandle: record.receiptHandle })),
-            }),
-          );
-          return (Failed ?? []).map((failure) => ({
-            record: chunk[Number(failure.Id?.slice(1))] as SQSRecord,
-            reason: `${failure.Code ?? 'error'}: ${failure.Message ?? 'no message'}`,
-          }));
-        } catch (error) {
-          return chunk.map((record) => ({ record, reason: describe(error) }));
-        }
-      }),
+    const failed = await sendInBatches(records, (chunk) =>
+      options.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: options.queueUrl,
+          Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })),
+        }),
+      ),
     );
-    return results.flat().filter((failure) => failure.record !== undefined);
+    return failed.map(({ item, reason }) => ({ record: item, reason }));
   };
 
   const invoke = async (poller: number, handler: SqsHandler, messages: readonly Message[]): Promise<void> => {
@@ -239,7 +216,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       if (error instanceof TimedOut) {
         observer.invocationFailed?.(poller, records, 'timeout', `Task timed out after ${options.functionTimeoutMs / 1000} seconds`);
       } else {
-        observer.invocationFailed?.(poller, records, 'error', describe(error));
+        observer.invocationFailed?.(poller, records, 'error', errorText(error));
       }
       return;
     } finally {
@@ -256,17 +233,6 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
     observer.completed?.(poller, { records, acknowledged, failed, deleteFailures });
   };
 
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        stopping.signal.removeEventListener('abort', done);
-        resolve();
-      }
-      stopping.signal.addEventListener('abort', done);
-    });
-
   const loop = async (poller: number): Promise<void> => {
     const handler = options.createHandler(poller);
     let retryMs: number = RECEIVE_RETRY_MS.first;
@@ -280,7 +246,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       } catch (error) {
         if (stopping.signal.aborted) break;
         observer.receiveFailed?.(poller, error, retryMs);
-        await sleep(retryMs);
+        await sleep(retryMs, stopping.signal);
         retryMs = Math.min(RECEIVE_RETRY_MS.max, retryMs * 2);
         continue;
       }

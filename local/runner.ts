@@ -15,6 +15,7 @@ import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig, redactUrl } from '../lambda/config';
 import { createRelayHandler, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from '../lambda/relay';
+import { errorText } from '../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand } from './banner';
 import { type DemoReply, type DemoRequest, startDemoWebhook } from './demo-webhook';
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
@@ -125,7 +126,7 @@ function mappingObserver(log: LocalLog, deadLettered: readonly Set<string>[], vi
       });
     },
     receiveFailed(poller, error, retryInMs) {
-      log.line('WARN', `ReceiveMessage failed; polling again in ${retryInMs / 1000} s`, { poller, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+      log.line('WARN', `ReceiveMessage failed; polling again in ${retryInMs / 1000} s`, { poller, error: errorText(error) });
     },
     released(poller, messages) {
       log.line('INFO', `Handed ${messages} message(s) received during shutdown back to the queue`, { poller, messages });

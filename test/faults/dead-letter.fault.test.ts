@@ -11,9 +11,10 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { type Emulator, type QueueRef, startEmulator } from '../support/emulator';
 import { acknowledge, capturedTelemetry, invoke, type LogLine, relayFor } from '../support/relay';
-import { type SqsRulesProxy, startSqsRulesProxy } from '../support/sqs-rules-proxy';
+import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('the dead-letter fault key, 32 b.').toString('base64')}`;
@@ -21,15 +22,16 @@ const SECRET = `whsec_${Buffer.from('the dead-letter fault key, 32 b.').toString
 let webhook: TestWebhook;
 let standard: Emulator;
 let fifo: Emulator;
-let standardProxy: SqsRulesProxy;
-let fifoProxy: SqsRulesProxy;
+let standardProxy: SqsProxy;
+let fifoProxy: SqsProxy;
 
 beforeAll(async () => {
   webhook = await startWebhook();
   standard = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
   fifo = await startEmulator({ fifo: true, keepEnvironment: true, maxReceiveCount: 5 });
-  standardProxy = await startSqsRulesProxy(standard.endpoint, standard.region);
-  fifoProxy = await startSqsRulesProxy(fifo.endpoint, fifo.region);
+  // SQS's rule for attribute characters, which fauxqs does not check, enforced in front of it.
+  standardProxy = await startSqsProxy(standard.endpoint, standard.region, { enforceAttributeCharacters: true });
+  fifoProxy = await startSqsProxy(fifo.endpoint, fifo.region, { enforceAttributeCharacters: true });
 });
 afterAll(async () => {
   await Promise.all([standardProxy.close(), fifoProxy.close(), webhook.close()]);
@@ -43,7 +45,7 @@ afterEach(() => {
 });
 
 /** One invocation of the relay (signing on, as the stack deploys it) on what the queue holds now, and Lambda's deletes after it. */
-async function relayOnce(emulator: Emulator, proxy: SqsRulesProxy, env: Record<string, string> = {}): Promise<{ failures: number; lines: LogLine[] }> {
+async function relayOnce(emulator: Emulator, proxy: SqsProxy, env: Record<string, string> = {}): Promise<{ failures: number; lines: LogLine[] }> {
   const telemetry = capturedTelemetry();
   const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, ...env }, { sqs: proxy.sqs, logger: telemetry.logger, metrics: telemetry.metrics });
   const event = await emulator.receiveEvent();
@@ -66,7 +68,7 @@ async function drain(emulator: Emulator, queue: QueueRef): Promise<Message[]> {
 
 /** Sends a message (a producer's, or a copy redriven by hand with its attributes, as a replay does) to the main queue. */
 async function sendToQueue(emulator: Emulator, body: string, attributes?: Record<string, MessageAttributeValue>): Promise<string> {
-  const fifoQueue = emulator.queue.name.endsWith('.fifo');
+  const fifoQueue = emulator.queue.name.endsWith(FIFO_SUFFIX);
   const { MessageId } = await emulator.sqs.send(
     new SendMessageCommand({ QueueUrl: emulator.queue.url, MessageBody: body, MessageAttributes: attributes, ...(fifoQueue ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}) }),
   );
@@ -169,12 +171,24 @@ describe('an existing queue pair whose DLQ takes less than 1 MiB', () => {
 });
 
 describe('a response excerpt holding characters SQS refuses in attribute values', () => {
+  test('the stand-in for SQS refuses such a value as SQS does, so a copy that kept one could not pass', async () => {
+    const attributes = { reason: { DataType: 'String', StringValue: 'bad\uFFFEinput' } };
+    const send = (input: { MessageAttributes: Record<string, MessageAttributeValue> }) =>
+      standardProxy.sqs.send(new SendMessageCommand({ QueueUrl: standard.dlq.url, MessageBody: '{}', ...input }));
+    await expect(send({ MessageAttributes: attributes })).rejects.toMatchObject({ name: 'InvalidMessageContents' });
+    expect(standardProxy.refusals.get('SendMessage')).toBe(1);
+    await expect(send({ MessageAttributes: { reason: { DataType: 'String', StringValue: 'bad\uFFFDinput' } } })).resolves.toMatchObject({ MessageId: expect.any(String) });
+    standardProxy.reset();
+    standardProxy.refusals.clear();
+    expect(await drain(standard, standard.dlq)).toHaveLength(1);
+  });
+
   test('U+FFFE and U+FFFF in a 404 body: the copy lands, those characters replaced by U+FFFD', async () => {
     webhook.respondWith(() => ({ status: 404, body: 'bad\uFFFEinput\uFFFF end' }));
     const id = await sendToQueue(standard, '{"payload":1}');
     const { failures } = await relayOnce(standard, standardProxy);
     expect(failures).toBe(0);
-    expect(standardProxy.refused()).toBe(0);
+    expect(standardProxy.refusals.size).toBe(0);
     expect(await drain(standard, standard.queue)).toEqual([]);
     const [copy] = await drain(standard, standard.dlq);
     expect(copy?.Body).toBe('{"payload":1}');

@@ -19,10 +19,11 @@ import { createServer as createTcpServer, connect, type AddressInfo, type Server
 import { rmSync } from 'node:fs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { deployedEnvironment, startTemplateEmulator } from '../support/deployed';
+import type { Emulator } from '../support/emulator';
 import { acknowledge, sleep } from '../support/relay';
 import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
-import { type LoadedBundle, resolveEnvironment, startBundle, type SynthesizedBundle, synthesizeBundle, templateQueues } from '../support/synth';
+import { type LoadedBundle, startBundle, type SynthesizedBundle, synthesizeBundle, templateQueues } from '../support/synth';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 /** Idle time after which the relay in front of the webhook forgets a connection. */
@@ -91,23 +92,15 @@ let relay: LoadedBundle;
 beforeAll(async () => {
   bundle = await synthesizeBundle();
   const queues = templateQueues(bundle.template);
-  emulator = await startEmulator({ maxReceiveCount: queues.maxReceiveCount, visibilityTimeout: queues.visibilityTimeout, fifo: queues.fifo, keepEnvironment: true });
+  emulator = await startTemplateEmulator(queues);
   secretsManager = await startSecretsManager();
   secretsManager.secrets.set(SIGNING_SECRET_ARN, SIGNING_KEY);
   webhook = await startWebhook();
   network = await startForgetfulRelay(new URL(webhook.url), FORGET_AFTER_MS);
-  const [signingSecretId] = Object.entries(bundle.template.Resources).find(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret') ?? [];
-  environment = {
-    ...resolveEnvironment(bundle.environment, {
-      [queues.queueLogicalId]: emulator.queue.url,
-      [`${queues.queueLogicalId}.Arn`]: emulator.queue.arn,
-      [queues.deadLetterQueueLogicalId]: emulator.dlq.url,
-      [`${queues.deadLetterQueueLogicalId}.Arn`]: emulator.dlq.arn,
-      [String(signingSecretId)]: SIGNING_SECRET_ARN,
-    }),
+  environment = deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
     WEBHOOK_URL: network.url,
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
-  };
+  });
   expect(environment.MAX_CONCURRENCY).toBe(String(RECORDS));
 }, 120_000);
 

@@ -4,7 +4,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { classify, isTransientStatus } from '../../lambda/classify';
-import type { BackoffSettings, PermanentFailureMode } from '../../lambda/config';
+import type { PermanentFailureMode } from '../../lambda/config';
+import type { BackoffSettings } from '../../lambda/retry-timing';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
 
 const NOW = Date.UTC(2015, 9, 21, 7, 26, 0); // two minutes before the date below

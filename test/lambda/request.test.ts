@@ -6,8 +6,10 @@ import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { loadConfig, type RelayConfig } from '../../lambda/config';
-import { buildDeliveryRequest, type DeliveryRequest, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
+import { checkAuthorizationValue, loadConfig, type RelayConfig } from '../../lambda/config';
+import { isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from '../../lambda/header-rules';
+import { buildDeliveryRequest, type DeliveryRequest } from '../../lambda/request';
+import { queueNameOfArn } from '../../lambda/sqs-util';
 import { sqsRecord as syntheticRecord } from '../support/records';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';
@@ -440,6 +442,38 @@ describe('isLegalHeaderValue', () => {
       { numRuns: 2_000 },
     );
     for (const length of [MAX_ATTRIBUTE_HEADER_LENGTH, MAX_ATTRIBUTE_HEADER_LENGTH + 1]) expect(isLegalHeaderValue('x'.repeat(length))).toBe(reference('x'.repeat(length)));
+  });
+});
+
+describe('one header-value rule for requests and settings', () => {
+  test('property: a Content-Type or Authorization value start-up accepts is exactly one a message may carry as its Body.ContentType', () => {
+    const unit = fc.constantFrom('a', '/', ';', '=', ' ', '\t', '\r', '\n', '\0', '\x7f', 'é', '🚀');
+    // Settings are trimmed when read and never empty (blank is unset): compare values a setting can hold.
+    const setting = fc.string({ unit, minLength: 1, maxLength: 10 }).filter((value) => value.trim() === value);
+    const acceptedAs = (variable: string, value: string): boolean => {
+      try {
+        config({ [variable]: value });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    fc.assert(
+      fc.property(setting, (value) => {
+        const carried = build(sqsRecord({ messageAttributes: { 'Body.ContentType': str(value) } }), DEFAULTS).headers['Content-Type'] === value;
+        expect(acceptedAs('DEFAULT_CONTENT_TYPE', value)).toBe(carried);
+        expect(acceptedAs('AUTH_HEADER', value)).toBe(carried);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test('settings have no attribute length limit, and an empty Authorization (from a secret) is refused', () => {
+    const long = `Bearer ${'t'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH)}`;
+    expect(checkAuthorizationValue(long)).toBe(long);
+    const longType = `text/plain; x=${'y'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH)}`;
+    expect(config({ DEFAULT_CONTENT_TYPE: longType }).defaultContentType).toBe(longType);
+    expect(() => checkAuthorizationValue('')).toThrow(/not allowed in a header/);
   });
 });
 

@@ -4,8 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import type { BackoffSettings } from '../../lambda/config';
 import {
+  type BackoffSettings,
   backoffDelay,
   clampVisibility,
   DEFAULT_BACKOFF_SCHEDULE,

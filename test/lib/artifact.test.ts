@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../support/asset';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { deployedEnvironment, startTemplateEmulator } from '../support/deployed';
+import type { Emulator } from '../support/emulator';
 import {
   type LoadedBundle,
-  resolveEnvironment,
   startBundle,
   type SynthesizedBundle,
   synthesizeBundle,
@@ -59,24 +59,16 @@ async function receiveBatch(count: number): Promise<SQSEvent> {
 beforeAll(async () => {
   bundle = await synthesizeBundle();
   queues = templateQueues(bundle.template);
-  emulator = await startEmulator({ maxReceiveCount: queues.maxReceiveCount, visibilityTimeout: queues.visibilityTimeout, fifo: queues.fifo, keepEnvironment: true });
+  emulator = await startTemplateEmulator(queues);
   webhook = await startWebhook((request) => REPLIES[request.body.toString() as Body] ?? { status: 500 });
   secretsManager = await startSecretsManager();
   secretsManager.secrets.set(SIGNING_SECRET_ARN, SIGNING_KEY);
-  const [signingSecretId] = Object.entries(bundle.template.Resources).find(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret') ?? [];
-  environment = {
-    ...resolveEnvironment(bundle.environment, {
-      [queues.queueLogicalId]: emulator.queue.url,
-      [`${queues.queueLogicalId}.Arn`]: emulator.queue.arn,
-      [queues.deadLetterQueueLogicalId]: emulator.dlq.url,
-      [`${queues.deadLetterQueueLogicalId}.Arn`]: emulator.dlq.arn,
-      [String(signingSecretId)]: SIGNING_SECRET_ARN,
-    }),
+  environment = deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
     // The only value changed: the deployed URL is not reachable from a test.
     WEBHOOK_URL: webhook.url,
     // Where the SDK finds Secrets Manager, as AWS_ENDPOINT_URL_SQS points it at the emulator.
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
-  };
+  });
   relay = await startBundle(bundle, { environment, aws: { endpoint: emulator.endpoint, region: emulator.region }, traceModuleLoads: true });
   loadedAtInit = relay.loadedModules();
   graph = await moduleGraph(bundle.bundleDir);

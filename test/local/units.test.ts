@@ -3,14 +3,17 @@
  * answers, how the handler's log lines read on a terminal, the printed commands, and how the
  * standalone relay finds its way to SQS.
  */
+import { getEventListeners } from 'node:events';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
+import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
 import { demoReplyFor } from '../../local/demo-webhook';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
-import { connectionFor, regionOfQueueHost } from '../../local/existing-queue';
+import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
-import { deadLetterQueueName, loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
+import { loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
+import { sleep } from '../../local/sleep';
 
 describe('local settings', () => {
   test('defaults: the emulator on 4566, queue webhook-relay, one poller, batches of 10, a 30 s function', () => {
@@ -57,11 +60,6 @@ describe('local settings', () => {
     expect(visibilityTimeoutFor(120, 20)).toBe(740);
     expect(visibilityTimeoutFor(900, 300)).toBe(5_700);
     expect(visibilityTimeoutFor(900 * 10, 0)).toBe(43_200);
-  });
-
-  test('the DLQ is <name>-dlq, and stays FIFO', () => {
-    expect(deadLetterQueueName('webhook-relay')).toBe('webhook-relay-dlq');
-    expect(deadLetterQueueName('orders.fifo')).toBe('orders-dlq.fifo');
   });
 });
 
@@ -198,5 +196,27 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+});
+
+describe('the pause between attempts', () => {
+  test('lasts its time when nothing stops it', async () => {
+    const started = Date.now();
+    await sleep(50, new AbortController().signal);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  test('ends at once on a stop, or when stopped already, and leaves no listener on the signal', async () => {
+    const stop = new AbortController();
+    const pause = sleep(60_000, stop.signal);
+    stop.abort();
+    await pause; // would hold the test for a minute (and time it out) if the stop did not end it
+    await sleep(60_000, stop.signal);
+    const kept = new AbortController();
+    const pending = sleep(20, kept.signal);
+    expect(getEventListeners(kept.signal, 'abort')).toHaveLength(1);
+    await pending;
+    for (let round = 0; round < 3; round += 1) await sleep(1, kept.signal);
+    expect(getEventListeners(kept.signal, 'abort')).toHaveLength(0);
   });
 });

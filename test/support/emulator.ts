@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from '../../local/event-source';
 
 export interface QueueRef {
@@ -53,11 +54,10 @@ export const TEST_REGION = 'us-east-1';
 /** Starts an emulator with a fresh queue pair; call `stop()` in `afterAll`. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const server = await startFauxqs({ port: 0, logger: false, defaultRegion: TEST_REGION });
-  const suffix = options.fifo === true ? '.fifo' : '';
-  const base = `relay-${randomUUID().slice(0, 8)}`;
+  const name = `relay-${randomUUID().slice(0, 8)}${options.fifo === true ? FIFO_SUFFIX : ''}`;
   const fifoAttributes: Record<string, string> = options.fifo === true ? { FifoQueue: 'true' } : {};
-  const dlqCreated = server.createQueue(`${base}-dlq${suffix}`, { attributes: { ...fifoAttributes } });
-  const queueCreated = server.createQueue(`${base}${suffix}`, {
+  const dlqCreated = server.createQueue(deadLetterQueueName(name), { attributes: { ...fifoAttributes } });
+  const queueCreated = server.createQueue(name, {
     attributes: {
       ...fifoAttributes,
       VisibilityTimeout: String(options.visibilityTimeout ?? 30),

@@ -9,6 +9,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../../lambda/config';
 import { createRelayHandler, type RelayDependencies, type RelayHandler } from '../../lambda/relay';
+import { batchEntryId, sendInBatches } from '../../lambda/sqs-util';
 import { createLambdaContext } from '../../local/event-source';
 
 /** A log line the relay wrote, parsed. */
@@ -48,18 +49,17 @@ export function invoke(handler: RelayHandler, event: SQSEvent, timeoutMs = 30_00
   return handler(event, createLambdaContext(timeoutMs));
 }
 
-/** What Lambda does after a partial batch response: delete every record not reported as failed. */
+/**
+ * What Lambda does after a partial batch response: delete every record not reported as failed.
+ * @throws when SQS deleted not all of them, naming why: a test relies on the queue's state after
+ */
 export async function acknowledge(sqs: SQSClient, queueUrl: string, event: SQSEvent, response: SQSBatchResponse): Promise<void> {
   const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
   const done = event.Records.filter((record) => !failed.has(record.messageId));
-  for (let start = 0; start < done.length; start += 10) {
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: done.slice(start, start + 10).map((record, index) => ({ Id: `d${index}`, ReceiptHandle: record.receiptHandle })),
-      }),
-    );
-  }
+  const notDeleted = await sendInBatches(done, (chunk) =>
+    sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })) })),
+  );
+  if (notDeleted.length > 0) throw new Error(`acknowledge: ${notDeleted.length} record(s) not deleted, the first: ${notDeleted[0]?.reason}`);
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,8 @@
  * can refuse chosen actions, so tests watch the relay when SQS says no, and the benchmarks report
  * exactly which calls a batch cost, over the real wire protocol rather than a mocked client.
  * It can also hang chosen actions (an endpoint that accepts and never answers), before or after
- * passing the call on. Listens on 127.0.0.1 only.
+ * passing the call on. Optionally it enforces the one message rule fauxqs leaves unchecked
+ * ({@link SqsProxyOptions.enforceAttributeCharacters}). Listens on 127.0.0.1 only.
  */
 import { Agent, createServer, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +18,7 @@ export interface SqsProxy {
   readonly sqs: SQSClient;
   /** Actions (e.g. `ChangeMessageVisibilityBatch`) currently refused with 403 AccessDenied. */
   readonly refused: Set<string>;
-  /** How many requests of each action were refused. */
+  /** How many requests of each action were refused (AccessDenied, or InvalidMessageContents under the attribute rule). */
   readonly refusals: Map<string, number>;
   /** Actions currently accepted and never answered nor passed on (SQS never sees them). */
   readonly hung: Set<string>;
@@ -36,8 +37,35 @@ export interface SqsProxy {
   close(): Promise<void>;
 }
 
+/** What the proxy checks besides what it is told to refuse or hang. */
+export interface SqsProxyOptions {
+  /**
+   * Refuse a `SendMessage`/`SendMessageBatch` whose string attribute values hold a character a
+   * message body may not (#x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF; SQS's
+   * MessageAttributeValue has "the same restrictions on the content as the message body"), as
+   * SQS does, with `InvalidMessageContents`. fauxqs 1.9 checks bodies and the 1 MiB size itself,
+   * not this.
+   */
+  readonly enforceAttributeCharacters?: boolean;
+}
+
+// Written from SQS's documentation, not taken from lambda/: the stand-in for SQS must not share the relay's mistakes.
+const ILLEGAL_IN_MESSAGE = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+type Attributes = Record<string, { StringValue?: unknown }> | undefined;
+
+/** True for a SendMessage(Batch) body with a string attribute value SQS would refuse. */
+function hasIllegalAttribute(action: string, body: Buffer): boolean {
+  if (action !== 'SendMessage' && action !== 'SendMessageBatch') return false;
+  const input = JSON.parse(body.toString('utf8')) as { MessageAttributes?: Attributes; Entries?: { MessageAttributes?: Attributes }[] };
+  const messages = action === 'SendMessage' ? [input] : (input.Entries ?? []);
+  return messages.some((message) =>
+    Object.values(message.MessageAttributes ?? {}).some((attribute) => typeof attribute.StringValue === 'string' && ILLEGAL_IN_MESSAGE.test(attribute.StringValue)),
+  );
+}
+
 /** Starts a proxy forwarding to `target` (the emulator's endpoint). */
-export async function startSqsProxy(target: string, region: string): Promise<SqsProxy> {
+export async function startSqsProxy(target: string, region: string, options: SqsProxyOptions = {}): Promise<SqsProxy> {
   const upstream = new URL(target);
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const refused = new Set<string>();
@@ -75,6 +103,12 @@ export async function startSqsProxy(target: string, region: string): Promise<Sqs
         refusals.set(action, (refusals.get(action) ?? 0) + 1);
         outgoing.writeHead(403, { 'Content-Type': 'application/x-amz-json-1.0' });
         outgoing.end(JSON.stringify({ __type: 'com.amazonaws.sqs#AccessDenied', message: `test proxy refuses ${action}` }));
+        return;
+      }
+      if (options.enforceAttributeCharacters === true && hasIllegalAttribute(action, body)) {
+        refusals.set(action, (refusals.get(action) ?? 0) + 1);
+        outgoing.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
+        outgoing.end(JSON.stringify({ __type: 'com.amazonaws.sqs#InvalidMessageContents', message: 'Invalid characters found in a message attribute value.' }));
         return;
       }
       if (hung.has(action)) return hold(action, outgoing);
