@@ -10,7 +10,7 @@ import type { BreakerSettings } from './breaker';
 import { DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
 import { boolean, ConfigError, type Env, integer, oneOf, read } from './env';
-import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, type Setting, SETTINGS, type SettingName } from './settings';
+import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type Setting } from './settings';
 
 export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
 
@@ -145,7 +145,7 @@ export function checkAuthorizationValue(value: string): string {
 function schedule(env: Env): readonly number[] {
   const raw = read(env, 'BACKOFF_SCHEDULE');
   if (raw === undefined) return DEFAULT_BACKOFF_SCHEDULE;
-  const { min, max } = SETTINGS.BACKOFF_SCHEDULE;
+  const { min, max } = FUNCTION_SETTINGS.BACKOFF_SCHEDULE;
   const delays = raw.split(',').map((part) => part.trim());
   if (!delays.every((delay) => /^[0-9]+$/.test(delay) && Number(delay) <= max)) {
     throw new ConfigError('BACKOFF_SCHEDULE', `comma-separated whole seconds from ${min} to ${max}, e.g. "60,600,3600"`, raw);
@@ -156,25 +156,25 @@ function schedule(env: Env): readonly number[] {
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** A whole-number setting, with the registry's variable, default and bounds. */
-function int(env: Env, name: SettingName): number {
-  const setting: Setting = SETTINGS[name];
+function int(env: Env, name: keyof typeof FUNCTION_SETTINGS): number {
+  const setting: Setting = FUNCTION_SETTINGS[name];
   return integer(env, setting.variable ?? name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
 }
 
 /** A true/false setting, with the registry's default. */
 function bool(env: Env, name: 'ALLOW_INSECURE_HTTP' | 'BACKOFF_JITTER'): boolean {
-  return boolean(env, name, SETTINGS[name].default);
+  return boolean(env, name, FUNCTION_SETTINGS[name].default);
 }
 
 /** A one-of setting, with the registry's choices and default. */
 function choice<T extends string>(env: Env, name: 'BACKOFF' | 'PERMANENT_FAILURE'): T {
-  const setting: Setting = SETTINGS[name];
+  const setting: Setting = FUNCTION_SETTINGS[name];
   return oneOf(env, name, setting.choices as readonly T[], setting.default as T);
 }
 
 /** A string setting, or its default. */
 function text(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string {
-  return read(env, name) ?? SETTINGS[name].default;
+  return read(env, name) ?? FUNCTION_SETTINGS[name].default;
 }
 
 function breakerSettings(env: Env): BreakerSettings {

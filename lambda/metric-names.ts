@@ -3,7 +3,7 @@
  * them) and the CDK construct (whose dashboard and alarms read them): one source, no drift.
  * Kept free of dependencies so the CDK app can load it without the function's.
  */
-import { SETTINGS } from './settings';
+import { FUNCTION_SETTINGS } from './settings';
 
 /** Metric names (CloudWatch embedded metric format, dimension `service`). */
 export const METRIC_NAMES = {
@@ -16,4 +16,4 @@ export const METRIC_NAMES = {
 } as const;
 
 /** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */
-export const DEFAULT_METRICS_NAMESPACE = SETTINGS.POWERTOOLS_METRICS_NAMESPACE.default;
+export const DEFAULT_METRICS_NAMESPACE = FUNCTION_SETTINGS.POWERTOOLS_METRICS_NAMESPACE.default;

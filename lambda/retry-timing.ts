@@ -6,7 +6,7 @@
 import type { BackoffSettings } from './config';
 
 import { MAX_VISIBILITY_SECONDS } from './aws-limits';
-import { SETTINGS } from './settings';
+import { FUNCTION_SETTINGS } from './settings';
 
 export { MAX_VISIBILITY_SECONDS };
 
@@ -23,7 +23,7 @@ export const RECEIVE_TO_INVOKE_SLACK_SECONDS = 300;
  * `maxReceiveCount` of 5 a message is retried for about a day (83,460 s) before the DLQ,
  * like the schedules webhook services publish.
  */
-export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = SETTINGS.BACKOFF_SCHEDULE.default;
+export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = FUNCTION_SETTINGS.BACKOFF_SCHEDULE.default;
 
 /** Fractional jitter added on top of a backoff delay, at most (SPEC §2: up to 25 %). */
 export const MAX_JITTER_FRACTION = 0.25;
