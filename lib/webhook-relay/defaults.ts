@@ -54,3 +54,8 @@ export const PROP_OF_VARIABLE: Readonly<Record<string, string>> = Object.fromEnt
 
 /** The dead-letter queue's retention: the SQS maximum, so a message outlives any main-queue retention. */
 export const DLQ_RETENTION = Duration.days(14);
+
+/** Fails to compile unless `T` is `never`. */
+type MustBeNever<T extends never> = T;
+/** Compile-time check: every prop the registry names is a prop of {@link WebhookRelayProps} (a new setting's prop must be declared there, with its `@default`). */
+export type RegistryPropsAreProps = MustBeNever<Exclude<Extract<Entry, { prop: string }>['prop'], keyof WebhookRelayProps>>;
