@@ -7,6 +7,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
 import { verifyOriginalId } from './message-id';
+import { FUNCTION_SETTINGS } from './settings';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
 export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
@@ -190,7 +191,7 @@ function carrierHeaderNames(prefix: string): CarrierHeaderNames {
 }
 
 // Per record these would be nine string concatenations; a function has one prefix for its life.
-let headerNames = carrierHeaderNames('X-Carrier-');
+let headerNames = carrierHeaderNames(FUNCTION_SETTINGS.HEADER_PREFIX.default);
 // Every record of a batch comes from the same queue: its name, legality and FIFO-ness, worked out once.
 let lastQueue = { arn: '', name: '', legal: true, fifo: false };
 
