@@ -17,8 +17,7 @@ import {
   visibilityTimeoutSecondsFor,
 } from '../../lambda/aws-limits';
 import { type BreakerSettings, receivesToSurvive } from '../../lambda/breaker';
-import { SETTINGS } from '../../lambda/settings';
-import { BACKOFF_POLICIES } from '../../lambda/settings';
+import { BACKOFF_POLICIES, SETTINGS } from '../../lambda/settings';
 import { backoffDelay } from '../../lambda/retry-timing';
 import { check, seconds, wholeNumber } from './checks';
 import { DLQ_RETENTION, RELAY_DEFAULTS } from './defaults';
