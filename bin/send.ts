@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { type MessageAttributeValue, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { oneLine, sqsStartupError, StartupError } from '../local/errors';
 import { clientConfig, connectionFor } from '../local/existing-queue';
+import { SETTINGS } from '../lambda/settings';
 
 const USAGE = 'usage: npx tsx bin/send.ts [--queue-url URL] [--attribute Name=Value]... [--group-id ID] [--count N] [BODY]';
 
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   }
   if (positionals.length > 1) throw new StartupError(`one BODY at most (quote it); got ${positionals.length} arguments. ${USAGE}`);
   const queueUrl =
-    values['queue-url'] ?? process.env.QUEUE_URL ?? `http://127.0.0.1:${process.env.SQS_PORT || 4566}/000000000000/${process.env.QUEUE_NAME || 'webhook-relay'}`;
+    values['queue-url'] ?? process.env.QUEUE_URL ?? `http://127.0.0.1:${process.env.SQS_PORT || SETTINGS.SQS_PORT.default}/000000000000/${process.env.QUEUE_NAME || SETTINGS.QUEUE_NAME.default}`;
   const count = values.count === undefined ? 1 : Number(values.count);
   if (!Number.isSafeInteger(count) || count < 1 || count > 100_000) throw new StartupError(`--count must be a whole number from 1 to 100000; got ${values.count}`);
   let body = positionals[0];

@@ -8,16 +8,15 @@ import { version } from '../package.json';
 import type { SecretSource } from './secrets';
 import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
-import { BACKOFF_POLICIES, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
+import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
 import { boolean, ConfigError, type Env, integer, oneOf, read } from './env';
+import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type Setting } from './settings';
 
-export { ConfigError };
+export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
 // The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
-export { BACKOFF_POLICIES, type BackoffPolicyName, type BackoffSettings } from './retry-timing';
+export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
 
-/** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
-export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
 /** One of {@link PERMANENT_FAILURE_MODES}. */
 export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
 
@@ -92,7 +91,7 @@ function webhookUrl(env: Env): URL {
     throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
   }
   // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
-  const allowInsecure = boolean(env, 'ALLOW_INSECURE_HTTP', false);
+  const allowInsecure = bool(env, 'ALLOW_INSECURE_HTTP');
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecure) {
     throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, redactUrl(raw));
   }
@@ -133,20 +132,43 @@ export function checkAuthorizationValue(value: string): string {
 function schedule(env: Env): readonly number[] {
   const raw = read(env, 'BACKOFF_SCHEDULE');
   if (raw === undefined) return DEFAULT_BACKOFF_SCHEDULE;
+  const { min, max } = FUNCTION_SETTINGS.BACKOFF_SCHEDULE;
   const delays = raw.split(',').map((part) => part.trim());
-  if (!delays.every((delay) => /^[0-9]+$/.test(delay) && Number(delay) <= 43_200)) {
-    throw new ConfigError('BACKOFF_SCHEDULE', 'comma-separated whole seconds from 0 to 43200, e.g. "60,600,3600"', raw);
+  if (!delays.every((delay) => /^[0-9]+$/.test(delay) && Number(delay) <= max)) {
+    throw new ConfigError('BACKOFF_SCHEDULE', `comma-separated whole seconds from ${min} to ${max}, e.g. "60,600,3600"`, raw);
   }
   return delays.map(Number);
 }
 
+/** A whole-number setting, with the registry's variable, default and bounds. */
+function int(env: Env, name: keyof typeof FUNCTION_SETTINGS): number {
+  const setting: Setting = FUNCTION_SETTINGS[name];
+  return integer(env, setting.variable ?? name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
+}
+
+/** A true/false setting, with the registry's default. */
+function bool(env: Env, name: 'ALLOW_INSECURE_HTTP' | 'BACKOFF_JITTER'): boolean {
+  return boolean(env, name, FUNCTION_SETTINGS[name].default);
+}
+
+/** A one-of setting, with the registry's choices and default. */
+function choice<T extends string>(env: Env, name: 'BACKOFF' | 'PERMANENT_FAILURE'): T {
+  const setting: Setting = FUNCTION_SETTINGS[name];
+  return oneOf(env, name, setting.choices as readonly T[], setting.default as T);
+}
+
+/** A string setting, or its default. */
+function text(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string {
+  return read(env, name) ?? FUNCTION_SETTINGS[name].default;
+}
+
 function breakerSettings(env: Env): BreakerSettings {
-  const initialIntervalSeconds = integer(env, 'OUTAGE_BACKOFF_SECONDS', 30, 1, 43_200);
-  const maxIntervalSeconds = integer(env, 'OUTAGE_BACKOFF_MAX_SECONDS', 900, 1, 43_200);
+  const initialIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
+  const maxIntervalSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
   if (maxIntervalSeconds < initialIntervalSeconds) {
     throw new ConfigError('OUTAGE_BACKOFF_MAX_SECONDS', `at least OUTAGE_BACKOFF_SECONDS (${initialIntervalSeconds})`, String(maxIntervalSeconds));
   }
-  return { threshold: integer(env, 'OUTAGE_THRESHOLD', 5, 0, 1_000), initialIntervalSeconds, maxIntervalSeconds };
+  return { threshold: int(env, 'OUTAGE_THRESHOLD'), initialIntervalSeconds, maxIntervalSeconds };
 }
 
 /**
@@ -154,16 +176,16 @@ function breakerSettings(env: Env): BreakerSettings {
  * @throws {ConfigError} naming the first variable that is missing or malformed.
  */
 export function loadConfig(env: Env = process.env): RelayConfig {
-  const headerPrefix = read(env, 'HEADER_PREFIX') ?? 'X-Carrier-';
+  const headerPrefix = text(env, 'HEADER_PREFIX');
   if (!HEADER_TOKEN.test(headerPrefix)) {
     throw new ConfigError('HEADER_PREFIX', 'characters legal in a header name (letters, digits, "-")', headerPrefix);
   }
-  const defaultContentType = read(env, 'DEFAULT_CONTENT_TYPE') ?? 'application/json';
+  const defaultContentType = text(env, 'DEFAULT_CONTENT_TYPE');
   if (!isLegalHeaderValue(defaultContentType, Infinity)) {
     throw new ConfigError('DEFAULT_CONTENT_TYPE', 'a printable ASCII media type', defaultContentType);
   }
-  const baseSeconds = integer(env, 'BACKOFF_BASE_SECONDS', 2, 0, 43_200);
-  const maxSeconds = integer(env, 'BACKOFF_MAX_SECONDS', 300, 0, 43_200);
+  const baseSeconds = int(env, 'BACKOFF_BASE_SECONDS');
+  const maxSeconds = int(env, 'BACKOFF_MAX_SECONDS');
   if (maxSeconds < baseSeconds) {
     throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
   }
@@ -171,23 +193,23 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     webhookUrl: webhookUrl(env),
     headerPrefix,
     defaultContentType,
-    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 10_000, 1, 900_000),
-    maxConcurrency: integer(env, 'MAX_CONCURRENCY', 10, 1, 1_000),
-    deadlineMarginMs: integer(env, 'DEADLINE_MARGIN_MS', 1_000, 0, 60_000),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS'),
+    maxConcurrency: int(env, 'MAX_CONCURRENCY'),
+    deadlineMarginMs: int(env, 'DEADLINE_MARGIN_MS'),
     backoff: {
-      policy: oneOf(env, 'BACKOFF', BACKOFF_POLICIES, 'exponential'),
+      policy: choice<BackoffPolicyName>(env, 'BACKOFF'),
       baseSeconds,
       maxSeconds,
-      jitter: boolean(env, 'BACKOFF_JITTER', true),
+      jitter: bool(env, 'BACKOFF_JITTER'),
       schedule: schedule(env),
     },
-    permanentFailure: oneOf(env, 'PERMANENT_FAILURE', PERMANENT_FAILURE_MODES, 'dead-letter'),
+    permanentFailure: choice<PermanentFailureMode>(env, 'PERMANENT_FAILURE'),
     deadLetterQueueUrl: read(env, 'DLQ_URL'),
-    maxReceiveCount: integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000),
+    maxReceiveCount: int(env, 'MAX_RECEIVE_COUNT'),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
     signingSecret: checkLiteral(secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'), 'SIGNING_SECRET', parseSigningKeys, 'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)'),
     authorization: checkLiteral(secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'), 'AUTH_HEADER', checkAuthorizationValue, 'a legal header value (printable ASCII, e.g. "Bearer <token>")'),
-    secretsRefreshSeconds: integer(env, 'SECRETS_REFRESH_SECONDS', 300, 0, 86_400),
+    secretsRefreshSeconds: int(env, 'SECRETS_REFRESH_SECONDS'),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * The names the function's metrics are published under, shared by the handler (which emits
  * them) and the CDK construct (whose dashboard and alarms read them): one source, no drift.
- * Kept free of imports so the CDK app can load it without the function's dependencies.
+ * Kept free of dependencies so the CDK app can load it without the function's.
  */
+import { FUNCTION_SETTINGS } from './settings';
 
 /** Metric names (CloudWatch embedded metric format, dimension `service`). */
 export const METRIC_NAMES = {
@@ -15,4 +16,4 @@ export const METRIC_NAMES = {
 } as const;
 
 /** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */
-export const DEFAULT_METRICS_NAMESPACE = 'SqsWebhookRelay';
+export const DEFAULT_METRICS_NAMESPACE = FUNCTION_SETTINGS.POWERTOOLS_METRICS_NAMESPACE.default;

@@ -24,6 +24,7 @@ import { buildDeliveryRequest, type DeliveryRequest } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
+import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
@@ -32,7 +33,7 @@ import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater }
 export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
 
 /** The default service name of logs and metrics (`POWERTOOLS_SERVICE_NAME` overrides it). */
-export const DEFAULT_SERVICE_NAME = 'sqs-webhook-relay';
+export const DEFAULT_SERVICE_NAME = FUNCTION_SETTINGS.POWERTOOLS_SERVICE_NAME.default;
 /** No request starts with less than this left before the deadline margin: it could not finish. */
 export const MIN_REQUEST_TIME_MS = 100;
 /**

@@ -8,6 +8,7 @@ import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
 import { HEADER_TOKEN, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from './header-rules';
 import { verifyOriginalId } from './message-id';
+import { FUNCTION_SETTINGS } from './settings';
 import { queueNameOfArn } from './sqs-util';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
@@ -162,7 +163,7 @@ function carrierHeaderNames(prefix: string): CarrierHeaderNames {
 }
 
 // Per record these would be nine string concatenations; a function has one prefix for its life.
-let headerNames = carrierHeaderNames('X-Carrier-');
+let headerNames = carrierHeaderNames(FUNCTION_SETTINGS.HEADER_PREFIX.default);
 // Every record of a batch comes from the same queue: its name, legality and FIFO-ness, worked out once.
 let lastQueue = { arn: '', name: '', legal: true, fifo: false };
 

@@ -4,11 +4,11 @@
  * limit on how long a received message may stay invisible.
  */
 import { MAX_VISIBILITY_SECONDS } from './aws-limits';
+import { BACKOFF_POLICIES, FUNCTION_SETTINGS } from './settings';
 
-export { MAX_VISIBILITY_SECONDS };
+// The policies' names are declared with the settings (`BACKOFF`); their types live with the policy.
+export { BACKOFF_POLICIES, MAX_VISIBILITY_SECONDS };
 
-/** The backoff policies of SPEC §2 (`BACKOFF`). */
-export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
 /** One of {@link BACKOFF_POLICIES}. */
 export type BackoffPolicyName = (typeof BACKOFF_POLICIES)[number];
 
@@ -38,7 +38,7 @@ export const RECEIVE_TO_INVOKE_SLACK_SECONDS = 300;
  * `maxReceiveCount` of 5 a message is retried for about a day (83,460 s) before the DLQ,
  * like the schedules webhook services publish.
  */
-export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = [60, 600, 3_600, 36_000, 43_200];
+export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = FUNCTION_SETTINGS.BACKOFF_SCHEDULE.default;
 
 /** Fractional jitter added on top of a backoff delay, at most (SPEC §2: up to 25 %). */
 export const MAX_JITTER_FRACTION = 0.25;

@@ -6,76 +6,43 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import {
-  MAX_BATCHING_WINDOW_SECONDS,
-  MAX_EVENT_SOURCE_BATCH_SIZE,
-  MAX_FIFO_EVENT_SOURCE_BATCH_SIZE,
-  MAX_FUNCTION_TIMEOUT_SECONDS,
-  MAX_VISIBILITY_SECONDS,
-} from '../lambda/aws-limits';
-import { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES, WebhookRelayConfigError } from './webhook-relay';
+import { MAX_FIFO_EVENT_SOURCE_BATCH_SIZE } from '../lambda/aws-limits';
+import { type Setting, SETTING_DOCS, SETTING_LIST, type SettingName, SETTINGS } from '../lambda/settings';
+import { type Entry, toPropValue } from './webhook-relay/defaults';
+import { WebhookRelayConfigError } from './webhook-relay/props';
 import type { WebhookRelayStackProps } from './webhook-relay-stack';
 
-type Kind = 'string' | 'boolean' | 'integer';
+/** The name of a context key the app reads. */
+export type ContextKeyName = Extract<Entry, { context: string }>['context'];
 
 /** One context key: its type and the one-line description the docs and errors use. */
 export interface ContextKey {
-  readonly kind: Kind;
+  readonly kind: 'string' | 'boolean' | 'integer';
   readonly description: string;
   /** The allowed values, for keys that take one of a list. */
   readonly choices?: readonly string[];
   /** The smallest and largest whole number an integer key takes (the construct's or AWS's limits, in the key's unit). */
   readonly range?: readonly [number, number];
+  /** The setting it sets. */
+  readonly setting: Setting;
 }
 
-const DAY_MINUTES = 24 * 60;
-
-/** Every context key the app reads, in the order the docs list them. */
-export const CONTEXT_KEYS = {
-  webhookUrl: { kind: 'string', description: 'where every message is POSTed (https://…); without it the template takes the CloudFormation parameter WebhookUrl' },
-  stackName: { kind: 'string', description: 'the stack name, which also names the dashboard, the alarms and the metrics service (default SqsWebhookRelay)' },
-  alarmEmail: { kind: 'string', description: 'e-mail address subscribed to the alarm topic' },
-  fifo: { kind: 'boolean', description: 'create FIFO queues (default false)' },
-  queueName: { kind: 'string', description: 'name of the queue (the DLQ is <name>-dlq; default generated)' },
-  queueArn: { kind: 'string', description: 'relay from this existing queue instead of creating one (needs deadLetterQueueArn)' },
-  deadLetterQueueArn: { kind: 'string', description: "the existing queue's dead-letter queue (its redrive policy's target)" },
-  maxReceiveCount: { kind: 'integer', description: 'receives before a message moves to the DLQ (default 5)', range: [1, 1_000] },
-  retentionPeriodDays: { kind: 'integer', description: 'how long the main queue keeps a message, days (default 4; the DLQ keeps 14)', range: [1, 14] },
-  visibilityTimeoutSeconds: { kind: 'integer', description: 'queue visibility timeout (default 6 × timeout + batching window; no lower)', range: [0, MAX_VISIBILITY_SECONDS] },
-  timeoutSeconds: { kind: 'integer', description: 'function timeout (default 30)', range: [1, MAX_FUNCTION_TIMEOUT_SECONDS] },
-  memorySize: { kind: 'integer', description: 'function memory, MB (default 256)', range: [128, 10_240] },
-  logRetentionDays: { kind: 'integer', description: 'function log retention, days: one of CloudWatch\'s values (1, 3, 5, 7, 14, 30, 60, 90, …; default 30)' },
-  batchSize: { kind: 'integer', description: 'records per invocation (default 10; standard queues up to 10,000 with a batching window, FIFO up to 10)', range: [1, MAX_EVENT_SOURCE_BATCH_SIZE] },
-  maxBatchingWindowSeconds: { kind: 'integer', description: 'how long to gather a batch, 0 to 300 (default 0; at least 1 when batchSize > 10; not for FIFO)', range: [0, MAX_BATCHING_WINDOW_SECONDS] },
-  maxConcurrency: { kind: 'integer', description: 'most concurrent invocations, 2 to 1,000 (default 5)', range: [2, 1_000] },
-  requestConcurrency: { kind: 'integer', description: 'webhook requests in flight per invocation, MAX_CONCURRENCY (default 10)', range: [1, 1_000] },
-  requestTimeoutMs: { kind: 'integer', description: 'timeout of one webhook request, REQUEST_TIMEOUT_MS (default 10000)', range: [1, 900_000] },
-  deadlineMarginMs: { kind: 'integer', description: 'time kept back before the function deadline, DEADLINE_MARGIN_MS (default 1000)', range: [0, 60_000] },
-  backoff: { kind: 'string', description: 'retry delay policy, BACKOFF (default exponential)', choices: BACKOFF_POLICIES },
-  backoffBaseSeconds: { kind: 'integer', description: 'BACKOFF_BASE_SECONDS (default 2)', range: [0, MAX_VISIBILITY_SECONDS] },
-  backoffMaxSeconds: { kind: 'integer', description: 'BACKOFF_MAX_SECONDS (default 300)', range: [0, MAX_VISIBILITY_SECONDS] },
-  backoffSchedule: { kind: 'string', description: 'BACKOFF_SCHEDULE for backoff=schedule: comma-separated seconds, e.g. 60,600,3600' },
-  backoffJitter: { kind: 'boolean', description: 'BACKOFF_JITTER, up to 25 % random extra delay (default true)' },
-  permanentFailure: { kind: 'string', description: 'what a permanent 4xx does, PERMANENT_FAILURE (default dead-letter)', choices: PERMANENT_FAILURE_MODES },
-  allowInsecureHttp: { kind: 'boolean', description: 'allow an http:// webhook URL, ALLOW_INSECURE_HTTP (default false)' },
-  headerPrefix: { kind: 'string', description: 'prefix of the Carrier headers, HEADER_PREFIX (default X-Carrier-)' },
-  defaultContentType: { kind: 'string', description: 'Content-Type when a message has none, DEFAULT_CONTENT_TYPE (default application/json)' },
-  logLevel: { kind: 'string', description: 'function log level, POWERTOOLS_LOG_LEVEL (default INFO)', choices: LOG_LEVELS },
-  serviceName: { kind: 'string', description: 'POWERTOOLS_SERVICE_NAME, the metrics dimension (default the stack name)' },
-  oldestMessageAgeAlarmMinutes: { kind: 'integer', description: 'alarm when the oldest message is older than this (default 30)', range: [1, 14 * DAY_MINUTES] },
-  signing: { kind: 'boolean', description: 'sign every request (Standard Webhooks) with a key the stack creates in Secrets Manager (default true)' },
-  signingSecretArn: { kind: 'string', description: 'sign with the key(s) in this existing Secrets Manager secret instead' },
-  authSecretArn: { kind: 'string', description: 'send the Authorization value held in this Secrets Manager secret' },
-  secretsRefreshSeconds: { kind: 'integer', description: 'SECRETS_REFRESH_SECONDS, how long a secret value is used before it is read again (default 300)', range: [0, MAX_VISIBILITY_SECONDS] },
-  outageThreshold: { kind: 'integer', description: 'OUTAGE_THRESHOLD, outage failures in a row that open the circuit breaker; 0 = off (default 5)', range: [0, 1_000] },
-  outageBackoffSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_SECONDS, the breaker's first open interval (default 30)", range: [1, MAX_VISIBILITY_SECONDS] },
-  outageBackoffMaxSeconds: { kind: 'integer', description: "OUTAGE_BACKOFF_MAX_SECONDS, the breaker's longest interval (default 900)", range: [1, MAX_VISIBILITY_SECONDS] },
-  outageToleranceHours: { kind: 'integer', description: 'survive a webhook outage this long without dead-lettering: derives maxReceiveCount (e.g. 24 → 101)', range: [1, 14 * 24] },
-  breakerOpenAlarmMinutes: { kind: 'integer', description: 'alarm when the circuit breaker has been open this long (default 5)', range: [1, DAY_MINUTES] },
-} as const satisfies Record<string, ContextKey>;
-
-/** The name of a context key the app reads. */
-export type ContextKeyName = keyof typeof CONTEXT_KEYS;
+/** Every context key the app reads, in the order the docs list them: the registry's settings that have one. */
+export const CONTEXT_KEYS: Readonly<Record<ContextKeyName, ContextKey>> = Object.fromEntries(
+  (Object.keys(SETTINGS) as SettingName[])
+    .map((name): [SettingName, Setting] => [name, SETTINGS[name]])
+    .filter(([, s]) => s.context !== undefined)
+    .map(([name, s]) => [
+      s.context,
+      {
+        kind: s.kind === 'integer' || s.kind === 'boolean' ? s.kind : 'string',
+        description: SETTING_DOCS[name],
+        ...(s.choices === undefined ? {} : { choices: s.choices }),
+        ...(s.min === undefined || s.max === undefined || s.kind === 'list' ? {} : { range: [s.min, s.max] as const }),
+        setting: s,
+      } satisfies ContextKey,
+    ]),
+) as Record<ContextKeyName, ContextKey>;
 
 /** A context value the app cannot use; the message names the key and what it expected. */
 export class ContextError extends Error {
@@ -86,7 +53,7 @@ export class ContextError extends Error {
 }
 
 /** The stack name used when no `stackName` context is given. */
-export const DEFAULT_STACK_NAME = 'SqsWebhookRelay';
+export const DEFAULT_STACK_NAME: string = SETTINGS.stackName.default;
 
 /** What the app builds from context: the stack's id and props. */
 export interface StackFromContext {
@@ -135,28 +102,12 @@ function arn(key: ContextKeyName, value: string | undefined, pattern: RegExp, ex
 }
 
 /** Each construct prop the context sets, and the key that sets it (where the names differ). */
-const KEY_OF_PROP: Readonly<Record<string, ContextKeyName>> = {
-  name: 'stackName',
-  queue: 'queueArn',
-  deadLetterQueue: 'deadLetterQueueArn',
-  signingSecret: 'signingSecretArn',
-  authSecret: 'authSecretArn',
-  retentionPeriod: 'retentionPeriodDays',
-  visibilityTimeout: 'visibilityTimeoutSeconds',
-  timeout: 'timeoutSeconds',
-  logRetention: 'logRetentionDays',
-  maxBatchingWindow: 'maxBatchingWindowSeconds',
-  requestTimeout: 'requestTimeoutMs',
-  deadlineMargin: 'deadlineMarginMs',
-  backoffBase: 'backoffBaseSeconds',
-  backoffMax: 'backoffMaxSeconds',
-  oldestMessageAgeThreshold: 'oldestMessageAgeAlarmMinutes',
-  secretsRefresh: 'secretsRefreshSeconds',
-  outageBackoff: 'outageBackoffSeconds',
-  outageBackoffMax: 'outageBackoffMaxSeconds',
-  outageTolerance: 'outageToleranceHours',
-  breakerOpenAlarmThreshold: 'breakerOpenAlarmMinutes',
-};
+const KEY_OF_PROP: Readonly<Record<string, ContextKeyName>> = Object.fromEntries(
+  SETTING_LIST.filter((s) => s.context !== undefined && s.prop !== undefined && s.prop !== s.context).map((s) => [s.prop, s.context]),
+) as Record<string, ContextKeyName>;
+
+/** Keys read by hand below rather than set on their prop as they are. */
+const READ_BY_HAND: ReadonlySet<string> = new Set(['stackName', 'queueArn', 'deadLetterQueueArn', 'signingSecretArn', 'authSecretArn', 'backoffSchedule']);
 
 /**
  * The construct's rejection of a value that came from context, as a {@link ContextError} naming
@@ -178,8 +129,9 @@ export function contextErrorFor(error: WebhookRelayConfigError): ContextError {
 function schedule(raw: string | undefined): Duration[] | undefined {
   if (raw === undefined) return undefined;
   const parts = raw.split(',').map((part) => part.trim());
-  if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= MAX_VISIBILITY_SECONDS)) {
-    throw new ContextError('backoffSchedule', `must be comma-separated whole seconds from 0 to ${MAX_VISIBILITY_SECONDS}, e.g. 60,600,3600; got ${JSON.stringify(raw)}`);
+  const { min, max } = SETTINGS.BACKOFF_SCHEDULE;
+  if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= max)) {
+    throw new ContextError('backoffSchedule', `must be comma-separated whole seconds from ${min} to ${max}, e.g. 60,600,3600; got ${JSON.stringify(raw)}`);
   }
   return parts.map((part) => Duration.seconds(Number(part)));
 }
@@ -205,10 +157,6 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   const str = (key: ContextKeyName): string | undefined => values[key] as string | undefined;
   const int = (key: ContextKeyName): number | undefined => values[key] as number | undefined;
   const bool = (key: ContextKeyName): boolean | undefined => values[key] as boolean | undefined;
-  const duration = (key: ContextKeyName, unit: (amount: number) => Duration): Duration | undefined => {
-    const value = int(key);
-    return value === undefined ? undefined : unit(value);
-  };
 
   const logRetentionDays = int('logRetentionDays');
   if (logRetentionDays !== undefined && !Object.values(logs.RetentionDays).includes(logRetentionDays)) {
@@ -237,6 +185,15 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   if (signingSecretArn !== undefined && bool('signing') === false) throw new ContextError('signingSecretArn', 'is given, but signing is false');
   const authSecretArn = arn('authSecretArn', str('authSecretArn'), SECRET_ARN, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf');
 
+  // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
+  const relay: Record<string, unknown> = {};
+  for (const key of Object.keys(values) as ContextKeyName[]) {
+    const { setting } = CONTEXT_KEYS[key];
+    const value = values[key];
+    if (READ_BY_HAND.has(key) || setting.prop === undefined || value === undefined) continue;
+    relay[setting.prop] = toPropValue(setting, value);
+  }
+
   const stackName = str('stackName') ?? DEFAULT_STACK_NAME;
   if (!STACK_NAME.test(stackName)) {
     throw new ContextError('stackName', `must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation's rule); got ${JSON.stringify(stackName)}`);
@@ -248,44 +205,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       deadLetterQueueArn,
       signingSecretArn,
       authSecretArn,
-      relay: {
-        webhookUrl: str('webhookUrl'),
-        name: stackName,
-        serviceName: str('serviceName'),
-        alarmEmail: str('alarmEmail'),
-        fifo: bool('fifo'),
-        queueName: str('queueName'),
-        maxReceiveCount: int('maxReceiveCount'),
-        retentionPeriod: duration('retentionPeriodDays', Duration.days),
-        visibilityTimeout: duration('visibilityTimeoutSeconds', Duration.seconds),
-        timeout: duration('timeoutSeconds', Duration.seconds),
-        memorySize: int('memorySize'),
-        logRetention: logRetentionDays as logs.RetentionDays | undefined,
-        batchSize: int('batchSize'),
-        maxBatchingWindow: duration('maxBatchingWindowSeconds', Duration.seconds),
-        maxConcurrency: int('maxConcurrency'),
-        requestConcurrency: int('requestConcurrency'),
-        requestTimeout: duration('requestTimeoutMs', Duration.millis),
-        deadlineMargin: duration('deadlineMarginMs', Duration.millis),
-        backoff: str('backoff') as WebhookRelayStackProps['relay']['backoff'],
-        backoffBase: duration('backoffBaseSeconds', Duration.seconds),
-        backoffMax: duration('backoffMaxSeconds', Duration.seconds),
-        backoffSchedule: schedule(str('backoffSchedule')),
-        backoffJitter: bool('backoffJitter'),
-        permanentFailure: str('permanentFailure') as WebhookRelayStackProps['relay']['permanentFailure'],
-        allowInsecureHttp: bool('allowInsecureHttp'),
-        headerPrefix: str('headerPrefix'),
-        defaultContentType: str('defaultContentType'),
-        logLevel: str('logLevel') as WebhookRelayStackProps['relay']['logLevel'],
-        oldestMessageAgeThreshold: duration('oldestMessageAgeAlarmMinutes', Duration.minutes),
-        signing: bool('signing'),
-        secretsRefresh: duration('secretsRefreshSeconds', Duration.seconds),
-        outageThreshold: int('outageThreshold'),
-        outageBackoff: duration('outageBackoffSeconds', Duration.seconds),
-        outageBackoffMax: duration('outageBackoffMaxSeconds', Duration.seconds),
-        outageTolerance: duration('outageToleranceHours', Duration.hours),
-        breakerOpenAlarmThreshold: duration('breakerOpenAlarmMinutes', Duration.minutes),
-      },
+      relay: { ...relay, name: stackName, backoffSchedule: schedule(str('backoffSchedule')) } as WebhookRelayStackProps['relay'],
     },
   };
 }

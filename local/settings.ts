@@ -3,14 +3,12 @@
  * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
-import {
-  MAX_BATCHING_WINDOW_SECONDS,
-  MAX_EVENT_SOURCE_BATCH_SIZE,
-  MAX_FUNCTION_TIMEOUT_SECONDS,
-  visibilityTimeoutSecondsFor,
-} from '../lambda/aws-limits';
+import { visibilityTimeoutSecondsFor } from '../lambda/aws-limits';
 import { redactUrl } from '../lambda/config';
 import { ConfigError, type Env, integer, read } from '../lambda/env';
+import { LOG_LEVELS, type Setting, SETTINGS, type SettingName } from '../lambda/settings';
+
+export { LOG_LEVELS };
 
 /** How the runner's and the handler's log lines are written. */
 export type LogFormat = 'pretty' | 'json';
@@ -79,12 +77,15 @@ function healthCheckUrl(env: Env): URL | undefined {
   throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', 'an absolute http:// or https:// URL answering 2xx when the webhook is up', redactUrl(raw));
 }
 
-/** The log levels Powertools Logger knows. */
-export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+/** A whole-number setting, with the registry's default and bounds. */
+function int(env: Env, name: SettingName): number {
+  const setting: Setting = SETTINGS[name];
+  return integer(env, name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
+}
 
 function logLevel(env: Env): string {
   const name = read(env, 'LOG_LEVEL') === undefined ? 'POWERTOOLS_LOG_LEVEL' : 'LOG_LEVEL';
-  const raw = read(env, name) ?? 'INFO';
+  const raw = read(env, name) ?? SETTINGS[name].default;
   const level = raw.toUpperCase();
   if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ConfigError(name, `one of ${LOG_LEVELS.join(', ')}`, raw);
   return level;
@@ -97,28 +98,28 @@ function logLevel(env: Env): string {
  * @throws {ConfigError} naming the first variable that is malformed
  */
 export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings {
-  const queueName = read(env, 'QUEUE_NAME') ?? 'webhook-relay';
+  const queueName = read(env, 'QUEUE_NAME') ?? SETTINGS.QUEUE_NAME.default;
   if (!QUEUE_NAME.test(queueName)) {
     throw new ConfigError('QUEUE_NAME', 'up to 76 letters, digits, "-" or "_", optionally ending in ".fifo"', queueName);
   }
   const format = read(env, 'LOG_FORMAT')?.toLowerCase();
   if (format !== undefined && format !== 'pretty' && format !== 'json') throw new ConfigError('LOG_FORMAT', '"pretty" or "json"', format);
-  const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : integer(env, 'MAX_RECEIVE_COUNT', 5, 1, 1_000);
+  const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : int(env, 'MAX_RECEIVE_COUNT');
   return {
     queueUrl: queueUrl(env),
-    sqsPort: integer(env, 'SQS_PORT', 4566, 0, 65_535),
+    sqsPort: int(env, 'SQS_PORT'),
     queueName,
     maxReceiveCount,
-    batchSize: integer(env, 'BATCH_SIZE', 10, 1, MAX_EVENT_SOURCE_BATCH_SIZE),
-    maxBatchingWindowSeconds: integer(env, 'MAX_BATCHING_WINDOW_SECONDS', 0, 0, MAX_BATCHING_WINDOW_SECONDS),
-    pollers: integer(env, 'POLLERS', 1, 1, 100),
-    functionTimeoutSeconds: integer(env, 'FUNCTION_TIMEOUT_SECONDS', 30, 1, MAX_FUNCTION_TIMEOUT_SECONDS),
+    batchSize: int(env, 'BATCH_SIZE'),
+    maxBatchingWindowSeconds: int(env, 'MAX_BATCHING_WINDOW_SECONDS'),
+    pollers: int(env, 'POLLERS'),
+    functionTimeoutSeconds: int(env, 'FUNCTION_TIMEOUT_SECONDS'),
     webhookUrl: read(env, 'WEBHOOK_URL'),
-    demoWebhookPort: integer(env, 'DEMO_WEBHOOK_PORT', 0, 0, 65_535),
+    demoWebhookPort: int(env, 'DEMO_WEBHOOK_PORT'),
     logFormat: format ?? (isTerminal ? 'pretty' : 'json'),
     logLevel: logLevel(env),
     healthCheckUrl: healthCheckUrl(env),
-    healthCheckIntervalSeconds: integer(env, 'HEALTH_CHECK_INTERVAL_SECONDS', 5, 1, 3_600),
+    healthCheckIntervalSeconds: int(env, 'HEALTH_CHECK_INTERVAL_SECONDS'),
   };
 }
 

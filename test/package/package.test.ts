@@ -204,8 +204,9 @@ describe('the daemon', () => {
     const { function: fn, daemon: own } = variablesRead();
     for (const name of [...fn, ...own]) expect(stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
     expect(stdout).toContain('QUEUE_URL');
-    // A meaning from docs/configuration.md, which the package ships and the help reads.
+    // Its meaning and default, from the settings registry.
     expect(stdout).toMatch(/^ {2}WEBHOOK_URL +where each message is POSTed/m);
+    expect(stdout).toMatch(/^ {2}MAX_CONCURRENCY +webhook requests in flight .*\(default: 10\)$/m);
     expect((await npx(['--version'], {})).stdout.trim()).toBe(version);
     const refused = await npx(['--queue', 'x'], {}).catch((error: { code: number; stderr: string }) => error);
     expect(refused).toMatchObject({ code: 2 });

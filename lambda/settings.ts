@@ -1,0 +1,308 @@
+/**
+ * Every setting of the relay, declared once: its environment variable, construct prop, CDK
+ * context key, type and unit, default, bounds and one line of doc. `loadConfig`, the construct's
+ * defaults and environment, the context keys, local mode's settings and the tables of
+ * docs/configuration.md are derived from it (`npx tsx bin/docs.ts` regenerates the tables).
+ * Plain data and no imports: the function's bundle loads it at cold start.
+ */
+
+/** The backoff policies (`BACKOFF`). */
+export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
+/** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
+export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
+/**
+ * The log levels, Powertools Logger's own: one list for the function, the stack and local mode
+ * (the stack once accepted only DEBUG to ERROR, though the function understands them all).
+ */
+export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+
+/** How a value is written: the parser the function, the context and the docs use for it. */
+export type SettingKind = 'url' | 'string' | 'integer' | 'boolean' | 'oneOf' | 'list' | 'secret' | 'arn';
+/** The unit of a number: the variable and the context key share it; the prop is a `Duration` for the time units. */
+export type SettingUnit = 'ms' | 'seconds' | 'minutes' | 'hours' | 'days' | 'MB';
+/** Who reads the environment variable: the function (Lambda and local mode), local mode only, or nobody (stack only). */
+export type SettingScope = 'function' | 'local' | 'stack';
+
+/** One setting (its doc is in {@link SETTING_DOCS}). */
+export interface Setting {
+  readonly scope: SettingScope;
+  /** The environment variable (none for stack-only settings). */
+  readonly variable?: string;
+  /** The `WebhookRelay` prop that sets it. */
+  readonly prop?: string;
+  /** The `-c key=value` context key that sets it. */
+  readonly context?: string;
+  readonly kind: SettingKind;
+  readonly unit?: SettingUnit;
+  /** The default, in `unit`; absent when there is none or it is derived (see `defaultText`). */
+  readonly default?: string | number | boolean | readonly number[];
+  /** The default as the docs state it, when it is not `default` as is. */
+  readonly defaultText?: string;
+  /** The construct prop's default, in words, where it differs from `default` (the construct derives it). */
+  readonly propDefault?: string;
+  /** Inclusive bounds of a whole number, in `unit`. */
+  readonly min?: number;
+  readonly max?: number;
+  readonly choices?: readonly string[];
+}
+
+const SQS_MAX_VISIBILITY = 43_200; // aws-limits' MAX_VISIBILITY_SECONDS; a test holds them together
+
+/** The function's settings (Lambda and local mode), keyed by variable: all the function's bundle loads. */
+export const FUNCTION_SETTINGS = {
+  WEBHOOK_URL: {
+    scope: 'function', variable: 'WEBHOOK_URL', prop: 'webhookUrl', context: 'webhookUrl', kind: 'url',
+    defaultText: '(required; the stack: parameter `WebhookUrl`)',
+  },
+  ALLOW_INSECURE_HTTP: {
+    scope: 'function', variable: 'ALLOW_INSECURE_HTTP', prop: 'allowInsecureHttp', context: 'allowInsecureHttp', kind: 'boolean', default: false,
+  },
+  HEADER_PREFIX: {
+    scope: 'function', variable: 'HEADER_PREFIX', prop: 'headerPrefix', context: 'headerPrefix', kind: 'string', default: 'X-Carrier-',
+  },
+  DEFAULT_CONTENT_TYPE: {
+    scope: 'function', variable: 'DEFAULT_CONTENT_TYPE', prop: 'defaultContentType', context: 'defaultContentType', kind: 'string', default: 'application/json',
+  },
+  REQUEST_TIMEOUT_MS: {
+    scope: 'function', variable: 'REQUEST_TIMEOUT_MS', prop: 'requestTimeout', context: 'requestTimeoutMs', kind: 'integer', unit: 'ms', default: 10_000, min: 1, max: 900_000,
+  },
+  MAX_CONCURRENCY: {
+    scope: 'function', variable: 'MAX_CONCURRENCY', prop: 'requestConcurrency', context: 'requestConcurrency', kind: 'integer', default: 10, min: 1, max: 1_000,
+  },
+  DEADLINE_MARGIN_MS: {
+    scope: 'function', variable: 'DEADLINE_MARGIN_MS', prop: 'deadlineMargin', context: 'deadlineMarginMs', kind: 'integer', unit: 'ms', default: 1_000, min: 0, max: 60_000,
+  },
+  BACKOFF: {
+    scope: 'function', variable: 'BACKOFF', prop: 'backoff', context: 'backoff', kind: 'oneOf', choices: BACKOFF_POLICIES, default: 'exponential',
+  },
+  BACKOFF_BASE_SECONDS: {
+    scope: 'function', variable: 'BACKOFF_BASE_SECONDS', prop: 'backoffBase', context: 'backoffBaseSeconds', kind: 'integer', unit: 'seconds', default: 2, min: 0, max: SQS_MAX_VISIBILITY,
+  },
+  BACKOFF_MAX_SECONDS: {
+    scope: 'function', variable: 'BACKOFF_MAX_SECONDS', prop: 'backoffMax', context: 'backoffMaxSeconds', kind: 'integer', unit: 'seconds', default: 300, min: 0, max: SQS_MAX_VISIBILITY,
+  },
+  BACKOFF_JITTER: {
+    scope: 'function', variable: 'BACKOFF_JITTER', prop: 'backoffJitter', context: 'backoffJitter', kind: 'boolean', default: true,
+  },
+  BACKOFF_SCHEDULE: {
+    scope: 'function', variable: 'BACKOFF_SCHEDULE', prop: 'backoffSchedule', context: 'backoffSchedule', kind: 'list', unit: 'seconds', default: [60, 600, 3_600, 36_000, 43_200], min: 0, max: SQS_MAX_VISIBILITY,
+  },
+  PERMANENT_FAILURE: {
+    scope: 'function', variable: 'PERMANENT_FAILURE', prop: 'permanentFailure', context: 'permanentFailure', kind: 'oneOf', choices: PERMANENT_FAILURE_MODES, default: 'dead-letter',
+  },
+  DLQ_URL: {
+    scope: 'function', variable: 'DLQ_URL', kind: 'url', defaultText: 'from the redrive policy',
+  },
+  MAX_RECEIVE_COUNT: {
+    scope: 'function', variable: 'MAX_RECEIVE_COUNT', prop: 'maxReceiveCount', context: 'maxReceiveCount', kind: 'integer', default: 5, min: 1, max: 1_000,
+  },
+  SIGNING_SECRET_ARN: {
+    scope: 'function', variable: 'SIGNING_SECRET_ARN', prop: 'signingSecret', context: 'signingSecretArn', kind: 'arn', defaultText: 'the stack: a key it creates (see `signing`)',
+  },
+  SIGNING_SECRET: {
+    scope: 'function', variable: 'SIGNING_SECRET', kind: 'secret',
+  },
+  AUTH_SECRET_ARN: {
+    scope: 'function', variable: 'AUTH_SECRET_ARN', prop: 'authSecret', context: 'authSecretArn', kind: 'arn',
+  },
+  AUTH_HEADER: {
+    scope: 'function', variable: 'AUTH_HEADER', kind: 'secret',
+  },
+  SECRETS_REFRESH_SECONDS: {
+    scope: 'function', variable: 'SECRETS_REFRESH_SECONDS', prop: 'secretsRefresh', context: 'secretsRefreshSeconds', kind: 'integer', unit: 'seconds', default: 300, min: 0, max: 86_400,
+  },
+  OUTAGE_THRESHOLD: {
+    scope: 'function', variable: 'OUTAGE_THRESHOLD', prop: 'outageThreshold', context: 'outageThreshold', kind: 'integer', default: 5, min: 0, max: 1_000,
+  },
+  OUTAGE_BACKOFF_SECONDS: {
+    scope: 'function', variable: 'OUTAGE_BACKOFF_SECONDS', prop: 'outageBackoff', context: 'outageBackoffSeconds', kind: 'integer', unit: 'seconds', default: 30, min: 1, max: SQS_MAX_VISIBILITY,
+  },
+  OUTAGE_BACKOFF_MAX_SECONDS: {
+    scope: 'function', variable: 'OUTAGE_BACKOFF_MAX_SECONDS', prop: 'outageBackoffMax', context: 'outageBackoffMaxSeconds', kind: 'integer', unit: 'seconds', default: 900, min: 1, max: SQS_MAX_VISIBILITY,
+  },
+  POWERTOOLS_SERVICE_NAME: {
+    scope: 'function', variable: 'POWERTOOLS_SERVICE_NAME', prop: 'serviceName', context: 'serviceName', kind: 'string', default: 'sqs-webhook-relay', propDefault: 'the stack name',
+  },
+  POWERTOOLS_METRICS_NAMESPACE: {
+    scope: 'function', variable: 'POWERTOOLS_METRICS_NAMESPACE', kind: 'string', default: 'SqsWebhookRelay',
+  },
+  POWERTOOLS_LOG_LEVEL: {
+    scope: 'function', variable: 'POWERTOOLS_LOG_LEVEL', prop: 'logLevel', context: 'logLevel', kind: 'oneOf', choices: LOG_LEVELS, default: 'INFO',
+  },
+  AWS_ENDPOINT_URL_SQS: {
+    scope: 'function', variable: 'AWS_ENDPOINT_URL_SQS', kind: 'url', defaultText: '(AWS)',
+  },
+} as const satisfies Record<string, Setting>;
+
+/** Settings local mode and the daemon read besides the function's, keyed by variable. */
+export const LOCAL_SETTINGS = {
+  QUEUE_URL: {
+    scope: 'local', variable: 'QUEUE_URL', kind: 'url',
+  },
+  SQS_PORT: {
+    scope: 'local', variable: 'SQS_PORT', kind: 'integer', default: 4566, min: 0, max: 65_535,
+  },
+  QUEUE_NAME: {
+    scope: 'local', variable: 'QUEUE_NAME', kind: 'string', default: 'webhook-relay',
+  },
+  BATCH_SIZE: {
+    scope: 'local', variable: 'BATCH_SIZE', prop: 'batchSize', context: 'batchSize', kind: 'integer', default: 10, min: 1, max: 10_000,
+  },
+  MAX_BATCHING_WINDOW_SECONDS: {
+    scope: 'local', variable: 'MAX_BATCHING_WINDOW_SECONDS', prop: 'maxBatchingWindow', context: 'maxBatchingWindowSeconds', kind: 'integer', unit: 'seconds', default: 0, min: 0, max: 300,
+  },
+  FUNCTION_TIMEOUT_SECONDS: {
+    scope: 'local', variable: 'FUNCTION_TIMEOUT_SECONDS', prop: 'timeout', context: 'timeoutSeconds', kind: 'integer', unit: 'seconds', default: 30, min: 1, max: 900,
+  },
+  POLLERS: {
+    scope: 'local', variable: 'POLLERS', kind: 'integer', default: 1, min: 1, max: 100,
+  },
+  DEMO_WEBHOOK_PORT: {
+    scope: 'local', variable: 'DEMO_WEBHOOK_PORT', kind: 'integer', default: 0, min: 0, max: 65_535, defaultText: '`0` (any free port)',
+  },
+  WEBHOOK_HEALTH_CHECK_URL: {
+    scope: 'local', variable: 'WEBHOOK_HEALTH_CHECK_URL', kind: 'url',
+  },
+  HEALTH_CHECK_INTERVAL_SECONDS: {
+    scope: 'local', variable: 'HEALTH_CHECK_INTERVAL_SECONDS', kind: 'integer', unit: 'seconds', default: 5, min: 1, max: 3_600,
+  },
+  LOG_FORMAT: {
+    scope: 'local', variable: 'LOG_FORMAT', kind: 'oneOf', choices: ['pretty', 'json'], defaultText: '`pretty` on a terminal, else `json`',
+  },
+  LOG_LEVEL: {
+    scope: 'local', variable: 'LOG_LEVEL', kind: 'oneOf', choices: LOG_LEVELS, default: 'INFO',
+  },
+  NO_COLOR: {
+    scope: 'local', variable: 'NO_COLOR', kind: 'string',
+  },
+  POWERTOOLS_METRICS_DISABLED: {
+    scope: 'local', variable: 'POWERTOOLS_METRICS_DISABLED', kind: 'boolean', defaultText: '`true` here',
+  },
+} as const satisfies Record<string, Setting>;
+
+/** Settings only the stack has (no variable), keyed by context key. */
+export const STACK_SETTINGS = {
+  stackName: {
+    scope: 'stack', prop: 'name', context: 'stackName', kind: 'string', default: 'SqsWebhookRelay', propDefault: '<stack name>-<construct id>',
+  },
+  alarmEmail: {
+    scope: 'stack', prop: 'alarmEmail', context: 'alarmEmail', kind: 'string',
+  },
+  fifo: {
+    scope: 'stack', prop: 'fifo', context: 'fifo', kind: 'boolean', default: false,
+  },
+  queueName: {
+    scope: 'stack', prop: 'queueName', context: 'queueName', kind: 'string', defaultText: 'generated',
+  },
+  queueArn: {
+    scope: 'stack', prop: 'queue', context: 'queueArn', kind: 'arn',
+  },
+  deadLetterQueueArn: {
+    scope: 'stack', prop: 'deadLetterQueue', context: 'deadLetterQueueArn', kind: 'arn',
+  },
+  retentionPeriodDays: {
+    scope: 'stack', prop: 'retentionPeriod', context: 'retentionPeriodDays', kind: 'integer', unit: 'days', default: 4, min: 1, max: 14,
+  },
+  visibilityTimeoutSeconds: {
+    scope: 'stack', prop: 'visibilityTimeout', context: 'visibilityTimeoutSeconds', kind: 'integer', unit: 'seconds', min: 0, max: SQS_MAX_VISIBILITY, defaultText: '6 × timeout + window',
+  },
+  memorySize: {
+    scope: 'stack', prop: 'memorySize', context: 'memorySize', kind: 'integer', unit: 'MB', default: 256, min: 128, max: 10_240,
+  },
+  logRetentionDays: {
+    scope: 'stack', prop: 'logRetention', context: 'logRetentionDays', kind: 'integer', unit: 'days', default: 30,
+  },
+  signing: {
+    scope: 'stack', prop: 'signing', context: 'signing', kind: 'boolean', default: true,
+  },
+  maxConcurrency: {
+    scope: 'stack', prop: 'maxConcurrency', context: 'maxConcurrency', kind: 'integer', default: 5, min: 2, max: 1_000,
+  },
+  oldestMessageAgeAlarmMinutes: {
+    scope: 'stack', prop: 'oldestMessageAgeThreshold', context: 'oldestMessageAgeAlarmMinutes', kind: 'integer', unit: 'minutes', default: 30, min: 1, max: 20_160, // 14 days (literals: the bundler drops unused objects only when they hold no expressions)
+  },
+  outageToleranceHours: {
+    scope: 'stack', prop: 'outageTolerance', context: 'outageToleranceHours', kind: 'integer', unit: 'hours', min: 1, max: 336, // 14 days
+  },
+  breakerOpenAlarmMinutes: {
+    scope: 'stack', prop: 'breakerOpenAlarmThreshold', context: 'breakerOpenAlarmMinutes', kind: 'integer', unit: 'minutes', default: 5, min: 1, max: 1_440, // 1 day
+  },
+} as const satisfies Record<string, Setting>;
+
+/** The three groups as one registry (a function, so the bundler can drop it where it is unused). */
+function merge<A, B, C>(a: A, b: B, c: C): A & B & C {
+  return { ...a, ...b, ...c };
+}
+
+/** Every setting, in the order the docs list them. Keyed by the variable, or the context key when there is none. */
+export const SETTINGS = /* @__PURE__ */ merge(FUNCTION_SETTINGS, LOCAL_SETTINGS, STACK_SETTINGS);
+
+/** The registry's key of a setting. */
+export type SettingName = keyof typeof SETTINGS;
+
+/** Every setting as a list, in declaration order. */
+export const SETTING_LIST: readonly Setting[] = /* @__PURE__ */ Object.values(SETTINGS);
+
+/**
+ * One line of doc per setting (Markdown), for docs/configuration.md and the context keys. Kept
+ * beside the entries rather than in them so the function's bundle, which never reads them,
+ * leaves them out (the compiler still demands one for every setting).
+ */
+export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
+  WEBHOOK_URL: 'where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. Local mode: the demo webhook when unset',
+  ALLOW_INSECURE_HTTP: '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack)',
+  HEADER_PREFIX: "prefix of the relay's own headers",
+  DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
+  REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
+  MAX_CONCURRENCY: 'webhook requests in flight at once per invocation (not `maxConcurrency`, the concurrent invocations)',
+  DEADLINE_MARGIN_MS: "time kept back from the function's deadline for the SQS calls after the last request",
+  BACKOFF: "delay policy when the webhook names none: `exponential` (base·2ⁿ⁻¹), `linear` (n·base), `fibonacci` (base·F(n)), `fixed` (base), `schedule` (the n-th entry of `BACKOFF_SCHEDULE`), `none` (keep the queue's visibility timeout); n = receive count",
+  BACKOFF_BASE_SECONDS: "the policy's unit",
+  BACKOFF_MAX_SECONDS: 'no computed delay exceeds this, jitter included; at least `BACKOFF_BASE_SECONDS`',
+  BACKOFF_JITTER: 'add up to 25 % random jitter so a burst of failures does not come back at once',
+  BACKOFF_SCHEDULE: "the `schedule` policy's delay after each receive, comma-separated whole seconds (the last repeats): with `maxReceiveCount` 5, about a day",
+  PERMANENT_FAILURE: 'what a non-retryable 3xx/4xx does: `dead-letter` (copy to the DLQ, then acknowledge) or `retry`',
+  DLQ_URL: "the dead-letter queue for permanent failures; when unset, the source queue's `RedrivePolicy` names it. The stack sets it",
+  MAX_RECEIVE_COUNT: "receives before SQS moves a message to the DLQ: the stack's redrive policy and the function's variable, so the last failure before the DLQ is logged at WARN. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
+  SIGNING_SECRET_ARN: 'a Secrets Manager secret holding `whsec_…` (several, space-separated, while rotating): every request is signed ([Standard Webhooks](https://www.standardwebhooks.com))',
+  SIGNING_SECRET: 'the same, given as the value itself: for `npm start` and daemons; the stack never sets it',
+  AUTH_SECRET_ARN: 'a Secrets Manager secret holding the whole `Authorization` value (e.g. `Bearer …`)',
+  AUTH_HEADER: 'the same, given as the value itself (local runs and daemons)',
+  SECRETS_REFRESH_SECONDS: 'how long a value read from Secrets Manager is used before it is read again (so rotation needs no deploy)',
+  OUTAGE_THRESHOLD: 'outage-type failures in a row that open the circuit breaker; `0` switches it off (see [Outages](operations.md#outages))',
+  OUTAGE_BACKOFF_SECONDS: "the breaker's first open interval: records held back get this visibility, one probe per interval",
+  OUTAGE_BACKOFF_MAX_SECONDS: 'the interval doubles while the outage lasts, up to this; at least `OUTAGE_BACKOFF_SECONDS`',
+  POWERTOOLS_SERVICE_NAME: "`service` of every log line and the metrics' dimension",
+  POWERTOOLS_METRICS_NAMESPACE: 'CloudWatch namespace of the metrics',
+  POWERTOOLS_LOG_LEVEL: 'the log level, any of Powertools Logger\'s (case-insensitive); local mode also reads `LOG_LEVEL`',
+  AWS_ENDPOINT_URL_SQS: "the SDK's own variable: points the SQS calls at an emulator or a VPC endpoint",
+  QUEUE_URL: "relay from this existing queue instead of the emulator; its DLQ is read from the queue's redrive policy (the stack's counterpart is `queueArn`)",
+  SQS_PORT: "the emulator's port on 127.0.0.1 (`0`: any free port)",
+  QUEUE_NAME: "the emulated queue's name, up to 76 characters; the DLQ is `<name>-dlq` (`.fifo` kept last). A name ending in `.fifo` makes both emulated queues FIFO",
+  BATCH_SIZE: 'records per invocation; in the stack FIFO up to 10, and above 10 needs a batching window',
+  MAX_BATCHING_WINDOW_SECONDS: 'how long to gather a batch (the stack: not for FIFO)',
+  FUNCTION_TIMEOUT_SECONDS: "each invocation's deadline (the function timeout). The queue's visibility timeout is derived from it: 6 × timeout + batching window, locally as in the stack",
+  POLLERS: "concurrent poll-and-invoke loops (the stack's counterpart is `maxConcurrency`)",
+  DEMO_WEBHOOK_PORT: "the demo webhook's port on 127.0.0.1",
+  WEBHOOK_HEALTH_CHECK_URL: "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not",
+  HEALTH_CHECK_INTERVAL_SECONDS: 'how often the health check URL is checked',
+  LOG_FORMAT: 'how log lines are written',
+  LOG_LEVEL: 'wins over `POWERTOOLS_LOG_LEVEL`; `DEBUG` adds per-batch and per-message detail',
+  NO_COLOR: 'set: no colours on a terminal',
+  POWERTOOLS_METRICS_DISABLED: '`false` prints the EMF metric lines Lambda would send to CloudWatch',
+  stackName: 'the stack, dashboard and alarm names (`<stackName>-dlq-not-empty`, …), and the metrics `service`, so relays never mix in each other\'s graphs',
+  alarmEmail: 'an e-mail subscription to the alarm topic (confirm it in the e-mail AWS sends)',
+  fifo: 'FIFO main queue and DLQ (`.fifo`)',
+  queueName: 'name of the queue to create; the DLQ is `<name>-dlq` (`.fifo` appended for FIFO)',
+  queueArn: 'relay from this existing queue instead of creating one (needs `deadLetterQueueArn`)',
+  deadLetterQueueArn: "the existing queue's DLQ, its redrive policy's target (required with `queueArn`)",
+  retentionPeriodDays: 'how long the main queue keeps a message (the DLQ keeps 14 days); refused when shorter than the longest retry window the settings allow',
+  visibilityTimeoutSeconds: "the queue's visibility timeout; never lower than 6 × timeout + batching window",
+  memorySize: "the function's memory",
+  logRetentionDays: "the function's log retention, one of CloudWatch's values: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, …",
+  signing: 'sign every request with a key the stack creates in Secrets Manager; `false` sends no signatures; `signingSecretArn` signs with an existing secret instead',
+  maxConcurrency: 'most concurrent invocations: with `requestConcurrency`, the most requests the webhook sees at once',
+  oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
+  outageToleranceHours: 'survive a webhook outage this long without dead-lettering: derives `maxReceiveCount` (1 → 9, 4 → 21, 24 → 101; see [Outages](operations.md#outages))',
+  breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
+};

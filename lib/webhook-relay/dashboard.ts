@@ -1,0 +1,134 @@
+/**
+ * The operator dashboard: what was delivered, retried and dead-lettered, the webhook's latency,
+ * the circuit breaker, the queues and the function, with each alarm's threshold drawn on its graph.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type { Construct } from 'constructs';
+import type { RelayAlarms } from './alarms';
+import type { MonitoredRelay, RelayMetricFactory } from './metrics';
+import { RELAY_METRICS } from './props';
+
+/** The figures the dashboard draws as lines on its graphs. */
+export interface DashboardMarks {
+  readonly maxConcurrency: number;
+  readonly timeoutSeconds: number;
+  readonly ageThresholdSeconds: number;
+  readonly breakerAlarmSeconds: number;
+}
+
+/** Creates the dashboard in `scope` (id `Dashboard`). */
+export function createDashboard(scope: Construct, relay: MonitoredRelay, metrics: RelayMetricFactory, alarms: RelayAlarms, marks: DashboardMarks): cloudwatch.Dashboard {
+  const { maxConcurrency, timeoutSeconds, ageThresholdSeconds, breakerAlarmSeconds } = marks;
+  const minute = Duration.minutes(1);
+  const relayMetric = (metricName: string, label: string, statistic: string): cloudwatch.Metric => metrics.relay(metricName, statistic, { label, period: minute });
+  const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard', {
+    dashboardName: relay.name,
+    defaultInterval: Duration.hours(3),
+  });
+  dashboard.addWidgets(
+    new cloudwatch.TextWidget({
+      markdown:
+        `## sqs-webhook-relay: ${relay.name}\n` +
+        'Producers send to the queue; the function POSTs each message to the webhook. **Delivered** = 2xx; **retried** = the webhook asked to see it again (429/5xx/timeout), with a delay; ' +
+        `**dead-lettered** = refused permanently or failed ${relay.maxReceiveCount} times. Anything in the DLQ needs an operator: see the README, Deploy.`,
+      width: 24,
+      height: 2,
+    }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.AlarmStatusWidget({
+      title: 'Alarms',
+      alarms: [alarms.deadLetterQueueNotEmpty, alarms.oldestMessageAge, alarms.functionErrors, alarms.breakerOpen],
+      width: 24,
+      height: 2,
+    }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({
+      title: 'Deliveries (per minute)',
+      left: [
+        relayMetric(RELAY_METRICS.delivered, 'delivered', cloudwatch.Stats.SUM),
+        relayMetric(RELAY_METRICS.retried, 'retried', cloudwatch.Stats.SUM),
+        relayMetric(RELAY_METRICS.deadLettered, 'dead-lettered', cloudwatch.Stats.SUM),
+      ],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 12,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Webhook latency (ms)',
+      left: [
+        relayMetric(RELAY_METRICS.webhookLatency, 'p50', cloudwatch.Stats.p(50)),
+        relayMetric(RELAY_METRICS.webhookLatency, 'p99', cloudwatch.Stats.p(99)),
+      ],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 12,
+    }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({
+      title: 'Circuit breaker: seconds open (webhook looks down)',
+      left: [relayMetric(RELAY_METRICS.breakerOpenSeconds, 'open for (s)', cloudwatch.Stats.MAXIMUM)],
+      leftAnnotations: [{ value: breakerAlarmSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 24,
+      height: 4,
+    }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({
+      title: 'Queue depth',
+      left: [
+        relay.queue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'waiting (visible)' }),
+        relay.queue.metricApproximateNumberOfMessagesNotVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'in flight or delayed by a retry' }),
+      ],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Age of oldest message (s)',
+      left: [relay.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'oldest message' })],
+      leftAnnotations: [{ value: ageThresholdSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Dead-letter queue depth',
+      left: [relay.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'messages in the DLQ' })],
+      leftAnnotations: [{ value: 0, label: 'anything above 0 alarms', color: cloudwatch.Color.RED }],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+  );
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({
+      title: 'Function invocations and errors',
+      left: [
+        relay.function.metricInvocations({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'invocations' }),
+        relay.function.metricErrors({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'errors (whole batch failed)' }),
+        relay.function.metricThrottles({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'throttles' }),
+      ],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Function duration (ms)',
+      left: [
+        relay.function.metricDuration({ period: minute, statistic: cloudwatch.Stats.p(50), label: 'p50' }),
+        relay.function.metricDuration({ period: minute, statistic: cloudwatch.Stats.p(99), label: 'p99' }),
+        relay.function.metricDuration({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'max' }),
+      ],
+      leftAnnotations: [{ value: timeoutSeconds * 1000, label: 'timeout', color: cloudwatch.Color.RED }],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Concurrent executions',
+      left: [relay.function.metric('ConcurrentExecutions', { period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'concurrent executions' })],
+      leftAnnotations: [{ value: maxConcurrency, label: 'event source maximum', color: cloudwatch.Color.ORANGE }],
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+  );
+  return dashboard;
+}

@@ -1,0 +1,61 @@
+/**
+ * The construct's defaults, from the settings registry (`lambda/settings.ts`): each as its prop
+ * takes it (a `Duration` for time units), and which prop sets each environment variable.
+ */
+import { Duration } from 'aws-cdk-lib';
+import { type Setting, SETTING_LIST, SETTINGS, type SettingName } from '../../lambda/settings';
+import type { WebhookRelayProps } from './props';
+
+/** One entry of the registry, with its literal types. */
+export type Entry = (typeof SETTINGS)[SettingName];
+
+const DURATION: Readonly<Record<string, (amount: number) => Duration>> = {
+  ms: Duration.millis,
+  seconds: Duration.seconds,
+  minutes: Duration.minutes,
+  hours: Duration.hours,
+  days: Duration.days,
+};
+
+/** Props that take a plain number of their unit rather than a `Duration`. */
+const PLAIN_NUMBER_PROPS: ReadonlySet<string> = new Set(['logRetention']);
+
+/** A setting's value (in its unit) as its prop takes it: a `Duration` for time units. */
+export function toPropValue(setting: Setting, value: string | number | boolean | readonly number[]): unknown {
+  const unit = setting.unit === undefined || PLAIN_NUMBER_PROPS.has(setting.prop ?? '') ? undefined : DURATION[setting.unit];
+  if (unit === undefined) return value;
+  return Array.isArray(value) ? value.map((amount) => unit(amount)) : unit(value as number);
+}
+
+/** Props whose default the registry states (lists and derived defaults stay with the function and the construct). */
+type DefaultedProp = Entry extends infer E
+  ? E extends { prop: infer P; default: unknown }
+    ? E extends { propDefault: string } | { kind: 'list' }
+      ? never
+      : P
+    : never
+  : never;
+
+/** The construct's default of every prop the registry gives one. */
+export type RelayDefaults = { readonly [K in DefaultedProp & keyof WebhookRelayProps]-?: NonNullable<WebhookRelayProps[K]> };
+
+/** Defaults of the optional props, from the registry: the handler's own defaults, in the props' types. */
+export const RELAY_DEFAULTS: RelayDefaults = Object.fromEntries(
+  SETTING_LIST.filter((s) => s.prop !== undefined && s.default !== undefined && s.propDefault === undefined && s.kind !== 'list').map((s) => [
+    s.prop,
+    toPropValue(s, s.default as string | number | boolean),
+  ]),
+) as unknown as RelayDefaults;
+
+/** Which prop sets each environment variable, so a rejection by the function's own validation names the prop. */
+export const PROP_OF_VARIABLE: Readonly<Record<string, string>> = Object.fromEntries(
+  SETTING_LIST.filter((s) => s.variable !== undefined && s.prop !== undefined).map((s) => [s.variable, s.prop]),
+);
+
+/** The dead-letter queue's retention: the SQS maximum, so a message outlives any main-queue retention. */
+export const DLQ_RETENTION = Duration.days(14);
+
+/** Fails to compile unless `T` is `never`. */
+type MustBeNever<T extends never> = T;
+/** Compile-time check: every prop the registry names is a prop of {@link WebhookRelayProps} (a new setting's prop must be declared there, with its `@default`). */
+export type RegistryPropsAreProps = MustBeNever<Exclude<Extract<Entry, { prop: string }>['prop'], keyof WebhookRelayProps>>;

@@ -1,0 +1,112 @@
+/**
+ * The function's environment: every variable of the registry that has a prop, written in the
+ * variable's unit, then checked by the function's own `loadConfig`, so a value the function would
+ * refuse at cold start fails synth instead, naming the prop.
+ */
+import { Duration, Token } from 'aws-cdk-lib';
+import { ConfigError, isLoopbackHost, loadConfig, redactUrl } from '../../lambda/config';
+import { type Setting, SETTING_LIST } from '../../lambda/settings';
+import { check, seconds } from './checks';
+import { PROP_OF_VARIABLE, RELAY_DEFAULTS } from './defaults';
+import { type WebhookRelayProps, WebhookRelayConfigError, METRICS_NAMESPACE } from './props';
+import type { ResolvedSettings } from './resolve';
+
+/** What only exists once the construct has built it: the DLQ's URL and the secrets' ARNs (tokens). */
+export interface EnvironmentRefs {
+  readonly deadLetterQueueUrl: string;
+  readonly signingSecretArn: string | undefined;
+  readonly authSecretArn: string | undefined;
+}
+
+/** A prop's value as its variable is written: `Duration`s in the variable's unit, lists comma-separated. */
+function written(setting: Setting, value: unknown): string {
+  const prop = setting.prop ?? '';
+  const one = (item: unknown): string => {
+    if (!(item instanceof Duration)) return String(item);
+    if (setting.unit === 'ms') return String(item.toMilliseconds());
+    return String(seconds(item, prop, Duration.seconds(setting.min ?? 0), Duration.seconds(setting.max ?? Number.MAX_SAFE_INTEGER)));
+  };
+  return Array.isArray(value) ? value.map(one).join(',') : one(value);
+}
+
+/**
+ * The function's environment for `props`, as resolved.
+ * @throws {WebhookRelayConfigError} naming the prop whose value the function would reject
+ */
+export function functionEnvironment(props: WebhookRelayProps, resolved: ResolvedSettings, refs: EnvironmentRefs): Record<string, string> {
+  const allowInsecureHttp = props.allowInsecureHttp ?? RELAY_DEFAULTS.allowInsecureHttp;
+  if (!Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
+
+  // Values the construct derives or creates, rather than takes from a prop as is.
+  const derived: Readonly<Record<string, string | undefined>> = {
+    // The URL, so the function never needs GetQueueAttributes to find its DLQ.
+    DLQ_URL: refs.deadLetterQueueUrl,
+    MAX_RECEIVE_COUNT: String(resolved.maxReceiveCount),
+    // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
+    SIGNING_SECRET_ARN: refs.signingSecretArn,
+    AUTH_SECRET_ARN: refs.authSecretArn,
+    OUTAGE_THRESHOLD: String(resolved.breaker.threshold),
+    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.initialIntervalSeconds),
+    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxIntervalSeconds),
+    POWERTOOLS_SERVICE_NAME: resolved.serviceName,
+    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+  };
+  const given = props as unknown as Readonly<Record<string, unknown>>;
+  const defaults = RELAY_DEFAULTS as unknown as Readonly<Record<string, unknown>>;
+  const environment: Record<string, string> = {};
+  for (const setting of SETTING_LIST) {
+    const variable = setting.variable;
+    if (setting.scope !== 'function' || variable === undefined) continue;
+    if (variable in derived) {
+      const value = derived[variable];
+      if (value !== undefined) environment[variable] = value;
+      continue;
+    }
+    if (setting.prop === undefined) continue;
+    // Unset and without a default of the construct's (BACKOFF_SCHEDULE): the handler's own default applies.
+    const value = given[setting.prop] ?? defaults[setting.prop];
+    if (value === undefined) continue;
+    if (setting.choices !== undefined) {
+      check(setting.choices.includes(value as string), setting.prop, `must be one of ${setting.choices.join(', ')}; got ${JSON.stringify(value)}`);
+    }
+    environment[variable] = written(setting, value);
+  }
+  // Stack traces point at lambda/*.ts lines instead of the minified bundle.
+  environment.NODE_OPTIONS = '--enable-source-maps';
+
+  // The function validates this environment at cold start; running the same validation now
+  // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
+  const standIns: Record<string, string> = {
+    WEBHOOK_URL: 'https://deploy-time.invalid/',
+    SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+  };
+  const literal = Object.fromEntries(
+    Object.entries(environment).map(([name, value]) => [name, Token.isUnresolved(value) ? standIns[name] : value]),
+  );
+  try {
+    loadConfig(literal);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw new WebhookRelayConfigError(PROP_OF_VARIABLE[error.variable] ?? error.variable, `is rejected by the function: ${error.message}`);
+  }
+  return environment;
+}
+
+/**
+ * The deploy-side rules for a webhook URL: absolute, `https` unless explicitly allowed, no
+ * credentials (they would sit in the template), and not this machine (a function cannot reach it).
+ */
+function checkWebhookUrl(raw: string, allowInsecureHttp: boolean): void {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new WebhookRelayConfigError('webhookUrl', `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`);
+  }
+  // Never the raw URL: a token in its query string or user:password would land in the log.
+  check(url.protocol === 'https:' || url.protocol === 'http:', 'webhookUrl', `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`);
+  check(url.protocol === 'https:' || allowInsecureHttp, 'webhookUrl', `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`);
+  check(url.username === '' && url.password === '', 'webhookUrl', 'must not carry user:password (it would be stored in the template in clear); use an auth secret');
+  check(!isLoopbackHost(url.hostname), 'webhookUrl', `points at ${url.hostname}, which in Lambda is the function itself; use a host the function can reach`);
+}

@@ -1,0 +1,52 @@
+/**
+ * The metric factory: every metric the alarms and the dashboard read, made in one place with the
+ * same namespace, dimension and statistics (cdk-monitoring-constructs' split of metric and alarm
+ * factories), so a graph and its alarm never read two different series.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { METRICS_NAMESPACE, RELAY_METRICS } from './props';
+
+/** What the relay's metrics are read from. */
+export interface MonitoredRelay {
+  readonly name: string;
+  readonly serviceName: string;
+  readonly queue: sqs.IQueue;
+  readonly deadLetterQueue: sqs.IQueue;
+  readonly function: lambda.IFunction;
+  readonly maxReceiveCount: number;
+}
+
+/** Metrics of one relay: its own (embedded metric format), its queues' and its function's. */
+export class RelayMetricFactory {
+  constructor(private readonly source: MonitoredRelay) {}
+
+  /** One of the function's own metrics ({@link RELAY_METRICS}), dimension `service`. */
+  relay(metricName: string, statistic: string, options: { label?: string; period?: Duration } = {}): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: this.source.serviceName },
+      statistic,
+      ...(options.label === undefined ? {} : { label: options.label }),
+      period: options.period ?? Duration.minutes(1),
+    });
+  }
+
+  /** Messages in the dead-letter queue. */
+  deadLetterQueueDepth(period: Duration, label?: string): cloudwatch.Metric {
+    return this.source.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
+  }
+
+  /** Age of the oldest message in the queue, seconds. */
+  oldestMessageAge(period: Duration, label?: string): cloudwatch.Metric {
+    return this.source.queue.metricApproximateAgeOfOldestMessage({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
+  }
+
+  /** Whole batches the function failed. */
+  functionErrors(period: Duration, label?: string): cloudwatch.Metric {
+    return this.source.function.metricErrors({ period, statistic: cloudwatch.Stats.SUM, label });
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The public face of `WebhookRelay`: its props (every optional one with its default), the error
+ * it raises for a prop AWS or the function would reject, and the names callers quote.
+ */
+import type { Duration } from 'aws-cdk-lib';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { BackoffPolicyName, PermanentFailureMode } from '../../lambda/config';
+import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../../lambda/metric-names';
+import { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES } from '../../lambda/settings';
+
+export { VISIBILITY_TIMEOUT_FACTOR } from '../../lambda/aws-limits';
+
+/** The CloudWatch namespace the function publishes its metrics to (`POWERTOOLS_METRICS_NAMESPACE`). */
+export const METRICS_NAMESPACE = DEFAULT_METRICS_NAMESPACE;
+
+/** Metric names the function emits (embedded metric format, dimension `service`): the function's own list. */
+export const RELAY_METRICS = METRIC_NAMES;
+
+/** One of {@link LOG_LEVELS}: Powertools Logger's levels, the same list the function and local mode take. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Re-exported so callers of the construct need not reach into `lambda/`. */
+export { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES, type BackoffPolicyName, type PermanentFailureMode };
+
+/** Properties of {@link WebhookRelay}. Only `webhookUrl` is required. */
+export interface WebhookRelayProps {
+  // ---- where messages go (function environment) ----
+
+  /**
+   * `WEBHOOK_URL`: where every message is POSTed. `https://`, unless `allowInsecureHttp`.
+   * May be a token (e.g. a CloudFormation parameter); it is then validated at deploy time only.
+   * Required: there is no default.
+   */
+  readonly webhookUrl: string;
+  /** `ALLOW_INSECURE_HTTP`: allow a plain `http://` webhook (a private network). @default false */
+  readonly allowInsecureHttp?: boolean;
+  /** `HEADER_PREFIX`: prefix of the Carrier-compatible headers. @default 'X-Carrier-' */
+  readonly headerPrefix?: string;
+  /** `DEFAULT_CONTENT_TYPE`: for messages without a `Body.ContentType` attribute. @default 'application/json' */
+  readonly defaultContentType?: string;
+  /** `REQUEST_TIMEOUT_MS`: upper bound of one webhook request. @default 10 seconds */
+  readonly requestTimeout?: Duration;
+  /**
+   * `MAX_CONCURRENCY`: webhook requests in flight at once within one invocation. Not to be
+   * confused with {@link maxConcurrency}, the number of concurrent invocations.
+   * @default 10
+   */
+  readonly requestConcurrency?: number;
+  /** `DEADLINE_MARGIN_MS`: time kept back from the function's deadline for the SQS calls after the last request. @default 1 second */
+  readonly deadlineMargin?: Duration;
+  /** `BACKOFF`: delay policy for retries the webhook did not time itself. @default 'exponential' */
+  readonly backoff?: BackoffPolicyName;
+  /** `BACKOFF_BASE_SECONDS`, whole seconds. @default 2 seconds */
+  readonly backoffBase?: Duration;
+  /** `BACKOFF_MAX_SECONDS`, whole seconds. @default 300 seconds */
+  readonly backoffMax?: Duration;
+  /** `BACKOFF_SCHEDULE`: the delays of the `schedule` policy, one per receive (the last repeats), whole seconds. @default the handler's schedule */
+  readonly backoffSchedule?: Duration[];
+  /** `BACKOFF_JITTER`: add up to 25 % random jitter to backoff delays. @default true */
+  readonly backoffJitter?: boolean;
+  /** `PERMANENT_FAILURE`: dead-letter a permanent (non-retryable 4xx/3xx) failure at once, or retry it. @default 'dead-letter' */
+  readonly permanentFailure?: PermanentFailureMode;
+  /** `POWERTOOLS_LOG_LEVEL`. @default 'INFO' */
+  readonly logLevel?: LogLevel;
+  /**
+   * `POWERTOOLS_SERVICE_NAME`: the `service` of every log line and the metrics' dimension, so it
+   * must differ between relays whose dashboards should not mix. @default `name`
+   */
+  readonly serviceName?: string;
+
+  // ---- naming ----
+
+  /**
+   * Names the dashboard and the alarms (`<name>-dlq-not-empty`, …) and is the default service
+   * name. Letters, digits, `-` and `_`. @default `<stack name>-<construct id>`
+   */
+  readonly name?: string;
+
+  // ---- the queues ----
+
+  /**
+   * An existing queue to relay from, instead of creating one. It needs a dead-letter queue:
+   * either its own (a `Queue` created with `deadLetterQueue`) or {@link deadLetterQueue}.
+   * @default a new queue
+   */
+  readonly queue?: sqs.IQueue;
+  /**
+   * The dead-letter queue of an existing {@link queue} whose redrive policy this construct cannot
+   * see (an imported queue). {@link maxReceiveCount} must then equal that redrive policy's count.
+   * @default the dead-letter queue of {@link queue}'s own redrive policy
+   */
+  readonly deadLetterQueue?: sqs.IQueue;
+  /** Create FIFO queues (`.fifo`). @default false */
+  readonly fifo?: boolean;
+  /** Name of the queue to create (the DLQ gets `<name>-dlq`; `.fifo` is appended for FIFO). @default generated by CloudFormation */
+  readonly queueName?: string;
+  /** Receives before SQS moves a message to the DLQ (redrive policy); also `MAX_RECEIVE_COUNT`. @default 5 */
+  readonly maxReceiveCount?: number;
+  /** How long the main queue keeps a message. The DLQ always keeps 14 days. @default 4 days */
+  readonly retentionPeriod?: Duration;
+  /**
+   * The created queue's visibility timeout. @default 6 × `timeout` + `maxBatchingWindow`, as
+   * Lambda recommends; an explicit value may not be lower.
+   */
+  readonly visibilityTimeout?: Duration;
+
+  // ---- the function and its event source ----
+
+  /** Function timeout (1 s to 15 min). @default 30 seconds */
+  readonly timeout?: Duration;
+  /** Function memory, MB (128 to 10,240). @default 256 */
+  readonly memorySize?: number;
+  /** Retention of the function's log group. @default one month */
+  readonly logRetention?: logs.RetentionDays;
+  /** Records per invocation: standard queues 1 to 10,000 (above 10 needs `maxBatchingWindow` ≥ 1 s), FIFO 1 to 10. @default 10 */
+  readonly batchSize?: number;
+  /** How long the event source gathers records before invoking (0 to 300 s; not for FIFO). @default none (invoke at once) */
+  readonly maxBatchingWindow?: Duration;
+  /**
+   * The event source's maximum concurrent invocations (2 to 1,000): with `requestConcurrency`,
+   * the most requests the webhook sees at once (5 × 10 = 50 by default).
+   * @default 5
+   */
+  readonly maxConcurrency?: number;
+
+  // ---- alarms ----
+
+  /** E-mail address subscribed to the alarm topic (the subscription must be confirmed). @default no subscription */
+  readonly alarmEmail?: string;
+  /** An existing topic for the alarms. @default a new topic */
+  readonly alarmTopic?: sns.ITopic;
+  /** Alarm when the oldest message in the queue is older than this (1 minute to 14 days). @default 30 minutes */
+  readonly oldestMessageAgeThreshold?: Duration;
+
+  // ---- secrets (Secrets Manager; never plaintext in the template) ----
+
+  /**
+   * Sign every request (Standard Webhooks). With no `signingSecret` the construct creates one
+   * (a random 48-character key, valid as `whsec_<key>`); `false` sends no signatures.
+   * @default true
+   */
+  readonly signing?: boolean;
+  /** `SIGNING_SECRET_ARN`: an existing secret holding the signing key(s), instead of a created one. @default a created secret (see `signing`) */
+  readonly signingSecret?: secretsmanager.ISecret;
+  /** `AUTH_SECRET_ARN`: a secret holding the whole `Authorization` value sent with every request. @default no `Authorization` header */
+  readonly authSecret?: secretsmanager.ISecret;
+  /** `SECRETS_REFRESH_SECONDS`: how long the function uses a secret value before reading it again. @default 5 minutes */
+  readonly secretsRefresh?: Duration;
+
+  // ---- outages ----
+
+  /** `OUTAGE_THRESHOLD`: outage-type failures in a row that open the circuit breaker; 0 switches it off. @default 5 */
+  readonly outageThreshold?: number;
+  /** `OUTAGE_BACKOFF_SECONDS`: the breaker's first open interval. @default 30 seconds */
+  readonly outageBackoff?: Duration;
+  /** `OUTAGE_BACKOFF_MAX_SECONDS`: the longest open interval. @default 15 minutes */
+  readonly outageBackoffMax?: Duration;
+  /**
+   * The webhook outage the queue must survive without dead-lettering: `maxReceiveCount` is
+   * derived from it (each receive of a held message buys one open interval). A smaller explicit
+   * `maxReceiveCount` is an error.
+   * @default none: `maxReceiveCount` (5) alone decides
+   */
+  readonly outageTolerance?: Duration;
+  /** Alarm when the breaker has been open this long: the operator hears of the outage before anything is dead-lettered. @default 5 minutes */
+  readonly breakerOpenAlarmThreshold?: Duration;
+}
+
+/** A prop value that SQS, Lambda or the function would reject. `prop` names the offending prop. */
+export class WebhookRelayConfigError extends Error {
+  constructor(
+    readonly prop: string,
+    message: string,
+  ) {
+    super(`WebhookRelay: ${prop} ${message}`);
+    this.name = 'WebhookRelayConfigError';
+  }
+}
+
