@@ -738,7 +738,7 @@ export function markdown(results: BenchResults): string {
   out.push('## Method');
   out.push('');
   out.push('- `npm run bench` runs `cdk synth` (the real CLI, offline), takes the function\'s bundle out of the cloud assembly, and loads it in plain `node` child processes (no TypeScript loader) with the template\'s environment, as Lambda\'s runtime would.');
-  out.push('- All traffic stays on 127.0.0.1: the webhook (`bench/webhook-process.ts`), the SQS emulator (fauxqs) behind a counting proxy (`test/support/sqs-proxy.ts`), a Secrets Manager stand-in (`test/support/secrets-manager.ts`). Every loop is bounded; the run stops by itself.');
+  out.push('- All traffic stays on 127.0.0.1: the webhook (`bench/webhook-process.ts`), the SQS emulator (fauxqs) behind a counting proxy (`testkit/sqs-proxy.ts`), a Secrets Manager stand-in (`testkit/secrets-manager.ts`). Every loop is bounded; the run stops by itself.');
   out.push('- Throughput and CPU: medians over the runs of every round; in a round every side runs in a rotating order, its baseline right before or after it. Ranges show the spread between runs on this (virtualized, shared) machine.');
   out.push('- `npm run bench -- --profile` writes V8 CPU profiles of the relay\'s processes to `.bench-tmp/profiles/`; `npm run bench -- --quick` is a smaller run for trying changes, `npm run bench -- --node=<path>` runs every child on another Node.js (e.g. Lambda\'s major); both write their report to `.bench-tmp/`; `npm run bench -- --report-only` rewrites the reports from the last run\'s figures (`.bench-tmp/results.json`).');
   out.push('');

@@ -33,9 +33,9 @@ import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-
 import type { SQSRecord } from 'aws-lambda';
 import { build } from 'esbuild';
 import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../local/event-source';
-import { startEmulator, type Emulator } from '../test/support/emulator';
-import { startSecretsManager, type FakeSecretsManager } from '../test/support/secrets-manager';
-import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../test/support/synth';
+import { startEmulator, type Emulator } from '../testkit/emulator';
+import { startSecretsManager, type FakeSecretsManager } from '../testkit/secrets-manager';
+import { PROJECT_ROOT, readStack, synthesizeBundle, type SynthesizedBundle, templateQueues } from '../testkit/synth';
 import { isLambdaNodeMajor, lambdaNodePath, lambdaNodeUnavailable, nodeMajor } from '../bin/lambda-node';
 import { REQUIRE_BANNER } from '../lib/bundle';
 import { weighAsset } from './bundle';
@@ -64,7 +64,7 @@ import type {
   ThroughputSection,
 } from './results';
 import { median, percentile } from './stats';
-import { type SqsProxy, startSqsProxy } from '../test/support/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../testkit/sqs-proxy';
 
 const QUICK = process.argv.includes('--quick');
 /** {@link childNode}'s answer, once worked out. */

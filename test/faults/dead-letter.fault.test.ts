@@ -11,7 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
-import { type Emulator, type QueueRef, startEmulator } from '../support/emulator';
+import { type Emulator, type QueueRef, startEmulator } from '../../testkit/emulator';
 import { acknowledge, capturedTelemetry, invoke, type LogLine, relayFor } from '../support/relay';
 import { type SqsRulesProxy, startSqsRulesProxy } from '../support/sqs-rules-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { loadConfig, type RelayConfig } from '../../lambda/config';
 import { buildDeliveryRequest, type DeliveryRequest, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH, queueNameOfArn } from '../../lambda/request';
-import { sqsRecord as syntheticRecord } from '../support/records';
+import { sqsRecord as syntheticRecord } from '../../testkit/records';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';
 const FIFO_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo';

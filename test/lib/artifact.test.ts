@@ -9,8 +9,8 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../support/asset';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../../testkit/asset';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import {
   type LoadedBundle,
   resolveEnvironment,
@@ -19,8 +19,8 @@ import {
   synthesizeBundle,
   type TemplateQueues,
   templateQueues,
-} from '../support/synth';
-import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
+} from '../../testkit/synth';
+import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 import { Webhook } from 'standardwebhooks';
 
