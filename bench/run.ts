@@ -45,7 +45,7 @@ import { type CountedSide, countInstructions, type InstructionsSection } from '.
 import { functionEnvironment, lambdaEnvironment, lambdaHeapFlags, machineInfo, secretArnOf, templateSecrets } from './environment';
 import type { ClientKind } from './protocol';
 import { bodyOf, eventJson, isRetryIndex, RETRY_AFTER_SECONDS } from './records';
-import { consoleTable, PERFORMANCE_DOC, performanceSection, writeMarkdown } from './report';
+import { consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import type {
   BenchResults,
   ClientChoice,
@@ -803,7 +803,7 @@ function writePerformanceDoc(section: string): string {
 
 function writeReports(results: BenchResults): void {
   const { markdownFile, sectionFile } = reportFiles(results);
-  writeMarkdown(markdownFile, results);
+  writeFileSync(markdownFile, markdown(results));
   const section = performanceSection(results);
   let sectionTarget: string;
   if (sectionFile === undefined) sectionTarget = writePerformanceDoc(section);
