@@ -150,6 +150,11 @@ function handlerModule(bundleDir: string, handler: string): { file: string; expo
  */
 export async function synthesizeBundle(options: SynthesizeOptions = {}): Promise<SynthesizedBundle> {
   const { assemblyDir, output } = await cdkSynth(options);
+  return readBundle(assemblyDir, output);
+}
+
+/** The function's bundle in the cloud assembly `assemblyDir` (written by {@link cdkSynth}; the bench can reuse one). */
+export function readBundle(assemblyDir: string, output = ''): SynthesizedBundle {
   const { stackName, template } = readStack(assemblyDir);
   const functions = Object.entries(template.Resources).filter(([, resource]) => resource.Type === 'AWS::Lambda::Function');
   if (functions.length !== 1) throw new Error(`expected one Lambda function in ${stackName}, found ${functions.length}`);
