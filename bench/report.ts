@@ -278,48 +278,11 @@ function warmMemoryPairs(results: BenchResults): { relay: WarmMemoryRow; noop: W
 
 const latencyRows = (latency: LatencySection, figure: 'p50Micros' | 'p99Micros'): [string, string, string] => [us(latency.relay[figure]), us(latency.bare[figure]), delta(latency.relay[figure] - latency.bare[figure], us)];
 
-/** The console summary: one line per figure, with its baseline and ratio. */
+/** The console summary: BENCHMARKS.md's summary table as plain text, and the run's notes. */
 export function consoleTable(results: BenchResults): string {
-  const rows: [string, string, string, string][] = [['figure', 'relay', 'baseline', 'ratio / goal']];
-  for (const section of results.throughput) {
-    for (const { label, relay, baseline, goal } of comparisonsOf(section)) {
-      const relative = ratio(speedup(relay, baseline), 1);
-      const c = section.concurrency;
-      if (!goal) {
-        rows.push([`  ${label} c=${c}`, '', `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${relative}×`]);
-        continue;
-      }
-      const interval = speedupInterval(relay, baseline);
-      rows.push([`throughput c=${c}, ${label}`, perSecond(relay.recordsPerSecond), `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${relative}${interval === undefined ? '' : ` [${bounds(interval)}]`} (goal ≥ 0.90)`]);
-      rows.push([`CPU per record c=${c}, ${label}`, us(relay.cpuMicrosPerRecord), `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`, delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)]);
-    }
-  }
-  for (const count of allCountComparisons(results)) {
-    rows.push([`${count.measure.name}/record c=${results.instructions.concurrency}, ${count.label}`, kilo(count.relayPerRecord), `${count.baseline.side} ${kilo(count.baselinePerRecord)}`, `${ratio(count.baselinePerRecord / count.relayPerRecord, 1)} (goal ≥ 0.90)`]);
-  }
-  if (results.instructions.skipped !== undefined) rows.push(['instructions per record', 'skipped', results.instructions.skipped, '']);
-  for (const latency of results.latency) {
-    const [relay50, bare50, added50] = latencyRows(latency, 'p50Micros');
-    const [relay99, bare99, added99] = latencyRows(latency, 'p99Micros');
-    rows.push([`latency added c=${latency.concurrency} p50`, relay50, `bare ${bare50}`, added50], [`latency added c=${latency.concurrency} p99`, relay99, `bare ${bare99}`, added99]);
-  }
-  const calls = mixedCalls(results.mixed);
-  if (calls !== undefined && results.mixed !== undefined) {
-    rows.push(['mixed 30 % 429: visibility calls', String(calls.visibilityCalls), `⌈${calls.retried} ÷ 10⌉ = ${calls.goal}`, check(calls.visibilityCalls === calls.goal)]);
-    rows.push(['mixed: other SQS calls', otherCalls(calls.first, ' '), 'GetQueueUrl 1', '']);
-    rows.push(['mixed: time, warm', ms(calls.warmMs), `all 200: ${ms(results.mixed.allOkMs)}`, ratio(calls.warmMs, results.mixed.allOkMs)]);
-  }
-  const weight = results.coldStart.weight;
-  rows.push([`bundle loaded at import (${weight.atImport.files.length} files)`, kb(weight.atImport.bytes), 'goal 500 KB', check(weight.atImport.bytes < 500 * 1024)]);
-  rows.push(['  whole asset (JavaScript)', kb(weight.total.moduleBytes), '', `${weight.onFirstUse.length} chunks load on first use`]);
-  rows.push(['load time (fresh process − empty)', ms(loadOverhead(results)), 'goal 100 ms', check(loadOverhead(results) < 100)]);
-  const relayMemory = results.memory.find((row) => row.side === 'relay');
-  const noop = results.memory.find((row) => row.side === 'no-op handler');
-  if (relayMemory !== undefined) rows.push([`peak RSS, ${batchRecords(results)} records`, mib(relayMemory.peakMiB), `no-op ${mib(noop?.peakMiB ?? Number.NaN)}`, `${check(relayMemory.peakMiB < MEMORY_GOAL_MIB)} (256 MB function)`]);
-  for (const pair of warmMemoryPairs(results)) {
-    rows.push([`peak RSS, warm, Lambda heap limits, ${int(pair.relay.records)} records`, mib(warmPeakMiB(pair.relay)), `no-op ${mib(warmPeakMiB(pair.noop))}`, check(warmPeakMiB(pair.relay) < MEMORY_GOAL_MIB)]);
-  }
-  const widths = [0, 1, 2, 3].map((column) => Math.max(...rows.map((row) => row[column]?.length ?? 0)));
+  const rows = [['figure', 'relay', 'baseline', 'ratio', 'goal', ''], ...summaryRows(results)].map((row) => row.map((cell) => cell.replace(/\*\*|`/g, '')));
+  if (results.instructions.skipped !== undefined) rows.push(['instructions per record', 'skipped', results.instructions.skipped, '', '', '']);
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
   const lines = rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd());
   lines.splice(1, 0, widths.map((width) => '-'.repeat(width)).join('  '));
   const notes = results.notes.length === 0 ? '' : `\nnotes:\n${results.notes.map((note) => `- ${note}`).join('\n')}`;
