@@ -1,6 +1,9 @@
 /**
  * Every scenario, in the order they run (later ones may read what earlier ones measured).
- * A new scenario is a file in this folder and a line here; its figures get a field in results.ts.
+ * A new scenario is a file in this folder and a line here. Its figures are a field of
+ * `BenchResults`: in results.ts, or declared in the scenario's own file
+ * (`declare module '../results' { interface BenchResults { backPressure: … } }`); the report shows
+ * them once bench/templates/ and report.ts give them a place.
  */
 import clientChoice from './client-choice';
 import coldStart from './cold-start';
