@@ -630,46 +630,51 @@ export function performanceSection(results: BenchResults): string {
   const calls = mixedCalls(results.mixed);
   const relayMemory = results.memory.find((row) => row.side === 'relay');
   const c10 = results.latency.find((latency) => latency.concurrency === 10);
-  const interval = h.relayVsLimit.interval;
-  const lines: string[][] = [];
-  lines.push([
-    `throughput, ${batchRecords(results)} records, concurrency 10, webhook answering at once`,
-    `${perSecond(h.relayRate)}: **${ratio(h.relayVsLimit.ratio, 1)}×**${interval === undefined ? '' : ` (${intervalText(interval)})`} a bare \`node:http\` loop sending the same signed requests (signing each as it sends it)` +
-      (h.unsignedVsLimit === undefined ? '' : `; with signing off, ${ratio(h.unsignedVsLimit, 1)}× the same loop sending unsigned requests`) +
-      `; ${ratio(h.relayVsExchange, 1)}× the loop with its signatures computed in advance (the HTTP exchange alone)` +
-      `; **${ratio(h.relayVsPeer, 1)}×** a Powertools \`BatchProcessor\` + \`fetch\` relay` +
-      // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
-      (Math.max(h.relayVsLimit.ratio, h.unsignedVsLimit ?? 0) > 1 ? " (a ratio over 1.00 is this run's noise, not a result: the relay does all the loop's work and more)" : ''),
-  ]);
-  for (const measure of COUNT_MEASURES) {
-    const counts = countComparisons(results.instructions, measure);
-    if (counts.length === 0) continue;
-    const text = counts.map((count) => {
+  const countRows = COUNT_MEASURES.map((measure) => {
+    const counts = countComparisons(results.instructions, measure).map((count) => {
       const lowest = count.spreadOut ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(count.lowestRatio, 1)}` : '';
       const hashing = sha256LeftOutText(count);
       return `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**${lowest}${hashing === undefined ? '' : `; ${hashing}`})`;
     });
-    lines.push([measure.readmeLabel, text.join('; ')]);
-  }
-  lines.push(['CPU per record', `${us(h.relayCpu)} (bare client signing as it sends: ${us(h.bareCpu)}; the HTTP exchange alone: ${us(h.exchangeCpu)}${h.unsignedCpu === undefined ? '' : `; relay with signing off: ${us(h.unsignedCpu)}`})`]);
-  if (c10 !== undefined) lines.push(['latency the relay adds before a request leaves (p50, concurrency 10)', delta(c10.relay.p50Micros - c10.bare.p50Micros, us)]);
-  if (calls !== undefined && results.mixed !== undefined) {
-    const records = int(results.mixed.records);
-    lines.push([`SQS calls for ${int(calls.retried)} retries in a ${records}-record batch`, `${calls.visibilityCalls} \`ChangeMessageVisibilityBatch\` (10 entries each) + ${calls.first.GetQueueUrl ?? 0} \`GetQueueUrl\`; none for an all-2xx batch`]);
-  }
-  const loadText = `${kb(weight.atImport.bytes)} loaded at import (the whole asset, ${kb(weight.total.moduleBytes)}, holds the SQS and Secrets Manager clients, loaded on first use); ${ms(loadOverhead(results))} to load in a fresh process`;
-  lines.push(['bundle, load time', loadText]);
+    return counts.length === 0 ? '' : `| ${measure.readmeLabel} | ${counts.join('; ')} |\n`;
+  });
   const warmPairs = warmMemoryPairs(results);
   const largest = warmPairs[0]?.relay;
   const deliverable = warmPairs[warmPairs.length - 1]?.relay;
-  if (largest !== undefined && deliverable !== undefined && deliverable !== largest) {
-    const memorySize = results.warmMemory?.memorySizeMb ?? STACK_MEMORY_MB;
-    const text = `${mib(warmPeakMiB(largest))} with ${int(largest.records)}-record batches back to back, ${mib(warmPeakMiB(deliverable))} with the largest batch Lambda delivers (${int(deliverable.records)} such records in 6 MB), under the heap limits of the function's ${memorySize} MB`;
-    lines.push(['peak memory (RSS) in a warm container, as deployed', text]);
-  } else if (relayMemory !== undefined) {
-    lines.push([`peak memory, ${batchRecords(results)}-record batch`, `${mib(relayMemory.peakMiB)} RSS (the function has 256 MB)`]);
-  }
-  const machine = results.machine;
-  const text = fill('performance', { cpu: machine.cpu, cores: String(machine.cores), node: machine.node, figuresTable: table(['', ''], lines), capacity: capacityText(results) });
+  const warm = largest !== undefined && deliverable !== undefined && deliverable !== largest;
+  const text = fill('performance', {
+    cpu: results.machine.cpu,
+    cores: String(results.machine.cores),
+    node: results.machine.node,
+    batch: batchRecords(results),
+    relayRate: perSecond(h.relayRate),
+    vsLimit: ratio(h.relayVsLimit.ratio, 1),
+    vsLimitInterval: intervalText(h.relayVsLimit.interval),
+    unsignedVsLimit: h.unsignedVsLimit === undefined ? undefined : ratio(h.unsignedVsLimit, 1),
+    vsExchange: ratio(h.relayVsExchange, 1),
+    vsPeer: ratio(h.relayVsPeer, 1),
+    // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
+    overOne: Math.max(h.relayVsLimit.ratio, h.unsignedVsLimit ?? 0) > 1,
+    countRows: countRows.join(''),
+    relayCpu: us(h.relayCpu),
+    bareCpu: us(h.bareCpu),
+    exchangeCpu: us(h.exchangeCpu),
+    unsignedCpu: h.unsignedCpu === undefined ? undefined : us(h.unsignedCpu),
+    latencyAdded: c10 === undefined ? undefined : delta(c10.relay.p50Micros - c10.bare.p50Micros, us),
+    visibilityCalls: calls === undefined ? undefined : String(calls.visibilityCalls),
+    retried: int(calls?.retried ?? Number.NaN),
+    mixedRecords: int(results.mixed?.records ?? Number.NaN),
+    getQueueUrl: String(calls?.first.GetQueueUrl ?? 0),
+    atImport: kb(weight.atImport.bytes),
+    assetBytes: kb(weight.total.moduleBytes),
+    loadMs: ms(loadOverhead(results)),
+    warmLargest: warm ? mib(warmPeakMiB(largest)) : undefined,
+    largestRecords: int(largest?.records ?? Number.NaN),
+    warmDeliverable: mib(warmPeakMiB(deliverable)),
+    deliverableRecords: int(deliverable?.records ?? Number.NaN),
+    memorySize: String(results.warmMemory?.memorySizeMb ?? STACK_MEMORY_MB),
+    peakMemory: !warm && relayMemory !== undefined ? mib(relayMemory.peakMiB) : undefined,
+    capacity: capacityText(results),
+  });
   return `${text}\n`;
 }
