@@ -12,4 +12,4 @@ export interface Scenario<K extends keyof Figures = keyof Figures> {
 }
 
 /** A {@link Scenario}, with its key's type checked against its figures. */
-export const scenario = <K extends keyof Figures>(key: K, run: Scenario<K>['run']): Scenario => ({ key, run }) as unknown as Scenario;
+export const scenario = <K extends keyof Figures>(key: K, run: Scenario<K>['run']): Scenario<K> => ({ key, run });
