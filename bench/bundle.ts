@@ -8,7 +8,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { assetFiles, type ModuleGraph, moduleGraph, packageOf, staticClosure } from '../test/support/asset';
+import { assetFiles, type ModuleGraph, moduleGraph, packageOf, staticClosure } from '../testkit/asset';
 
 /** Bytes by origin: an npm package, or `lambda/` for the relay's own code; largest first. */
 export type Composition = readonly { readonly origin: string; readonly bytes: number }[];

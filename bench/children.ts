@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { PROJECT_ROOT } from '../test/support/synth';
+import { PROJECT_ROOT } from '../testkit/synth';
 import type { ClientKind, FromClient, FromWebhook, RunRequest, RunResult, ToWebhook, WebhookMode, WebhookStats } from './protocol';
 
 /** Where compiled children and scratch files go (git-ignored). */

@@ -19,7 +19,7 @@ import { latencySample } from '../lambda/latency';
 import { buildDeliveryRequest } from '../lambda/request';
 import { CachedSecret } from '../lambda/secrets';
 import { parseSigningKeys, signDelivery } from '../lambda/signing';
-import { startSecretsManager } from '../test/support/secrets-manager';
+import { startSecretsManager } from '../testkit/secrets-manager';
 import type { WebhookResult } from '../lambda/transmitter';
 import { median } from './stats';
 import { recordOf } from './records';

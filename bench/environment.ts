@@ -5,7 +5,7 @@
  */
 import { cpus, totalmem, release } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { type CfnValue, PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../test/support/synth';
+import { type CfnValue, PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../testkit/synth';
 import { SPEED_NODE_FLAGS, CPU_PINNING } from './children';
 
 /** Local stand-ins for the resources the template's environment refers to. */

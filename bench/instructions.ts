@@ -1,35 +1,11 @@
 /**
- * Instructions per record, counted by valgrind's callgrind: the one figure of this benchmark
- * that the machine's speed does not move. Wall-clock throughput on a shared virtual machine
- * swings by up to 2× within a minute, more than the difference being measured; the number of
- * instructions a side executes per record varies only with the garbage collection an invocation
- * runs into (a few per cent; the mean over six counted invocations is the figure).
- *
- * Each side runs in its own client process under `valgrind --tool=callgrind --instr-atstart=no`
- * (the same client, flags and environment as its throughput runs), warms up uninstrumented, then
- * counts the timed part of a few invocations (see `countInstructions` in protocol.ts). One side
- * at a time: V8 compiles on background threads, and a process that shares its CPU gets its
- * optimized code later, so runs more of each invocation in slower tiers. Ten warm-ups (run.ts
- * says why), then six counted invocations: V8's major collections fall in some counted
- * invocations and not others (on Node.js 20, two counted after six warm-ups repeated to within
- * 1 %, two counted after ten spread 10-20 %), so their mean is the figure. The report shows
- * every count and flags a side whose counts spread over 3 %. Optional: skipped, with the
- * reason, where valgrind is not installed (`apt-get install valgrind`).
- *
- * Instructions do not all cost the same: on Node.js 24 the relay's own per-record code missed the
- * caches and mispredicted branches more often per instruction than the HTTP exchange both sides
- * share. With `simulateCaches` callgrind also simulates the caches and a branch predictor
- * (`--cache-sim=yes --branch-sim=yes`, only while counting), and each count carries an estimate
- * of cycles from them ({@link estimatedCycles}). Not by default: it slows valgrind down about
- * twice as much again, and the counts then spread far more (up to 2× between invocations of one
- * side, against a few per cent without it), presumably as more of V8's time-driven garbage
- * collection falls into each counted invocation.
- *
- * Valgrind's virtual CPU has no SHA extensions, so under it OpenSSL hashes with its AVX2 code
- * (Node.js 24: about 37k instructions per 1 KB record signed, a sixth of the relay's count);
- * natively, on a CPU that has them, the same hashing is a small fraction of that. Each count so
- * also records what OpenSSL's SHA-256 block functions cost (`callgrind_annotate`), for the report
- * to show the ratios with them left out as well.
+ * Instructions per record, counted by valgrind's callgrind: the one figure the machine's speed
+ * does not move. Each side runs in its own client process under `valgrind --tool=callgrind
+ * --instr-atstart=no` (same client, flags and environment as its throughput runs), one side at a
+ * time, warms up uninstrumented, then counts the timed part of a few invocations; optionally
+ * (`simulateCaches`) with estimated cycles, and always with OpenSSL's SHA-256 blocks counted apart.
+ * Skipped, with the reason, where valgrind is not installed. BENCHMARKS.md's instruction section
+ * says why each of these choices was made.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -80,11 +56,7 @@ export interface CountOptions {
   readonly records: number;
   /** A file with the event of `records` records. */
   readonly eventFile: string;
-  /**
-   * Uninstrumented invocations first. Under valgrind V8 optimizes later than natively (its
-   * compiler threads share one virtual CPU with the program): on Node.js 20, with four warm-ups,
-   * consecutive counts were up to 15 % apart, with six they agreed to within 1 %.
-   */
+  /** Uninstrumented invocations first: under valgrind V8 optimizes later than natively. */
   readonly warmUpRuns: number;
   readonly countedRuns: number;
   /** Simulate the caches and a branch predictor as well, for {@link estimatedCycles}. */

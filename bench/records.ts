@@ -3,7 +3,7 @@
  * Deterministic: the same index always gives the same record.
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { sqsRecord } from '../test/support/records';
+import { sqsRecord } from '../testkit/records';
 
 /** Bytes of every message body. */
 export const BODY_BYTES = 1024;

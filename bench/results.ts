@@ -1,4 +1,4 @@
-/** The shape of one benchmark run's figures: what `run.ts` measures and `report.ts` writes. */
+/** The shape of one benchmark run's figures: what the scenarios (bench/scenarios/) measure and `report.ts` writes. */
 import type { AssetWeight } from './bundle';
 import type { ComponentCost } from './components';
 import type { InstructionsSection } from './instructions';

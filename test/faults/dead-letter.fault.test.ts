@@ -12,9 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { FIFO_SUFFIX } from '../../lambda/sqs-util';
-import { type Emulator, type QueueRef, startEmulator } from '../support/emulator';
+import { type Emulator, type QueueRef, startEmulator } from '../../testkit/emulator';
 import { acknowledge, capturedTelemetry, invoke, type LogLine, relayFor } from '../support/relay';
-import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('the dead-letter fault key, 32 b.').toString('base64')}`;

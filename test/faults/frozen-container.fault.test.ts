@@ -20,10 +20,10 @@ import { rmSync } from 'node:fs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deployedEnvironment, startTemplateEmulator } from '../support/deployed';
-import type { Emulator } from '../support/emulator';
+import type { Emulator } from '../../testkit/emulator';
 import { acknowledge, sleep } from '../support/relay';
-import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
-import { type LoadedBundle, startBundle, type SynthesizedBundle, synthesizeBundle, templateQueues } from '../support/synth';
+import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
+import { type LoadedBundle, startBundle, type SynthesizedBundle, synthesizeBundle, templateQueues } from '../../testkit/synth';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 /** Idle time after which the relay in front of the webhook forgets a connection. */

@@ -10,11 +10,11 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { RelayHandler } from '../../lambda/relay';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
-import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
+import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
 import { type SilentEndpoint, startSilentEndpoint } from '../support/silent-endpoint';
-import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 /** The function's timeout in these tests, and the margin kept for the SQS calls after the requests. */

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 import { childEnv, closedPort, QUIET_SDK_LOGGER, ROOT, until } from '../local/relay-process';
 

@@ -8,11 +8,11 @@
 import type { SQSRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../support/emulator';
-import { sqsRecord } from '../support/records';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { sqsRecord } from '../../testkit/records';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 import type { ReceivedRequest } from '../support/webhook';
-import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
+import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 const GOOD = `whsec_${Buffer.from('the signing key before rotation').toString('base64')}`;

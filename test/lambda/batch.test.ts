@@ -8,7 +8,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { type BatchLoopOptions, lanesOf, type NotAttempted, runBatch } from '../../lambda/batch';
-import { sqsRecord as syntheticRecord } from '../support/records';
+import { sqsRecord as syntheticRecord } from '../../testkit/records';
 
 /** A record of a standard queue (`group` undefined) or of a FIFO queue's message group. */
 function sqsRecord(id: string, group?: string): SQSRecord {

@@ -23,7 +23,7 @@ import {
 import { verifyOriginalId } from '../../lambda/message-id';
 import { QueueDirectory } from '../../lambda/queues';
 import type { SqsGateway } from '../../lambda/sqs-gateway';
-import { sqsRecord } from '../support/records';
+import { sqsRecord } from '../../testkit/records';
 
 const DLQ_URL = 'http://127.0.0.1:9/000000000000/relay-dlq';
 const KEY = Buffer.from('a dead-letter unit-test key of 32');

@@ -9,10 +9,10 @@ import { beforeDeadline, Deadline, DeadlineExceededError } from '../../lambda/de
 import { QueueDirectory } from '../../lambda/queues';
 import { secretsManagerReader } from '../../lambda/secrets';
 import { SqsGateway } from '../../lambda/sqs-gateway';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { sleep } from '../support/relay';
 import { type SilentEndpoint, startSilentEndpoint } from '../support/silent-endpoint';
-import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
 
 let silent: SilentEndpoint;
 let emulator: Emulator;

@@ -7,9 +7,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { acknowledge, capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { type SqsProxy, startSqsProxy } from '../support/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 let emulator: Emulator;

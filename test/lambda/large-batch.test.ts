@@ -3,7 +3,7 @@
  * more than MAX_CONCURRENCY requests open at the webhook, and one metric line for the batch.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { sqsRecord } from '../support/records';
+import { sqsRecord } from '../../testkit/records';
 import { capturedTelemetry, invoke, relayFor, sleep, unreachableSqs } from '../support/relay';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 

@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { loadConfig } from '../../lambda/config';
 import { sealOriginalId, verifyOriginalId } from '../../lambda/message-id';
 import { buildDeliveryRequest, DEAD_LETTER_REASON_ATTRIBUTE, idempotencyKeyOf } from '../../lambda/request';
-import { sqsRecord } from '../support/records';
+import { sqsRecord } from '../../testkit/records';
 
 const OLD = Buffer.from('the old signing key, thirty-two b');
 const NEW = Buffer.from('the new signing key, thirty-two b');

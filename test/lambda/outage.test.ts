@@ -4,7 +4,7 @@
  * interval as visibility, lets one probe through per interval, and closes on the first answer.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 

@@ -12,8 +12,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { clampVisibility } from '../../lambda/retry-timing';
-import { type Emulator, startEmulator } from '../support/emulator';
-import { sqsRecord } from '../support/records';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { sqsRecord } from '../../testkit/records';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';
 import { startWebhook, type TestWebhook, type WebhookReply } from '../support/webhook';
 

@@ -10,7 +10,7 @@ import { checkAuthorizationValue, loadConfig, type RelayConfig } from '../../lam
 import { isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from '../../lambda/header-rules';
 import { buildDeliveryRequest, type DeliveryRequest } from '../../lambda/request';
 import { queueNameOfArn } from '../../lambda/sqs-util';
-import { sqsRecord as syntheticRecord } from '../support/records';
+import { sqsRecord as syntheticRecord } from '../../testkit/records';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders';
 const FIFO_ARN = 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo';

@@ -9,10 +9,10 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../support/emulator';
-import { sqsRecord } from '../support/records';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { sqsRecord } from '../../testkit/records';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
+import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;

@@ -9,9 +9,9 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../support/asset';
+import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../../testkit/asset';
 import { deployedEnvironment, startTemplateEmulator } from '../support/deployed';
-import type { Emulator } from '../support/emulator';
+import type { Emulator } from '../../testkit/emulator';
 import {
   type LoadedBundle,
   startBundle,
@@ -19,8 +19,8 @@ import {
   synthesizeBundle,
   type TemplateQueues,
   templateQueues,
-} from '../support/synth';
-import { type FakeSecretsManager, startSecretsManager } from '../support/secrets-manager';
+} from '../../testkit/synth';
+import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 import { Webhook } from 'standardwebhooks';
 

@@ -10,7 +10,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../lib/app';
 import { CONTEXT_KEYS, ContextError, DEFAULT_STACK_NAME } from '../../lib/context';
-import { offlineEnvironment, PROJECT_ROOT } from '../support/synth';
+import { offlineEnvironment, PROJECT_ROOT } from '../../testkit/synth';
 import { onlyResource, testApp } from './helpers';
 
 function synth(context: Record<string, unknown>): { stackName: string; template: Template } {

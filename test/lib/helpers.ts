@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { App, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { inject } from 'vitest';
-import { projectContext } from '../support/synth';
+import { projectContext } from '../../testkit/synth';
 
 /**
  * An app as `cdk synth` would create it, minus bundling and built-in validation (speed). It

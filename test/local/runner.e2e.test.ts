@@ -5,7 +5,7 @@
  */
 import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
 import { queueCounts, type ReadyLine, readyLine, type RelayProcess, startRelayProcess, stopRelay, until } from './relay-process';
 

@@ -25,7 +25,7 @@ import { signDelivery, parseSigningKeys } from '../../lambda/signing';
 import { variablesRead } from '../../local/cli';
 import { version } from '../../package.json';
 import { childEnv, until } from '../local/relay-process';
-import { type Emulator, startEmulator } from '../support/emulator';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

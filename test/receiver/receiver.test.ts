@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
 import { cappedExponential, exponential, fibonacci, linear, receiveCountOf, retryAfter, verifySignature } from '../../receiver/index';
 import { createExampleWebhook } from '../../examples/webhook';
-import { sqsRecord } from '../support/records';
+import { sqsRecord } from '../../testkit/records';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';
 
 const SECRET = `whsec_${Buffer.from('receiver test key 0123456789abcdef').toString('base64')}`;

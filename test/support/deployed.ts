@@ -3,8 +3,8 @@
  * template declares it, and the function's environment as the stack writes it with the
  * template's references pointing at the stand-ins. Shared by the tests that run the bundle.
  */
-import { type Emulator, startEmulator } from './emulator';
-import { resolveEnvironment, type SynthesizedBundle, type TemplateQueues } from './synth';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { resolveEnvironment, type SynthesizedBundle, type TemplateQueues } from '../../testkit/synth';
 
 /** An emulator whose queue pair has the template's redrive count, visibility timeout and kind; `process.env` left alone. */
 export function startTemplateEmulator(queues: TemplateQueues): Promise<Emulator> {

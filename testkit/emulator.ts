@@ -13,8 +13,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
-import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
-import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from '../../local/event-source';
+import { deadLetterQueueName, FIFO_SUFFIX } from '../lambda/sqs-util';
+import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from '../local/event-source';
 
 export interface QueueRef {
   readonly name: string;

@@ -18,7 +18,7 @@ import { build } from 'esbuild';
 import { insideDir } from './asset';
 
 /** The repository root. */
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * The context of cdk.json (the feature flags): what the CLI gives the app, so an in-process
@@ -150,6 +150,11 @@ function handlerModule(bundleDir: string, handler: string): { file: string; expo
  */
 export async function synthesizeBundle(options: SynthesizeOptions = {}): Promise<SynthesizedBundle> {
   const { assemblyDir, output } = await cdkSynth(options);
+  return readBundle(assemblyDir, output);
+}
+
+/** The function's bundle in the cloud assembly `assemblyDir` (written by {@link cdkSynth}; the bench can reuse one). */
+export function readBundle(assemblyDir: string, output = ''): SynthesizedBundle {
   const { stackName, template } = readStack(assemblyDir);
   const functions = Object.entries(template.Resources).filter(([, resource]) => resource.Type === 'AWS::Lambda::Function');
   if (functions.length !== 1) throw new Error(`expected one Lambda function in ${stackName}, found ${functions.length}`);
