@@ -127,11 +127,20 @@ function weighSet(dir: string, files: Iterable<string>): ModuleSet {
 export async function weighAsset(dir: string, entry = 'index.mjs'): Promise<AssetWeight> {
   const graph: ModuleGraph = await moduleGraph(dir, entry);
   const atImport = staticClosure(graph, entry);
-  const lazyEntries = [...new Set([...atImport].flatMap((file) => graph.get(file)?.dynamicImports ?? []))].filter((file) => !atImport.has(file));
+  const lazyEntries = [...new Set([...atImport].flatMap((file) => graph.get(file)?.dynamicImports ?? []))].filter(
+    (file) => !atImport.has(file),
+  );
   const onFirstUse = lazyEntries.map((lazy) => ({
     entry: lazy,
-    label: [...composition(dir, lazy)].sort((a, b) => b[1] - a[1]).slice(0, 2).map(([origin]) => origin).join(' + '),
-    ...weighSet(dir, [...staticClosure(graph, lazy)].filter((file) => !atImport.has(file))),
+    label: [...composition(dir, lazy)]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 2)
+      .map(([origin]) => origin)
+      .join(' + '),
+    ...weighSet(
+      dir,
+      [...staticClosure(graph, lazy)].filter((file) => !atImport.has(file)),
+    ),
   }));
   const reached = new Set([...atImport, ...onFirstUse.flatMap((set) => set.files)]);
   const files = assetFiles(dir);
@@ -140,7 +149,10 @@ export async function weighAsset(dir: string, entry = 'index.mjs'): Promise<Asse
     atImport: weighSet(dir, atImport),
     builtinsAtImport: [...new Set([...atImport].flatMap((file) => graph.get(file)?.externalStaticImports ?? []))].sort(),
     onFirstUse,
-    rest: weighSet(dir, [...graph.keys()].filter((file) => !reached.has(file))),
+    rest: weighSet(
+      dir,
+      [...graph.keys()].filter((file) => !reached.has(file)),
+    ),
     total: {
       files: files.length,
       modules: graph.size,

@@ -122,11 +122,26 @@ function pin(pid: number | undefined, cpu: number | undefined): void {
 }
 
 export async function startWebhookProcess(compiled: CompiledChildren, execPath = process.execPath): Promise<WebhookProcess> {
-  const child = fork(compiled.webhook, [], { execPath, execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(compiled.webhook, [], {
+    execPath,
+    execArgv: [],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   pin(child.pid, CPU_PINNING?.webhook);
-  const port = await awaitMessage<FromWebhook, number>(child, (m) => (m.type === 'listening' ? m.port : undefined), 10_000, 'webhook start');
+  const port = await awaitMessage<FromWebhook, number>(
+    child,
+    (m) => (m.type === 'listening' ? m.port : undefined),
+    10_000,
+    'webhook start',
+  );
   const ask = <R>(message: Exclude<ToWebhook, { type: 'exit' }>, pick: (m: FromWebhook) => R | undefined): Promise<R> => {
-    const answer = awaitMessage<FromWebhook, R>(child, (m) => (m.type === 'done' && m.id === message.id ? pick(m) : undefined), 30_000, `webhook ${message.type}`);
+    const answer = awaitMessage<FromWebhook, R>(
+      child,
+      (m) => (m.type === 'done' && m.id === message.id ? pick(m) : undefined),
+      30_000,
+      `webhook ${message.type}`,
+    );
     child.send(message);
     return answer;
   };
@@ -134,7 +149,9 @@ export async function startWebhookProcess(compiled: CompiledChildren, execPath =
     url: `http://127.0.0.1:${port}/hook`,
     pid: child.pid ?? 0,
     reset: (mode, options = {}) =>
-      ask({ type: 'reset', id: nextId++, mode, stampSize: options.stampSize ?? 0, delayMs: options.delayMs ?? 0 }, () => true).then(() => undefined),
+      ask({ type: 'reset', id: nextId++, mode, stampSize: options.stampSize ?? 0, delayMs: options.delayMs ?? 0 }, () => true).then(
+        () => undefined,
+      ),
     stats: () => ask({ type: 'stats', id: nextId++ }, (m) => (m.type === 'done' ? m.stats : undefined)),
     stop: () => stopChild(child),
   };
@@ -220,7 +237,12 @@ export async function startClientProcess(compiled: CompiledChildren, options: Cl
     outputBytes: () => bytes,
     async run(request, timeoutMs = 120_000) {
       const id = nextId++;
-      const answer = awaitMessage<FromClient, RunResult>(child, (m) => (m.type === 'result' && m.id === id ? m : undefined), timeoutMs, `${options.kind} run`);
+      const answer = awaitMessage<FromClient, RunResult>(
+        child,
+        (m) => (m.type === 'result' && m.id === id ? m : undefined),
+        timeoutMs,
+        `${options.kind} run`,
+      );
       child.send({ ...request, type: 'run', id });
       const result = await answer;
       if (result.error !== undefined) throw new Error(`${options.kind} run failed: ${result.error}`);

@@ -71,11 +71,20 @@ function bareHttp(): BareLoop {
   // The relay's transmitter settings (keep-alive, one socket per concurrent request, LIFO) and
   // node:http's cheapest call: options worked out once, headers as a flat list with the Host.
   const agent = new HttpAgent({ keepAlive: true, maxSockets: concurrency, scheduling: 'lifo' });
-  const options = { hostname: webhookUrl.hostname, port: webhookUrl.port, path: webhookUrl.pathname + webhookUrl.search, method: 'POST', agent };
+  const options = {
+    hostname: webhookUrl.hostname,
+    port: webhookUrl.port,
+    path: webhookUrl.pathname + webhookUrl.search,
+    method: 'POST',
+    agent,
+  };
   /** The Standard Webhooks headers computed now, as the relay does per request. */
   const signed = ({ id, list, body }: Prepared): string[] => {
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const signature = createHmac('sha256', signingKey as Buffer).update(`${id}.${timestamp}.`).update(body).digest('base64');
+    const signature = createHmac('sha256', signingKey as Buffer)
+      .update(`${id}.${timestamp}.`)
+      .update(body)
+      .digest('base64');
     return [...list, 'webhook-id', id, 'webhook-timestamp', timestamp, 'webhook-signature', `v1,${signature}`];
   };
   const post = (prepared: Prepared): Promise<number> =>

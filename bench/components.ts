@@ -73,7 +73,12 @@ async function measureSecretReads(iterations: number, rounds: number, secret: st
         per: 'record',
         nanos: time(iterations, rounds, () => fromSecretsManager.peek()),
       },
-      { step: '(same, key given as a value)', where: 'secrets.ts CachedSecret.peek(), literal source (`SIGNING_SECRET`)', per: 'record', nanos: time(iterations, rounds, () => literal.peek()) },
+      {
+        step: '(same, key given as a value)',
+        where: 'secrets.ts CachedSecret.peek(), literal source (`SIGNING_SECRET`)',
+        per: 'record',
+        nanos: time(iterations, rounds, () => literal.peek()),
+      },
     ];
   } finally {
     await fake.close();
@@ -101,7 +106,9 @@ export async function measureComponents(iterations = 20_000, rounds = 5): Promis
   const add = (step: string, where: string, per: ComponentCost['per'], fn: (index: number) => unknown, count = iterations): void => {
     costs.push({ step, where, per, nanos: time(count, rounds, fn) });
   };
-  add('build the request', 'request.ts buildDeliveryRequest (headers, body Buffer)', 'record', (i) => buildDeliveryRequest(records[i % 1_000] as (typeof records)[number], config));
+  add('build the request', 'request.ts buildDeliveryRequest (headers, body Buffer)', 'record', (i) =>
+    buildDeliveryRequest(records[i % 1_000] as (typeof records)[number], config),
+  );
   add('sign it', 'signing.ts signDelivery (HMAC-SHA256 over id.timestamp.body)', 'record', (i) => {
     const request = requests[i % 1_000] as (typeof requests)[number];
     return signDelivery(keys, records[i % 1_000]?.messageId ?? '', Math.floor(now / 1000), request.body);
@@ -126,7 +133,13 @@ export async function measureComponents(iterations = 20_000, rounds = 5): Promis
   add('classify', 'classify.ts classify() of a 200', 'record', () => classify(ok, config, 1, now));
   add('classify a 429', 'classify.ts classify() of a 429 + Retry-After', 'failed record', () => classify(refused, config, 1, now));
   add('log line', 'relay.ts logger.info("Message not delivered…") — Powertools Logger, JSON', 'failed record', (i) =>
-    logger.info('Message not delivered; returned to the queue', { messageId: records[i % 1_000]?.messageId, outcome: 'retry', receiveCount: 1, status: 429, delaySeconds: 600 }),
+    logger.info('Message not delivered; returned to the queue', {
+      messageId: records[i % 1_000]?.messageId,
+      outcome: 'retry',
+      receiveCount: 1,
+      status: 429,
+      delaySeconds: 600,
+    }),
   );
   return costs;
 }
@@ -136,6 +149,7 @@ if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith
   if (process.argv.includes('--json')) {
     process.stdout.write(`\n${RESULT_MARKER}${JSON.stringify(costs)}\n`);
   } else {
-    for (const cost of costs) console.log(`${(cost.nanos / 1000).toFixed(2).padStart(8)} µs  per ${cost.per.padEnd(13)} ${cost.step} — ${cost.where}`);
+    for (const cost of costs)
+      console.log(`${(cost.nanos / 1000).toFixed(2).padStart(8)} µs  per ${cost.per.padEnd(13)} ${cost.step} — ${cost.where}`);
   }
 }

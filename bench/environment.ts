@@ -113,7 +113,11 @@ export function machineInfo(node: string = process.execPath): MachineInfo {
   let commit = 'unknown';
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'lambda', 'lib', 'bin', 'package.json'], { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim() !== '';
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--', 'lambda', 'lib', 'bin', 'package.json'], {
+        cwd: PROJECT_ROOT,
+        encoding: 'utf8',
+      }).trim() !== '';
     commit = dirty ? `${head} + uncommitted changes` : head;
   } catch {
     // not a git checkout: leave it unknown
@@ -127,6 +131,8 @@ export function machineInfo(node: string = process.execPath): MachineInfo {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     commit,
     placement:
-      CPU_PINNING === undefined ? 'wherever the scheduler put them (no taskset, or one CPU)' : `each client held to CPU ${CPU_PINNING.client} (with ${SPEED_NODE_FLAGS.join(' ')}), the webhook to CPU ${CPU_PINNING.webhook} (taskset)`,
+      CPU_PINNING === undefined
+        ? 'wherever the scheduler put them (no taskset, or one CPU)'
+        : `each client held to CPU ${CPU_PINNING.client} (with ${SPEED_NODE_FLAGS.join(' ')}), the webhook to CPU ${CPU_PINNING.webhook} (taskset)`,
   };
 }

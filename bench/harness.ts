@@ -12,7 +12,15 @@ import type { Emulator } from '../testkit/emulator';
 import type { FakeSecretsManager } from '../testkit/secrets-manager';
 import type { SqsProxy } from '../testkit/sqs-proxy';
 import { type SynthesizedBundle, templateQueues } from '../testkit/synth';
-import { type ClientOptions, type ClientProcess, type CompiledChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, type WebhookProcess } from './children';
+import {
+  type ClientOptions,
+  type ClientProcess,
+  type CompiledChildren,
+  SCRATCH_DIR,
+  SPEED_NODE_FLAGS,
+  startClientProcess,
+  type WebhookProcess,
+} from './children';
 import { functionEnvironment, lambdaEnvironment } from './environment';
 import type { ClientKind } from './protocol';
 import { eventJson } from './records';
@@ -92,7 +100,12 @@ export interface Side {
   readonly signInLoop?: boolean;
 }
 
-const sideOf = (name: string, kind: ClientKind, description: string, extra: Partial<Side> = {}): Side => ({ name, kind, description, ...extra });
+const sideOf = (name: string, kind: ClientKind, description: string, extra: Partial<Side> = {}): Side => ({
+  name,
+  kind,
+  description,
+  ...extra,
+});
 export const RELAY = sideOf('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)');
 export const RELAY_UNSIGNED = sideOf('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true });
 export const BARE = sideOf(
@@ -106,9 +119,22 @@ export const BARE_SIGNING = sideOf(
   "the same loop signing each request as it sends it (createHmac), as any client sending the relay's POSTs must: **the limit for the relay**",
   { signInLoop: true },
 );
-export const BARE_UNSIGNED = sideOf('bare node:http, unsigned', 'bare-http', 'the same loop sending the unsigned relay’s POSTs: the limit for the relay with signing off', { unsigned: true });
-export const PEER = sideOf('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch, same concurrency limit');
-export const TRANSMITTER = sideOf('relay transmitter', 'transmitter', "the bare loop through the relay's own WebhookTransmitter (lambda/transmitter.ts): its cost over node:http");
+export const BARE_UNSIGNED = sideOf(
+  'bare node:http, unsigned',
+  'bare-http',
+  'the same loop sending the unsigned relay’s POSTs: the limit for the relay with signing off',
+  { unsigned: true },
+);
+export const PEER = sideOf(
+  'peer (Powertools + fetch)',
+  'peer',
+  'Powertools BatchProcessor + processPartialResponse + fetch, same concurrency limit',
+);
+export const TRANSMITTER = sideOf(
+  'relay transmitter',
+  'transmitter',
+  "the bare loop through the relay's own WebhookTransmitter (lambda/transmitter.ts): its cost over node:http",
+);
 export const UNDICI = sideOf('bare undici Pool', 'bare-undici', 'bare loop: undici 7 Pool.request');
 export const FETCH = sideOf('bare fetch', 'bare-fetch', 'bare loop: global fetch (Node’s bundled undici)');
 export const NOOP = sideOf('no-op handler', 'noop', 'a handler that returns at once (the event alone)');
@@ -139,8 +165,19 @@ export function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS
 }
 
 /** How `side`'s client starts: with {@link SPEED_NODE_FLAGS} for speed figures, or `asDeployed` with the function's flags only. */
-export function sideClient(bench: Bench, side: Side, concurrency: number, asDeployed = false): ClientOptions & { execPath: string; execArgv: readonly string[] } {
-  return { execPath: childNode(), kind: side.kind, env: clientEnv(bench, side, concurrency), cwd: bench.bundle.bundleDir, execArgv: asDeployed ? [] : SPEED_NODE_FLAGS };
+export function sideClient(
+  bench: Bench,
+  side: Side,
+  concurrency: number,
+  asDeployed = false,
+): ClientOptions & { execPath: string; execArgv: readonly string[] } {
+  return {
+    execPath: childNode(),
+    kind: side.kind,
+    env: clientEnv(bench, side, concurrency),
+    cwd: bench.bundle.bundleDir,
+    execArgv: asDeployed ? [] : SPEED_NODE_FLAGS,
+  };
 }
 
 /** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles. */
@@ -204,7 +241,14 @@ export function roundOrder(sideCount: number, round: number): number[] {
 }
 
 /** `rounds` rounds, each in fresh processes (a fresh draw of each process's luck): warm up, then `measuredRuns` in {@link roundOrder}. */
-export async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number, measuredRuns: number, count: number): Promise<SideSummary[]> {
+export async function compare(
+  bench: Bench,
+  sides: readonly Side[],
+  concurrency: number,
+  rounds: number,
+  measuredRuns: number,
+  count: number,
+): Promise<SideSummary[]> {
   const runs: ThroughputRun[][] = sides.map(() => []);
   for (let round = 0; round < rounds; round += 1) {
     const clients: ClientProcess[] = [];
@@ -220,7 +264,9 @@ export async function compare(bench: Bench, sides: readonly Side[], concurrency:
     } finally {
       await Promise.all(clients.map((client) => client.stop()));
     }
-    log(`  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`);
+    log(
+      `  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`,
+    );
   }
   return sides.map((side, index) => {
     const own = runs[index] as ThroughputRun[];
@@ -238,7 +284,12 @@ export async function compare(bench: Bench, sides: readonly Side[], concurrency:
 }
 
 /** Runs `node args…` on {@link childNode} to its end: its stdout and wall time; rejects on a non-zero exit or after `timeoutMs`. */
-export function runNode(args: readonly string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<{ out: string; wallMs: number }> {
+export function runNode(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  timeoutMs: number,
+): Promise<{ out: string; wallMs: number }> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const child = spawn(childNode(), args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -262,7 +313,8 @@ export function runNode(args: readonly string[], env: NodeJS.ProcessEnv, cwd: st
 
 /** Wall time of a fresh `node` importing `file`, and the import's own time as the process saw it. */
 export async function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ processMs: number; importMs: number }> {
-  const script = 'const t = performance.now(); await import(process.argv[1]); const ms = performance.now() - t; process.stdout.write(String(ms), () => process.exit(0));';
+  const script =
+    'const t = performance.now(); await import(process.argv[1]); const ms = performance.now() - t; process.stdout.write(String(ms), () => process.exit(0));';
   const { out, wallMs } = await runNode(['--input-type=module', '-e', script, pathToFileURL(file).href], env, cwd, 30_000);
   return { processMs: wallMs, importMs: Number(out) };
 }

@@ -128,10 +128,14 @@ export function sha256BlockCounts(annotated: string, events: readonly string[]):
 
 /** {@link sha256BlockCounts} of a dump; `undefined` when `callgrind_annotate` cannot read it. */
 function sha256Of(dumpFile: string, events: readonly string[]): EventCounts | undefined {
-  const annotated = spawnSync('callgrind_annotate', ['--threshold=100', '--auto=no', '--show-percs=no', `--show=${events.join(',')}`, dumpFile], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const annotated = spawnSync(
+    'callgrind_annotate',
+    ['--threshold=100', '--auto=no', '--show-percs=no', `--show=${events.join(',')}`, dumpFile],
+    {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   return annotated.status === 0 ? sha256BlockCounts(annotated.stdout, events) : undefined;
 }
 
@@ -180,11 +184,15 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
         if (options.simulateCaches) sha256CyclesPerRecord.push(estimatedCycles(sha256) / result.records);
       }
     }
-    const perRecordText = (counts: readonly number[]): string => counts.map((count) => Math.round(count).toLocaleString('en-US')).join(', ');
+    const perRecordText = (counts: readonly number[]): string =>
+      counts.map((count) => Math.round(count).toLocaleString('en-US')).join(', ');
     const cyclesText = options.simulateCaches ? `; estimated cycles ${perRecordText(cyclesPerRecord)}` : '';
-    options.log(`  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)})${cyclesText}`);
+    options.log(
+      `  instructions: ${side.name} ${perRecordText(perRecord)} per record (SHA-256 blocks: ${perRecordText(sha256PerRecord)})${cyclesText}`,
+    );
     // The SHA-256 figures only where callgrind_annotate read every counted dump.
-    const hashing = sha256PerRecord.length === perRecord.length ? { sha256PerRecord, ...(options.simulateCaches ? { sha256CyclesPerRecord } : {}) } : {};
+    const hashing =
+      sha256PerRecord.length === perRecord.length ? { sha256PerRecord, ...(options.simulateCaches ? { sha256CyclesPerRecord } : {}) } : {};
     return { side: side.name, perRecord, ...(options.simulateCaches ? { cyclesPerRecord } : {}), ...hashing };
   } finally {
     await client.stop();
@@ -195,7 +203,11 @@ async function countSide(compiled: CompiledChildren, side: CountedSide, dir: str
  * Counts each side's instructions per record, one side at a time, against a webhook answering 200.
  * @returns the counts, in the order of `sides`
  */
-export async function countInstructions(compiled: CompiledChildren, sides: readonly CountedSide[], options: CountOptions): Promise<InstructionsSection> {
+export async function countInstructions(
+  compiled: CompiledChildren,
+  sides: readonly CountedSide[],
+  options: CountOptions,
+): Promise<InstructionsSection> {
   const base = { concurrency: options.concurrency, records: options.records, warmUpRuns: options.warmUpRuns };
   const valgrind = valgrindVersion();
   if (valgrind === undefined) return { ...base, sides: [], skipped: 'valgrind (with callgrind_control) is not installed' };

@@ -27,7 +27,10 @@ export function createLimiter(concurrency: number): <T>(task: () => Promise<T>) 
 }
 
 /** The peer's Lambda handler for `webhookUrl`. */
-export function createPeerHandler(webhookUrl: string, concurrency: number): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
+export function createPeerHandler(
+  webhookUrl: string,
+  concurrency: number,
+): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const processor = new BatchProcessor(EventType.SQS);
   const limit = createLimiter(concurrency);
   const recordHandler = (record: SQSRecord): Promise<void> =>

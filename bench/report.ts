@@ -7,7 +7,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
 import type { InstructionCount, InstructionsSection } from './instructions';
-import type { BenchResults, ClientChoice, LatencySection, MixedSection, SideSummary, ThroughputRun, ThroughputSection, WarmMemoryRow } from './results';
+import type {
+  BenchResults,
+  ClientChoice,
+  LatencySection,
+  MixedSection,
+  SideSummary,
+  ThroughputRun,
+  ThroughputSection,
+  WarmMemoryRow,
+} from './results';
 import { fmt, type MedianInterval, median, medianInterval, range, ratio } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
@@ -36,7 +45,9 @@ export function fill(name: string, values: Values): string {
   const set = (key: string): boolean => values[key] !== undefined && values[key] !== '' && values[key] !== false;
   for (let before = ''; before !== text; ) {
     before = text;
-    text = text.replace(/\{\{([#^])(\w+)\}\}([\s\S]*?)\{\{\/\2\}\}/g, (_, kind: string, key: string, body: string) => (set(key) === (kind === '#') ? body : ''));
+    text = text.replace(/\{\{([#^])(\w+)\}\}([\s\S]*?)\{\{\/\2\}\}/g, (_, kind: string, key: string, body: string) =>
+      set(key) === (kind === '#') ? body : '',
+    );
   }
   return text.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
     const value = values[key];
@@ -58,7 +69,8 @@ const kilo = (count: number): string => `${int(count / 1000)}k`;
 const delta = (value: number, format: (value: number) => string): string => (value < 0 ? `−${format(-value)}` : `+${format(value)}`);
 const check = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 const meanOf = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
-const runRange = (values: readonly number[], format: (value: number) => string): string => `${format(range(values).min)}–${format(range(values).max)}`;
+const runRange = (values: readonly number[], format: (value: number) => string): string =>
+  `${format(range(values).min)}–${format(range(values).max)}`;
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
@@ -96,7 +108,8 @@ function speedupInterval(a: SideSummary, b: SideSummary): MedianInterval | undef
 }
 /** "0.86–0.97". */
 const bounds = (interval: MedianInterval): string => `${ratio(interval.low, 1)}–${ratio(interval.high, 1)}`;
-const intervalText = (interval: MedianInterval | undefined): string | undefined => (interval === undefined ? undefined : `95 % interval ${bounds(interval)}`);
+const intervalText = (interval: MedianInterval | undefined): string | undefined =>
+  interval === undefined ? undefined : `95 % interval ${bounds(interval)}`;
 /** The goal's verdict on a paired ratio: on its median, saying when the interval reaches across the line. */
 function goalCheck(relative: number, interval: MedianInterval | undefined): string {
   const verdict = check(relative >= 0.9);
@@ -104,7 +117,11 @@ function goalCheck(relative: number, interval: MedianInterval | undefined): stri
 }
 
 /** {@link speedup} and {@link speedupInterval} of two sides of `section` by name (NaN / undefined when one is missing). */
-function compared(section: ThroughputSection | undefined, a: string, b: string | undefined): { ratio: number; interval: MedianInterval | undefined } {
+function compared(
+  section: ThroughputSection | undefined,
+  a: string,
+  b: string | undefined,
+): { ratio: number; interval: MedianInterval | undefined } {
   const first = side(section, a);
   const second = b === undefined ? undefined : side(section, b);
   if (first === undefined || second === undefined) return { ratio: Number.NaN, interval: undefined };
@@ -136,7 +153,8 @@ function headline(results: BenchResults, concurrency = 10): Headline {
     exchangeCpu: side(section, 'bare node:http')?.cpuMicrosPerRecord ?? Number.NaN,
     unsignedCpu: unsigned?.cpuMicrosPerRecord,
     relayVsLimit: compared(section, 'relay', limitOf(section, 'relay')?.side),
-    unsignedVsLimit: unsigned === undefined ? undefined : compared(section, 'relay, unsigned', limitOf(section, 'relay, unsigned')?.side).ratio,
+    unsignedVsLimit:
+      unsigned === undefined ? undefined : compared(section, 'relay, unsigned', limitOf(section, 'relay, unsigned')?.side).ratio,
     relayVsExchange: compared(section, 'relay', 'bare node:http').ratio,
     relayVsPeer: compared(section, 'relay', 'peer (Powertools + fetch)').ratio,
   };
@@ -153,14 +171,21 @@ interface Comparison {
 /** Each relay side against its limit (the goal), then the relay against the HTTP exchange alone and against the peer. */
 function comparisonsOf(section: ThroughputSection): Comparison[] {
   const comparisons: Comparison[] = [];
-  for (const [name, label] of [['relay', 'as deployed (signed)'], ['relay, unsigned', 'signing off']] as const) {
+  for (const [name, label] of [
+    ['relay', 'as deployed (signed)'],
+    ['relay, unsigned', 'signing off'],
+  ] as const) {
     const relay = side(section, name);
     const baseline = limitOf(section, name);
     if (relay !== undefined && baseline !== undefined) comparisons.push({ label, relay, baseline, goal: true });
   }
   const relay = side(section, 'relay');
-  const others = [['vs signatures computed in advance', side(section, 'bare node:http')], ['vs the peer', side(section, 'peer (Powertools + fetch)')]] as const;
-  for (const [label, baseline] of others) if (relay !== undefined && baseline !== undefined) comparisons.push({ label, relay, baseline, goal: false });
+  const others = [
+    ['vs signatures computed in advance', side(section, 'bare node:http')],
+    ['vs the peer', side(section, 'peer (Powertools + fetch)')],
+  ] as const;
+  for (const [label, baseline] of others)
+    if (relay !== undefined && baseline !== undefined) comparisons.push({ label, relay, baseline, goal: false });
   return comparisons;
 }
 
@@ -180,7 +205,8 @@ const INSTRUCTIONS: CountMeasure = {
 };
 const ESTIMATED_CYCLES: CountMeasure = {
   name: 'estimated cycles',
-  readmeLabel: "estimated cycles per record (callgrind's simulated caches and branch predictor: instructions, misses and mispredictions weighed by their usual cost)",
+  readmeLabel:
+    "estimated cycles per record (callgrind's simulated caches and branch predictor: instructions, misses and mispredictions weighed by their usual cost)",
   perRecord: (count) => count.cyclesPerRecord,
   sha256PerRecord: (count) => count.sha256CyclesPerRecord,
 };
@@ -214,7 +240,10 @@ function sha256Mean(count: InstructionCount, measure: CountMeasure): number | un
 /** The counted relay sides against their limits (same pairs as the throughput goal), in `measure`. */
 function countComparisons(section: InstructionsSection, measure: CountMeasure = INSTRUCTIONS): CountComparison[] {
   const comparisons: CountComparison[] = [];
-  for (const [name, label] of [['relay', 'as deployed (signed)'], ['relay, unsigned', 'signing off']] as const) {
+  for (const [name, label] of [
+    ['relay', 'as deployed (signed)'],
+    ['relay, unsigned', 'signing off'],
+  ] as const) {
     const relay = section.sides.find((count) => count.side === name);
     const baseline = section.sides.find((count) => count.side === LIMIT_OF[name]);
     const relayCounts = relay === undefined ? undefined : measure.perRecord(relay);
@@ -224,7 +253,10 @@ function countComparisons(section: InstructionsSection, measure: CountMeasure = 
     const baselinePerRecord = meanOf(baselineCounts);
     const relayHashing = sha256Mean(relay, measure);
     const baselineHashing = sha256Mean(baseline, measure);
-    const hashingCounts = relayHashing !== undefined && baselineHashing !== undefined && (relayHashing > relayPerRecord / 100 || baselineHashing > baselinePerRecord / 100);
+    const hashingCounts =
+      relayHashing !== undefined &&
+      baselineHashing !== undefined &&
+      (relayHashing > relayPerRecord / 100 || baselineHashing > baselinePerRecord / 100);
     comparisons.push({
       label,
       measure,
@@ -239,10 +271,12 @@ function countComparisons(section: InstructionsSection, measure: CountMeasure = 
   }
   return comparisons;
 }
-const allCountComparisons = (results: BenchResults): CountComparison[] => COUNT_MEASURES.flatMap((measure) => countComparisons(results.instructions, measure));
+const allCountComparisons = (results: BenchResults): CountComparison[] =>
+  COUNT_MEASURES.flatMap((measure) => countComparisons(results.instructions, measure));
 
 /** "SHA-256 left out: 0.93" where that ratio applies. */
-const sha256LeftOutText = (count: CountComparison): string | undefined => (count.sha256LeftOutRatio === undefined ? undefined : `SHA-256 left out: ${ratio(count.sha256LeftOutRatio, 1)}`);
+const sha256LeftOutText = (count: CountComparison): string | undefined =>
+  count.sha256LeftOutRatio === undefined ? undefined : `SHA-256 left out: ${ratio(count.sha256LeftOutRatio, 1)}`;
 
 /** Records in the benchmark's batch (10,000; fewer in a `--quick` run). */
 const batchRecords = (results: BenchResults): string => int(results.throughput[0]?.records ?? Number.NaN);
@@ -254,15 +288,26 @@ function loadOverhead(results: BenchResults): number {
 }
 
 /** The SQS calls of the first mixed invocation, and the goal they are held to. */
-function mixedCalls(mixed: MixedSection | undefined): { first: Record<string, number>; visibilityCalls: number; goal: number; retried: number; warmMs: number } | undefined {
+function mixedCalls(
+  mixed: MixedSection | undefined,
+): { first: Record<string, number>; visibilityCalls: number; goal: number; retried: number; warmMs: number } | undefined {
   const first = mixed?.runs[0];
   if (mixed === undefined || first === undefined) return undefined;
   const warmMs = median(mixed.runs.slice(1).map((run) => run.wallMs));
-  return { first: { ...first.calls }, visibilityCalls: first.calls.ChangeMessageVisibilityBatch ?? 0, goal: Math.ceil(first.retried / 10), retried: first.retried, warmMs };
+  return {
+    first: { ...first.calls },
+    visibilityCalls: first.calls.ChangeMessageVisibilityBatch ?? 0,
+    goal: Math.ceil(first.retried / 10),
+    retried: first.retried,
+    warmMs,
+  };
 }
 /** "GetQueueUrl × 1, …": the first mixed invocation's calls other than the visibility changes. */
 const otherCalls = (calls: Record<string, number>, times: string): string =>
-  Object.entries(calls).filter(([name]) => name !== 'ChangeMessageVisibilityBatch').map(([name, count]) => `${name}${times}${count}`).join(', ') || 'none';
+  Object.entries(calls)
+    .filter(([name]) => name !== 'ChangeMessageVisibilityBatch')
+    .map(([name, count]) => `${name}${times}${count}`)
+    .join(', ') || 'none';
 
 /** A warm-container row's peak: the last invocation's maxRSS (it never falls); NaN for a row not measured. */
 const warmPeakMiB = (row: WarmMemoryRow | undefined): number => row?.peakMiBByInvocation[row.peakMiBByInvocation.length - 1] ?? Number.NaN;
@@ -276,14 +321,26 @@ function warmMemoryPairs(results: BenchResults): { relay: WarmMemoryRow; noop: W
     .map((relay) => ({ relay, noop: rows.find((row) => row.side === 'no-op handler' && row.records === relay.records) }));
 }
 
-const latencyRows = (latency: LatencySection, figure: 'p50Micros' | 'p99Micros'): [string, string, string] => [us(latency.relay[figure]), us(latency.bare[figure]), delta(latency.relay[figure] - latency.bare[figure], us)];
+const latencyRows = (latency: LatencySection, figure: 'p50Micros' | 'p99Micros'): [string, string, string] => [
+  us(latency.relay[figure]),
+  us(latency.bare[figure]),
+  delta(latency.relay[figure] - latency.bare[figure], us),
+];
 
 /** The console summary: BENCHMARKS.md's summary table as plain text, and the run's notes. */
 export function consoleTable(results: BenchResults): string {
-  const rows = [['figure', 'relay', 'baseline', 'ratio', 'goal', ''], ...summaryRows(results)].map((row) => row.map((cell) => cell.replace(/\*\*|`/g, '')));
-  if (results.instructions.skipped !== undefined) rows.push(['instructions per record', 'skipped', results.instructions.skipped, '', '', '']);
+  const rows = [['figure', 'relay', 'baseline', 'ratio', 'goal', ''], ...summaryRows(results)].map((row) =>
+    row.map((cell) => cell.replace(/\*\*|`/g, '')),
+  );
+  if (results.instructions.skipped !== undefined)
+    rows.push(['instructions per record', 'skipped', results.instructions.skipped, '', '', '']);
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
-  const lines = rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd());
+  const lines = rows.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  );
   lines.splice(1, 0, widths.map((width) => '-'.repeat(width)).join('  '));
   const notes = results.notes.length === 0 ? '' : `\nnotes:\n${results.notes.map((note) => `- ${note}`).join('\n')}`;
   return `${lines.join('\n')}${notes}`;
@@ -297,19 +354,47 @@ function summaryRows(results: BenchResults): string[][] {
     for (const { label, relay, baseline, goal } of comparisonsOf(section)) {
       const relative = speedup(relay, baseline);
       if (!goal) {
-        rows.push([`throughput ${label}, concurrency ${c}`, perSecond(relay.recordsPerSecond), `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `${ratio(relative, 1)}×`, '', '']);
+        rows.push([
+          `throughput ${label}, concurrency ${c}`,
+          perSecond(relay.recordsPerSecond),
+          `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`,
+          `${ratio(relative, 1)}×`,
+          '',
+          '',
+        ]);
         continue;
       }
       const interval = speedupInterval(relay, baseline);
-      const asides = [intervalText(interval), `of the medians: ${ratio(relay.recordsPerSecond, baseline.recordsPerSecond)}`].filter((part) => part !== undefined);
-      rows.push([`throughput, ${int(section.records)} records, concurrency ${c}, ${label}`, perSecond(relay.recordsPerSecond), `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`, `**${ratio(relative, 1)}** (${asides.join('; ')})`, '≥ 0.90', goalCheck(relative, interval)]);
-      const cpu = `${ratio(pairedRatio(relay, baseline, (run) => run.cpuMicrosPerRecord), 1)} (${delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)})`;
-      rows.push([`CPU per record, concurrency ${c}, ${label}`, us(relay.cpuMicrosPerRecord), `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`, cpu, '', '']);
+      const asides = [intervalText(interval), `of the medians: ${ratio(relay.recordsPerSecond, baseline.recordsPerSecond)}`].filter(
+        (part) => part !== undefined,
+      );
+      rows.push([
+        `throughput, ${int(section.records)} records, concurrency ${c}, ${label}`,
+        perSecond(relay.recordsPerSecond),
+        `${baseline.side} ${perSecond(baseline.recordsPerSecond)}`,
+        `**${ratio(relative, 1)}** (${asides.join('; ')})`,
+        '≥ 0.90',
+        goalCheck(relative, interval),
+      ]);
+      const cpu = `${ratio(
+        pairedRatio(relay, baseline, (run) => run.cpuMicrosPerRecord),
+        1,
+      )} (${delta(relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord, us)})`;
+      rows.push([
+        `CPU per record, concurrency ${c}, ${label}`,
+        us(relay.cpuMicrosPerRecord),
+        `${baseline.side} ${us(baseline.cpuMicrosPerRecord)}`,
+        cpu,
+        '',
+        '',
+      ]);
     }
   }
   for (const count of allCountComparisons(results)) {
     const workRatio = count.baselinePerRecord / count.relayPerRecord;
-    const asides = [count.spreadOut ? `of the lowest counts: ${ratio(count.lowestRatio, 1)}` : undefined, sha256LeftOutText(count)].filter((aside) => aside !== undefined);
+    const asides = [count.spreadOut ? `of the lowest counts: ${ratio(count.lowestRatio, 1)}` : undefined, sha256LeftOutText(count)].filter(
+      (aside) => aside !== undefined,
+    );
     const what = `${count.measure.name} per record (callgrind${count.measure === ESTIMATED_CYCLES ? ', from simulated caches and branches' : ''})`;
     rows.push([
       `${what}, concurrency ${results.instructions.concurrency}, ${count.label}: its limit's ÷ the relay's`,
@@ -323,27 +408,83 @@ function summaryRows(results: BenchResults): string[][] {
   const calls = mixedCalls(results.mixed);
   if (calls !== undefined && results.mixed !== undefined) {
     const { visibilityCalls, goal, first } = calls;
-    rows.push(['mixed 30 % `429`: ChangeMessageVisibilityBatch calls', String(visibilityCalls), `${calls.retried} retries`, `${visibilityCalls} / ${goal}`, `⌈retries ÷ 10⌉ = ${goal}`, check(visibilityCalls === goal)]);
-    rows.push(['mixed: other SQS calls (first invocation)', otherCalls(first, ' × '), '', '', 'GetQueueUrl × 1', check((first.GetQueueUrl ?? 0) === 1 && Object.keys(first).length === 2)]);
-    rows.push(['mixed: invocation time (warm)', ms(calls.warmMs), `all 200: ${ms(results.mixed.allOkMs)}`, ratio(calls.warmMs, results.mixed.allOkMs), '', '']);
+    rows.push([
+      'mixed 30 % `429`: ChangeMessageVisibilityBatch calls',
+      String(visibilityCalls),
+      `${calls.retried} retries`,
+      `${visibilityCalls} / ${goal}`,
+      `⌈retries ÷ 10⌉ = ${goal}`,
+      check(visibilityCalls === goal),
+    ]);
+    rows.push([
+      'mixed: other SQS calls (first invocation)',
+      otherCalls(first, ' × '),
+      '',
+      '',
+      'GetQueueUrl × 1',
+      check((first.GetQueueUrl ?? 0) === 1 && Object.keys(first).length === 2),
+    ]);
+    rows.push([
+      'mixed: invocation time (warm)',
+      ms(calls.warmMs),
+      `all 200: ${ms(results.mixed.allOkMs)}`,
+      ratio(calls.warmMs, results.mixed.allOkMs),
+      '',
+      '',
+    ]);
   }
   const weight = results.coldStart.weight;
   const load = loadOverhead(results);
-  rows.push(['bundle loaded at import (`index.mjs` and the chunks it imports)', kb(weight.atImport.bytes), `whole asset ${kb(weight.total.moduleBytes)}`, '', '< 500 KB', check(weight.atImport.bytes < 500 * 1024)]);
-  rows.push(['load time: fresh process with the bundle − without', ms(load), `import() alone ${ms(results.coldStart.loads[0]?.importMs ?? Number.NaN)}`, '', '< 100 ms', check(load < 100)]);
+  rows.push([
+    'bundle loaded at import (`index.mjs` and the chunks it imports)',
+    kb(weight.atImport.bytes),
+    `whole asset ${kb(weight.total.moduleBytes)}`,
+    '',
+    '< 500 KB',
+    check(weight.atImport.bytes < 500 * 1024),
+  ]);
+  rows.push([
+    'load time: fresh process with the bundle − without',
+    ms(load),
+    `import() alone ${ms(results.coldStart.loads[0]?.importMs ?? Number.NaN)}`,
+    '',
+    '< 100 ms',
+    check(load < 100),
+  ]);
   const relayMemory = results.memory.find((row) => row.side === 'relay');
   const noop = results.memory.find((row) => row.side === 'no-op handler');
   if (relayMemory !== undefined) {
-    rows.push([`peak RSS, one ${batchRecords(results)}-record invocation, fresh process, no heap limits`, mib(relayMemory.peakMiB), `no-op handler ${mib(noop?.peakMiB ?? Number.NaN)}`, '', 'well inside 256 MB', check(relayMemory.peakMiB < MEMORY_GOAL_MIB)]);
+    rows.push([
+      `peak RSS, one ${batchRecords(results)}-record invocation, fresh process, no heap limits`,
+      mib(relayMemory.peakMiB),
+      `no-op handler ${mib(noop?.peakMiB ?? Number.NaN)}`,
+      '',
+      'well inside 256 MB',
+      check(relayMemory.peakMiB < MEMORY_GOAL_MIB),
+    ]);
   }
   for (const { relay, noop: warmNoop } of warmMemoryPairs(results)) {
     const label = `peak RSS, warm container as deployed: ${relay.peakMiBByInvocation.length} invocations of ${int(relay.records)} records in a row, ${results.warmMemory?.memorySizeMb ?? STACK_MEMORY_MB} MB heap limits`;
-    rows.push([label, mib(warmPeakMiB(relay)), `no-op handler ${mib(warmPeakMiB(warmNoop))}`, '', 'well inside 256 MB', check(warmPeakMiB(relay) < MEMORY_GOAL_MIB)]);
+    rows.push([
+      label,
+      mib(warmPeakMiB(relay)),
+      `no-op handler ${mib(warmPeakMiB(warmNoop))}`,
+      '',
+      'well inside 256 MB',
+      check(warmPeakMiB(relay) < MEMORY_GOAL_MIB),
+    ]);
   }
   for (const latency of results.latency) {
     const [relay50, bare50, added50] = latencyRows(latency, 'p50Micros');
     const [relay99, bare99, added99] = latencyRows(latency, 'p99Micros');
-    rows.push([`latency added, concurrency ${latency.concurrency}, p50 / p99`, `${relay50} / ${relay99}`, `bare ${bare50} / ${bare99}`, `${added50} / ${added99}`, '', '']);
+    rows.push([
+      `latency added, concurrency ${latency.concurrency}, p50 / p99`,
+      `${relay50} / ${relay99}`,
+      `bare ${bare50} / ${bare99}`,
+      `${added50} / ${added99}`,
+      '',
+      '',
+    ]);
   }
   return rows;
 }
@@ -355,7 +496,10 @@ function throughputMarkdown(section: ThroughputSection): string {
     return [
       `**${summary.side}**`,
       perSecond(summary.recordsPerSecond),
-      runRange(summary.runs.map((run) => run.recordsPerSecond), int),
+      runRange(
+        summary.runs.map((run) => run.recordsPerSecond),
+        int,
+      ),
       bare === undefined ? '' : `${ratio(speedup(summary, bare), 1)} (${bare.side})`,
       us(summary.cpuMicrosPerRecord),
       fmt(summary.clientCores, 2),
@@ -366,8 +510,26 @@ function throughputMarkdown(section: ThroughputSection): string {
       kb(median(summary.runs.map((run) => run.outputBytes))),
     ];
   });
-  const header = ['side', 'records/s (median)', 'runs (min–max)', '÷ its baseline', 'CPU / record', 'client cores', 'webhook cores', 'new connections', 'failures', 'SQS calls', 'stdout / run'];
-  const [bare, transmitter, unsigned, relay, bareSigning] = ['bare node:http', 'relay transmitter', 'relay, unsigned', 'relay', 'bare node:http, signing'].map((name) => side(section, name)?.cpuMicrosPerRecord);
+  const header = [
+    'side',
+    'records/s (median)',
+    'runs (min–max)',
+    '÷ its baseline',
+    'CPU / record',
+    'client cores',
+    'webhook cores',
+    'new connections',
+    'failures',
+    'SQS calls',
+    'stdout / run',
+  ];
+  const [bare, transmitter, unsigned, relay, bareSigning] = [
+    'bare node:http',
+    'relay transmitter',
+    'relay, unsigned',
+    'relay',
+    'bare node:http, signing',
+  ].map((name) => side(section, name)?.cpuMicrosPerRecord);
   const breakdown =
     bare === undefined || transmitter === undefined || unsigned === undefined || relay === undefined
       ? ''
@@ -423,7 +585,10 @@ function clientTable(choice: ClientChoice): string {
       return [
         summary.side,
         perSecond(summary.recordsPerSecond),
-        runRange(summary.runs.map((run) => run.recordsPerSecond), int),
+        runRange(
+          summary.runs.map((run) => run.recordsPerSecond),
+          int,
+        ),
         http === undefined ? '' : ratio(summary.recordsPerSecond, http.recordsPerSecond),
         us(summary.cpuMicrosPerRecord),
         undici ? kb(choice.undiciBundleBytes) : '0 (built in)',
@@ -435,8 +600,12 @@ function clientTable(choice: ClientChoice): string {
 
 function mixedValues(mixed: MixedSection | undefined): Values {
   if (mixed === undefined) return {};
-  const entriesRange = (entries: readonly number[]): string => (entries.length === 0 ? '' : `${Math.min(...entries)}–${Math.max(...entries)}`);
-  const calls = (run: MixedSection['runs'][number]): string => Object.entries(run.calls).map(([name, count]) => `${name} × ${count}`).join(', ') || 'none';
+  const entriesRange = (entries: readonly number[]): string =>
+    entries.length === 0 ? '' : `${Math.min(...entries)}–${Math.max(...entries)}`;
+  const calls = (run: MixedSection['runs'][number]): string =>
+    Object.entries(run.calls)
+      .map(([name, count]) => `${name} × ${count}`)
+      .join(', ') || 'none';
   return {
     mixedRecords: int(mixed.records),
     mixedSetup: fmt(mixed.setupMs / 1000, 2),
@@ -448,13 +617,21 @@ function mixedValues(mixed: MixedSection | undefined): Values {
     allOkMs: ms(mixed.allOkMs),
     visibilityVerified: String(mixed.visibilityVerified),
     mixedPeak: mib(mixed.peakMiB),
-    logLines: table(['line', 'count'], Object.entries(mixed.logLines).sort((a, b) => b[1] - a[1]).map(([message, count]) => [message, String(count)])),
+    logLines: table(
+      ['line', 'count'],
+      Object.entries(mixed.logLines)
+        .sort((a, b) => b[1] - a[1])
+        .map(([message, count]) => [message, String(count)]),
+    ),
   };
 }
 
 /** The three largest origins of a composition, with their bytes: "@smithy/core 112 KB, …". */
 const topOrigins = (composition: readonly { readonly origin: string; readonly bytes: number }[]): string =>
-  composition.slice(0, 3).map((entry) => `${entry.origin} ${kb(entry.bytes)}`).join(', ');
+  composition
+    .slice(0, 3)
+    .map((entry) => `${entry.origin} ${kb(entry.bytes)}`)
+    .join(', ');
 
 function coldStartValues(results: BenchResults): Values {
   const { weight, loads, firstInvocation: first } = results.coldStart;
@@ -471,33 +648,70 @@ function coldStartValues(results: BenchResults): Values {
     assetTable: table(
       ['loaded', 'what', 'modules', 'bytes', 'largest parts'],
       [
-        ['at import', '`index.mjs` and its static imports', String(atImport.files.length), kb(atImport.bytes), topOrigins(atImport.composition)],
-        ...weight.onFirstUse.map((set) => ['on first use', `${set.label} (\`${set.entry}\`)`, String(set.files.length), kb(set.bytes), topOrigins(set.composition)]),
-        ['when the SDK needs them', 'credential providers (in Lambda only the environment one, `fromEnv`), nested STS/SSO clients, event streams', String(weight.rest.files.length), kb(weight.rest.bytes), topOrigins(weight.rest.composition)],
+        [
+          'at import',
+          '`index.mjs` and its static imports',
+          String(atImport.files.length),
+          kb(atImport.bytes),
+          topOrigins(atImport.composition),
+        ],
+        ...weight.onFirstUse.map((set) => [
+          'on first use',
+          `${set.label} (\`${set.entry}\`)`,
+          String(set.files.length),
+          kb(set.bytes),
+          topOrigins(set.composition),
+        ]),
+        [
+          'when the SDK needs them',
+          'credential providers (in Lambda only the environment one, `fromEnv`), nested STS/SSO clients, event streams',
+          String(weight.rest.files.length),
+          kb(weight.rest.bytes),
+          topOrigins(weight.rest.composition),
+        ],
       ],
     ),
     loadRuns: String(loads[0]?.runs ?? 0),
     loadTable: table(
       ['variant', 'fresh process + module', 'fresh process + empty module', 'difference', '`import()` inside the process'],
-      loads.map((load) => [load.variant, ms(load.bundleProcessMs), ms(load.emptyProcessMs), `**${ms(load.bundleProcessMs - load.emptyProcessMs)}**`, ms(load.importMs)]),
+      loads.map((load) => [
+        load.variant,
+        ms(load.bundleProcessMs),
+        ms(load.emptyProcessMs),
+        `**${ms(load.bundleProcessMs - load.emptyProcessMs)}**`,
+        ms(load.importMs),
+      ]),
     ),
     builtins: weight.builtinsAtImport.map((name) => `\`${name}\``).join(', '),
     firstProcesses: String(first.processes),
     firstImport: ms(first.importMs),
     firstMs: ms(first.firstMs),
     secondMs: ms(first.secondMs),
-    compositionTable: table(['origin', 'bytes', 'share'], [...atImport.composition.slice(0, 12).map((entry) => [entry.origin, kb(entry.bytes), share(entry.bytes)]), ['everything else', kb(rest), share(rest)]]),
+    compositionTable: table(
+      ['origin', 'bytes', 'share'],
+      [
+        ...atImport.composition.slice(0, 12).map((entry) => [entry.origin, kb(entry.bytes), share(entry.bytes)]),
+        ['everything else', kb(rest), share(rest)],
+      ],
+    ),
   };
 }
 
 function memoryValues(results: BenchResults): Values {
-  const values = { batch: batchRecords(results), memoryTable: table(['side', 'after import', 'peak'], results.memory.map((row) => [row.side, mib(row.initMiB), `**${mib(row.peakMiB)}**`])) };
+  const values = {
+    batch: batchRecords(results),
+    memoryTable: table(
+      ['side', 'after import', 'peak'],
+      results.memory.map((row) => [row.side, mib(row.initMiB), `**${mib(row.peakMiB)}**`]),
+    ),
+  };
   const warm = results.warmMemory;
   if (warm === undefined || warm.rows.length === 0) return values;
   const invocations = warm.rows[0]?.peakMiBByInvocation.length ?? 0;
   const deliverable = Math.min(...warm.rows.map((row) => row.records));
   const batch = Math.max(...warm.rows.map((row) => row.records));
-  const peaks = (row: WarmMemoryRow): string[] => row.peakMiBByInvocation.map((peak, index) => (index === row.peakMiBByInvocation.length - 1 ? `**${mib(peak)}**` : mib(peak)));
+  const peaks = (row: WarmMemoryRow): string[] =>
+    row.peakMiBByInvocation.map((peak, index) => (index === row.peakMiBByInvocation.length - 1 ? `**${mib(peak)}**` : mib(peak)));
   return {
     ...values,
     memorySizeMb: String(warm.memorySizeMb),
@@ -507,7 +721,9 @@ function memoryValues(results: BenchResults): Values {
     deliverable: batch === deliverable ? undefined : int(deliverable),
     warmTable: table(
       ['side', 'records', 'event', ...Array.from({ length: invocations }, (_, index) => `after ${index + 1}`)],
-      [...warm.rows].sort((a, b) => b.records - a.records).map((row) => [row.side, int(row.records), `${fmt(row.eventBytes / 1024 / 1024, 3)} MiB`, ...peaks(row)]),
+      [...warm.rows]
+        .sort((a, b) => b.records - a.records)
+        .map((row) => [row.side, int(row.records), `${fmt(row.eventBytes / 1024 / 1024, 3)} MiB`, ...peaks(row)]),
     ),
   };
 }
@@ -530,10 +746,25 @@ export function markdown(results: BenchResults): string {
   ];
   const latencyTable = table(
     ['concurrency', 'percentile', 'relay: start → webhook has it', 'bare: start → webhook has it', 'added by the relay'],
-    results.latency.flatMap((latency) => (['p50Micros', 'p99Micros'] as const).map((figure) => [`c=${latency.concurrency}`, figure.slice(0, 3), ...latencyRows(latency, figure)])),
+    results.latency.flatMap((latency) =>
+      (['p50Micros', 'p99Micros'] as const).map((figure) => [
+        `c=${latency.concurrency}`,
+        figure.slice(0, 3),
+        ...latencyRows(latency, figure),
+      ]),
+    ),
   );
   const latencyBoundTable = table(
-    ['webhook latency', 'concurrency', 'records', 'relay', 'bare node:http', 'relay ÷ bare', 'concurrency × 1000 ÷ latency', 'relay ÷ model'],
+    [
+      'webhook latency',
+      'concurrency',
+      'records',
+      'relay',
+      'bare node:http',
+      'relay ÷ bare',
+      'concurrency × 1000 ÷ latency',
+      'relay ÷ model',
+    ],
     results.latencyBound.map((run) => [
       ms(run.delayMs),
       String(run.concurrency),
@@ -553,7 +784,9 @@ export function markdown(results: BenchResults): string {
     lambdaMajor: String(nodeMajor(LAMBDA_NODE)),
     machineTable: table(['machine', ''], machineRows),
     summaryTable: table(['figure', 'relay', 'baseline', 'ratio', 'goal', ''], summaryRows(results)),
-    relayConfig: Object.entries(results.relayConfig).map(([name, value]) => `\`${name}=${value}\``).join(', '),
+    relayConfig: Object.entries(results.relayConfig)
+      .map(([name, value]) => `\`${name}=${value}\``)
+      .join(', '),
     measuredRuns: perRound === 1 ? 'one measured invocation' : `${perRound} measured invocations`,
     throughputSections: results.throughput.map(throughputMarkdown).join(''),
     sides: (results.throughput[0]?.sides ?? []).map((summary) => `- **${summary.side}**: ${summary.description}.`).join('\n'),
@@ -577,7 +810,10 @@ export function markdown(results: BenchResults): string {
     latencyRecords: String(results.latency[0]?.records ?? 0),
     latencyRuns: String(results.latency[0]?.runs ?? 0),
     latencyTable,
-    componentsTable: table(['step', 'per', 'cost', 'where'], results.components.map((cost) => [cost.step, cost.per, us(cost.nanos / 1000), cost.where])),
+    componentsTable: table(
+      ['step', 'per', 'cost', 'where'],
+      results.components.map((cost) => [cost.step, cost.per, us(cost.nanos / 1000), cost.where]),
+    ),
     componentsTotal: us(componentsTotal),
     relayOverExchange: us(h.relayCpu - h.exchangeCpu),
     unsignedOverExchange: h.unsignedCpu === undefined ? undefined : us(h.unsignedCpu - h.exchangeCpu),
@@ -632,7 +868,9 @@ export function performanceSection(results: BenchResults): string {
   const c10 = results.latency.find((latency) => latency.concurrency === 10);
   const countRows = COUNT_MEASURES.map((measure) => {
     const counts = countComparisons(results.instructions, measure).map((count) => {
-      const lowest = count.spreadOut ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(count.lowestRatio, 1)}` : '';
+      const lowest = count.spreadOut
+        ? `; counts spread over 3 % with the collections each invocation ran into, their lowest give ${ratio(count.lowestRatio, 1)}`
+        : '';
       const hashing = sha256LeftOutText(count);
       return `${count.label}: ${kilo(count.relayPerRecord)}, against ${kilo(count.baselinePerRecord)} for the bare loop sending the same requests (**${ratio(count.baselinePerRecord / count.relayPerRecord, 1)}**${lowest}${hashing === undefined ? '' : `; ${hashing}`})`;
     });

@@ -38,12 +38,16 @@ import type { Figures } from './scenarios/scenario';
 /** The signing key as Secrets Manager would generate it for the stack: letters and digits, valid base64. */
 function generatedSigningKey(): string {
   let key = '';
-  while (key.length < 48) key += randomBytes(48).toString('base64').replace(/[^A-Za-z0-9]/g, '');
+  while (key.length < 48)
+    key += randomBytes(48)
+      .toString('base64')
+      .replace(/[^A-Za-z0-9]/g, '');
   return key.slice(0, 48);
 }
 
 /** The relay's settings the report names: the template's values the children ran with. */
-const REPORTED_SETTINGS = /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
+const REPORTED_SETTINGS =
+  /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
 
 /** Rewrites the figures between the markers of docs/performance.md; the text around them is written by hand. */
 function writePerformanceDoc(section: string): string {
@@ -64,10 +68,14 @@ function writeReports(results: BenchResults): void {
   process.stdout.write(`${consoleTable(results)}\n`);
   const major = nodeMajor(results.machine.node);
   const published = !results.quick && isLambdaNodeMajor(results.machine.node);
-  const markdownFile = results.quick ? join(SCRATCH_DIR, 'BENCHMARKS.quick.md') : join(PROJECT_ROOT, published ? 'BENCHMARKS.md' : `BENCHMARKS.node${major}.md`);
+  const markdownFile = results.quick
+    ? join(SCRATCH_DIR, 'BENCHMARKS.quick.md')
+    : join(PROJECT_ROOT, published ? 'BENCHMARKS.md' : `BENCHMARKS.node${major}.md`);
   writeFileSync(markdownFile, markdown(results));
   const section = performanceSection(results);
-  const sectionFile = published ? writePerformanceDoc(section) : join(SCRATCH_DIR, results.quick ? 'README-performance.quick.md' : `README-performance.node${major}.md`);
+  const sectionFile = published
+    ? writePerformanceDoc(section)
+    : join(SCRATCH_DIR, results.quick ? 'README-performance.quick.md' : `README-performance.node${major}.md`);
   if (!published) writeFileSync(sectionFile, section);
   log(`wrote ${markdownFile} and ${sectionFile}`);
 }
@@ -90,7 +98,11 @@ async function main(): Promise<void> {
     mkdirSync(SCRATCH_DIR, { recursive: true });
     const compiled = await compileChildren();
     const queues = templateQueues(bundle.template);
-    const emulator = await startEmulator({ keepEnvironment: true, visibilityTimeout: queues.visibilityTimeout, maxReceiveCount: queues.maxReceiveCount });
+    const emulator = await startEmulator({
+      keepEnvironment: true,
+      visibilityTimeout: queues.visibilityTimeout,
+      maxReceiveCount: queues.maxReceiveCount,
+    });
     cleanUps.push(() => emulator.stop());
     const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
     cleanUps.push(() => proxy.close());
@@ -104,8 +116,17 @@ async function main(): Promise<void> {
 
     const figures: Partial<Figures> = {};
     for (const scenario of SCENARIOS) (figures as Record<string, unknown>)[scenario.key] = await scenario.run(bench, figures);
-    const relayConfig = Object.fromEntries(Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name))) as Record<string, string>;
-    const results = { machine, quick: QUICK, durationSeconds: (Date.now() - started) / 1000, relayConfig, ...(figures as Figures), notes: bench.notes } satisfies BenchResults;
+    const relayConfig = Object.fromEntries(
+      Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name)),
+    ) as Record<string, string>;
+    const results = {
+      machine,
+      quick: QUICK,
+      durationSeconds: (Date.now() - started) / 1000,
+      relayConfig,
+      ...(figures as Figures),
+      notes: bench.notes,
+    } satisfies BenchResults;
     writeFileSync(join(SCRATCH_DIR, 'results.json'), JSON.stringify(results, null, 2));
     writeReports(results);
     log(`done in ${Math.round(results.durationSeconds)} s`);

@@ -101,7 +101,11 @@ process.on('message', (raw) => {
     send({ type: 'done', id: message.id });
   } else if (message.type === 'stats') {
     const cpu = process.cpuUsage(cpuAtReset);
-    send({ type: 'done', id: message.id, stats: { requests, connections, status429, cpuMicros: cpu.user + cpu.system, ...(received === undefined ? {} : { received }) } });
+    send({
+      type: 'done',
+      id: message.id,
+      stats: { requests, connections, status429, cpuMicros: cpu.user + cpu.system, ...(received === undefined ? {} : { received }) },
+    });
   }
 });
 // Never outlive the benchmark.

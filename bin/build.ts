@@ -40,7 +40,9 @@ const CJS_IMPORT_META_URL: Pick<BuildOptions, 'define' | 'banner'> = {
 const optionalFauxqs: Plugin = {
   name: 'optional-fauxqs',
   setup(builder) {
-    builder.onResolve({ filter: /^fauxqs$/ }, (args) => (args.namespace === 'optional-fauxqs' ? { path: 'fauxqs', external: true } : { path: 'fauxqs', namespace: 'optional-fauxqs' }));
+    builder.onResolve({ filter: /^fauxqs$/ }, (args) =>
+      args.namespace === 'optional-fauxqs' ? { path: 'fauxqs', external: true } : { path: 'fauxqs', namespace: 'optional-fauxqs' },
+    );
     builder.onLoad({ filter: /.*/, namespace: 'optional-fauxqs' }, () => ({
       contents: [
         'let fauxqs;',
@@ -66,9 +68,12 @@ const common: BuildOptions = {
 /** Builds one entry as ESM (`.js`) and, when asked, CommonJS (`.cjs`). */
 async function library(entry: string, name: string, withCommonJs: boolean): Promise<void> {
   const esm = await build({ ...common, entryPoints: [entry], outfile: join(dist, `${name}.js`), format: 'esm', metafile: true });
-  if (withCommonJs) await build({ ...common, ...CJS_IMPORT_META_URL, entryPoints: [entry], outfile: join(dist, `${name}.cjs`), format: 'cjs' });
+  if (withCommonJs)
+    await build({ ...common, ...CJS_IMPORT_META_URL, entryPoints: [entry], outfile: join(dist, `${name}.cjs`), format: 'cjs' });
   for (const output of Object.values(esm.metafile.outputs)) {
-    for (const edge of output.imports) if (edge.external && name === 'webhook' && !edge.path.startsWith('node:')) throw new Error(`the webhook kit must need nothing but Node.js; it imports ${edge.path}`);
+    for (const edge of output.imports)
+      if (edge.external && name === 'webhook' && !edge.path.startsWith('node:'))
+        throw new Error(`the webhook kit must need nothing but Node.js; it imports ${edge.path}`);
   }
 }
 
@@ -105,7 +110,11 @@ function explicitSpecifiers(): void {
 rmSync(dist, { recursive: true, force: true });
 
 // The function: the bundle synth makes here (lib/webhook-relay.ts pins nodejs24.x; so does this).
-bundleInto(join(dist, PREBUILT_FUNCTION_DIR), { entry: join(root, 'lambda', 'handler.ts'), projectRoot: root, runtime: lambda.Runtime.NODEJS_24_X });
+bundleInto(join(dist, PREBUILT_FUNCTION_DIR), {
+  entry: join(root, 'lambda', 'handler.ts'),
+  projectRoot: root,
+  runtime: lambda.Runtime.NODEJS_24_X,
+});
 
 await library('lib/index.ts', 'index', true);
 await library('receiver/index.ts', 'webhook', true);
@@ -119,5 +128,7 @@ await build({
 });
 chmodSync(join(dist, 'sqs-webhook-relay.js'), 0o755);
 
-execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], {
+  stdio: 'inherit',
+});
 explicitSpecifiers();

@@ -21,7 +21,8 @@ const styles = isTerminal && !process.env.NO_COLOR ? COLOR : PLAIN;
 
 function fail(error: unknown): never {
   process.stderr.write(`sqs-webhook-relay: ${oneLine(error)}\n`);
-  if (/^(DEBUG|TRACE)$/i.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack !== undefined) process.stderr.write(`${error.stack}\n`);
+  if (/^(DEBUG|TRACE)$/i.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack !== undefined)
+    process.stderr.write(`${error.stack}\n`);
   process.exit(1);
 }
 

@@ -35,9 +35,12 @@ async function main(): Promise<void> {
   }
   if (positionals.length > 1) throw new StartupError(`one BODY at most (quote it); got ${positionals.length} arguments. ${USAGE}`);
   const queueUrl =
-    values['queue-url'] ?? process.env.QUEUE_URL ?? `http://127.0.0.1:${process.env.SQS_PORT || SETTINGS.SQS_PORT.default}/000000000000/${process.env.QUEUE_NAME || SETTINGS.QUEUE_NAME.default}`;
+    values['queue-url'] ??
+    process.env.QUEUE_URL ??
+    `http://127.0.0.1:${process.env.SQS_PORT || SETTINGS.SQS_PORT.default}/000000000000/${process.env.QUEUE_NAME || SETTINGS.QUEUE_NAME.default}`;
   const count = values.count === undefined ? 1 : Number(values.count);
-  if (!Number.isSafeInteger(count) || count < 1 || count > 100_000) throw new StartupError(`--count must be a whole number from 1 to 100000; got ${values.count}`);
+  if (!Number.isSafeInteger(count) || count < 1 || count > 100_000)
+    throw new StartupError(`--count must be a whole number from 1 to 100000; got ${values.count}`);
   let body = positionals[0];
   if (body === undefined) {
     if (process.stdin.isTTY === true) throw new StartupError(`no BODY given and nothing piped in. ${USAGE}`);

@@ -141,7 +141,10 @@ export class CircuitBreaker {
  * `initialIntervalSeconds` up to `maxIntervalSeconds`. (The arithmetic behind the stack's
  * `outageToleranceHours`.)
  */
-export function outageSecondsSurvived(receives: number, settings: Pick<BreakerSettings, 'initialIntervalSeconds' | 'maxIntervalSeconds'>): number {
+export function outageSecondsSurvived(
+  receives: number,
+  settings: Pick<BreakerSettings, 'initialIntervalSeconds' | 'maxIntervalSeconds'>,
+): number {
   let total = 0;
   let interval = settings.initialIntervalSeconds;
   for (let receive = 1; receive <= receives; receive += 1) {

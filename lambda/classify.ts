@@ -54,7 +54,11 @@ export function classify(
   random: () => number = Math.random,
 ): Verdict {
   if (result.kind === 'response' && result.status >= 200 && result.status <= 299) return DELIVERED;
-  const backoff = (): Retry => ({ kind: 'retry', delaySeconds: backoffDelay(config.backoff, receiveCount, random), delaySource: 'backoff' });
+  const backoff = (): Retry => ({
+    kind: 'retry',
+    delaySeconds: backoffDelay(config.backoff, receiveCount, random),
+    delaySource: 'backoff',
+  });
   if (result.kind === 'transport-error') return backoff();
   const { status } = result;
   if (namesItsRetryTime(status)) {

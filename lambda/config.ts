@@ -113,7 +113,12 @@ function secretSource(env: Env, literalName: string, arnName: string): SecretSou
 }
 
 /** Checks a secret given as a value now, at start; the message never repeats the value. */
-function checkLiteral(source: SecretSource | undefined, name: string, check: (value: string) => void, expected: string): SecretSource | undefined {
+function checkLiteral(
+  source: SecretSource | undefined,
+  name: string,
+  check: (value: string) => void,
+  expected: string,
+): SecretSource | undefined {
   if (source?.kind !== 'literal') return source;
   try {
     check(source.value);
@@ -125,7 +130,8 @@ function checkLiteral(source: SecretSource | undefined, name: string, check: (va
 
 /** Throws unless `value` can be sent as an `Authorization` header; the message never contains it. */
 export function checkAuthorizationValue(value: string): string {
-  if (value === '' || !isLegalHeaderValue(value, Infinity)) throw new Error('the Authorization value has characters not allowed in a header');
+  if (value === '' || !isLegalHeaderValue(value, Infinity))
+    throw new Error('the Authorization value has characters not allowed in a header');
   return value;
 }
 
@@ -166,7 +172,11 @@ function breakerSettings(env: Env): BreakerSettings {
   const initialIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
   const maxIntervalSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
   if (maxIntervalSeconds < initialIntervalSeconds) {
-    throw new ConfigError('OUTAGE_BACKOFF_MAX_SECONDS', `at least OUTAGE_BACKOFF_SECONDS (${initialIntervalSeconds})`, String(maxIntervalSeconds));
+    throw new ConfigError(
+      'OUTAGE_BACKOFF_MAX_SECONDS',
+      `at least OUTAGE_BACKOFF_SECONDS (${initialIntervalSeconds})`,
+      String(maxIntervalSeconds),
+    );
   }
   return { threshold: int(env, 'OUTAGE_THRESHOLD'), initialIntervalSeconds, maxIntervalSeconds };
 }
@@ -208,8 +218,18 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     maxReceiveCount: int(env, 'MAX_RECEIVE_COUNT'),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
-    signingSecret: checkLiteral(secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'), 'SIGNING_SECRET', parseSigningKeys, 'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)'),
-    authorization: checkLiteral(secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'), 'AUTH_HEADER', checkAuthorizationValue, 'a legal header value (printable ASCII, e.g. "Bearer <token>")'),
+    signingSecret: checkLiteral(
+      secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
+      'SIGNING_SECRET',
+      parseSigningKeys,
+      'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)',
+    ),
+    authorization: checkLiteral(
+      secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
+      'AUTH_HEADER',
+      checkAuthorizationValue,
+      'a legal header value (printable ASCII, e.g. "Bearer <token>")',
+    ),
     secretsRefreshSeconds: int(env, 'SECRETS_REFRESH_SECONDS'),
   };
 }

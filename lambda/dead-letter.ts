@@ -96,7 +96,8 @@ export function sanitizeForSqs(text: string): { readonly text: string; readonly 
 
 /** The bytes one message attribute counts toward the message size: name, data type and value. */
 function attributeBytes(name: string, attribute: MessageAttributeValue): number {
-  const value = attribute.StringValue !== undefined ? Buffer.byteLength(attribute.StringValue, 'utf8') : (attribute.BinaryValue?.byteLength ?? 0);
+  const value =
+    attribute.StringValue !== undefined ? Buffer.byteLength(attribute.StringValue, 'utf8') : (attribute.BinaryValue?.byteLength ?? 0);
   return Buffer.byteLength(name, 'utf8') + Buffer.byteLength(attribute.DataType ?? '', 'utf8') + value;
 }
 
@@ -135,7 +136,10 @@ export function fitReason(reason: DeadLetterReason, freeBytes: number, slotFree:
   const valueWith = (kept: number): string => JSON.stringify({ ...reason, response: characters.slice(0, kept).join('') });
   const budget = freeBytes - Buffer.byteLength(DEAD_LETTER_REASON_ATTRIBUTE, 'utf8') - Buffer.byteLength(REASON_DATA_TYPE, 'utf8');
   const fits = (kept: number): boolean => Buffer.byteLength(valueWith(kept), 'utf8') <= budget;
-  const dropped = (why: string): FittedReason => ({ value: undefined, leftOut: { replacedCharacters: replaced, responseCharactersCut: characters.length, reasonDropped: why } });
+  const dropped = (why: string): FittedReason => ({
+    value: undefined,
+    leftOut: { replacedCharacters: replaced, responseCharactersCut: characters.length, reasonDropped: why },
+  });
   if (!slotFree) return dropped(`all ${MAX_MESSAGE_ATTRIBUTES} message attributes are the producer's`);
   if (!fits(0)) return dropped(`no room left under the ${MAX_MESSAGE_BYTES}-byte message limit`);
   // The longest excerpt that fits: the value grows with every character kept, so a binary search.
@@ -156,7 +160,8 @@ function copyAttributes(record: SQSRecord): Record<string, MessageAttributeValue
   const copied: Record<string, MessageAttributeValue> = {};
   for (const [name, attribute] of Object.entries(record.messageAttributes ?? {})) {
     if (attribute.dataType.startsWith('Binary')) {
-      if (attribute.binaryValue !== undefined) copied[name] = { DataType: attribute.dataType, BinaryValue: Buffer.from(attribute.binaryValue, 'base64') };
+      if (attribute.binaryValue !== undefined)
+        copied[name] = { DataType: attribute.dataType, BinaryValue: Buffer.from(attribute.binaryValue, 'base64') };
     } else if (attribute.stringValue !== undefined) {
       copied[name] = { DataType: attribute.dataType, StringValue: attribute.stringValue };
     }
@@ -182,7 +187,13 @@ export class DeadLetterWriter {
   ) {}
 
   /** Sends the copy; resolves (never rejects) with whether SQS accepted it. */
-  async send(record: SQSRecord, status: number, responseExcerpt: string, identity: DeadLetterIdentity = {}, now: Date = new Date()): Promise<DeadLetterResult> {
+  async send(
+    record: SQSRecord,
+    status: number,
+    responseExcerpt: string,
+    identity: DeadLetterIdentity = {},
+    now: Date = new Date(),
+  ): Promise<DeadLetterResult> {
     try {
       const queueUrl = await this.queues.deadLetterUrlOf(record.eventSourceARN);
       // A copy of a copy replaces the earlier reason rather than adding a second one.
@@ -226,12 +237,19 @@ export class DeadLetterWriter {
         } catch (error) {
           // Refused for its content: the reason is the only part the relay added, so the copy goes without it.
           if (!isContentRefusal(error)) throw error;
-          leftOut = { replacedCharacters: fitted.leftOut?.replacedCharacters ?? 0, responseCharactersCut: fitted.leftOut?.responseCharactersCut ?? 0, reasonDropped: `SQS refused the copy with it (${error.name}: ${error.message})` };
+          leftOut = {
+            replacedCharacters: fitted.leftOut?.replacedCharacters ?? 0,
+            responseCharactersCut: fitted.leftOut?.responseCharactersCut ?? 0,
+            reasonDropped: `SQS refused the copy with it (${error.name}: ${error.message})`,
+          };
           await send(attributes);
         }
       }
       if (leftOut !== undefined) {
-        this.logger?.warn('Dead-letter copy: part of the reason left out so that SQS takes the copy', { messageId: record.messageId, ...leftOut });
+        this.logger?.warn('Dead-letter copy: part of the reason left out so that SQS takes the copy', {
+          messageId: record.messageId,
+          ...leftOut,
+        });
       }
       return { ok: true, reasonAttached: leftOut?.reasonDropped === undefined, leftOut };
     } catch (error) {

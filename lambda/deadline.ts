@@ -51,7 +51,11 @@ export class Deadline {
  * {@link DeadlineExceededError} naming `action`). A signal already aborted fails at once,
  * without starting the call. Without a signal, `call` runs unbounded but for the SDK's timeouts.
  */
-export function beforeDeadline<T>(action: string, signal: AbortSignal | undefined, call: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+export function beforeDeadline<T>(
+  action: string,
+  signal: AbortSignal | undefined,
+  call: (signal: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
   if (signal === undefined) return call(undefined);
   if (signal.aborted) return Promise.reject(new DeadlineExceededError(action));
   return new Promise<T>((resolve, reject) => {
@@ -64,8 +68,6 @@ export function beforeDeadline<T>(action: string, signal: AbortSignal | undefine
     } catch (error) {
       pending = Promise.reject(error);
     }
-    pending
-      .then(resolve, reject)
-      .finally(() => signal.removeEventListener('abort', onAbort));
+    pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }

@@ -45,7 +45,12 @@ function sealingKey(signingKey: Buffer): Buffer {
 }
 
 function mac(signingKey: Buffer, originalId: string, body: string): Buffer {
-  return createHmac('sha256', sealingKey(signingKey)).update(VERSION_PREFIX, 'utf8').update(originalId, 'utf8').update(SEPARATOR, 'utf8').update(body, 'utf8').digest();
+  return createHmac('sha256', sealingKey(signingKey))
+    .update(VERSION_PREFIX, 'utf8')
+    .update(originalId, 'utf8')
+    .update(SEPARATOR, 'utf8')
+    .update(body, 'utf8')
+    .digest();
 }
 
 /**

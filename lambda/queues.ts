@@ -39,7 +39,10 @@ export class QueueDirectory {
    * abandoned so fails only its callers and is forgotten: the next one asks SQS again.
    */
   until(signal: AbortSignal): QueueDirectory {
-    return new QueueDirectory(this.sqs.until(signal), this.configuredDeadLetterUrl, { urls: this.urls, deadLetterUrls: this.deadLetterUrls });
+    return new QueueDirectory(this.sqs.until(signal), this.configuredDeadLetterUrl, {
+      urls: this.urls,
+      deadLetterUrls: this.deadLetterUrls,
+    });
   }
 
   /** The URL of the queue with this ARN. */

@@ -90,7 +90,14 @@ function assertSqsEvent(event: unknown): asserts event is SQSEvent {
   if (!Array.isArray(records)) throw new NotAnSqsEventError('no Records array');
   records.forEach((record: unknown, index) => {
     const r = record as Partial<SQSRecord> | null;
-    if (typeof r !== 'object' || r === null || r.eventSource !== 'aws:sqs' || typeof r.messageId !== 'string' || typeof r.receiptHandle !== 'string' || typeof r.eventSourceARN !== 'string') {
+    if (
+      typeof r !== 'object' ||
+      r === null ||
+      r.eventSource !== 'aws:sqs' ||
+      typeof r.messageId !== 'string' ||
+      typeof r.receiptHandle !== 'string' ||
+      typeof r.eventSourceARN !== 'string'
+    ) {
       throw new NotAnSqsEventError(`Records[${index}] is not an SQS record`);
     }
   });
@@ -107,7 +114,14 @@ function addCredentials(request: DeliveryRequest, { signingKeys, authorization }
   const { headers } = request;
   if (signingKeys !== undefined) {
     const signature = signDelivery(signingKeys, request.id, Math.floor(Date.now() / 1000), request.body);
-    headers.push('webhook-id', signature['webhook-id'], 'webhook-timestamp', signature['webhook-timestamp'], 'webhook-signature', signature['webhook-signature']);
+    headers.push(
+      'webhook-id',
+      signature['webhook-id'],
+      'webhook-timestamp',
+      signature['webhook-timestamp'],
+      'webhook-signature',
+      signature['webhook-signature'],
+    );
   }
   if (authorization !== undefined) headers.push('Authorization', authorization);
 }
@@ -133,7 +147,9 @@ export class BatchRelay {
     // Powertools prefers an explicit option over its environment variables; ours are only defaults.
     const serviceName = process.env.POWERTOOLS_SERVICE_NAME || DEFAULT_SERVICE_NAME;
     this.logger = dependencies.logger ?? new Logger({ serviceName });
-    this.metrics = dependencies.metrics ?? new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
+    this.metrics =
+      dependencies.metrics ??
+      new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
     this.sqs = new SqsGateway(dependencies.sqs);
     this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
@@ -141,8 +157,11 @@ export class BatchRelay {
     this.breaker = new CircuitBreaker(config.breaker);
     const refresh = config.secretsRefreshSeconds;
     const secretOptions = { logger: this.logger };
-    this.signingKeys = config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh, secretOptions);
-    this.authorization = config.authorization && new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh, secretOptions);
+    this.signingKeys =
+      config.signingSecret && new CachedSecret(config.signingSecret, 'signing secret', parseSigningKeys, refresh, secretOptions);
+    this.authorization =
+      config.authorization &&
+      new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh, secretOptions);
   }
 
   /** The dead-letter writer whose SQS calls are abandoned when `signal` aborts (made per copy: copies are rare). */
@@ -184,7 +203,9 @@ export class BatchRelay {
     );
     const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
     const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
-    const batchItemFailures = records.filter((_, index) => isFailure(outcomes[index] as RecordOutcome)).map((record) => ({ itemIdentifier: record.messageId }));
+    const batchItemFailures = records
+      .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
+      .map((record) => ({ itemIdentifier: record.messageId }));
     this.report(records, outcomes, visibilityFailures, latenciesMs, startedAt);
     return { batchItemFailures };
   }
@@ -210,10 +231,18 @@ export class BatchRelay {
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
       const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
       for (const skipped of request.skippedAttributes) {
-        this.logger.warn('Message attribute not sent as a header', { messageId: record.messageId, attribute: skipped.name, reason: skipped.reason });
+        this.logger.warn('Message attribute not sent as a header', {
+          messageId: record.messageId,
+          attribute: skipped.name,
+          reason: skipped.reason,
+        });
       }
       if (request.ignoredOriginalId !== undefined) {
-        this.logger.warn('Claimed original message id ignored: the webhook sees the SQS id', { messageId: record.messageId, claimedOriginalId: request.ignoredOriginalId.claimed, reason: request.ignoredOriginalId.reason });
+        this.logger.warn('Claimed original message id ignored: the webhook sees the SQS id', {
+          messageId: record.messageId,
+          claimedOriginalId: request.ignoredOriginalId.claimed,
+          reason: request.ignoredOriginalId.reason,
+        });
       }
       addCredentials(request, credentials);
       // Worked out once (each call reads the clock), after any wait: on a probe, on a secret.
@@ -227,15 +256,28 @@ export class BatchRelay {
       const verdict = classify(result, this.config, receiveCount, answeredAt, this.random);
       const outage = isOutage(result);
       if (result.kind === 'transport-error') {
-        return { kind: 'retry', delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined, error: `${result.error}: ${result.message}`, outage };
+        return {
+          kind: 'retry',
+          delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined,
+          error: `${result.error}: ${result.message}`,
+          outage,
+        };
       }
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
       if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status, outage };
       // A copy abandoned at the deadline leaves the original to be retried, never acknowledged without it.
-      const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, result.excerpt, { originalId: request.id, signingKeys: credentials.signingKeys });
+      const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, result.excerpt, {
+        originalId: request.id,
+        signingKeys: credentials.signingKeys,
+      });
       if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
-      return { kind: 'retry', delaySeconds: this.backoff(receiveCount), status, error: `dead-letter copy failed, will retry: ${copied.error}` };
+      return {
+        kind: 'retry',
+        delaySeconds: this.backoff(receiveCount),
+        status,
+        error: `dead-letter copy failed, will retry: ${copied.error}`,
+      };
     } catch (error) {
       return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: errorText(error) };
     } finally {
@@ -260,7 +302,8 @@ export class BatchRelay {
   private cachedCredentials(): Credentials | undefined {
     const signingKeys = this.signingKeys?.peek();
     const authorization = this.authorization?.peek();
-    if ((this.signingKeys !== undefined && signingKeys === undefined) || (this.authorization !== undefined && authorization === undefined)) return undefined;
+    if ((this.signingKeys !== undefined && signingKeys === undefined) || (this.authorization !== undefined && authorization === undefined))
+      return undefined;
     // The same secrets as the last record's, almost always: their object again rather than a new one per record.
     const last = this.lastCredentials;
     if (last !== undefined && last.signingKeys === signingKeys && last.authorization === authorization) return last;
@@ -298,11 +341,17 @@ export class BatchRelay {
     const byQueue = new Map<string, VisibilityChange[]>();
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
-      let requested = outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
-      if (outcome.kind === 'retry' && outcome.outage === true && breakerOpen) requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
+      let requested =
+        outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
+      if (outcome.kind === 'retry' && outcome.outage === true && breakerOpen)
+        requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
       if (requested === undefined) return;
       const changes = byQueue.get(record.eventSourceARN) ?? [];
-      changes.push({ messageId: record.messageId, receiptHandle: record.receiptHandle, visibilitySeconds: clampVisibility(requested, elapsedSeconds) });
+      changes.push({
+        messageId: record.messageId,
+        receiptHandle: record.receiptHandle,
+        visibilitySeconds: clampVisibility(requested, elapsedSeconds),
+      });
       byQueue.set(record.eventSourceARN, changes);
     });
     if (byQueue.size === 0) return [];
@@ -368,15 +417,24 @@ export class BatchRelay {
       }
     });
     for (const failure of visibilityFailures) {
-      this.logger.error('Visibility change failed; SQS will use the queue default', { messageId: failure.messageId, error: failure.reason });
+      this.logger.error('Visibility change failed; SQS will use the queue default', {
+        messageId: failure.messageId,
+        error: failure.reason,
+      });
     }
     this.metrics.addMetric(METRIC_NAMES.delivered, MetricUnit.Count, counts.delivered);
     this.metrics.addMetric(METRIC_NAMES.retried, MetricUnit.Count, counts.retried + counts.notAttempted + counts.held);
     const openSeconds = this.breaker.openSeconds(Date.now());
     if (openSeconds !== undefined) this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
     this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
-    for (const latencyMs of latencySample(latenciesMs)) this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, latencyMs);
-    this.logger.info('Batch relayed', { records: records.length, ...counts, visibilityFailures: visibilityFailures.length, durationMs: Date.now() - startedAt });
+    for (const latencyMs of latencySample(latenciesMs))
+      this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, latencyMs);
+    this.logger.info('Batch relayed', {
+      records: records.length,
+      ...counts,
+      visibilityFailures: visibilityFailures.length,
+      durationMs: Date.now() - startedAt,
+    });
   }
 
   /** Closes kept-alive webhook connections. */

@@ -96,12 +96,16 @@ function identify(record: SQSRecord, reason: string | undefined, signingKeys: re
   }
   const original = claim?.originalMessageId;
   if (typeof original !== 'string' || original === record.messageId) return { id: record.messageId, ignored: undefined };
-  const ignored = (why: string): Identity => ({ id: record.messageId, ignored: { claimed: original.slice(0, MAX_LOGGED_CLAIM_LENGTH), reason: why } });
+  const ignored = (why: string): Identity => ({
+    id: record.messageId,
+    ignored: { claimed: original.slice(0, MAX_LOGGED_CLAIM_LENGTH), reason: why },
+  });
   if (original === '' || !isLegalHeaderValue(original)) return ignored('not a legal message id');
   if (signingKeys === undefined || signingKeys.length === 0) return ignored('no signing key is configured to verify it');
   const seal = claim.originalMessageIdSeal;
   if (typeof seal !== 'string') return ignored('it carries no seal');
-  if (!verifyOriginalId(signingKeys, original, record.body ?? '', seal)) return ignored('its seal does not verify for this body under the current signing keys');
+  if (!verifyOriginalId(signingKeys, original, record.body ?? '', seal))
+    return ignored('its seal does not verify for this body under the current signing keys');
   return { id: original, ignored: undefined };
 }
 
@@ -178,7 +182,16 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
   const body = utf8Bytes(record.body ?? '');
   // Allocated for the rare record that has one: most have none, and share NOTHING_SKIPPED.
   let skippedAttributes: { name: string; reason: string }[] | undefined;
-  const headers: string[] = ['Host', config.webhookUrl.host, 'Content-Type', config.defaultContentType, 'Content-Length', String(body.length), 'User-Agent', config.userAgent];
+  const headers: string[] = [
+    'Host',
+    config.webhookUrl.host,
+    'Content-Type',
+    config.defaultContentType,
+    'Content-Length',
+    String(body.length),
+    'User-Agent',
+    config.userAgent,
+  ];
   const system = record.attributes ?? {};
   const receiveCount = system.ApproximateReceiveCount;
   if (receiveCount !== undefined && isLegalHeaderValue(receiveCount)) headers.push(names.receiveCount, receiveCount);
@@ -199,8 +212,10 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
   }
   if (lastQueue.legal) headers.push(names.queue, lastQueue.name);
   if (lastQueue.fifo) {
-    if (system.MessageGroupId !== undefined && isLegalHeaderValue(system.MessageGroupId)) headers.push(names.messageGroupId, system.MessageGroupId);
-    if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber)) headers.push(names.sequenceNumber, system.SequenceNumber);
+    if (system.MessageGroupId !== undefined && isLegalHeaderValue(system.MessageGroupId))
+      headers.push(names.messageGroupId, system.MessageGroupId);
+    if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber))
+      headers.push(names.sequenceNumber, system.SequenceNumber);
   }
   const attributes = record.messageAttributes ?? {};
   // Attribute headers sent so far, lower-cased: attribute names are case-sensitive, header names
@@ -215,7 +230,10 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
     if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
     const value = attribute?.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
-      (skippedAttributes ??= []).push({ name, reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header' });
+      (skippedAttributes ??= []).push({
+        name,
+        reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header',
+      });
       continue;
     }
     if (name === CONTENT_TYPE_ATTRIBUTE) {

@@ -16,7 +16,9 @@ import type { SecretsGetOptions } from '@aws-lambda-powertools/parameters/secret
 import { AWS_REQUEST_HANDLER_OPTIONS, beforeDeadline, DeadlineExceededError } from './deadline';
 
 /** Where a secret comes from. */
-export type SecretSource = { readonly kind: 'literal'; readonly value: string } | { readonly kind: 'secrets-manager'; readonly secretId: string };
+export type SecretSource =
+  | { readonly kind: 'literal'; readonly value: string }
+  | { readonly kind: 'secrets-manager'; readonly secretId: string };
 
 /** The first wait after a failed read; each further failure doubles it, up to the refresh interval. */
 export const SECRET_RETRY_INITIAL_MS = 2_000;
@@ -69,9 +71,15 @@ type SdkModule = typeof import('@aws-sdk/client-secrets-manager');
  */
 function boundedProvider({ SecretsProvider }: ProviderModule, { GetSecretValueCommand }: SdkModule): SecretsProvider {
   class BoundedSecretsProvider extends SecretsProvider {
-    protected override async _get(name: string, options?: NonNullable<SecretsGetOptions> & { abortSignal?: AbortSignal }): Promise<string | Uint8Array | undefined> {
+    protected override async _get(
+      name: string,
+      options?: NonNullable<SecretsGetOptions> & { abortSignal?: AbortSignal },
+    ): Promise<string | Uint8Array | undefined> {
       const abortSignal = options?.abortSignal;
-      const result = await this.client.send(new GetSecretValueCommand({ SecretId: name }), abortSignal === undefined ? {} : { abortSignal });
+      const result = await this.client.send(
+        new GetSecretValueCommand({ SecretId: name }),
+        abortSignal === undefined ? {} : { abortSignal },
+      );
       return result.SecretString ?? result.SecretBinary;
     }
   }
@@ -85,8 +93,8 @@ function boundedProvider({ SecretsProvider }: ProviderModule, { GetSecretValueCo
 export function secretsManagerReader(): SecretFetcher {
   let provider: Promise<SecretsProvider> | undefined;
   return async (secretId, signal) => {
-    provider ??= Promise.all([import('@aws-lambda-powertools/parameters/secrets'), import('@aws-sdk/client-secrets-manager')]).then(([providers, sdk]) =>
-      boundedProvider(providers, sdk),
+    provider ??= Promise.all([import('@aws-lambda-powertools/parameters/secrets'), import('@aws-sdk/client-secrets-manager')]).then(
+      ([providers, sdk]) => boundedProvider(providers, sdk),
     );
     // This module keeps the one cache (with its backoff); Powertools' own would answer stale values.
     const options = { forceFetch: true, maxAge: 0, abortSignal: signal };
@@ -172,7 +180,10 @@ export class CachedSecret<T> {
         const reason = error instanceof Error ? error.message : 'invalid';
         const report = this.rejectedRaw !== raw;
         this.rejectedRaw = raw;
-        return this.failed(secretId, `the ${this.what} in Secrets Manager (${secretId}) is not valid (${reason})`, { report, invalid: true });
+        return this.failed(secretId, `the ${this.what} in Secrets Manager (${secretId}) is not valid (${reason})`, {
+          report,
+          invalid: true,
+        });
       }
       this.lastGood = { value, raw };
     }
@@ -198,7 +209,11 @@ export class CachedSecret<T> {
     this.failure = kept === undefined ? new Error(reason) : undefined;
     if (report) {
       const attributes = { secret: secretId, what: this.what, error: reason, failures: this.failures, retryInSeconds: retryMs / 1000 };
-      if (kept === undefined) this.logger?.error(`The ${this.what} could not be ${invalid ? 'used' : 'read'}; records are retried, never sent without it`, attributes);
+      if (kept === undefined)
+        this.logger?.error(
+          `The ${this.what} could not be ${invalid ? 'used' : 'read'}; records are retried, never sent without it`,
+          attributes,
+        );
       else if (invalid) this.logger?.error(`The ${this.what} in Secrets Manager is not valid; still using the last good value`, attributes);
       else this.logger?.warn(`The ${this.what} could not be refreshed; still using the last good value`, attributes);
     }

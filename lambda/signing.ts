@@ -23,7 +23,10 @@ export interface SignatureHeaders {
  * contains the secret itself.
  */
 export function parseSigningKeys(value: string): Buffer[] {
-  const secrets = value.trim().split(/\s+/).filter((part) => part !== '');
+  const secrets = value
+    .trim()
+    .split(/\s+/)
+    .filter((part) => part !== '');
   if (secrets.length === 0) throw new Error('the signing secret is empty');
   return secrets.map((secret, index) => {
     const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;

@@ -35,7 +35,9 @@ class SqsConnection {
     // queue URL, ignoring AWS_ENDPOINT_URL_SQS, and an emulator's URL host need not resolve.
     this.client ??= this.injected
       ? Promise.resolve(this.injected)
-      : this.load().then(({ SQSClient }) => new SQSClient({ useQueueUrlAsEndpoint: false, requestHandler: { ...AWS_REQUEST_HANDLER_OPTIONS } }));
+      : this.load().then(
+          ({ SQSClient }) => new SQSClient({ useQueueUrlAsEndpoint: false, requestHandler: { ...AWS_REQUEST_HANDLER_OPTIONS } }),
+        );
     return this.client;
   }
 }
@@ -62,7 +64,10 @@ export class SqsGateway {
   }
 
   /** Runs one call with the module and client, bounded by this gateway's signal. */
-  private call<T>(action: string, run: (module: SqsModule, sqs: SQSClient, options: { abortSignal?: AbortSignal }) => Promise<T>): Promise<T> {
+  private call<T>(
+    action: string,
+    run: (module: SqsModule, sqs: SQSClient, options: { abortSignal?: AbortSignal }) => Promise<T>,
+  ): Promise<T> {
     return beforeDeadline(action, this.signal, async (abortSignal) => {
       const [module, sqs] = await Promise.all([this.connection.load(), this.connection.sqs()]);
       return run(module, sqs, abortSignal === undefined ? {} : { abortSignal });
@@ -85,7 +90,9 @@ export class SqsGateway {
 
   /** `ChangeMessageVisibilityBatch`. */
   changeMessageVisibilityBatch(input: ChangeMessageVisibilityBatchCommandInput): Promise<ChangeMessageVisibilityBatchCommandOutput> {
-    return this.call('ChangeMessageVisibilityBatch', ({ ChangeMessageVisibilityBatchCommand }, sqs, options) => sqs.send(new ChangeMessageVisibilityBatchCommand(input), options));
+    return this.call('ChangeMessageVisibilityBatch', ({ ChangeMessageVisibilityBatchCommand }, sqs, options) =>
+      sqs.send(new ChangeMessageVisibilityBatchCommand(input), options),
+    );
   }
 
   /** `SendMessage`. */

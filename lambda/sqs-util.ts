@@ -75,7 +75,10 @@ export function batchEntryId(index: number): string {
  * one chunk's entries with ids from {@link batchEntryId}. Resolves (never rejects) with the items
  * not processed: each entry a call reports `Failed`, and every item of a call that failed as a whole.
  */
-export async function sendInBatches<T>(items: readonly T[], call: (chunk: readonly T[]) => Promise<BatchCallOutput>): Promise<FailedBatchItem<T>[]> {
+export async function sendInBatches<T>(
+  items: readonly T[],
+  call: (chunk: readonly T[]) => Promise<BatchCallOutput>,
+): Promise<FailedBatchItem<T>[]> {
   const calls: Promise<FailedBatchItem<T>[]>[] = [];
   for (let start = 0; start < items.length; start += MAX_BATCH_CALL_ENTRIES) {
     calls.push(sendChunk(items.slice(start, start + MAX_BATCH_CALL_ENTRIES), call));

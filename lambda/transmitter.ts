@@ -271,7 +271,9 @@ export class WebhookTransmitter {
    * @param maxSockets connections kept to it; the relay's concurrency, so no request waits for a socket
    */
   constructor(url: URL, maxSockets: number, options: TransmitterOptions = {}) {
-    const client = httpClientFor(url, maxSockets, options.idleConnectionMaxMs ?? IDLE_CONNECTION_MAX_MS, (staleAt) => this.sweepBy(staleAt));
+    const client = httpClientFor(url, maxSockets, options.idleConnectionMaxMs ?? IDLE_CONNECTION_MAX_MS, (staleAt) =>
+      this.sweepBy(staleAt),
+    );
     this.agent = client.agent;
     this.send = client.send;
     this.options = requestOptionsOf(url, this.agent);

@@ -32,7 +32,11 @@ export class VisibilityUpdater {
     const failed = await sendInBatches(changes, (chunk) =>
       this.sqs.changeMessageVisibilityBatch({
         QueueUrl: queueUrl,
-        Entries: chunk.map((change, index) => ({ Id: batchEntryId(index), ReceiptHandle: change.receiptHandle, VisibilityTimeout: change.visibilitySeconds })),
+        Entries: chunk.map((change, index) => ({
+          Id: batchEntryId(index),
+          ReceiptHandle: change.receiptHandle,
+          VisibilityTimeout: change.visibilitySeconds,
+        })),
       }),
     );
     return failed.map(({ item, reason }) => ({ messageId: item.messageId, reason }));

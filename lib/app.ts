@@ -13,10 +13,7 @@ import { WebhookRelayStack } from './webhook-relay-stack';
  * @throws {ContextError | WebhookRelayConfigError} for a context value the stack cannot use
  */
 export function buildApp(app: App): WebhookRelayStack {
-  const { stackName, props } = stackFromContext(
-    (key) => app.node.tryGetContext(key),
-    Object.keys(app.node.getAllContext()),
-  );
+  const { stackName, props } = stackFromContext((key) => app.node.tryGetContext(key), Object.keys(app.node.getAllContext()));
   let stack: WebhookRelayStack;
   try {
     stack = new WebhookRelayStack(app, stackName, props);

@@ -35,7 +35,8 @@ const CHUNK_NAMES = 'chunks/[name]-[hash]';
  * Prepended to every output file. Bundled CommonJS code (parts of the SDK) calls `require()` for
  * Node.js built-ins, and an ES module has no `require`.
  */
-export const REQUIRE_BANNER = "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);";
+export const REQUIRE_BANNER =
+  "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);";
 
 /** What {@link functionCode} bundles. */
 export interface FunctionCodeOptions {

@@ -49,7 +49,8 @@ export function settingsTable(scope: SettingScope): string {
     const context = setting.context === undefined ? '—' : code(setting.context);
     return `| ${(scope === 'stack' ? [context, ...cells] : [code(setting.variable ?? name), context, ...cells]).join(' | ')} |`;
   });
-  const header = scope === 'stack' ? ['context key', 'type', 'default', 'what it sets'] : ['variable', 'context key', 'type', 'default', 'meaning'];
+  const header =
+    scope === 'stack' ? ['context key', 'type', 'default', 'what it sets'] : ['variable', 'context key', 'type', 'default', 'meaning'];
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows].join('\n');
 }
 

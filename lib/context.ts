@@ -74,7 +74,12 @@ function parse(key: ContextKeyName, raw: unknown): string | number | boolean | u
       const value = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
       const [min, max] = spec.range ?? [0, Number.MAX_SAFE_INTEGER];
       if (!Number.isSafeInteger(value) || value < min || value > max) {
-        throw new ContextError(key, spec.range === undefined ? `must be a whole number; got ${JSON.stringify(raw)}` : `must be a whole number from ${min} to ${max}; got ${JSON.stringify(raw)}`);
+        throw new ContextError(
+          key,
+          spec.range === undefined
+            ? `must be a whole number; got ${JSON.stringify(raw)}`
+            : `must be a whole number from ${min} to ${max}; got ${JSON.stringify(raw)}`,
+        );
       }
       return value;
     }
@@ -97,7 +102,8 @@ const SQS_ARN = /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fif
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
 
 function arn(key: ContextKeyName, value: string | undefined, pattern: RegExp, example: string): string | undefined {
-  if (value !== undefined && !pattern.test(value)) throw new ContextError(key, `must be an ARN such as ${example}; got ${JSON.stringify(value)}`);
+  if (value !== undefined && !pattern.test(value))
+    throw new ContextError(key, `must be an ARN such as ${example}; got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -107,7 +113,14 @@ const KEY_OF_PROP: Readonly<Record<string, ContextKeyName>> = Object.fromEntries
 ) as Record<string, ContextKeyName>;
 
 /** Keys read by hand below rather than set on their prop as they are. */
-const READ_BY_HAND: ReadonlySet<string> = new Set(['stackName', 'queueArn', 'deadLetterQueueArn', 'signingSecretArn', 'authSecretArn', 'backoffSchedule']);
+const READ_BY_HAND: ReadonlySet<string> = new Set([
+  'stackName',
+  'queueArn',
+  'deadLetterQueueArn',
+  'signingSecretArn',
+  'authSecretArn',
+  'backoffSchedule',
+]);
 
 /**
  * The construct's rejection of a value that came from context, as a {@link ContextError} naming
@@ -131,7 +144,10 @@ function schedule(raw: string | undefined): Duration[] | undefined {
   const parts = raw.split(',').map((part) => part.trim());
   const { min, max } = SETTINGS.BACKOFF_SCHEDULE;
   if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= max)) {
-    throw new ContextError('backoffSchedule', `must be comma-separated whole seconds from ${min} to ${max}, e.g. 60,600,3600; got ${JSON.stringify(raw)}`);
+    throw new ContextError(
+      'backoffSchedule',
+      `must be comma-separated whole seconds from ${min} to ${max}, e.g. 60,600,3600; got ${JSON.stringify(raw)}`,
+    );
   }
   return parts.map((part) => Duration.seconds(Number(part)));
 }
@@ -160,8 +176,13 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
 
   const logRetentionDays = int('logRetentionDays');
   if (logRetentionDays !== undefined && !Object.values(logs.RetentionDays).includes(logRetentionDays)) {
-    const allowed = Object.values(logs.RetentionDays).filter((v): v is number => typeof v === 'number' && v !== logs.RetentionDays.INFINITE);
-    throw new ContextError('logRetentionDays', `must be one of CloudWatch Logs' retention periods (${allowed.join(', ')}); got ${logRetentionDays}`);
+    const allowed = Object.values(logs.RetentionDays).filter(
+      (v): v is number => typeof v === 'number' && v !== logs.RetentionDays.INFINITE,
+    );
+    throw new ContextError(
+      'logRetentionDays',
+      `must be one of CloudWatch Logs' retention periods (${allowed.join(', ')}); got ${logRetentionDays}`,
+    );
   }
   const queueArn = str('queueArn');
   const deadLetterQueueArn = str('deadLetterQueueArn');
@@ -170,7 +191,10 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   }
   arn('queueArn', queueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders');
   if (queueArn !== undefined && deadLetterQueueArn === undefined) {
-    throw new ContextError('queueArn', "needs deadLetterQueueArn too: the dead-letter queue of the queue's redrive policy (and maxReceiveCount, if it is not 5)");
+    throw new ContextError(
+      'queueArn',
+      "needs deadLetterQueueArn too: the dead-letter queue of the queue's redrive policy (and maxReceiveCount, if it is not 5)",
+    );
   }
   arn('deadLetterQueueArn', deadLetterQueueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq');
 
@@ -178,12 +202,26 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   const fifo = bool('fifo') ?? queueArn?.endsWith('.fifo') ?? false;
   const batchSize = int('batchSize');
   if (fifo && batchSize !== undefined && batchSize > MAX_FIFO_EVENT_SOURCE_BATCH_SIZE) {
-    throw new ContextError('batchSize', `must be at most ${MAX_FIFO_EVENT_SOURCE_BATCH_SIZE} for a FIFO queue (Lambda's limit for FIFO event sources); got ${batchSize}`);
+    throw new ContextError(
+      'batchSize',
+      `must be at most ${MAX_FIFO_EVENT_SOURCE_BATCH_SIZE} for a FIFO queue (Lambda's limit for FIFO event sources); got ${batchSize}`,
+    );
   }
 
-  const signingSecretArn = arn('signingSecretArn', str('signingSecretArn'), SECRET_ARN, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-AbCdEf');
-  if (signingSecretArn !== undefined && bool('signing') === false) throw new ContextError('signingSecretArn', 'is given, but signing is false');
-  const authSecretArn = arn('authSecretArn', str('authSecretArn'), SECRET_ARN, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf');
+  const signingSecretArn = arn(
+    'signingSecretArn',
+    str('signingSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-AbCdEf',
+  );
+  if (signingSecretArn !== undefined && bool('signing') === false)
+    throw new ContextError('signingSecretArn', 'is given, but signing is false');
+  const authSecretArn = arn(
+    'authSecretArn',
+    str('authSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
+  );
 
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
   const relay: Record<string, unknown> = {};
@@ -196,7 +234,10 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
 
   const stackName = str('stackName') ?? DEFAULT_STACK_NAME;
   if (!STACK_NAME.test(stackName)) {
-    throw new ContextError('stackName', `must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation's rule); got ${JSON.stringify(stackName)}`);
+    throw new ContextError(
+      'stackName',
+      `must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation's rule); got ${JSON.stringify(stackName)}`,
+    );
   }
   return {
     stackName,

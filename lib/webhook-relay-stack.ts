@@ -31,7 +31,9 @@ export interface WebhookRelayStackProps extends StackProps {
 
 /** A secret by complete ARN (ending in the 6-character suffix Secrets Manager adds) or partial ARN. */
 function importSecret(scope: Construct, id: string, arn: string): secretsmanager.ISecret {
-  return /-[A-Za-z0-9]{6}$/.test(arn) ? secretsmanager.Secret.fromSecretCompleteArn(scope, id, arn) : secretsmanager.Secret.fromSecretPartialArn(scope, id, arn);
+  return /-[A-Za-z0-9]{6}$/.test(arn)
+    ? secretsmanager.Secret.fromSecretCompleteArn(scope, id, arn)
+    : secretsmanager.Secret.fromSecretPartialArn(scope, id, arn);
 }
 
 /** The name of the parameter that stands in for a webhook URL not given at synth time. */
@@ -69,7 +71,11 @@ export class WebhookRelayStack extends Stack {
     const output = (id: string, value: string, description: string): CfnOutput => new CfnOutput(this, id, { value, description });
     output('QueueUrl', this.relay.queue.queueUrl, 'Send messages here (SendMessage QueueUrl)');
     output('QueueArn', this.relay.queue.queueArn, 'The queue, for IAM policies of producers');
-    output('DeadLetterQueueUrl', this.relay.deadLetterQueue.queueUrl, 'Messages the webhook refused or that failed maxReceiveCount times; redrive from the SQS console');
+    output(
+      'DeadLetterQueueUrl',
+      this.relay.deadLetterQueue.queueUrl,
+      'Messages the webhook refused or that failed maxReceiveCount times; redrive from the SQS console',
+    );
     output('AlarmTopicArn', this.relay.alarmTopic.topicArn, 'SNS topic every alarm notifies; subscribe more endpoints here');
     output('DashboardName', this.relay.dashboard.dashboardName, 'CloudWatch dashboard of the relay');
     output(
@@ -80,7 +86,11 @@ export class WebhookRelayStack extends Stack {
       'The dashboard in the AWS console',
     );
     if (this.relay.signingSecret !== undefined) {
-      output('SigningSecretArn', this.relay.signingSecret.secretArn, 'The signing key; give it to the webhook owner as whsec_<value> (aws secretsmanager get-secret-value --secret-id <arn>)');
+      output(
+        'SigningSecretArn',
+        this.relay.signingSecret.secretArn,
+        'The signing key; give it to the webhook owner as whsec_<value> (aws secretsmanager get-secret-value --secret-id <arn>)',
+      );
     }
     output('FunctionName', this.relay.function.functionName, 'The relay function (logs: aws logs tail --follow <log group>)');
     output('LogGroupName', this.relay.logGroup.logGroupName, "The function's log group");
@@ -96,7 +106,9 @@ export class WebhookRelayStack extends Stack {
       type: 'String',
       description: 'Where every message is POSTed. Give it at synth time instead with: npx cdk deploy -c webhookUrl=https://…',
       allowedPattern: allowInsecureHttp ? '^https?://[^\\s/@]+(/\\S*)?$' : '^https://[^\\s/@]+(/\\S*)?$',
-      constraintDescription: allowInsecureHttp ? 'must be an http:// or https:// URL without credentials' : 'must be an https:// URL without credentials',
+      constraintDescription: allowInsecureHttp
+        ? 'must be an http:// or https:// URL without credentials'
+        : 'must be an https:// URL without credentials',
     }).valueAsString;
   }
 }

@@ -128,7 +128,8 @@ export class WebhookRelay extends Construct {
     props.authSecret?.grantRead(this.function);
 
     // ---- monitoring ----
-    this.alarmTopic = props.alarmTopic ?? new sns.Topic(this, 'AlarmTopic', { displayName: `sqs-webhook-relay ${this.name} alarms`, enforceSSL: true });
+    this.alarmTopic =
+      props.alarmTopic ?? new sns.Topic(this, 'AlarmTopic', { displayName: `sqs-webhook-relay ${this.name} alarms`, enforceSSL: true });
     if (props.alarmEmail !== undefined) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
     const metrics = new RelayMetricFactory(this);
     this.alarms = createAlarms(this, this, metrics, this.alarmTopic, resolved);

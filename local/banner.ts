@@ -26,7 +26,8 @@ export interface ReadyInfo {
 }
 
 /** The banner's note under the AWS CLI command: the emulator needs a client with SQS's JSON protocol. */
-export const AWS_CLI_VERSION_NOTE = '(the AWS CLI needs 2.13.34 or later here: older ones, such as Debian 12\'s 2.9, speak a protocol the emulator does not)';
+export const AWS_CLI_VERSION_NOTE =
+  "(the AWS CLI needs 2.13.34 or later here: older ones, such as Debian 12's 2.9, speak a protocol the emulator does not)";
 
 /** A string as one POSIX shell word. */
 export function shellQuote(value: string): string {
@@ -68,7 +69,9 @@ export function formatBanner(info: ReadyInfo, styles: Styles): string {
     '',
   ];
   if (info.sqsEndpoint !== undefined) {
-    lines.push(row('SQS endpoint', info.sqsEndpoint, info.mode === 'embedded' ? `region ${info.region}, any credentials` : `region ${info.region}`));
+    lines.push(
+      row('SQS endpoint', info.sqsEndpoint, info.mode === 'embedded' ? `region ${info.region}, any credentials` : `region ${info.region}`),
+    );
   }
   lines.push(row('Queue URL', info.queueUrl, info.fifo ? 'FIFO' : undefined));
   lines.push(

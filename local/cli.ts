@@ -63,7 +63,8 @@ function describe(name: SettingName): string {
   const value = setting.default;
   const fallback = setting.defaultText ?? (value === undefined ? undefined : Array.isArray(value) ? value.join(',') : String(value));
   // A default in parentheses is already a remark ("(required; …)"), not a value.
-  const shown = fallback === undefined ? '' : fallback.startsWith('(') ? ` ${plain(fallback)}` : ` (default: ${firstClause(plain(fallback))})`;
+  const shown =
+    fallback === undefined ? '' : fallback.startsWith('(') ? ` ${plain(fallback)}` : ` (default: ${firstClause(plain(fallback))})`;
   return `  ${(setting.variable ?? name).padEnd(30)} ${firstClause(plain(SETTING_DOCS[name]))}${shown}`;
 }
 
@@ -108,7 +109,9 @@ export function handleCommandLine(args: readonly string[], out: NodeJS.WritableS
     out.write(`${version}\n`);
     process.exit(0);
   }
-  process.stderr.write(`${COMMAND}: unknown argument ${JSON.stringify(first)}; it takes only --help or --version (settings are environment variables)\n`);
+  process.stderr.write(
+    `${COMMAND}: unknown argument ${JSON.stringify(first)}; it takes only --help or --version (settings are environment variables)\n`,
+  );
   process.exit(2);
 }
 
@@ -121,7 +124,9 @@ export function checkSandboxAvailable(env: Env = process.env): void {
   try {
     import.meta.resolve('fauxqs');
   } catch {
-    process.stderr.write(`${COMMAND}: QUEUE_URL is not set, and the sandbox's SQS emulator is not installed: set QUEUE_URL to your queue, or npm install fauxqs for the sandbox\n`);
+    process.stderr.write(
+      `${COMMAND}: QUEUE_URL is not set, and the sandbox's SQS emulator is not installed: set QUEUE_URL to your queue, or npm install fauxqs for the sandbox\n`,
+    );
     process.exit(1);
   }
 }

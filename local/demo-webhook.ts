@@ -41,7 +41,9 @@ export interface DemoWebhook {
 /** Raised when the demo webhook's port is taken. */
 export class DemoPortInUseError extends Error {
   constructor(readonly port: number) {
-    super(`DEMO_WEBHOOK_PORT ${port} is already in use; set DEMO_WEBHOOK_PORT to another port (0 picks a free one), or WEBHOOK_URL to your own webhook`);
+    super(
+      `DEMO_WEBHOOK_PORT ${port} is already in use; set DEMO_WEBHOOK_PORT to another port (0 picks a free one), or WEBHOOK_URL to your own webhook`,
+    );
     this.name = 'DemoPortInUseError';
   }
 }
@@ -83,7 +85,11 @@ export function demoReplyFor(body: string, receiveCount: number): DemoReply {
  * @param headerPrefix the relay's `HEADER_PREFIX`, to find the receive count and message id
  * @param print called with each request and the reply it got
  */
-export async function startDemoWebhook(port: number, headerPrefix: string, print: (request: DemoRequest, reply: DemoReply) => void): Promise<DemoWebhook> {
+export async function startDemoWebhook(
+  port: number,
+  headerPrefix: string,
+  print: (request: DemoRequest, reply: DemoReply) => void,
+): Promise<DemoWebhook> {
   const receiveCountHeader = `${headerPrefix}Receive-Count`.toLowerCase();
   const messageIdHeader = `${headerPrefix}Message-Id`.toLowerCase();
   const server: Server = createServer((req: IncomingMessage, res) => {
@@ -98,8 +104,19 @@ export async function startDemoWebhook(port: number, headerPrefix: string, print
       const countHeader = req.headers[receiveCountHeader];
       const receiveCount = typeof countHeader === 'string' && /^[0-9]+$/.test(countHeader) ? Number(countHeader) : undefined;
       const idHeader = req.headers[messageIdHeader];
-      const reply = req.method === 'POST' ? demoReplyFor(body, receiveCount ?? 1) : { status: 405, headers: { Allow: 'POST' }, body: 'POST only\n' };
-      print({ method: req.method ?? '', path: req.url ?? '', headers, body, messageId: typeof idHeader === 'string' ? idHeader : undefined, receiveCount }, reply);
+      const reply =
+        req.method === 'POST' ? demoReplyFor(body, receiveCount ?? 1) : { status: 405, headers: { Allow: 'POST' }, body: 'POST only\n' };
+      print(
+        {
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers,
+          body,
+          messageId: typeof idHeader === 'string' ? idHeader : undefined,
+          receiveCount,
+        },
+        reply,
+      );
       res.writeHead(reply.status, reply.headers);
       res.end(reply.body);
     });

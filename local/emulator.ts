@@ -104,7 +104,9 @@ function queryProtocolError(action: string): string {
 /** Raised when the emulator's port is taken. */
 export class PortInUseError extends Error {
   constructor(readonly port: number) {
-    super(`port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port, or QUEUE_URL to use a running queue`);
+    super(
+      `port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port, or QUEUE_URL to use a running queue`,
+    );
     this.name = 'PortInUseError';
   }
 }

@@ -13,7 +13,16 @@ export class StartupError extends Error {
   }
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
 
 /** The network error code under an SDK error, if the request never got an answer. */
 export function networkErrorCode(error: unknown): string | undefined {
@@ -37,11 +46,15 @@ export function networkErrorCode(error: unknown): string | undefined {
 export function sqsStartupError(error: unknown, action: string, endpointOrUrl: string): StartupError {
   const where = redactUrl(endpointOrUrl);
   const code = networkErrorCode(error);
-  if (code !== undefined) return new StartupError(`cannot reach SQS at ${where} (${code}) while ${action}; is the endpoint right and running?`, { cause: error });
+  if (code !== undefined)
+    return new StartupError(`cannot reach SQS at ${where} (${code}) while ${action}; is the endpoint right and running?`, { cause: error });
   const name = error instanceof Error ? error.name : '';
   const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
   if (name === 'CredentialsProviderError' || /credential/i.test(message)) {
-    return new StartupError(`no AWS credentials for ${where}: ${message} (set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`, { cause: error });
+    return new StartupError(
+      `no AWS credentials for ${where}: ${message} (set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`,
+      { cause: error },
+    );
   }
   if (name === 'QueueDoesNotExist' || name === 'AWS.SimpleQueueService.NonExistentQueue' || /does not exist/i.test(message)) {
     return new StartupError(`no queue at ${where}: ${message}`, { cause: error });
@@ -52,7 +65,10 @@ export function sqsStartupError(error: unknown, action: string, endpointOrUrl: s
 /** Any error as the single line `npm start` prints before exiting. */
 export function oneLine(error: unknown): string {
   if (error instanceof Error) {
-    const text = error.name === 'StartupError' || error.name === 'ConfigError' || error.name.endsWith('InUseError') ? error.message : `${error.name}: ${error.message}`;
+    const text =
+      error.name === 'StartupError' || error.name === 'ConfigError' || error.name.endsWith('InUseError')
+        ? error.message
+        : `${error.name}: ${error.message}`;
     return text.split('\n')[0] ?? text;
   }
   return String(error).split('\n')[0] ?? '';

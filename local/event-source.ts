@@ -39,7 +39,13 @@ export function toSqsRecord(message: Message, queueArn: string): SQSRecord {
     SenderId: system.SenderId ?? '000000000000',
     ApproximateFirstReceiveTimestamp: system.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
   };
-  for (const name of ['AWSTraceHeader', 'SequenceNumber', 'MessageGroupId', 'MessageDeduplicationId', 'DeadLetterQueueSourceArn'] as const) {
+  for (const name of [
+    'AWSTraceHeader',
+    'SequenceNumber',
+    'MessageGroupId',
+    'MessageDeduplicationId',
+    'DeadLetterQueueSourceArn',
+  ] as const) {
     const value = system[name];
     if (value !== undefined) attributes[name] = value;
   }

@@ -56,9 +56,16 @@ export function connectionFor(queueUrl: string, env: Env): SqsConnection {
   const url = new URL(queueUrl);
   const endpoint = env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL || (isAwsHost(url.hostname) ? undefined : url.origin);
   const local = endpoint !== undefined && isEmulatorHost(new URL(endpoint).hostname);
-  const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
+  const region =
+    env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
   if (region === undefined) throw new ConfigError('AWS_REGION', "the queue's region (it could not be read from QUEUE_URL)", undefined);
-  const configured = Boolean(env.AWS_ACCESS_KEY_ID || env.AWS_PROFILE || env.AWS_WEB_IDENTITY_TOKEN_FILE || env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI);
+  const configured = Boolean(
+    env.AWS_ACCESS_KEY_ID ||
+      env.AWS_PROFILE ||
+      env.AWS_WEB_IDENTITY_TOKEN_FILE ||
+      env.AWS_CONTAINER_CREDENTIALS_FULL_URI ||
+      env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI,
+  );
   return { endpoint, region, credentials: local && !configured ? EMULATOR_CREDENTIALS : undefined };
 }
 
@@ -80,14 +87,18 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
   let attributes: Record<string, string>;
   try {
     const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'],
+      }),
     );
     attributes = Attributes ?? {};
   } catch (error) {
     throw sqsStartupError(error, "reading the queue's attributes", queueUrl);
   }
   const queueArn = attributes.QueueArn;
-  if (queueArn === undefined) throw sqsStartupError(new Error('GetQueueAttributes returned no QueueArn'), "reading the queue's attributes", queueUrl);
+  if (queueArn === undefined)
+    throw sqsStartupError(new Error('GetQueueAttributes returned no QueueArn'), "reading the queue's attributes", queueUrl);
   const base = {
     queueArn,
     visibilityTimeoutSeconds: Number(attributes.VisibilityTimeout ?? 30),
@@ -95,7 +106,12 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
   };
   const policyText = attributes.RedrivePolicy;
   if (policyText === undefined) {
-    return { ...base, dlqUrl: undefined, maxReceiveCount: undefined, dlqProblem: 'the queue has no redrive policy, so failing messages are retried forever' };
+    return {
+      ...base,
+      dlqUrl: undefined,
+      maxReceiveCount: undefined,
+      dlqProblem: 'the queue has no redrive policy, so failing messages are retried forever',
+    };
   }
   let policy: { deadLetterTargetArn?: unknown; maxReceiveCount?: unknown };
   try {
@@ -105,12 +121,23 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
   }
   const count = Number(policy.maxReceiveCount);
   const maxReceiveCount = Number.isSafeInteger(count) && count > 0 ? count : undefined;
-  if (typeof policy.deadLetterTargetArn !== 'string') return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: 'the redrive policy names no DLQ' };
+  if (typeof policy.deadLetterTargetArn !== 'string')
+    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: 'the redrive policy names no DLQ' };
   try {
     const { name, account } = parseQueueArn(policy.deadLetterTargetArn);
     const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
-    return { ...base, dlqUrl: QueueUrl, maxReceiveCount, dlqProblem: QueueUrl === undefined ? 'GetQueueUrl returned no URL for the DLQ' : undefined };
+    return {
+      ...base,
+      dlqUrl: QueueUrl,
+      maxReceiveCount,
+      dlqProblem: QueueUrl === undefined ? 'GetQueueUrl returned no URL for the DLQ' : undefined,
+    };
   } catch (error) {
-    return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${errorText(error)})` };
+    return {
+      ...base,
+      dlqUrl: undefined,
+      maxReceiveCount,
+      dlqProblem: `the DLQ ${policy.deadLetterTargetArn} could not be found (${errorText(error)})`,
+    };
   }
 }

@@ -63,8 +63,18 @@ function show(value: unknown): string {
 
 // Keys every Powertools line carries; on a terminal they are noise.
 const BOILERPLATE = new Set([
-  'level', 'message', 'timestamp', 'service', 'cold_start', 'function_arn', 'function_memory_size', 'function_name',
-  'function_request_id', 'sampling_rate', 'xray_trace_id', 'lambda_request_id',
+  'level',
+  'message',
+  'timestamp',
+  'service',
+  'cold_start',
+  'function_arn',
+  'function_memory_size',
+  'function_name',
+  'function_request_id',
+  'sampling_rate',
+  'xray_trace_id',
+  'lambda_request_id',
 ]);
 
 function extras(attributes: Record<string, unknown>, skip: readonly string[] = []): string {
@@ -80,7 +90,12 @@ function extras(attributes: Record<string, unknown>, skip: readonly string[] = [
  * "↻ retry in 5 s" / "✗ dead-lettered"; its batch summary shows at DEBUG only, since the
  * runner prints a line per delivered message; anything else is shown generically.
  */
-export function renderHandlerEntry(level: Level, attributes: Record<string, unknown>, styles: Styles, showSummaries: boolean): string | undefined {
+export function renderHandlerEntry(
+  level: Level,
+  attributes: Record<string, unknown>,
+  styles: Styles,
+  showSummaries: boolean,
+): string | undefined {
   const { message, messageId, outcome, receiveCount, status, delaySeconds, error, reason, response } = attributes;
   const tail = (parts: (string | undefined)[]): string => parts.filter((part) => part !== undefined && part !== '').join(' · ');
   const http = typeof status === 'number' ? `HTTP ${status}` : undefined;
@@ -120,14 +135,23 @@ export function createLocalLog(format: LogFormat, logLevel: string, out: TextOut
     line(level, message, fields = {}, prettyText) {
       if (!enabled(level)) return;
       if (format === 'json') {
-        out.write(`${JSON.stringify({ timestamp: new Date().toISOString(), level, service: 'local-runner', message, ...fields }, (_, value: unknown) => (value instanceof Error ? value.message : value))}\n`);
+        out.write(
+          `${JSON.stringify({ timestamp: new Date().toISOString(), level, service: 'local-runner', message, ...fields }, (_, value: unknown) => (value instanceof Error ? value.message : value))}\n`,
+        );
         return;
       }
       if (prettyText !== undefined) {
         pretty(prettyText);
         return;
       }
-      const label = level === 'ERROR' ? styles.red('ERROR ') : level === 'WARN' ? styles.yellow('WARN ') : level === 'DEBUG' ? styles.dim('DEBUG ') : '';
+      const label =
+        level === 'ERROR'
+          ? styles.red('ERROR ')
+          : level === 'WARN'
+            ? styles.yellow('WARN ')
+            : level === 'DEBUG'
+              ? styles.dim('DEBUG ')
+              : '';
       const rest = extras(fields);
       pretty(`${label}${message}${rest === '' ? '' : ` ${styles.dim(rest)}`}`);
     },

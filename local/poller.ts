@@ -113,9 +113,13 @@ export interface EventSourceMapping {
  * that names no record of the batch, fails the whole batch.
  * @returns the failed message ids, or a description of why the response is invalid
  */
-export function interpretBatchResponse(records: readonly SQSRecord[], response: unknown): { ok: true; failed: Set<string> } | { ok: false; reason: string } {
+export function interpretBatchResponse(
+  records: readonly SQSRecord[],
+  response: unknown,
+): { ok: true; failed: Set<string> } | { ok: false; reason: string } {
   if (response === undefined || response === null) return { ok: true, failed: new Set() };
-  if (typeof response !== 'object' || Array.isArray(response)) return { ok: false, reason: `the response is not an object: ${JSON.stringify(response)}` };
+  if (typeof response !== 'object' || Array.isArray(response))
+    return { ok: false, reason: `the response is not an object: ${JSON.stringify(response)}` };
   const failures = (response as { batchItemFailures?: unknown }).batchItemFailures;
   if (failures === undefined || failures === null) return { ok: true, failed: new Set() };
   if (!Array.isArray(failures)) return { ok: false, reason: 'batchItemFailures is not an array' };
@@ -123,7 +127,8 @@ export function interpretBatchResponse(records: readonly SQSRecord[], response: 
   const failed = new Set<string>();
   for (const failure of failures as unknown[]) {
     const id = typeof failure === 'object' && failure !== null ? (failure as { itemIdentifier?: unknown }).itemIdentifier : undefined;
-    if (typeof id !== 'string' || id === '') return { ok: false, reason: `batchItemFailures has an entry without an itemIdentifier: ${JSON.stringify(failure)}` };
+    if (typeof id !== 'string' || id === '')
+      return { ok: false, reason: `batchItemFailures has an entry without an itemIdentifier: ${JSON.stringify(failure)}` };
     if (!ids.has(id)) return { ok: false, reason: `batchItemFailures names ${id}, which is not in the batch` };
     failed.add(id);
   }

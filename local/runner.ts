@@ -75,10 +75,19 @@ function printDemoRequest(log: LocalLog, request: DemoRequest, reply: DemoReply)
   const printable = printableHeaders(request.headers);
   const headers = Object.fromEntries(printable);
   if (log.format === 'json') {
-    log.line('INFO', 'Demo webhook received a request', { method: request.method, path: request.path, status: reply.status, headers, body: request.body });
+    log.line('INFO', 'Demo webhook received a request', {
+      method: request.method,
+      path: request.path,
+      status: reply.status,
+      headers,
+      body: request.body,
+    });
     return;
   }
-  const body = request.body.length > DEMO_BODY_PRINT_LIMIT ? `${request.body.slice(0, DEMO_BODY_PRINT_LIMIT)}… (${request.body.length} characters)` : request.body;
+  const body =
+    request.body.length > DEMO_BODY_PRINT_LIMIT
+      ? `${request.body.slice(0, DEMO_BODY_PRINT_LIMIT)}… (${request.body.length} characters)`
+      : request.body;
   const lines = [
     log.styles.bold(
       `▶ webhook got ${request.method} ${request.path}, answered ${reply.status}${reply.headers['Retry-After'] === undefined ? '' : ` with Retry-After: ${reply.headers['Retry-After']}`}`,
@@ -118,12 +127,16 @@ function mappingObserver(log: LocalLog, deadLettered: readonly Set<string>[], vi
     invocationFailed(poller, records, failure, detail) {
       deadLettered[poller]?.clear();
       const what = failure === 'timeout' ? 'timed out' : failure === 'invalid-response' ? 'returned an invalid batch response' : 'failed';
-      log.line('ERROR', `Invocation ${what}; its ${records.length} message(s) come back after the visibility timeout (${visibilityTimeoutSeconds} s)`, {
-        poller,
-        failure,
-        error: detail,
-        messageIds: records.map((record) => record.messageId),
-      });
+      log.line(
+        'ERROR',
+        `Invocation ${what}; its ${records.length} message(s) come back after the visibility timeout (${visibilityTimeoutSeconds} s)`,
+        {
+          poller,
+          failure,
+          error: detail,
+          messageIds: records.map((record) => record.messageId),
+        },
+      );
     },
     receiveFailed(poller, error, retryInMs) {
       log.line('WARN', `ReceiveMessage failed; polling again in ${retryInMs / 1000} s`, { poller, error: errorText(error) });
@@ -156,7 +169,12 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
     if (settings.queueUrl === undefined) {
       const maxReceiveCount = settings.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT;
       const visibilityTimeoutSeconds = visibilityTimeoutFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
-      const emulator = await startEmbeddedSqs({ port: settings.sqsPort, queueName: settings.queueName, maxReceiveCount, visibilityTimeoutSeconds });
+      const emulator = await startEmbeddedSqs({
+        port: settings.sqsPort,
+        queueName: settings.queueName,
+        maxReceiveCount,
+        visibilityTimeoutSeconds,
+      });
       cleanups.push(() => emulator.stop());
       connection = { endpoint: emulator.endpoint, region: emulator.region, credentials: EMULATOR_CREDENTIALS };
       // The emulator is the only SQS this process talks to; a developer's real credentials stay out of it.
@@ -170,7 +188,15 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       });
       delete env.AWS_SESSION_TOKEN;
       delete env.AWS_PROFILE;
-      queue = { mode: 'embedded', queueUrl: emulator.queue.url, queueArn: emulator.queue.arn, dlqUrl: emulator.dlq.url, maxReceiveCount, fifo: emulator.fifo, visibilityTimeoutSeconds };
+      queue = {
+        mode: 'embedded',
+        queueUrl: emulator.queue.url,
+        queueArn: emulator.queue.arn,
+        dlqUrl: emulator.dlq.url,
+        maxReceiveCount,
+        fifo: emulator.fifo,
+        visibilityTimeoutSeconds,
+      };
     } else {
       connection = connectionFor(settings.queueUrl, env);
       const probe = new SQSClient(clientConfig(connection));
@@ -181,7 +207,8 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
         probe.destroy();
       }
       env.AWS_REGION = connection.region;
-      if (connection.endpoint !== undefined && !env.AWS_ENDPOINT_URL_SQS && !env.AWS_ENDPOINT_URL) env.AWS_ENDPOINT_URL_SQS = connection.endpoint;
+      if (connection.endpoint !== undefined && !env.AWS_ENDPOINT_URL_SQS && !env.AWS_ENDPOINT_URL)
+        env.AWS_ENDPOINT_URL_SQS = connection.endpoint;
       if (connection.credentials !== undefined) {
         env.AWS_ACCESS_KEY_ID = connection.credentials.accessKeyId;
         env.AWS_SECRET_ACCESS_KEY = connection.credentials.secretAccessKey;
@@ -191,7 +218,10 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       if (settings.maxReceiveCount === undefined && maxReceiveCount !== undefined) {
         env.MAX_RECEIVE_COUNT = String(maxReceiveCount);
       } else if (settings.maxReceiveCount !== undefined && maxReceiveCount !== undefined && settings.maxReceiveCount !== maxReceiveCount) {
-        log.line('WARN', `MAX_RECEIVE_COUNT is ${settings.maxReceiveCount} but the queue's redrive policy says ${maxReceiveCount}; SQS follows the policy`);
+        log.line(
+          'WARN',
+          `MAX_RECEIVE_COUNT is ${settings.maxReceiveCount} but the queue's redrive policy says ${maxReceiveCount}; SQS follows the policy`,
+        );
       }
       maxReceiveCount ??= settings.maxReceiveCount;
       if (described.dlqProblem !== undefined) log.line('WARN', `No dead-letter queue: ${described.dlqProblem}`);
@@ -215,7 +245,9 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
     let webhookUrl = settings.webhookUrl;
     const demoWebhook = webhookUrl === undefined;
     if (webhookUrl === undefined) {
-      const demo = await startDemoWebhook(settings.demoWebhookPort, preliminary.headerPrefix, (request, reply) => printDemoRequest(log, request, reply));
+      const demo = await startDemoWebhook(settings.demoWebhookPort, preliminary.headerPrefix, (request, reply) =>
+        printDemoRequest(log, request, reply),
+      );
       cleanups.push(() => demo.close());
       webhookUrl = demo.url;
       env.WEBHOOK_URL = demo.url;
@@ -249,8 +281,10 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       healthUrl === undefined
         ? undefined
         : new HealthGate(healthUrl, settings.healthCheckIntervalSeconds * 1000, {
-            unhealthy: (url) => log.line('WARN', `Webhook health check failing (${redactUrl(url)}): polling paused`, { healthCheckUrl: redactUrl(url) }),
-            healthy: (url) => log.line('INFO', `Webhook health check passing (${redactUrl(url)}): polling`, { healthCheckUrl: redactUrl(url) }),
+            unhealthy: (url) =>
+              log.line('WARN', `Webhook health check failing (${redactUrl(url)}): polling paused`, { healthCheckUrl: redactUrl(url) }),
+            healthy: (url) =>
+              log.line('INFO', `Webhook health check passing (${redactUrl(url)}): polling`, { healthCheckUrl: redactUrl(url) }),
           });
     const mapping: EventSourceMapping = startEventSourceMapping({
       sqs,
@@ -268,7 +302,8 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
       createHandler: (poller) =>
         createRelayHandler(config, {
           logger: new RelayLogger({ serviceName, logLevel: settings.logLevel as LogLevel }, log, (attributes) => {
-            if (attributes.outcome === 'dead-lettered' && typeof attributes.messageId === 'string') deadLettered[poller]?.add(attributes.messageId);
+            if (attributes.outcome === 'dead-lettered' && typeof attributes.messageId === 'string')
+              deadLettered[poller]?.add(attributes.messageId);
           }),
           metrics: new Metrics({ namespace, serviceName }),
           sqs,
@@ -296,4 +331,3 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
     throw error;
   }
 }
-

@@ -74,7 +74,11 @@ function healthCheckUrl(env: Env): URL | undefined {
   } catch {
     // reported below
   }
-  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', 'an absolute http:// or https:// URL answering 2xx when the webhook is up', redactUrl(raw));
+  throw new ConfigError(
+    'WEBHOOK_HEALTH_CHECK_URL',
+    'an absolute http:// or https:// URL answering 2xx when the webhook is up',
+    redactUrl(raw),
+  );
 }
 
 /** A whole-number setting, with the registry's default and bounds. */

@@ -57,7 +57,11 @@ export async function moduleGraph(dir: string, entry = 'index.mjs'): Promise<Mod
     // Only `import` statements load a module before the importer runs; every other kind of edge
     // (import(), require()) loads it when, and if, the code gets there.
     const paths = (external: boolean, statement: boolean): string[] => [
-      ...new Set(input.imports.filter((edge) => (edge.external === true) === external && (edge.kind === 'import-statement') === statement).map((edge) => edge.path)),
+      ...new Set(
+        input.imports
+          .filter((edge) => (edge.external === true) === external && (edge.kind === 'import-statement') === statement)
+          .map((edge) => edge.path),
+      ),
     ];
     graph.set(file, {
       file,

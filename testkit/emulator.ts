@@ -4,13 +4,7 @@
  * variables pointed at it, so code that builds its own `SQSClient` (the handler) finds it.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  type Message,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  type MessageAttributeValue,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { type Message, ReceiveMessageCommand, SendMessageCommand, type MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../lambda/sqs-util';

@@ -21,6 +21,12 @@ export function sqsRecord(index: number, overrides: RecordOverrides = {}): SQSRe
     awsRegion: eventSourceARN.split(':')[3] ?? 'us-east-1',
     ...rest,
     eventSourceARN,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AIDTEST', ApproximateFirstReceiveTimestamp: '1700000000000', ...attributes },
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: '1700000000000',
+      SenderId: 'AIDTEST',
+      ApproximateFirstReceiveTimestamp: '1700000000000',
+      ...attributes,
+    },
   };
 }

@@ -60,7 +60,9 @@ function hasIllegalAttribute(action: string, body: Buffer): boolean {
   const input = JSON.parse(body.toString('utf8')) as { MessageAttributes?: Attributes; Entries?: { MessageAttributes?: Attributes }[] };
   const messages = action === 'SendMessage' ? [input] : (input.Entries ?? []);
   return messages.some((message) =>
-    Object.values(message.MessageAttributes ?? {}).some((attribute) => typeof attribute.StringValue === 'string' && ILLEGAL_IN_MESSAGE.test(attribute.StringValue)),
+    Object.values(message.MessageAttributes ?? {}).some(
+      (attribute) => typeof attribute.StringValue === 'string' && ILLEGAL_IN_MESSAGE.test(attribute.StringValue),
+    ),
   );
 }
 
@@ -108,7 +110,12 @@ export async function startSqsProxy(target: string, region: string, options: Sqs
       if (options.enforceAttributeCharacters === true && hasIllegalAttribute(action, body)) {
         refusals.set(action, (refusals.get(action) ?? 0) + 1);
         outgoing.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
-        outgoing.end(JSON.stringify({ __type: 'com.amazonaws.sqs#InvalidMessageContents', message: 'Invalid characters found in a message attribute value.' }));
+        outgoing.end(
+          JSON.stringify({
+            __type: 'com.amazonaws.sqs#InvalidMessageContents',
+            message: 'Invalid characters found in a message attribute value.',
+          }),
+        );
         return;
       }
       if (hung.has(action)) return hold(action, outgoing);
@@ -131,7 +138,12 @@ export async function startSqsProxy(target: string, region: string, options: Sqs
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const endpoint = `http://127.0.0.1:${port}`;
-  const sqs = new SQSClient({ endpoint, region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, useQueueUrlAsEndpoint: false });
+  const sqs = new SQSClient({
+    endpoint,
+    region,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    useQueueUrlAsEndpoint: false,
+  });
   return {
     endpoint,
     sqs,

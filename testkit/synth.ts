@@ -89,7 +89,12 @@ export function offlineEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJ
   return Object.fromEntries(Object.entries(base).filter(([name]) => !/^(AWS_|CDK_)/.test(name)));
 }
 
-function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; output: string }> {
+function run(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -110,7 +115,15 @@ export async function cdkSynth(options: SynthesizeOptions = {}): Promise<{ assem
   const assemblyDir = options.outdir ?? mkdtempSync(join(tmpdir(), 'relay-assembly-'));
   const context = options.context ?? DEFAULT_SYNTH_CONTEXT;
   const cli = join(PROJECT_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
-  const args = [cli, 'synth', '--quiet', '--no-notices', '--output', assemblyDir, ...Object.entries(context).flatMap(([key, value]) => ['-c', `${key}=${value}`])];
+  const args = [
+    cli,
+    'synth',
+    '--quiet',
+    '--no-notices',
+    '--output',
+    assemblyDir,
+    ...Object.entries(context).flatMap(([key, value]) => ['-c', `${key}=${value}`]),
+  ];
   // Telemetry off: it would only try (and fail) to reach the network; the synth is the same.
   const env = { ...offlineEnvironment(), CDK_DISABLE_CLI_TELEMETRY: 'true' };
   const { code, output } = await run(process.execPath, args, env, PROJECT_ROOT);
@@ -139,7 +152,9 @@ function handlerModule(bundleDir: string, handler: string): { file: string; expo
   const dot = handler.lastIndexOf('.');
   const moduleName = handler.slice(0, dot);
   const exportName = handler.slice(dot + 1);
-  const file = ['.js', '.mjs', '.cjs'].map((extension) => join(bundleDir, moduleName + extension)).find((candidate) => existsSync(candidate));
+  const file = ['.js', '.mjs', '.cjs']
+    .map((extension) => join(bundleDir, moduleName + extension))
+    .find((candidate) => existsSync(candidate));
   if (file === undefined) throw new Error(`handler ${handler}: no ${moduleName}.js, .mjs or .cjs in ${bundleDir}`);
   return { file, exportName };
 }
@@ -181,7 +196,7 @@ export function readBundle(assemblyDir: string, output = ''): SynthesizedBundle 
     runtime: String(properties.Runtime),
     timeoutSeconds: Number(properties.Timeout ?? 3),
     memorySize: Number(properties.MemorySize ?? 128),
-    environment: ((properties.Environment as { Variables?: Record<string, CfnValue> } | undefined)?.Variables ?? {}),
+    environment: (properties.Environment as { Variables?: Record<string, CfnValue> } | undefined)?.Variables ?? {},
     output,
   };
 }
@@ -191,7 +206,10 @@ export function readBundle(assemblyDir: string, output = ''): SynthesizedBundle 
  * @param values by `LogicalId` for `{ Ref }` and `LogicalId.Attribute` for `{ 'Fn::GetAtt' }`
  * @throws naming the variable, for an intrinsic no value was given for
  */
-export function resolveEnvironment(environment: Readonly<Record<string, CfnValue>>, values: Readonly<Record<string, string>>): Record<string, string> {
+export function resolveEnvironment(
+  environment: Readonly<Record<string, CfnValue>>,
+  values: Readonly<Record<string, string>>,
+): Record<string, string> {
   const resolved: Record<string, string> = {};
   for (const [name, value] of Object.entries(environment)) {
     if (typeof value === 'string') {
@@ -349,7 +367,10 @@ export async function startBundle(bundle: SynthesizedBundle, options: StartBundl
     writeFileSync(loadLog, '');
     writeFileSync(join(runnerDir, 'load-trace-hooks.mjs'), LOAD_TRACE_HOOKS);
     const register = join(runnerDir, 'load-trace.mjs');
-    writeFileSync(register, `import { register } from 'node:module';\nregister('./load-trace-hooks.mjs', import.meta.url, { data: { log: ${JSON.stringify(loadLog)} } });\n`);
+    writeFileSync(
+      register,
+      `import { register } from 'node:module';\nregister('./load-trace-hooks.mjs', import.meta.url, { data: { log: ${JSON.stringify(loadLog)} } });\n`,
+    );
     execArgv.push('--import', pathToFileURL(register).href);
   }
 

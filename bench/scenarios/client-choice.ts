@@ -10,7 +10,11 @@ import { scenario } from './scenario';
 /** A bundled, minified undici `Pool` as a handler file would carry it: its bytes, and its load time in a fresh process. */
 async function undiciWeight(): Promise<{ bytes: number; loadMs: number }> {
   const result = await build({
-    stdin: { contents: "import { Pool } from 'undici'; export const pool = (origin) => new Pool(origin);", resolveDir: PROJECT_ROOT, loader: 'js' },
+    stdin: {
+      contents: "import { Pool } from 'undici'; export const pool = (origin) => new Pool(origin);",
+      resolveDir: PROJECT_ROOT,
+      loader: 'js',
+    },
     banner: { js: REQUIRE_BANNER },
     bundle: true,
     minify: true,
@@ -37,5 +41,10 @@ export default scenario('clientChoice', async (bench, earlier) => {
   const sides = await compare(bench, [UNDICI, FETCH], concurrency, QUICK ? 2 : 3, 1, BATCH);
   const bareHttp = earlier.throughput?.[0]?.sides.find((side) => side.side === BARE.name);
   const undici = await undiciWeight();
-  return { concurrency, sides: bareHttp === undefined ? sides : [bareHttp, ...sides], undiciBundleBytes: undici.bytes, undiciLoadMs: undici.loadMs };
+  return {
+    concurrency,
+    sides: bareHttp === undefined ? sides : [bareHttp, ...sides],
+    undiciBundleBytes: undici.bytes,
+    undiciLoadMs: undici.loadMs,
+  };
 });

@@ -30,7 +30,13 @@ export default scenario('coldStart', async (bench) => {
       bundleRuns.push(await timeImport(variant.file, variant.env, variant.dir));
     }
     const bundleProcessMs = median(bundleRuns.map((run) => run.processMs));
-    loads.push({ variant: variant.name, bundleProcessMs, emptyProcessMs: median(emptyRuns), importMs: median(bundleRuns.map((run) => run.importMs)), runs });
+    loads.push({
+      variant: variant.name,
+      bundleProcessMs,
+      emptyProcessMs: median(emptyRuns),
+      importMs: median(bundleRuns.map((run) => run.importMs)),
+      runs,
+    });
   }
   log('cold start: first invocations in fresh processes');
   const first: { importMs: number; firstMs: number; secondMs: number }[] = [];
@@ -50,6 +56,11 @@ export default scenario('coldStart', async (bench) => {
   return {
     weight,
     loads,
-    firstInvocation: { importMs: medianOf((run) => run.importMs), firstMs: medianOf((run) => run.firstMs), secondMs: medianOf((run) => run.secondMs), processes: first.length },
+    firstInvocation: {
+      importMs: medianOf((run) => run.importMs),
+      firstMs: medianOf((run) => run.firstMs),
+      secondMs: medianOf((run) => run.secondMs),
+      processes: first.length,
+    },
   };
 });

@@ -17,4 +17,15 @@ import type { Scenario } from './scenario';
 import throughput from './throughput';
 import warmMemory from './warm-memory';
 
-export const SCENARIOS: readonly Scenario[] = [throughput, instructions, clientChoice, latency, latencyBound, memory, warmMemory, coldStart, mixed, components];
+export const SCENARIOS: readonly Scenario[] = [
+  throughput,
+  instructions,
+  clientChoice,
+  latency,
+  latencyBound,
+  memory,
+  warmMemory,
+  coldStart,
+  mixed,
+  components,
+];

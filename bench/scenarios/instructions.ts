@@ -16,6 +16,14 @@ export default scenario('instructions', async (bench) => {
   return countInstructions(
     bench.compiled,
     sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
-    { concurrency, records: COUNTED_RECORDS, eventFile: eventFile(COUNTED_RECORDS), warmUpRuns: WARM_UP_RUNS, countedRuns: QUICK ? 1 : 6, simulateCaches: SIMULATE_CACHES, log },
+    {
+      concurrency,
+      records: COUNTED_RECORDS,
+      eventFile: eventFile(COUNTED_RECORDS),
+      warmUpRuns: WARM_UP_RUNS,
+      countedRuns: QUICK ? 1 : 6,
+      simulateCaches: SIMULATE_CACHES,
+      log,
+    },
   );
 });

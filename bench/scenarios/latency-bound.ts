@@ -31,7 +31,14 @@ export default scenario('latencyBound', async (bench) => {
         await client.stop();
       }
     }
-    results.push({ delayMs, concurrency, records, recordsPerSecond: rates[0] ?? Number.NaN, bareRecordsPerSecond: rates[1] ?? Number.NaN, modelRecordsPerSecond: model });
+    results.push({
+      delayMs,
+      concurrency,
+      records,
+      recordsPerSecond: rates[0] ?? Number.NaN,
+      bareRecordsPerSecond: rates[1] ?? Number.NaN,
+      modelRecordsPerSecond: model,
+    });
   }
   await bench.webhook.reset('ok');
   return results;

@@ -10,7 +10,12 @@ import { scenario } from './scenario';
 type RunPercentiles = { p50: number; p99: number; samples: number };
 
 function latencySide(side: string, perRun: readonly RunPercentiles[]): LatencySide {
-  return { side, p50Micros: median(perRun.map((run) => run.p50)), p99Micros: median(perRun.map((run) => run.p99)), samples: perRun.reduce((sum, run) => sum + run.samples, 0) };
+  return {
+    side,
+    p50Micros: median(perRun.map((run) => run.p50)),
+    p99Micros: median(perRun.map((run) => run.p99)),
+    samples: perRun.reduce((sum, run) => sum + run.samples, 0),
+  };
 }
 
 async function section(bench: Bench, concurrency: number): Promise<LatencySection> {
@@ -33,7 +38,8 @@ async function section(bench: Bench, concurrency: number): Promise<LatencySectio
           const end = received?.[record] ?? 0n;
           if (start > 0n && end > 0n) deltas.push(Number(end - start) / 1000);
         }
-        if (deltas.length !== records) bench.notes.push(`latency c=${concurrency} ${sides[index]?.name}: ${deltas.length} of ${records} records matched`);
+        if (deltas.length !== records)
+          bench.notes.push(`latency c=${concurrency} ${sides[index]?.name}: ${deltas.length} of ${records} records matched`);
         perRun[index]?.push({ p50: percentile(deltas, 50), p99: percentile(deltas, 99), samples: deltas.length });
       }
     }

@@ -13,9 +13,11 @@ import { scenario } from './scenario';
 /** Runs `task` over `items` with at most `limit` at once. */
 async function inParallel<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await task(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await task(items[next++] as T);
+    }),
+  );
 }
 
 /** Fills the emulator's queue with the batch and receives it all, as the event source would. */
@@ -24,12 +26,21 @@ async function receiveBatch(bench: Bench, count: number): Promise<SQSRecord[]> {
   const deadline = Date.now() + 120_000;
   const chunks = Array.from({ length: Math.ceil(count / 10) }, (_, chunk) => chunk * 10);
   await inParallel(chunks, 16, async (start) => {
-    const entries = Array.from({ length: Math.min(10, count - start) }, (_, offset) => ({ Id: `m${offset}`, MessageBody: bodyOf(start + offset, isRetryIndex(start + offset)) }));
+    const entries = Array.from({ length: Math.min(10, count - start) }, (_, offset) => ({
+      Id: `m${offset}`,
+      MessageBody: bodyOf(start + offset, isRetryIndex(start + offset)),
+    }));
     const { Failed } = await emulator.sqs.send(new SendMessageBatchCommand({ QueueUrl: emulator.queue.url, Entries: entries }));
     if ((Failed ?? []).length > 0) throw new Error(`SendMessageBatch failed for ${Failed?.length} entries`);
   });
   const records: SQSRecord[] = [];
-  const receive = { QueueUrl: emulator.queue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 1_800, ...RECEIVE_ALL_ATTRIBUTES };
+  const receive = {
+    QueueUrl: emulator.queue.url,
+    MaxNumberOfMessages: 10,
+    WaitTimeSeconds: 0,
+    VisibilityTimeout: 1_800,
+    ...RECEIVE_ALL_ATTRIBUTES,
+  };
   await inParallel(Array.from({ length: 8 }), 8, async () => {
     while (records.length < count) {
       if (Date.now() > deadline) throw new Error(`received ${records.length} of ${count} messages in 120 s`);
@@ -49,7 +60,10 @@ function countLogLines(lines: readonly string[]): Record<string, number> {
       const parsed = JSON.parse(line) as { message?: string; _aws?: unknown };
       message = parsed._aws !== undefined ? 'EMF metrics' : (parsed.message ?? 'JSON line');
     } catch {
-      message = line.startsWith('(node') || line.startsWith('(Use') || /SDK|node >=|upgrade|a\.co|^[A-Za-z ]+$/.test(line) ? 'Node warning' : 'non-JSON line';
+      message =
+        line.startsWith('(node') || line.startsWith('(Use') || /SDK|node >=|upgrade|a\.co|^[A-Za-z ]+$/.test(line)
+          ? 'Node warning'
+          : 'non-JSON line';
     }
     counts[message] = (counts[message] ?? 0) + 1;
   }
@@ -75,12 +89,19 @@ export default scenario('mixed', async (bench) => {
       client.logs.length = 0;
       const result = await client.run({ event: { Records: records }, timeoutMs: DEADLINE_MS });
       const label = round === 0 ? 'first (fresh process: SDK loaded, queue URL looked up)' : `warm #${round}`;
-      runs.push({ label, wallMs: result.wallMs, retried: result.failures, calls: bench.proxy.counts(), visibilityEntries: bench.proxy.visibilityEntries() });
+      runs.push({
+        label,
+        wallMs: result.wallMs,
+        retried: result.failures,
+        calls: bench.proxy.counts(),
+        visibilityEntries: bench.proxy.visibilityEntries(),
+      });
       if (round !== 0) continue;
       peakMiB = result.maxRssKiB / 1024;
       const now = Date.now();
       const inflight = bench.emulator.server.inspectQueue(bench.emulator.queue.name)?.messages.inflight ?? [];
-      const delayed = (entry: (typeof inflight)[number]): boolean => Math.abs(entry.visibilityDeadline - now - RETRY_AFTER_SECONDS * 1000) < 60_000;
+      const delayed = (entry: (typeof inflight)[number]): boolean =>
+        Math.abs(entry.visibilityDeadline - now - RETRY_AFTER_SECONDS * 1000) < 60_000;
       visibilityVerified = inflight.filter((entry) => entry.message.body.startsWith('{"retry"') && delayed(entry)).length;
       await new Promise((resolve) => setTimeout(resolve, 200)); // let the last log lines arrive
       logLines = countLogLines(client.logs);

@@ -1,11 +1,32 @@
 /** Throughput and CPU per record: the relay, its limits and the peer, side by side in rounds (BENCHMARKS.md §1–2). */
-import { BARE, BARE_SIGNING, BARE_UNSIGNED, BATCH, type Bench, compare, log, MEASURED_RUNS, PEER, QUICK, RELAY, RELAY_UNSIGNED, ROUNDS, type Side, TRANSMITTER } from '../harness';
+import {
+  BARE,
+  BARE_SIGNING,
+  BARE_UNSIGNED,
+  BATCH,
+  type Bench,
+  compare,
+  log,
+  MEASURED_RUNS,
+  PEER,
+  QUICK,
+  RELAY,
+  RELAY_UNSIGNED,
+  ROUNDS,
+  type Side,
+  TRANSMITTER,
+} from '../harness';
 import type { ThroughputSection } from '../results';
 import { scenario } from './scenario';
 
 async function section(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
-  return { concurrency, records: BATCH, measuredRunsPerRound: MEASURED_RUNS, sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH) };
+  return {
+    concurrency,
+    records: BATCH,
+    measuredRunsPerRound: MEASURED_RUNS,
+    sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH),
+  };
 }
 
 export default scenario('throughput', async (bench) => [

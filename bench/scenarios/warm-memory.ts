@@ -38,7 +38,8 @@ export default scenario('warmMemory', async (bench) => {
           await bench.webhook.reset('ok');
           const result = await client.run({ eventFile: file, timeoutMs: DEADLINE_MS });
           const delivered = (await bench.webhook.stats()).requests;
-          if (side.kind !== 'noop' && (result.failures > 0 || delivered !== records)) bench.notes.push(`warm memory ${side.name}: ${result.failures} failures, ${delivered} of ${records} delivered`);
+          if (side.kind !== 'noop' && (result.failures > 0 || delivered !== records))
+            bench.notes.push(`warm memory ${side.name}: ${result.failures} failures, ${delivered} of ${records} delivered`);
           peakMiBByInvocation.push(result.maxRssKiB / 1024);
         }
         rows.push({ side: side.name, records, eventBytes, peakMiBByInvocation });

@@ -28,10 +28,20 @@ export interface AlarmThresholds {
 }
 
 /** Creates the alarms in `scope` (their ids are the template's logical ids: keep them). */
-export function createAlarms(scope: Construct, relay: MonitoredRelay, metrics: RelayMetricFactory, topic: sns.ITopic, thresholds: AlarmThresholds): RelayAlarms {
+export function createAlarms(
+  scope: Construct,
+  relay: MonitoredRelay,
+  metrics: RelayMetricFactory,
+  topic: sns.ITopic,
+  thresholds: AlarmThresholds,
+): RelayAlarms {
   const period = Duration.minutes(5);
   const action = new cloudwatchActions.SnsAction(topic);
-  const alarm = (id: string, suffix: string, props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'treatMissingData' | 'evaluationPeriods'>): cloudwatch.Alarm => {
+  const alarm = (
+    id: string,
+    suffix: string,
+    props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'treatMissingData' | 'evaluationPeriods'>,
+  ): cloudwatch.Alarm => {
     const created = new cloudwatch.Alarm(scope, id, {
       ...props,
       alarmName: `${relay.name}-${suffix}`,

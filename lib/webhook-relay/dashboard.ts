@@ -18,10 +18,17 @@ export interface DashboardMarks {
 }
 
 /** Creates the dashboard in `scope` (id `Dashboard`). */
-export function createDashboard(scope: Construct, relay: MonitoredRelay, metrics: RelayMetricFactory, alarms: RelayAlarms, marks: DashboardMarks): cloudwatch.Dashboard {
+export function createDashboard(
+  scope: Construct,
+  relay: MonitoredRelay,
+  metrics: RelayMetricFactory,
+  alarms: RelayAlarms,
+  marks: DashboardMarks,
+): cloudwatch.Dashboard {
   const { maxConcurrency, timeoutSeconds, ageThresholdSeconds, breakerAlarmSeconds } = marks;
   const minute = Duration.minutes(1);
-  const relayMetric = (metricName: string, label: string, statistic: string): cloudwatch.Metric => metrics.relay(metricName, statistic, { label, period: minute });
+  const relayMetric = (metricName: string, label: string, statistic: string): cloudwatch.Metric =>
+    metrics.relay(metricName, statistic, { label, period: minute });
   const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard', {
     dashboardName: relay.name,
     defaultInterval: Duration.hours(3),
@@ -79,22 +86,38 @@ export function createDashboard(scope: Construct, relay: MonitoredRelay, metrics
     new cloudwatch.GraphWidget({
       title: 'Queue depth',
       left: [
-        relay.queue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'waiting (visible)' }),
-        relay.queue.metricApproximateNumberOfMessagesNotVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'in flight or delayed by a retry' }),
+        relay.queue.metricApproximateNumberOfMessagesVisible({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'waiting (visible)',
+        }),
+        relay.queue.metricApproximateNumberOfMessagesNotVisible({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'in flight or delayed by a retry',
+        }),
       ],
       leftYAxis: { min: 0, showUnits: false },
       width: 8,
     }),
     new cloudwatch.GraphWidget({
       title: 'Age of oldest message (s)',
-      left: [relay.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'oldest message' })],
+      left: [
+        relay.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'oldest message' }),
+      ],
       leftAnnotations: [{ value: ageThresholdSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
       leftYAxis: { min: 0, showUnits: false },
       width: 8,
     }),
     new cloudwatch.GraphWidget({
       title: 'Dead-letter queue depth',
-      left: [relay.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'messages in the DLQ' })],
+      left: [
+        relay.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'messages in the DLQ',
+        }),
+      ],
       leftAnnotations: [{ value: 0, label: 'anything above 0 alarms', color: cloudwatch.Color.RED }],
       leftYAxis: { min: 0, showUnits: false },
       width: 8,
@@ -124,7 +147,13 @@ export function createDashboard(scope: Construct, relay: MonitoredRelay, metrics
     }),
     new cloudwatch.GraphWidget({
       title: 'Concurrent executions',
-      left: [relay.function.metric('ConcurrentExecutions', { period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'concurrent executions' })],
+      left: [
+        relay.function.metric('ConcurrentExecutions', {
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'concurrent executions',
+        }),
+      ],
       leftAnnotations: [{ value: maxConcurrency, label: 'event source maximum', color: cloudwatch.Color.ORANGE }],
       leftYAxis: { min: 0, showUnits: false },
       width: 8,

@@ -41,10 +41,9 @@ export type RelayDefaults = { readonly [K in DefaultedProp & keyof WebhookRelayP
 
 /** Defaults of the optional props, from the registry: the handler's own defaults, in the props' types. */
 export const RELAY_DEFAULTS: RelayDefaults = Object.fromEntries(
-  SETTING_LIST.filter((s) => s.prop !== undefined && s.default !== undefined && s.propDefault === undefined && s.kind !== 'list').map((s) => [
-    s.prop,
-    toPropValue(s, s.default as string | number | boolean),
-  ]),
+  SETTING_LIST.filter((s) => s.prop !== undefined && s.default !== undefined && s.propDefault === undefined && s.kind !== 'list').map(
+    (s) => [s.prop, toPropValue(s, s.default as string | number | boolean)],
+  ),
 ) as unknown as RelayDefaults;
 
 /** Which prop sets each environment variable, so a rejection by the function's own validation names the prop. */

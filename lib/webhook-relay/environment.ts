@@ -67,7 +67,11 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     const value = given[setting.prop] ?? defaults[setting.prop];
     if (value === undefined) continue;
     if (setting.choices !== undefined) {
-      check(setting.choices.includes(value as string), setting.prop, `must be one of ${setting.choices.join(', ')}; got ${JSON.stringify(value)}`);
+      check(
+        setting.choices.includes(value as string),
+        setting.prop,
+        `must be one of ${setting.choices.join(', ')}; got ${JSON.stringify(value)}`,
+      );
     }
     environment[variable] = written(setting, value);
   }
@@ -102,11 +106,30 @@ function checkWebhookUrl(raw: string, allowInsecureHttp: boolean): void {
   try {
     url = new URL(raw);
   } catch {
-    throw new WebhookRelayConfigError('webhookUrl', `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`);
+    throw new WebhookRelayConfigError(
+      'webhookUrl',
+      `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`,
+    );
   }
   // Never the raw URL: a token in its query string or user:password would land in the log.
-  check(url.protocol === 'https:' || url.protocol === 'http:', 'webhookUrl', `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`);
-  check(url.protocol === 'https:' || allowInsecureHttp, 'webhookUrl', `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`);
-  check(url.username === '' && url.password === '', 'webhookUrl', 'must not carry user:password (it would be stored in the template in clear); use an auth secret');
-  check(!isLoopbackHost(url.hostname), 'webhookUrl', `points at ${url.hostname}, which in Lambda is the function itself; use a host the function can reach`);
+  check(
+    url.protocol === 'https:' || url.protocol === 'http:',
+    'webhookUrl',
+    `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`,
+  );
+  check(
+    url.protocol === 'https:' || allowInsecureHttp,
+    'webhookUrl',
+    `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`,
+  );
+  check(
+    url.username === '' && url.password === '',
+    'webhookUrl',
+    'must not carry user:password (it would be stored in the template in clear); use an auth secret',
+  );
+  check(
+    !isLoopbackHost(url.hostname),
+    'webhookUrl',
+    `points at ${url.hostname}, which in Lambda is the function itself; use a host the function can reach`,
+  );
 }

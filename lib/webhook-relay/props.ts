@@ -179,4 +179,3 @@ export class WebhookRelayConfigError extends Error {
     this.name = 'WebhookRelayConfigError';
   }
 }
-

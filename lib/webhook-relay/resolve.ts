@@ -81,7 +81,11 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   const d = RELAY_DEFAULTS;
   const warnings: ResolvedWarning[] = [];
   const name = props.name ?? defaultName;
-  check(/^[A-Za-z0-9_-]{1,200}$/.test(name), 'name', `must be 1 to 200 letters, digits, "-" or "_" (it names the dashboard and alarms); got ${JSON.stringify(name)}`);
+  check(
+    /^[A-Za-z0-9_-]{1,200}$/.test(name),
+    'name',
+    `must be 1 to 200 letters, digits, "-" or "_" (it names the dashboard and alarms); got ${JSON.stringify(name)}`,
+  );
 
   const timeout = props.timeout ?? d.timeout;
   const timeoutSeconds = seconds(timeout, 'timeout', Duration.seconds(1), Duration.seconds(MAX_FUNCTION_TIMEOUT_SECONDS));
@@ -104,12 +108,26 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   const ageThreshold = props.oldestMessageAgeThreshold ?? d.oldestMessageAgeThreshold;
   const ageThresholdSeconds = seconds(ageThreshold, 'oldestMessageAgeThreshold', Duration.minutes(1), DLQ_RETENTION);
   if (props.alarmEmail !== undefined) {
-    check(/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(props.alarmEmail), 'alarmEmail', `must be an e-mail address; got ${JSON.stringify(props.alarmEmail)}`);
+    check(
+      /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(props.alarmEmail),
+      'alarmEmail',
+      `must be an e-mail address; got ${JSON.stringify(props.alarmEmail)}`,
+    );
   }
-  const windowSeconds = seconds(props.maxBatchingWindow ?? d.maxBatchingWindow, 'maxBatchingWindow', Duration.seconds(0), Duration.seconds(MAX_BATCHING_WINDOW_SECONDS));
+  const windowSeconds = seconds(
+    props.maxBatchingWindow ?? d.maxBatchingWindow,
+    'maxBatchingWindow',
+    Duration.seconds(0),
+    Duration.seconds(MAX_BATCHING_WINDOW_SECONDS),
+  );
 
   const breaker: BreakerSettings = {
-    threshold: wholeNumber(props.outageThreshold ?? d.outageThreshold, 'outageThreshold', SETTINGS.OUTAGE_THRESHOLD.min, SETTINGS.OUTAGE_THRESHOLD.max),
+    threshold: wholeNumber(
+      props.outageThreshold ?? d.outageThreshold,
+      'outageThreshold',
+      SETTINGS.OUTAGE_THRESHOLD.min,
+      SETTINGS.OUTAGE_THRESHOLD.max,
+    ),
     initialIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
     maxIntervalSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
   };
@@ -133,7 +151,12 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     'batchSize',
     `of ${batchSize} (above 10) needs a maxBatchingWindow of at least 1 second (-c maxBatchingWindowSeconds=1), as Lambda requires`,
   );
-  const maxConcurrency = wholeNumber(props.maxConcurrency ?? d.maxConcurrency, 'maxConcurrency', SETTINGS.maxConcurrency.min, SETTINGS.maxConcurrency.max);
+  const maxConcurrency = wholeNumber(
+    props.maxConcurrency ?? d.maxConcurrency,
+    'maxConcurrency',
+    SETTINGS.maxConcurrency.min,
+    SETTINGS.maxConcurrency.max,
+  );
 
   // ---- secrets ----
   const signing = props.signing ?? (props.signingSecret !== undefined || d.signing);
@@ -177,11 +200,19 @@ function resolveQueues(
   if (props.queue !== undefined) {
     const existing = resolveExistingQueues(props, props.queue, timeoutSeconds, minimumVisibility, warnings);
     if (survivingOutage !== undefined) {
-      check(existing.maxReceiveCount >= survivingOutage, 'outageTolerance', `needs a maxReceiveCount of at least ${survivingOutage}; the existing queue's redrive policy has ${existing.maxReceiveCount}`);
+      check(
+        existing.maxReceiveCount >= survivingOutage,
+        'outageTolerance',
+        `needs a maxReceiveCount of at least ${survivingOutage}; the existing queue's redrive policy has ${existing.maxReceiveCount}`,
+      );
     }
     return existing;
   }
-  check(props.deadLetterQueue === undefined, 'deadLetterQueue', 'is only for an existing queue (pass queue too); the construct creates its own DLQ otherwise');
+  check(
+    props.deadLetterQueue === undefined,
+    'deadLetterQueue',
+    'is only for an existing queue (pass queue too); the construct creates its own DLQ otherwise',
+  );
   if (survivingOutage !== undefined && props.maxReceiveCount !== undefined) {
     check(
       props.maxReceiveCount >= survivingOutage,
@@ -190,7 +221,12 @@ function resolveQueues(
     );
   }
   const { min, max } = SETTINGS.MAX_RECEIVE_COUNT;
-  const maxReceiveCount = wholeNumber(props.maxReceiveCount ?? Math.max(d.maxReceiveCount, survivingOutage ?? 0), 'maxReceiveCount', min, max);
+  const maxReceiveCount = wholeNumber(
+    props.maxReceiveCount ?? Math.max(d.maxReceiveCount, survivingOutage ?? 0),
+    'maxReceiveCount',
+    min,
+    max,
+  );
   const fifo = props.fifo ?? d.fifo;
   const retention = props.retentionPeriod ?? d.retentionPeriod;
   const retentionSeconds = seconds(retention, 'retentionPeriod', Duration.minutes(1), DLQ_RETENTION);
@@ -209,7 +245,11 @@ function resolveQueues(
     const base = props.queueName.replace(/\.fifo$/, '');
     const suffix = fifo ? '.fifo' : '';
     // SQS: 1-80 characters of letters, digits, - and _, the .fifo suffix included.
-    check(/^[A-Za-z0-9_-]+$/.test(base) && `${base}-dlq${suffix}`.length <= 80, 'queueName', `must be letters, digits, "-" or "_", short enough that "<name>-dlq${suffix}" fits 80 characters; got ${JSON.stringify(props.queueName)}`);
+    check(
+      /^[A-Za-z0-9_-]+$/.test(base) && `${base}-dlq${suffix}`.length <= 80,
+      'queueName',
+      `must be letters, digits, "-" or "_", short enough that "<name>-dlq${suffix}" fits 80 characters; got ${JSON.stringify(props.queueName)}`,
+    );
     names = { queue: `${base}${suffix}`, dlq: `${base}-dlq${suffix}` };
   }
   // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
@@ -232,14 +272,26 @@ function resolveExistingQueues(
   for (const prop of ['queueName', 'retentionPeriod', 'visibilityTimeout'] as const) {
     check(props[prop] === undefined, prop, 'applies to a queue the construct creates; an existing queue keeps its own settings');
   }
-  check(props.fifo === undefined || props.fifo === queue.fifo, 'fifo', `is ${props.fifo}, but the existing queue is ${queue.fifo ? '' : 'not '}FIFO`);
+  check(
+    props.fifo === undefined || props.fifo === queue.fifo,
+    'fifo',
+    `is ${props.fifo}, but the existing queue is ${queue.fifo ? '' : 'not '}FIFO`,
+  );
   let deadLetterQueue = props.deadLetterQueue;
   let maxReceiveCount = props.maxReceiveCount ?? RELAY_DEFAULTS.maxReceiveCount;
   if (queue instanceof sqs.Queue) {
     const own = queue.deadLetterQueue;
     if (own !== undefined) {
-      check(deadLetterQueue === undefined || deadLetterQueue === own.queue, 'deadLetterQueue', 'differs from the dead-letter queue of the queue passed in; leave it unset');
-      check(props.maxReceiveCount === undefined || props.maxReceiveCount === own.maxReceiveCount, 'maxReceiveCount', `(${props.maxReceiveCount}) differs from the queue's redrive policy (${own.maxReceiveCount}); leave it unset`);
+      check(
+        deadLetterQueue === undefined || deadLetterQueue === own.queue,
+        'deadLetterQueue',
+        'differs from the dead-letter queue of the queue passed in; leave it unset',
+      );
+      check(
+        props.maxReceiveCount === undefined || props.maxReceiveCount === own.maxReceiveCount,
+        'maxReceiveCount',
+        `(${props.maxReceiveCount}) differs from the queue's redrive policy (${own.maxReceiveCount}); leave it unset`,
+      );
       deadLetterQueue = own.queue;
       maxReceiveCount = own.maxReceiveCount;
     }
@@ -248,7 +300,11 @@ function resolveExistingQueues(
     const cfn = queue.node.defaultChild;
     if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.visibilityTimeout)) {
       const visibility = cfn.visibilityTimeout ?? 30;
-      check(visibility >= timeoutSeconds, 'queue', `has a visibility timeout of ${visibility} s, shorter than the function timeout (${timeoutSeconds} s): Lambda would reject the event source`);
+      check(
+        visibility >= timeoutSeconds,
+        'queue',
+        `has a visibility timeout of ${visibility} s, shorter than the function timeout (${timeoutSeconds} s): Lambda would reject the event source`,
+      );
       if (visibility < minimumVisibility) {
         warnings.push({
           id: 'sqs-webhook-relay:visibilityBelowRecommendation',
@@ -263,7 +319,11 @@ function resolveExistingQueues(
     'is required with an existing queue that has no dead-letter queue the construct can see: pass the DLQ of its redrive policy (and maxReceiveCount), or a Queue created with deadLetterQueue',
   );
   const dlq = deadLetterQueue;
-  check(dlq.fifo === queue.fifo, 'deadLetterQueue', `must be of the same kind as the queue (${queue.fifo ? 'FIFO' : 'standard'}), as SQS requires`);
+  check(
+    dlq.fifo === queue.fifo,
+    'deadLetterQueue',
+    `must be of the same kind as the queue (${queue.fifo ? 'FIFO' : 'standard'}), as SQS requires`,
+  );
   wholeNumber(maxReceiveCount, 'maxReceiveCount', SETTINGS.MAX_RECEIVE_COUNT.min, SETTINGS.MAX_RECEIVE_COUNT.max);
   return { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount };
 }
@@ -281,7 +341,12 @@ function receivesForOutage(props: WebhookRelayProps, breaker: BreakerSettings): 
  * policies (a webhook's `Retry-After` aside): each receive parks it for the longest of its backoff
  * delay (with full jitter), the breaker's longest interval and the queue's visibility timeout.
  */
-export function retryWindowSeconds(props: WebhookRelayProps, maxReceiveCount: number, visibilitySeconds: number, breaker: BreakerSettings): number {
+export function retryWindowSeconds(
+  props: WebhookRelayProps,
+  maxReceiveCount: number,
+  visibilitySeconds: number,
+  breaker: BreakerSettings,
+): number {
   const d = RELAY_DEFAULTS;
   const settings = {
     policy: props.backoff ?? d.backoff,

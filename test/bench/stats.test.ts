@@ -21,14 +21,18 @@ describe('medianInterval', () => {
 
   it('always brackets the sample median and covers at least the confidence asked for', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: 0, max: 10, noNaN: true }), { minLength: 6, maxLength: 80 }), fc.constantFrom(0.8, 0.9, 0.95, 0.99), (values, confidence) => {
-        const interval = medianInterval(values, confidence);
-        if (interval === undefined) return values.length < 8; // 99 % needs 8 values (1 − 2/2⁸ ≥ 0.99)
-        expect(interval.low).toBeLessThanOrEqual(median(values));
-        expect(interval.high).toBeGreaterThanOrEqual(median(values));
-        expect(interval.coverage).toBeGreaterThanOrEqual(confidence);
-        return true;
-      }),
+      fc.property(
+        fc.array(fc.double({ min: 0, max: 10, noNaN: true }), { minLength: 6, maxLength: 80 }),
+        fc.constantFrom(0.8, 0.9, 0.95, 0.99),
+        (values, confidence) => {
+          const interval = medianInterval(values, confidence);
+          if (interval === undefined) return values.length < 8; // 99 % needs 8 values (1 − 2/2⁸ ≥ 0.99)
+          expect(interval.low).toBeLessThanOrEqual(median(values));
+          expect(interval.high).toBeGreaterThanOrEqual(median(values));
+          expect(interval.coverage).toBeGreaterThanOrEqual(confidence);
+          return true;
+        },
+      ),
     );
   });
 

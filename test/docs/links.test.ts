@@ -12,7 +12,12 @@ import { PERFORMANCE_DOC } from '../../bench/report';
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The pages checked: the README and every Markdown file under docs/. */
-const PAGES = ['README.md', ...readdirSync(join(PROJECT_ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(PROJECT_ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** Markdown without fenced code blocks and inline code, where a `[x](y)` is not a link. */
 function prose(markdown: string): string {

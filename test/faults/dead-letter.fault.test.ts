@@ -5,7 +5,13 @@
  * characters SQS refuses (fauxqs checks only bodies), and a real webhook on 127.0.0.1.
  * Each test says where every message is at the end and what the webhook saw.
  */
-import { DeleteMessageCommand, type Message, type MessageAttributeValue, SendMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  type Message,
+  type MessageAttributeValue,
+  SendMessageCommand,
+  SetQueueAttributesCommand,
+} from '@aws-sdk/client-sqs';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -45,9 +51,16 @@ afterEach(() => {
 });
 
 /** One invocation of the relay (signing on, as the stack deploys it) on what the queue holds now, and Lambda's deletes after it. */
-async function relayOnce(emulator: Emulator, proxy: SqsProxy, env: Record<string, string> = {}): Promise<{ failures: number; lines: LogLine[] }> {
+async function relayOnce(
+  emulator: Emulator,
+  proxy: SqsProxy,
+  env: Record<string, string> = {},
+): Promise<{ failures: number; lines: LogLine[] }> {
   const telemetry = capturedTelemetry();
-  const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, ...env }, { sqs: proxy.sqs, logger: telemetry.logger, metrics: telemetry.metrics });
+  const handler = relayFor(
+    { WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, ...env },
+    { sqs: proxy.sqs, logger: telemetry.logger, metrics: telemetry.metrics },
+  );
   const event = await emulator.receiveEvent();
   expect(event.Records.length).toBeGreaterThan(0);
   const response = await invoke(handler, event);
@@ -61,7 +74,8 @@ async function drain(emulator: Emulator, queue: QueueRef): Promise<Message[]> {
   for (;;) {
     const batch = await emulator.receive(queue, 10);
     if (batch.length === 0) return all;
-    for (const message of batch) await emulator.sqs.send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: message.ReceiptHandle }));
+    for (const message of batch)
+      await emulator.sqs.send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: message.ReceiptHandle }));
     all.push(...batch);
   }
 }
@@ -70,7 +84,12 @@ async function drain(emulator: Emulator, queue: QueueRef): Promise<Message[]> {
 async function sendToQueue(emulator: Emulator, body: string, attributes?: Record<string, MessageAttributeValue>): Promise<string> {
   const fifoQueue = emulator.queue.name.endsWith(FIFO_SUFFIX);
   const { MessageId } = await emulator.sqs.send(
-    new SendMessageCommand({ QueueUrl: emulator.queue.url, MessageBody: body, MessageAttributes: attributes, ...(fifoQueue ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}) }),
+    new SendMessageCommand({
+      QueueUrl: emulator.queue.url,
+      MessageBody: body,
+      MessageAttributes: attributes,
+      ...(fifoQueue ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}),
+    }),
   );
   return MessageId ?? '';
 }
@@ -83,7 +102,11 @@ function reasonOf(message: Message | undefined): Record<string, unknown> | undef
 /** The id the webhook saw on request `index`, after checking the signature covers it. */
 function verifiedIdOf(index: number): string {
   const request = webhook.requests[index];
-  const headers = { 'webhook-id': String(request?.headers['webhook-id']), 'webhook-timestamp': String(request?.headers['webhook-timestamp']), 'webhook-signature': String(request?.headers['webhook-signature']) };
+  const headers = {
+    'webhook-id': String(request?.headers['webhook-id']),
+    'webhook-timestamp': String(request?.headers['webhook-timestamp']),
+    'webhook-signature': String(request?.headers['webhook-signature']),
+  };
   new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', headers);
   expect(request?.headers['x-carrier-message-id']).toBe(headers['webhook-id']);
   return headers['webhook-id'];
@@ -144,14 +167,18 @@ describe('a message near the 1 MiB limit refused with 404', () => {
     const [copy] = await drain(standard, standard.dlq);
     expect(copy?.Body).toBe(body);
     expect(copy?.MessageAttributes ?? {}).toEqual({});
-    expect(lines.find((line) => line.level === 'WARN' && /part of the reason left out/.test(line.message))).toMatchObject({ messageId: id, reasonDropped: expect.stringMatching(/1048576-byte/) });
+    expect(lines.find((line) => line.level === 'WARN' && /part of the reason left out/.test(line.message))).toMatchObject({
+      messageId: id,
+      reasonDropped: expect.stringMatching(/1048576-byte/),
+    });
   });
 });
 
 describe('an existing queue pair whose DLQ takes less than 1 MiB', () => {
   test('a message near the DLQ’s 256 KiB refused with 404: SQS refuses the copy with its reason, and it goes again without', async () => {
     const setSize = async (bytes: number): Promise<void> => {
-      for (const queue of [standard.queue, standard.dlq]) await standard.sqs.send(new SetQueueAttributesCommand({ QueueUrl: queue.url, Attributes: { MaximumMessageSize: String(bytes) } }));
+      for (const queue of [standard.queue, standard.dlq])
+        await standard.sqs.send(new SetQueueAttributesCommand({ QueueUrl: queue.url, Attributes: { MaximumMessageSize: String(bytes) } }));
     };
     await setSize(262_144);
     try {
@@ -163,7 +190,11 @@ describe('an existing queue pair whose DLQ takes less than 1 MiB', () => {
       expect(await drain(standard, standard.queue)).toEqual([]);
       const copies = await drain(standard, standard.dlq);
       expect(copies.map((copy) => [copy.Body?.length, copy.MessageAttributes ?? {}])).toEqual([[body.length, {}]]);
-      expect(lines.find((line) => /part of the reason left out/.test(line.message))).toMatchObject({ level: 'WARN', messageId: id, reasonDropped: expect.stringMatching(/SQS refused the copy with it \(.*InvalidParameterValue/) });
+      expect(lines.find((line) => /part of the reason left out/.test(line.message))).toMatchObject({
+        level: 'WARN',
+        messageId: id,
+        reasonDropped: expect.stringMatching(/SQS refused the copy with it \(.*InvalidParameterValue/),
+      });
     } finally {
       await setSize(MAX_MESSAGE_BYTES);
     }
@@ -177,7 +208,9 @@ describe('a response excerpt holding characters SQS refuses in attribute values'
       standardProxy.sqs.send(new SendMessageCommand({ QueueUrl: standard.dlq.url, MessageBody: '{}', ...input }));
     await expect(send({ MessageAttributes: attributes })).rejects.toMatchObject({ name: 'InvalidMessageContents' });
     expect(standardProxy.refusals.get('SendMessage')).toBe(1);
-    await expect(send({ MessageAttributes: { reason: { DataType: 'String', StringValue: 'bad\uFFFDinput' } } })).resolves.toMatchObject({ MessageId: expect.any(String) });
+    await expect(send({ MessageAttributes: { reason: { DataType: 'String', StringValue: 'bad\uFFFDinput' } } })).resolves.toMatchObject({
+      MessageId: expect.any(String),
+    });
     standardProxy.reset();
     standardProxy.refusals.clear();
     expect(await drain(standard, standard.dlq)).toHaveLength(1);
@@ -206,7 +239,9 @@ describe('a producer cannot choose the id the webhook sees', () => {
     const genuine = victimCopy?.MessageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
     const forgedIds = [
       await sendToQueue(fifo, '{"forged":"copied seal"}', genuine === undefined ? undefined : { [DEAD_LETTER_REASON_ATTRIBUTE]: genuine }),
-      await sendToQueue(fifo, '{"forged":"no seal"}', { [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: JSON.stringify({ originalMessageId: victimId }) } }),
+      await sendToQueue(fifo, '{"forged":"no seal"}', {
+        [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: JSON.stringify({ originalMessageId: victimId }) },
+      }),
     ];
     // fauxqs hands a FIFO group out one message per receive: one invocation each.
     const lines = [...(await relayOnce(fifo, fifoProxy)).lines, ...(await relayOnce(fifo, fifoProxy)).lines];
@@ -260,6 +295,10 @@ describe('a producer cannot choose the id the webhook sees', () => {
     const redrivenId = await sendToQueue(standard, copy?.Body ?? '', copy?.MessageAttributes);
     const { lines } = await relayOnce(standard, standardProxy, { SIGNING_SECRET: '' });
     expect(webhook.requests[1]?.headers['x-carrier-message-id']).toBe(redrivenId);
-    expect(lines.find((line) => /Claimed original message id ignored/.test(line.message))).toMatchObject({ level: 'WARN', claimedOriginalId: originalId, reason: expect.stringMatching(/no signing key/) });
+    expect(lines.find((line) => /Claimed original message id ignored/.test(line.message))).toMatchObject({
+      level: 'WARN',
+      claimedOriginalId: originalId,
+      reason: expect.stringMatching(/no signing key/),
+    });
   });
 });

@@ -151,9 +151,7 @@ async function freezeFor(ms: number): Promise<void> {
 
 /** The function's log lines at WARN or above. */
 function warnings(): Record<string, unknown>[] {
-  return relay
-    .jsonLogs()
-    .filter((line) => line.level === 'WARN' || line.level === 'ERROR' || line.level === 'CRITICAL');
+  return relay.jsonLogs().filter((line) => line.level === 'WARN' || line.level === 'ERROR' || line.level === 'CRITICAL');
 }
 
 /** Runs one invocation, a freeze of `frozenMs`, and another; returns the relay's resets during the second. */

@@ -78,7 +78,10 @@ async function invokeBounded(handler: RelayHandler, event: SQSEvent): Promise<{ 
   const startedAt = Date.now();
   let timer: NodeJS.Timeout | undefined;
   const overdue = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the invocation was still running ${DEADLINE_MS + 3_000} ms in, its deadline at ${DEADLINE_MS} ms`)), DEADLINE_MS + 3_000);
+    timer = setTimeout(
+      () => reject(new Error(`the invocation was still running ${DEADLINE_MS + 3_000} ms in, its deadline at ${DEADLINE_MS} ms`)),
+      DEADLINE_MS + 3_000,
+    );
   });
   try {
     const response = await Promise.race([invoke(handler, event, DEADLINE_MS), overdue]);
@@ -127,7 +130,10 @@ describe('SQS accepts and never answers', () => {
     proxy.hung.add('ChangeMessageVisibilityBatch');
     const telemetry = capturedTelemetry();
     // Retries with delay 0: had the visibility change been made, they would be back at once.
-    const handler = relayFor({ WEBHOOK_URL: webhook.url, DEADLINE_MARGIN_MS: MARGIN_MS, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '0' }, telemetry);
+    const handler = relayFor(
+      { WEBHOOK_URL: webhook.url, DEADLINE_MARGIN_MS: MARGIN_MS, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '0' },
+      telemetry,
+    );
     const { response, elapsedMs } = await invokeBounded(handler, event);
     expect(elapsedMs).toBeLessThan(DEADLINE_MS);
     expect(proxy.hangs.get('ChangeMessageVisibilityBatch')).toBeGreaterThan(0);
@@ -207,7 +213,13 @@ describe('Secrets Manager accepts and never answers', () => {
   test('the invocation ends before its deadline with every record failed and none sent; the next one does not wait again; a new container delivers them signed', async () => {
     process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = silent.endpoint;
     const telemetry = capturedTelemetry();
-    const env = { WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: SECRET_ID, DEADLINE_MARGIN_MS: MARGIN_MS, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '0' };
+    const env = {
+      WEBHOOK_URL: webhook.url,
+      SIGNING_SECRET_ARN: SECRET_ID,
+      DEADLINE_MARGIN_MS: MARGIN_MS,
+      BACKOFF: 'fixed',
+      BACKOFF_BASE_SECONDS: '0',
+    };
     const hung = relayFor(env, telemetry);
     const bodies = ['ok-1', 'ok-2', 'ok-3'];
     const event = await batchOf(bodies);
@@ -217,7 +229,10 @@ describe('Secrets Manager accepts and never answers', () => {
     expect(silent.connections.count).toBeGreaterThan(connectionsBefore);
     expect(failedIds(response)).toEqual(idsOf(event, bodies));
     expect(webhook.requests).toHaveLength(0); // nothing went out unsigned
-    expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({ secret: SECRET_ID, error: expect.stringContaining('GetSecretValue abandoned') });
+    expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({
+      secret: SECRET_ID,
+      error: expect.stringContaining('GetSecretValue abandoned'),
+    });
     await acknowledge(emulator.sqs, emulator.queue.url, event, response);
 
     // Handed back at once (delay 0); the secret's read is now waited out rather than tried again.
@@ -238,7 +253,11 @@ describe('Secrets Manager accepts and never answers', () => {
     expect(Object.fromEntries(delivered)).toEqual({ 'ok-1': 1, 'ok-2': 1, 'ok-3': 1 });
     const verifier = new Webhook(SECRET);
     for (const request of webhook.requests) {
-      const headers = { 'webhook-id': String(request.headers['webhook-id']), 'webhook-timestamp': String(request.headers['webhook-timestamp']), 'webhook-signature': String(request.headers['webhook-signature']) };
+      const headers = {
+        'webhook-id': String(request.headers['webhook-id']),
+        'webhook-timestamp': String(request.headers['webhook-timestamp']),
+        'webhook-signature': String(request.headers['webhook-signature']),
+      };
       expect(() => verifier.verify(request.body.toString(), headers, { jsonParse: false })).not.toThrow();
     }
   });

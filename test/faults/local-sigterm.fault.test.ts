@@ -109,7 +109,12 @@ async function stopWithSigtermToLauncher(command: string, args: string[]): Promi
   const port = await closedPort();
   const relay = launch(command, args, { WEBHOOK_URL: webhook.url, SQS_PORT: String(port), LOG_FORMAT: 'json', LOG_LEVEL: 'DEBUG' });
   const ready = await readyOf(relay);
-  const sqs = new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, logger: QUIET_SDK_LOGGER });
+  const sqs = new SQSClient({
+    endpoint: ready.sqsEndpoint,
+    region: ready.region,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    logger: QUIET_SDK_LOGGER,
+  });
   const { MessageId } = await sqs.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: '{"order":1}' }));
   sqs.destroy();
   await until(() => webhook.requests.length === 1);
@@ -173,6 +178,8 @@ describe('a stop strands no message', () => {
     expect(webhook.requests).toHaveLength(0);
     // Visible again now, not in 600 s: the next consumer gets it at once.
     expect(emulator.counts(emulator.queue)).toEqual({ ready: 1, inflight: 0, delayed: 0 });
-    expect(jsonLines(relay.output()).some((line) => line.message === 'Handed 1 message(s) received during shutdown back to the queue')).toBe(true);
+    expect(
+      jsonLines(relay.output()).some((line) => line.message === 'Handed 1 message(s) received during shutdown back to the queue'),
+    ).toBe(true);
   }, 30_000);
 });

@@ -50,7 +50,11 @@ function records(count: number): SQSRecord[] {
 
 /** Whether `request` verifies with `secret` (standardwebhooks; the timestamp must be recent too). */
 function verifies(secret: string, request: ReceivedRequest): boolean {
-  const headers = { 'webhook-id': String(request.headers['webhook-id']), 'webhook-timestamp': String(request.headers['webhook-timestamp']), 'webhook-signature': String(request.headers['webhook-signature']) };
+  const headers = {
+    'webhook-id': String(request.headers['webhook-id']),
+    'webhook-timestamp': String(request.headers['webhook-timestamp']),
+    'webhook-signature': String(request.headers['webhook-signature']),
+  };
   try {
     new Webhook(secret).verify(request.body.toString(), headers, { jsonParse: false });
     return true;
@@ -107,7 +111,9 @@ describe('a rotation to a value that does not parse', () => {
     expect(webhook.requests).toHaveLength(0);
     expect(secretsManager.calls.count).toBeGreaterThan(0);
     // (The records are synthetic: SQS refuses their visibility changes, which are ERRORs of their own.)
-    expect(telemetry.lines.filter((line) => line.level === 'ERROR' && line.secret !== undefined)).toEqual([expect.objectContaining({ secret: id, error: expect.stringContaining('not valid') })]);
+    expect(telemetry.lines.filter((line) => line.level === 'ERROR' && line.secret !== undefined)).toEqual([
+      expect.objectContaining({ secret: id, error: expect.stringContaining('not valid') }),
+    ]);
     expect(JSON.stringify(telemetry.lines)).not.toContain('this-is-not');
   });
 });
@@ -117,7 +123,13 @@ describe('Secrets Manager failing', () => {
     const id = 'failing-cold';
     secretsManager.secrets.set(id, GOOD);
     secretsManager.failing = true;
-    const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: id, MAX_CONCURRENCY: '10', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' });
+    const handler = relayFor({
+      WEBHOOK_URL: webhook.url,
+      SIGNING_SECRET_ARN: id,
+      MAX_CONCURRENCY: '10',
+      BACKOFF: 'fixed',
+      BACKOFF_BASE_SECONDS: '1',
+    });
     const readsBefore = secretsManager.calls.count;
     for (let invocation = 0; invocation < 3; invocation += 1) {
       const batch = records(50);
@@ -134,7 +146,10 @@ describe('Secrets Manager failing', () => {
     secretsManager.secrets.set(id, GOOD);
     const telemetry = capturedTelemetry();
     // Refresh 0: every record would read the secret again (the strictest setting).
-    const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: id, SECRETS_REFRESH_SECONDS: '0', MAX_CONCURRENCY: '10' }, telemetry);
+    const handler = relayFor(
+      { WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: id, SECRETS_REFRESH_SECONDS: '0', MAX_CONCURRENCY: '10' },
+      telemetry,
+    );
     expect((await invoke(handler, { Records: records(1) })).batchItemFailures).toEqual([]);
     secretsManager.failing = true;
     const readsBefore = secretsManager.calls.count;

@@ -17,7 +17,9 @@ function sqsRecord(id: string, group?: string): SQSRecord {
     messageId: id,
     receiptHandle: `handle-${id}`,
     body: `body of ${id}`,
-    attributes: fifo ? { MessageGroupId: group, SequenceNumber: `1884949646046769${id.replace(/\D/g, '').padStart(4, '0')}`, MessageDeduplicationId: id } : {},
+    attributes: fifo
+      ? { MessageGroupId: group, SequenceNumber: `1884949646046769${id.replace(/\D/g, '').padStart(4, '0')}`, MessageDeduplicationId: id }
+      : {},
     eventSourceARN: fifo ? 'arn:aws:sqs:us-east-1:123456789012:q.fifo' : 'arn:aws:sqs:us-east-1:123456789012:q',
   });
 }

@@ -9,7 +9,13 @@ import type { WebhookResult } from '../../lambda/transmitter';
 
 const settings = { threshold: 3, initialIntervalSeconds: 30, maxIntervalSeconds: 900 };
 const refused: WebhookResult = { kind: 'transport-error', error: 'connection', message: 'ECONNREFUSED', latencyMs: 1 };
-const answered = (status: number, retryAfter?: string): WebhookResult => ({ kind: 'response', status, retryAfter, excerpt: '', latencyMs: 1 });
+const answered = (status: number, retryAfter?: string): WebhookResult => ({
+  kind: 'response',
+  status,
+  retryAfter,
+  excerpt: '',
+  latencyMs: 1,
+});
 
 describe('what counts as an outage', () => {
   test.each([

@@ -13,17 +13,27 @@ const IN_TWO_MINUTES = 'Wed, 21 Oct 2015 07:28:00 GMT';
 const TWO_MINUTES_AGO = 'Wed, 21 Oct 2015 07:24:00 GMT';
 
 const exponential: BackoffSettings = { policy: 'exponential', baseSeconds: 2, maxSeconds: 300, jitter: false };
-const config = (permanentFailure: PermanentFailureMode = 'dead-letter', backoff: BackoffSettings = exponential) => ({ backoff, permanentFailure });
+const config = (permanentFailure: PermanentFailureMode = 'dead-letter', backoff: BackoffSettings = exponential) => ({
+  backoff,
+  permanentFailure,
+});
 const noRandom = (): number => {
   throw new Error('random must not be called without jitter');
 };
 
-const response = (status: number, retryAfter?: string): WebhookResult => ({ kind: 'response', status, retryAfter, excerpt: '', latencyMs: 3 });
+const response = (status: number, retryAfter?: string): WebhookResult => ({
+  kind: 'response',
+  status,
+  retryAfter,
+  excerpt: '',
+  latencyMs: 3,
+});
 const transport = (error: TransportErrorKind): WebhookResult => ({ kind: 'transport-error', error, message: 'boom', latencyMs: 3 });
 
 /** The exponential backoff for receive count 3: 2 * 2^2. */
 const BACKOFF_3 = { kind: 'retry', delaySeconds: 8, delaySource: 'backoff' } as const;
-const at = (result: WebhookResult, mode: PermanentFailureMode = 'dead-letter', receiveCount = 3) => classify(result, config(mode), receiveCount, NOW, noRandom);
+const at = (result: WebhookResult, mode: PermanentFailureMode = 'dead-letter', receiveCount = 3) =>
+  classify(result, config(mode), receiveCount, NOW, noRandom);
 
 describe('2xx: delivered', () => {
   test.each([200, 201, 202, 204, 206, 299])('%d', (status) => {
@@ -37,9 +47,12 @@ describe('2xx: delivered', () => {
 });
 
 describe('3xx and 4xx: permanent', () => {
-  test.each([300, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409, 410, 413, 415, 422, 431, 451, 499])('%d is permanent by default', (status) => {
-    expect(at(response(status))).toEqual({ kind: 'permanent' });
-  });
+  test.each([300, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409, 410, 413, 415, 422, 431, 451, 499])(
+    '%d is permanent by default',
+    (status) => {
+      expect(at(response(status))).toEqual({ kind: 'permanent' });
+    },
+  );
 
   test.each([301, 302, 304, 307, 400, 401, 403, 404, 410, 422])('%d is a backoff retry with PERMANENT_FAILURE=retry', (status) => {
     expect(at(response(status), 'retry')).toEqual(BACKOFF_3);
@@ -120,7 +133,8 @@ describe('garbage statuses are transient', () => {
 
 describe('the none policy', () => {
   const none: BackoffSettings = { policy: 'none', baseSeconds: 2, maxSeconds: 300, jitter: true };
-  const withNone = (result: WebhookResult, mode: PermanentFailureMode = 'dead-letter') => classify(result, config(mode, none), 3, NOW, noRandom);
+  const withNone = (result: WebhookResult, mode: PermanentFailureMode = 'dead-letter') =>
+    classify(result, config(mode, none), 3, NOW, noRandom);
 
   test('a backoff retry has no delay: the queue keeps its own visibility timeout', () => {
     const queueDefault = { kind: 'retry', delaySeconds: undefined, delaySource: 'backoff' };
@@ -150,16 +164,24 @@ describe('isTransientStatus', () => {
 });
 
 test('property: every status gets exactly the SPEC §2 verdict', () => {
-  const retryAfter = fc.option(fc.oneof(fc.nat({ max: 100_000 }).map(String), fc.constantFrom('soon', IN_TWO_MINUTES, TWO_MINUTES_AGO, '-1')), { nil: undefined });
+  const retryAfter = fc.option(
+    fc.oneof(fc.nat({ max: 100_000 }).map(String), fc.constantFrom('soon', IN_TWO_MINUTES, TWO_MINUTES_AGO, '-1')),
+    { nil: undefined },
+  );
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 1000 }), retryAfter, fc.constantFrom<PermanentFailureMode>('dead-letter', 'retry'), (status, header, mode) => {
-      const verdict = at(response(status, header), mode);
-      const usable = header !== undefined && header !== 'soon' && header !== '-1';
-      const permanent = status >= 300 && status <= 499 && status !== 408 && status !== 429;
-      if (status >= 200 && status <= 299) expect(verdict).toEqual({ kind: 'delivered' });
-      else if ((status === 429 || status === 503) && usable) expect(verdict).toMatchObject({ kind: 'retry', delaySource: 'retry-after' });
-      else if (permanent && mode === 'dead-letter') expect(verdict).toEqual({ kind: 'permanent' });
-      else expect(verdict).toEqual(BACKOFF_3);
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 1000 }),
+      retryAfter,
+      fc.constantFrom<PermanentFailureMode>('dead-letter', 'retry'),
+      (status, header, mode) => {
+        const verdict = at(response(status, header), mode);
+        const usable = header !== undefined && header !== 'soon' && header !== '-1';
+        const permanent = status >= 300 && status <= 499 && status !== 408 && status !== 429;
+        if (status >= 200 && status <= 299) expect(verdict).toEqual({ kind: 'delivered' });
+        else if ((status === 429 || status === 503) && usable) expect(verdict).toMatchObject({ kind: 'retry', delaySource: 'retry-after' });
+        else if (permanent && mode === 'dead-letter') expect(verdict).toEqual({ kind: 'permanent' });
+        else expect(verdict).toEqual(BACKOFF_3);
+      },
+    ),
   );
 });

@@ -140,7 +140,10 @@ describe('every variable is read', () => {
     expect(load({ MAX_CONCURRENCY: '1000' }).maxConcurrency).toBe(1000);
     expect(load({ DEADLINE_MARGIN_MS: '60000' }).deadlineMarginMs).toBe(60_000);
     expect(load({ BACKOFF_BASE_SECONDS: '0', BACKOFF_MAX_SECONDS: '0' }).backoff).toMatchObject({ baseSeconds: 0, maxSeconds: 0 });
-    expect(load({ BACKOFF_BASE_SECONDS: '43200', BACKOFF_MAX_SECONDS: '43200' }).backoff).toMatchObject({ baseSeconds: 43_200, maxSeconds: 43_200 });
+    expect(load({ BACKOFF_BASE_SECONDS: '43200', BACKOFF_MAX_SECONDS: '43200' }).backoff).toMatchObject({
+      baseSeconds: 43_200,
+      maxSeconds: 43_200,
+    });
     expect(load({ MAX_RECEIVE_COUNT: '1' }).maxReceiveCount).toBe(1);
     expect(load({ MAX_RECEIVE_COUNT: '1000' }).maxReceiveCount).toBe(1000);
     expect(load({ MAX_CONCURRENCY: '007' }).maxConcurrency).toBe(7);
@@ -224,13 +227,18 @@ describe('WEBHOOK_URL', () => {
     expect(configErrorOf(() => loadConfig({ WEBHOOK_URL: raw })).variable).toBe('WEBHOOK_URL');
   });
 
-  test.each(['ftp://hooks.example.com/', 'file:///etc/passwd', 'ws://localhost:8080/', 'wss://hooks.example.com/', 'data:text/plain,hi', 'javascript:alert(1)', 'mailto:ops@example.com'])(
-    'a scheme other than http(s) is rejected, even with ALLOW_INSECURE_HTTP: %s',
-    (raw) => {
-      expect(() => loadConfig({ WEBHOOK_URL: raw })).toThrow(/WEBHOOK_URL/);
-      expect(() => loadConfig({ WEBHOOK_URL: raw, ALLOW_INSECURE_HTTP: 'true' })).toThrow(/WEBHOOK_URL/);
-    },
-  );
+  test.each([
+    'ftp://hooks.example.com/',
+    'file:///etc/passwd',
+    'ws://localhost:8080/',
+    'wss://hooks.example.com/',
+    'data:text/plain,hi',
+    'javascript:alert(1)',
+    'mailto:ops@example.com',
+  ])('a scheme other than http(s) is rejected, even with ALLOW_INSECURE_HTTP: %s', (raw) => {
+    expect(() => loadConfig({ WEBHOOK_URL: raw })).toThrow(/WEBHOOK_URL/);
+    expect(() => loadConfig({ WEBHOOK_URL: raw, ALLOW_INSECURE_HTTP: 'true' })).toThrow(/WEBHOOK_URL/);
+  });
 
   test('https is accepted anywhere; scheme and host are case-insensitive', () => {
     expect(loadConfig({ WEBHOOK_URL: 'https://10.0.0.5:8443/hook' }).webhookUrl.port).toBe('8443');
@@ -280,16 +288,18 @@ describe('WEBHOOK_URL', () => {
     expect(configErrorOf(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'sure' })).variable).toBe('ALLOW_INSECURE_HTTP');
   });
 
-  test.each(['https://user:s3cr3t-p4ss@hooks.example.com/in', 'https://user@hooks.example.com/in', 'https://:s3cr3t-p4ss@hooks.example.com/in', 'http://admin:s3cr3t-p4ss@localhost:8080/'])(
-    'credentials in the URL are rejected without echoing them: %s',
-    (raw) => {
-      const error = configErrorOf(() => loadConfig({ WEBHOOK_URL: raw }));
-      expect(error.variable).toBe('WEBHOOK_URL');
-      expect(error.message).toMatch(/without user:password/);
-      expect(error.message).not.toContain('s3cr3t-p4ss');
-      expect(error.message).not.toMatch(/user@|admin/);
-    },
-  );
+  test.each([
+    'https://user:s3cr3t-p4ss@hooks.example.com/in',
+    'https://user@hooks.example.com/in',
+    'https://:s3cr3t-p4ss@hooks.example.com/in',
+    'http://admin:s3cr3t-p4ss@localhost:8080/',
+  ])('credentials in the URL are rejected without echoing them: %s', (raw) => {
+    const error = configErrorOf(() => loadConfig({ WEBHOOK_URL: raw }));
+    expect(error.variable).toBe('WEBHOOK_URL');
+    expect(error.message).toMatch(/without user:password/);
+    expect(error.message).not.toContain('s3cr3t-p4ss');
+    expect(error.message).not.toMatch(/user@|admin/);
+  });
 });
 
 describe('secrets (signing and Authorization)', () => {
@@ -338,12 +348,26 @@ describe('isLoopbackHost', () => {
     expect(isLoopbackHost(host)).toBe(true);
   });
 
-  test.each(['', 'foo.localhost', 'a.b.localhost', 'sqs.us-east-1.localhost', 'example.com', 'localhost.example.com', 'notlocalhost', '10.0.0.1', '0.0.0.0', '126.255.255.255', '128.0.0.1', '::', '::2', '[::2]', '127.0.0.1.example.com', '127.example.com'])(
-    '%j is not loopback',
-    (host) => {
-      expect(isLoopbackHost(host)).toBe(false);
-    },
-  );
+  test.each([
+    '',
+    'foo.localhost',
+    'a.b.localhost',
+    'sqs.us-east-1.localhost',
+    'example.com',
+    'localhost.example.com',
+    'notlocalhost',
+    '10.0.0.1',
+    '0.0.0.0',
+    '126.255.255.255',
+    '128.0.0.1',
+    '::',
+    '::2',
+    '[::2]',
+    '127.0.0.1.example.com',
+    '127.example.com',
+  ])('%j is not loopback', (host) => {
+    expect(isLoopbackHost(host)).toBe(false);
+  });
 });
 
 describe('checked whatever the URL', () => {
@@ -354,7 +378,9 @@ describe('checked whatever the URL', () => {
   test('breaker and schedule settings', () => {
     expect(load({}).breaker).toEqual({ threshold: 5, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
     expect(load({ OUTAGE_THRESHOLD: '0' }).breaker.threshold).toBe(0);
-    expect(() => load({ OUTAGE_BACKOFF_SECONDS: '60', OUTAGE_BACKOFF_MAX_SECONDS: '30' })).toThrow(/OUTAGE_BACKOFF_MAX_SECONDS must be at least OUTAGE_BACKOFF_SECONDS/);
+    expect(() => load({ OUTAGE_BACKOFF_SECONDS: '60', OUTAGE_BACKOFF_MAX_SECONDS: '30' })).toThrow(
+      /OUTAGE_BACKOFF_MAX_SECONDS must be at least OUTAGE_BACKOFF_SECONDS/,
+    );
     expect(load({ BACKOFF: 'schedule', BACKOFF_SCHEDULE: '5, 60,3600' }).backoff.schedule).toEqual([5, 60, 3600]);
     for (const bad of ['', '5,,6', '1.5', '-1', '43201', 'soon']) {
       expect(() => load({ BACKOFF_SCHEDULE: bad === '' ? ',' : bad })).toThrow(/BACKOFF_SCHEDULE must be comma-separated whole seconds/);

@@ -38,7 +38,9 @@ function recordingWriter(): { writer: DeadLetterWriter; sent: SendMessageCommand
       return { $metadata: {} };
     },
   } as unknown as SqsGateway;
-  const writer = new DeadLetterWriter(sqs, new QueueDirectory(sqs, DLQ_URL), { warn: (_message: string, fields?: unknown) => void warnings.push(fields as Record<string, unknown>) } as never);
+  const writer = new DeadLetterWriter(sqs, new QueueDirectory(sqs, DLQ_URL), {
+    warn: (_message: string, fields?: unknown) => void warnings.push(fields as Record<string, unknown>),
+  } as never);
   return { writer, sent, warnings };
 }
 
@@ -57,7 +59,13 @@ const REASON_NAME_AND_TYPE = Buffer.byteLength(DEAD_LETTER_REASON_ATTRIBUTE) + '
 function legal(text: string): boolean {
   for (const character of text) {
     const code = character.codePointAt(0) ?? 0;
-    const ok = code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+    const ok =
+      code === 0x9 ||
+      code === 0xa ||
+      code === 0xd ||
+      (code >= 0x20 && code <= 0xd7ff) ||
+      (code >= 0xe000 && code <= 0xfffd) ||
+      (code >= 0x10000 && code <= 0x10ffff);
     if (!ok) return false;
   }
   return true;
@@ -65,14 +73,37 @@ function legal(text: string): boolean {
 
 /** Any string, lone surrogates, U+FFFE/U+FFFF and controls included. */
 const anyText = fc
-  .array(fc.oneof(fc.constantFrom('\uFFFE', '\uFFFF', '\uD800', '\uDC00', '\u0000', '\u001F', '\t', '\u{1F600}', '\uFFFD', '\uE000', '\uD7FF', '\u{10FFFF}'), fc.string({ unit: 'binary', maxLength: 8 })), { maxLength: 120 })
+  .array(
+    fc.oneof(
+      fc.constantFrom(
+        '\uFFFE',
+        '\uFFFF',
+        '\uD800',
+        '\uDC00',
+        '\u0000',
+        '\u001F',
+        '\t',
+        '\u{1F600}',
+        '\uFFFD',
+        '\uE000',
+        '\uD7FF',
+        '\u{10FFFF}',
+      ),
+      fc.string({ unit: 'binary', maxLength: 8 }),
+    ),
+    { maxLength: 120 },
+  )
   .map((parts) => parts.join(''));
 /** Text SQS accepts (what a body or attribute value that came from SQS holds). */
-const legalText = (maxLength: number): fc.Arbitrary<string> => fc.string({ unit: 'binary', maxLength }).map((text) => sanitizeForSqs(text).text);
+const legalText = (maxLength: number): fc.Arbitrary<string> =>
+  fc.string({ unit: 'binary', maxLength }).map((text) => sanitizeForSqs(text).text);
 
 describe('sanitizeForSqs and isSqsLegalText', () => {
   test('replace exactly the characters outside #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF', () => {
-    expect(sanitizeForSqs('a\u0000b\u0008\t\n\r\uFFFE\uFFFF\uD800x\uDC00\u{1F600}\uFFFD\u{10FFFF}')).toEqual({ text: 'a\uFFFDb\uFFFD\t\n\r\uFFFD\uFFFD\uFFFDx\uFFFD\u{1F600}\uFFFD\u{10FFFF}', replaced: 6 });
+    expect(sanitizeForSqs('a\u0000b\u0008\t\n\r\uFFFE\uFFFF\uD800x\uDC00\u{1F600}\uFFFD\u{10FFFF}')).toEqual({
+      text: 'a\uFFFDb\uFFFD\t\n\r\uFFFD\uFFFD\uFFFDx\uFFFD\u{1F600}\uFFFD\u{10FFFF}',
+      replaced: 6,
+    });
     expect(isSqsLegalText('fine \u{1F600} \uE000')).toBe(true);
     expect(isSqsLegalText('\uFFFF')).toBe(false);
   });
@@ -105,7 +136,10 @@ describe('fitReason', () => {
     expect(JSON.parse(cut.value ?? '{}').response).toBe('ab');
     expect(cut.leftOut).toEqual({ replacedCharacters: 0, responseCharactersCut: 4 });
     const dropped = fitReason({ ...REASON, response: 'abcdef' }, emptyBytes - 1, true);
-    expect(dropped).toEqual({ value: undefined, leftOut: { replacedCharacters: 0, responseCharactersCut: 6, reasonDropped: expect.stringMatching(/1048576-byte message limit/) } });
+    expect(dropped).toEqual({
+      value: undefined,
+      leftOut: { replacedCharacters: 0, responseCharactersCut: 6, reasonDropped: expect.stringMatching(/1048576-byte message limit/) },
+    });
     expect(fitReason(REASON, 10_000, false).leftOut?.reasonDropped).toMatch(/all 10 message attributes/);
   });
 
@@ -138,7 +172,8 @@ describe('fitReason', () => {
 /** A record of the given body and string attributes (as they came from SQS: legal). */
 function recordOf(body: string, attributes: Record<string, string>, overrides: Partial<SQSRecord> = {}): SQSRecord {
   const messageAttributes: SQSMessageAttributes = {};
-  for (const [name, value] of Object.entries(attributes)) messageAttributes[name] = { dataType: 'String', stringValue: value, stringListValues: [], binaryListValues: [] };
+  for (const [name, value] of Object.entries(attributes))
+    messageAttributes[name] = { dataType: 'String', stringValue: value, stringListValues: [], binaryListValues: [] };
   return sqsRecord(1, { body, messageAttributes, ...overrides });
 }
 
@@ -147,12 +182,19 @@ describe('DeadLetterWriter', () => {
     await fc.assert(
       fc.asyncProperty(
         legalText(200),
-        fc.dictionary(fc.stringMatching(/^[A-Za-z][A-Za-z0-9_.-]{0,20}$/).filter((name) => name !== DEAD_LETTER_REASON_ATTRIBUTE), legalText(50), { maxKeys: MAX_MESSAGE_ATTRIBUTES }),
+        fc.dictionary(
+          fc.stringMatching(/^[A-Za-z][A-Za-z0-9_.-]{0,20}$/).filter((name) => name !== DEAD_LETTER_REASON_ATTRIBUTE),
+          legalText(50),
+          { maxKeys: MAX_MESSAGE_ATTRIBUTES },
+        ),
         fc.integer({ min: 0, max: 800 }),
         anyText,
         async (start, attributes, slack, excerpt) => {
           // A body that fills the message to within `slack` bytes of the limit, as SQS could have taken it.
-          const used = messageBytes(start, Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }])));
+          const used = messageBytes(
+            start,
+            Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }])),
+          );
           const body = start + 'b'.repeat(Math.max(0, MAX_MESSAGE_BYTES - slack - used));
           const { writer, sent } = recordingWriter();
           const result = await writer.send(recordOf(body, attributes), 404, excerpt, { signingKeys: [KEY] });
@@ -192,7 +234,9 @@ describe('DeadLetterWriter', () => {
     const { writer, warnings } = recordingWriter();
     await writer.send(recordOf('x'.repeat(MAX_MESSAGE_BYTES), {}), 404, 'why', {});
     await writer.send(recordOf('small', {}), 404, 'why', {});
-    expect(warnings).toEqual([{ messageId: sqsRecord(1).messageId, replacedCharacters: 0, responseCharactersCut: 3, reasonDropped: expect.any(String) }]);
+    expect(warnings).toEqual([
+      { messageId: sqsRecord(1).messageId, replacedCharacters: 0, responseCharactersCut: 3, reasonDropped: expect.any(String) },
+    ]);
   });
 
   test('refused for its content (a DLQ with a smaller limit), the copy goes again without the reason; any other error is the caller’s to retry', async () => {
@@ -208,8 +252,15 @@ describe('DeadLetterWriter', () => {
       return new DeadLetterWriter(sqs, new QueueDirectory(sqs, DLQ_URL));
     };
     const record = recordOf('body', { tenant: 'acme' });
-    expect(await refusing('AWS.SimpleQueueService.InvalidParameterValue').send(record, 404, 'no')).toMatchObject({ ok: true, reasonAttached: false, leftOut: { reasonDropped: expect.stringMatching(/SQS refused the copy/) } });
-    expect(attempts.map((input) => Object.keys(input.MessageAttributes ?? {}))).toEqual([['tenant', DEAD_LETTER_REASON_ATTRIBUTE], ['tenant']]);
+    expect(await refusing('AWS.SimpleQueueService.InvalidParameterValue').send(record, 404, 'no')).toMatchObject({
+      ok: true,
+      reasonAttached: false,
+      leftOut: { reasonDropped: expect.stringMatching(/SQS refused the copy/) },
+    });
+    expect(attempts.map((input) => Object.keys(input.MessageAttributes ?? {}))).toEqual([
+      ['tenant', DEAD_LETTER_REASON_ATTRIBUTE],
+      ['tenant'],
+    ]);
     attempts.length = 0;
     expect(await refusing('AccessDenied').send(record, 404, 'no')).toEqual({ ok: false, error: 'AccessDenied: refused' });
     expect(attempts).toHaveLength(1);

@@ -33,11 +33,18 @@ afterAll(async () => {
 });
 
 const clientOf = (endpoint: string): SQSClient =>
-  new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, useQueueUrlAsEndpoint: false });
+  new SQSClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    useQueueUrlAsEndpoint: false,
+  });
 
 describe('beforeDeadline', () => {
   test('without a signal the call runs as it is', async () => {
-    await expect(beforeDeadline('Call', undefined, async (signal) => (signal === undefined ? 'unbounded' : 'bounded'))).resolves.toBe('unbounded');
+    await expect(beforeDeadline('Call', undefined, async (signal) => (signal === undefined ? 'unbounded' : 'bounded'))).resolves.toBe(
+      'unbounded',
+    );
   });
 
   test('a signal already aborted fails at once, without starting the call', async () => {
@@ -89,7 +96,9 @@ describe('Deadline', () => {
     process.on('warning', onWarning);
     try {
       const deadline = new Deadline(Date.now() + 50);
-      const calls = Array.from({ length: 1_000 }, () => beforeDeadline('ChangeMessageVisibilityBatch', deadline.signal, () => new Promise<never>(() => {})));
+      const calls = Array.from({ length: 1_000 }, () =>
+        beforeDeadline('ChangeMessageVisibilityBatch', deadline.signal, () => new Promise<never>(() => {})),
+      );
       const settled = await Promise.allSettled(calls);
       expect(settled.every((outcome) => outcome.status === 'rejected')).toBe(true);
       await sleep(10); // warnings are emitted on a later tick
@@ -104,7 +113,10 @@ describe('SqsGateway bound by a signal', () => {
   test('a call to an endpoint that never answers is abandoned at the signal, and its connection closed', async () => {
     const gateway = new SqsGateway(clientOf(silent.endpoint)).until(AbortSignal.timeout(300));
     const startedAt = Date.now();
-    const call = gateway.changeMessageVisibilityBatch({ QueueUrl: `${silent.endpoint}/000000000000/q`, Entries: [{ Id: 'm0', ReceiptHandle: 'h', VisibilityTimeout: 0 }] });
+    const call = gateway.changeMessageVisibilityBatch({
+      QueueUrl: `${silent.endpoint}/000000000000/q`,
+      Entries: [{ Id: 'm0', ReceiptHandle: 'h', VisibilityTimeout: 0 }],
+    });
     await expect(call).rejects.toThrow('ChangeMessageVisibilityBatch abandoned');
     expect(Date.now() - startedAt).toBeLessThan(2_000);
     await sleep(100);
@@ -147,7 +159,16 @@ describe("the clients the relay builds carry the SDK's request timeouts", () => 
       const startedAt = Date.now();
       const sqs = new SqsGateway().getQueueUrl('q', '000000000000');
       const secret = secretsManagerReader()('some-secret', undefined);
-      const [sqsError, secretError] = await Promise.all([sqs.then(() => undefined, (error: unknown) => error), secret.then(() => undefined, (error: unknown) => error)]);
+      const [sqsError, secretError] = await Promise.all([
+        sqs.then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+        secret.then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      ]);
       expect(Date.now() - startedAt).toBeLessThan(9_000);
       expect(sqsError).toMatchObject({ name: 'TimeoutError' });
       expect((secretError as { cause?: unknown }).cause).toMatchObject({ name: 'TimeoutError' });

@@ -84,7 +84,9 @@ describe('delivery', () => {
     const event = await emulator.receiveEvent(10);
     expect(event.Records).toHaveLength(10);
     const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
-    const failedBodies = event.Records.filter((record) => response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId)).map((record) => record.body);
+    const failedBodies = event.Records.filter((record) =>
+      response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId),
+    ).map((record) => record.body);
     expect(failedBodies.sort()).toEqual(['0', '3', '6', '9']);
   });
 });
@@ -155,7 +157,10 @@ describe('when SQS refuses', () => {
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
     // Retry-After: 0 would have made it visible at once; refused, it keeps the 30 s default.
     expect(emulator.counts(emulator.queue)).toMatchObject({ ready: 0, inflight: 1 });
-    expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({ messageId: event.Records[0]?.messageId, error: expect.stringContaining('AccessDenied') });
+    expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({
+      messageId: event.Records[0]?.messageId,
+      error: expect.stringContaining('AccessDenied'),
+    });
   });
 
   test('the dead-letter copy: a permanent failure is retried instead of acknowledged', async () => {
@@ -163,7 +168,10 @@ describe('when SQS refuses', () => {
     webhook.respondWith(() => ({ status: 404, body: 'no such tenant' }));
     await emulator.send('refused dlq');
     const event = await emulator.receiveEvent();
-    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, DLQ_URL: emulator.dlq.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }, { sqs: proxy.sqs }), event);
+    const response = await invoke(
+      relayFor({ WEBHOOK_URL: webhook.url, DLQ_URL: emulator.dlq.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }, { sqs: proxy.sqs }),
+      event,
+    );
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
     await acknowledge(emulator.sqs, emulator.queue.url, event, response);
     expect(emulator.counts(emulator.queue).inflight).toBe(1);
@@ -182,7 +190,13 @@ describe('permanent failures', () => {
     expect(copy?.Body).toBe('{"tenant":"gone"}');
     expect(copy?.MessageAttributes?.tenant?.StringValue).toBe('gone');
     const reason = JSON.parse(copy?.MessageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}');
-    expect(reason).toMatchObject({ status: 404, response: 'no such tenant', originalMessageId: id, sourceQueue: emulator.queue.name, receiveCount: 1 });
+    expect(reason).toMatchObject({
+      status: 404,
+      response: 'no such tenant',
+      originalMessageId: id,
+      sourceQueue: emulator.queue.name,
+      receiveCount: 1,
+    });
     expect(Date.parse(reason.deadLetteredAt)).not.toBeNaN();
   });
 
@@ -240,7 +254,9 @@ describe('logs and input', () => {
 
   test('a hostile attribute value is skipped with a warning, and the record still goes out', async () => {
     const telemetry = capturedTelemetry();
-    await emulator.send('hostile', { attributes: { evil: { DataType: 'String', StringValue: 'a\r\nX-Injected: 1' }, fine: { DataType: 'Number', StringValue: '7' } } });
+    await emulator.send('hostile', {
+      attributes: { evil: { DataType: 'String', StringValue: 'a\r\nX-Injected: 1' }, fine: { DataType: 'Number', StringValue: '7' } },
+    });
     const event = await emulator.receiveEvent();
     const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }, telemetry), event);
     expect(response.batchItemFailures).toEqual([]);
@@ -271,7 +287,10 @@ describe('a dead-letter copy redriven to the queue', () => {
   test('reaches the webhook under the original message id, without the relay’s bookkeeping attribute', async () => {
     webhook.respondWith(() => ({ status: 404 }));
     const originalId = await emulator.send('{"redrive":"me"}', { attributes: { tenant: { DataType: 'String', StringValue: 'acme' } } });
-    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }), await emulator.receiveEvent());
+    await invoke(
+      relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }),
+      await emulator.receiveEvent(),
+    );
     const [copy] = await emulator.receive(emulator.dlq);
     expect(copy).toBeDefined();
     // The operator fixed the webhook and redrove the DLQ: the copy comes back with a new SQS id.
@@ -279,7 +298,10 @@ describe('a dead-letter copy redriven to the queue', () => {
     webhook.respondWith(() => ({ status: 200 }));
     const redrivenId = await emulator.send(copy?.Body ?? '', { attributes: copy?.MessageAttributes });
     expect(redrivenId).not.toBe(originalId);
-    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }), await emulator.receiveEvent());
+    const response = await invoke(
+      relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }),
+      await emulator.receiveEvent(),
+    );
     expect(response.batchItemFailures).toEqual([]);
     const [request] = webhook.requests;
     expect(request?.headers['x-carrier-message-id']).toBe(originalId);

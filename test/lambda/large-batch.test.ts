@@ -25,7 +25,11 @@ test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in fl
   });
   const records = Array.from({ length: 10_000 }, (_, index) => sqsRecord(index, { body: JSON.stringify({ index }) }));
   const telemetry = capturedTelemetry();
-  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }, { ...telemetry, sqs: unreachableSqs() }), { Records: records }, 120_000);
+  const response = await invoke(
+    relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '8' }, { ...telemetry, sqs: unreachableSqs() }),
+    { Records: records },
+    120_000,
+  );
   expect(response.batchItemFailures).toEqual([]);
   const seen = webhook.requests.map((request) => (JSON.parse(request.body.toString()) as { index: number }).index);
   expect(seen).toHaveLength(10_000);

@@ -30,16 +30,20 @@ describe('latencySample', () => {
 
   test('property: the published values give the batch percentiles to within 1 % of rank', () => {
     fc.assert(
-      fc.property(fc.array(fc.nat({ max: 60_000 }), { minLength: 1, maxLength: 3_000 }), fc.integer({ min: 1, max: 99 }), (latencies, p) => {
-        const sample = latencySample(latencies);
-        expect(sample.length).toBe(Math.min(latencies.length, MAX_LATENCY_VALUES));
-        expect(sample).toEqual([...sample].sort((a, b) => a - b));
-        expect(sample[0]).toBe(Math.min(...latencies));
-        expect(sample.at(-1)).toBe(Math.max(...latencies));
-        const published = percentile(sample, p);
-        expect(published).toBeGreaterThanOrEqual(percentile(latencies, Math.max(0, p - 1)));
-        expect(published).toBeLessThanOrEqual(percentile(latencies, Math.min(100, p + 1)));
-      }),
+      fc.property(
+        fc.array(fc.nat({ max: 60_000 }), { minLength: 1, maxLength: 3_000 }),
+        fc.integer({ min: 1, max: 99 }),
+        (latencies, p) => {
+          const sample = latencySample(latencies);
+          expect(sample.length).toBe(Math.min(latencies.length, MAX_LATENCY_VALUES));
+          expect(sample).toEqual([...sample].sort((a, b) => a - b));
+          expect(sample[0]).toBe(Math.min(...latencies));
+          expect(sample.at(-1)).toBe(Math.max(...latencies));
+          const published = percentile(sample, p);
+          expect(published).toBeGreaterThanOrEqual(percentile(latencies, Math.max(0, p - 1)));
+          expect(published).toBeLessThanOrEqual(percentile(latencies, Math.min(100, p + 1)));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -15,7 +15,17 @@ const NEW = Buffer.from('the new signing key, thirty-two b');
 const CONFIG = loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/relay' });
 
 function copyOf(body: string, reason: Record<string, unknown>): SQSRecord {
-  return sqsRecord(2, { body, messageAttributes: { [DEAD_LETTER_REASON_ATTRIBUTE]: { dataType: 'String', stringValue: JSON.stringify(reason), stringListValues: [], binaryListValues: [] } } });
+  return sqsRecord(2, {
+    body,
+    messageAttributes: {
+      [DEAD_LETTER_REASON_ATTRIBUTE]: {
+        dataType: 'String',
+        stringValue: JSON.stringify(reason),
+        stringListValues: [],
+        binaryListValues: [],
+      },
+    },
+  });
 }
 
 describe('sealOriginalId / verifyOriginalId', () => {
@@ -62,9 +72,24 @@ describe('the id a request carries', () => {
 
   test.each([
     ['no seal', { originalMessageId: original }, [OLD], /no seal/],
-    ['a seal for another body', { originalMessageId: original, originalMessageIdSeal: sealOriginalId([OLD], original, 'other') }, [OLD], /does not verify/],
-    ['a seal under a key no longer listed', { originalMessageId: original, originalMessageIdSeal: sealOriginalId([OLD], original, '{"x":1}') }, [NEW], /does not verify/],
-    ['no signing keys', { originalMessageId: original, originalMessageIdSeal: sealOriginalId([OLD], original, '{"x":1}') }, undefined, /no signing key/],
+    [
+      'a seal for another body',
+      { originalMessageId: original, originalMessageIdSeal: sealOriginalId([OLD], original, 'other') },
+      [OLD],
+      /does not verify/,
+    ],
+    [
+      'a seal under a key no longer listed',
+      { originalMessageId: original, originalMessageIdSeal: sealOriginalId([OLD], original, '{"x":1}') },
+      [NEW],
+      /does not verify/,
+    ],
+    [
+      'no signing keys',
+      { originalMessageId: original, originalMessageIdSeal: sealOriginalId([OLD], original, '{"x":1}') },
+      undefined,
+      /no signing key/,
+    ],
     ['an id that is no legal header value', { originalMessageId: 'a\r\nb' }, [OLD], /not a legal/],
   ] as const)('%s: the SQS id, and the claim reported', (_, reason, keys, why) => {
     const record = copyOf('{"x":1}', reason);
@@ -77,7 +102,11 @@ describe('the id a request carries', () => {
 
   test('a reason that is not JSON, or claims no id, is ignored without a report', () => {
     for (const value of ['not json', 'null', '{}', JSON.stringify({ originalMessageId: 7 })]) {
-      const record = sqsRecord(3, { messageAttributes: { [DEAD_LETTER_REASON_ATTRIBUTE]: { dataType: 'String', stringValue: value, stringListValues: [], binaryListValues: [] } } });
+      const record = sqsRecord(3, {
+        messageAttributes: {
+          [DEAD_LETTER_REASON_ATTRIBUTE]: { dataType: 'String', stringValue: value, stringListValues: [], binaryListValues: [] },
+        },
+      });
       const request = buildDeliveryRequest(record, CONFIG, [OLD]);
       expect(request.id).toBe(record.messageId);
       expect(request.ignoredOriginalId).toBeUndefined();

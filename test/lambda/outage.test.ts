@@ -23,7 +23,15 @@ test('opens after 3 outage failures, holds the rest, probes once per interval, c
   for (let i = 0; i < 20; i += 1) await emulator.send(`m${i}`);
   const telemetry = capturedTelemetry();
   const handler = relayFor(
-    { WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', OUTAGE_THRESHOLD: '3', OUTAGE_BACKOFF_SECONDS: '1', OUTAGE_BACKOFF_MAX_SECONDS: '4', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '20' },
+    {
+      WEBHOOK_URL: webhook.url,
+      MAX_CONCURRENCY: '1',
+      OUTAGE_THRESHOLD: '3',
+      OUTAGE_BACKOFF_SECONDS: '1',
+      OUTAGE_BACKOFF_MAX_SECONDS: '4',
+      BACKOFF: 'fixed',
+      BACKOFF_BASE_SECONDS: '20',
+    },
     telemetry,
   );
   webhook.respondWith(() => ({ status: 503 })); // down: 503 without Retry-After
@@ -37,7 +45,9 @@ test('opens after 3 outage failures, holds the rest, probes once per interval, c
   const heldFor = inflight.map((entry) => entry.visibilityDeadline - invokedAt).sort((a, b) => a - b);
   expect(heldFor.filter((ms) => ms < 5_000)).toHaveLength(7); // the open interval, 1 s
   expect(heldFor.filter((ms) => ms >= 19_000)).toHaveLength(3); // their own backoff, 20 s, being longer
-  expect(telemetry.lines.filter((line) => line.level === 'WARN' && String(line.message).includes('circuit breaker opened'))).toHaveLength(1);
+  expect(telemetry.lines.filter((line) => line.level === 'WARN' && String(line.message).includes('circuit breaker opened'))).toHaveLength(
+    1,
+  );
 
   // Still within the interval: nothing goes out at all.
   const second = await emulator.receiveEvent(10);
@@ -80,7 +90,17 @@ test('records whose own failure tripped the breaker are parked at least for its 
   for (let i = 0; i < 6; i += 1) await emulator.send(`t${i}`);
   const event = await emulator.receiveEvent(10);
   const invokedAt = Date.now();
-  await invoke(relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', OUTAGE_THRESHOLD: '3', OUTAGE_BACKOFF_SECONDS: '40', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }), event);
+  await invoke(
+    relayFor({
+      WEBHOOK_URL: webhook.url,
+      MAX_CONCURRENCY: '1',
+      OUTAGE_THRESHOLD: '3',
+      OUTAGE_BACKOFF_SECONDS: '40',
+      BACKOFF: 'fixed',
+      BACKOFF_BASE_SECONDS: '1',
+    }),
+    event,
+  );
   expect(webhook.requests).toHaveLength(3);
   const inflight = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
   expect(inflight).toHaveLength(6);

@@ -27,7 +27,11 @@ type Reply =
 
 const replyArbitrary: fc.Arbitrary<Reply> = fc.oneof(
   fc.record({ kind: fc.constant('ok' as const), status: fc.constantFrom(200 as const, 201 as const, 204 as const) }),
-  fc.record({ kind: fc.constant('retry-after' as const), status: fc.constantFrom(429 as const, 503 as const), seconds: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.constant(100_000)) }),
+  fc.record({
+    kind: fc.constant('retry-after' as const),
+    status: fc.constantFrom(429 as const, 503 as const),
+    seconds: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.constant(100_000)),
+  }),
   fc.record({ kind: fc.constant('transient' as const), status: fc.constantFrom(500 as const, 502 as const, 408 as const, 429 as const) }),
   fc.record({ kind: fc.constant('permanent' as const), status: fc.constantFrom(400 as const, 404 as const, 410 as const, 301 as const) }),
   fc.constant({ kind: 'reset' as const }),
@@ -87,7 +91,11 @@ describe('against fauxqs and a real webhook', () => {
   }
 
   /** The queues as they are now: DLQ copies by body, main-queue messages in flight and ready by id. */
-  function observe(): { deadLettered: Map<string, { messageAttributes: Record<string, { StringValue?: string }> }>; inflight: Map<string, { visibilityDeadline: number }>; ready: Set<string> } {
+  function observe(): {
+    deadLettered: Map<string, { messageAttributes: Record<string, { StringValue?: string }> }>;
+    inflight: Map<string, { visibilityDeadline: number }>;
+    ready: Set<string>;
+  } {
     const dlq = emulator.server.inspectQueue(emulator.dlq.name);
     const main = emulator.server.inspectQueue(emulator.queue.name);
     return {
@@ -98,7 +106,13 @@ describe('against fauxqs and a real webhook', () => {
   }
 
   test('breaker off: acknowledged == 2xx or confirmed in the DLQ; failures get exactly the visibility they asked for', async () => {
-    const handler = relayFor({ WEBHOOK_URL: webhook.url, BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: String(BACKOFF_SECONDS), MAX_CONCURRENCY: '4', OUTAGE_THRESHOLD: '0' });
+    const handler = relayFor({
+      WEBHOOK_URL: webhook.url,
+      BACKOFF: 'fixed',
+      BACKOFF_BASE_SECONDS: String(BACKOFF_SECONDS),
+      MAX_CONCURRENCY: '4',
+      OUTAGE_THRESHOLD: '0',
+    });
     await fc.assert(
       fc.asyncProperty(fc.array(replyArbitrary, { minLength: 1, maxLength: 25 }), async (replies) => {
         const records = await batchFor(replies);
@@ -116,7 +130,10 @@ describe('against fauxqs and a real webhook', () => {
             expect(acknowledged).toBe(true);
             const copy = deadLettered.get(record.body);
             expect(copy, `DLQ copy of ${record.body}`).toBeDefined();
-            expect(JSON.parse(copy?.messageAttributes[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}')).toMatchObject({ status: reply.status, originalMessageId: record.messageId });
+            expect(JSON.parse(copy?.messageAttributes[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}')).toMatchObject({
+              status: reply.status,
+              originalMessageId: record.messageId,
+            });
           } else {
             expect(acknowledged).toBe(false);
             const entry = inflight.get(record.messageId);
@@ -146,7 +163,9 @@ describe('against fauxqs and a real webhook', () => {
         const response = await invoke(handler, { Records: records });
         const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
         const { deadLettered, inflight, ready } = observe();
-        const answered = new Map(webhook.requests.map((request) => [request.body.toString(), replies[Number(request.body.toString())] as Reply]));
+        const answered = new Map(
+          webhook.requests.map((request) => [request.body.toString(), replies[Number(request.body.toString())] as Reply]),
+        );
         for (const record of records) {
           if (failed.has(record.messageId)) {
             expect(inflight.has(record.messageId) || ready.has(record.messageId), `record ${record.body} is still on the queue`).toBe(true);
@@ -182,7 +201,10 @@ describe('FIFO ordering', () => {
           webhook.requests.length = 0;
           webhook.respondWith((request) => ({ status: plan[Number(request.body.toString())]?.ok === true ? 200 : 500 }));
           const records: SQSRecord[] = plan.map((step, index) =>
-            sqsRecord(index, { eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:q.fifo', attributes: { MessageGroupId: step.group, SequenceNumber: String(index) } }),
+            sqsRecord(index, {
+              eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:q.fifo',
+              attributes: { MessageGroupId: step.group, SequenceNumber: String(index) },
+            }),
           );
           const response = await invoke(handler, { Records: records });
           const sent = webhook.requests.map((request) => Number(request.body.toString()));

@@ -31,7 +31,13 @@ function sqsRecord(options: RecordOptions = {}): SQSRecord {
     messageId: options.messageId ?? '059f36b4-87a3-44ab-83d2-661975830a7d',
     receiptHandle: 'AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a...',
     body: options.body ?? '{"order":42}',
-    attributes: { ApproximateReceiveCount: '3', SentTimestamp: SENT_MS, SenderId: 'AIDAIENQZJOLO23YVJ4VO', ApproximateFirstReceiveTimestamp: FIRST_RECEIVE_MS, ...options.attributes },
+    attributes: {
+      ApproximateReceiveCount: '3',
+      SentTimestamp: SENT_MS,
+      SenderId: 'AIDAIENQZJOLO23YVJ4VO',
+      ApproximateFirstReceiveTimestamp: FIRST_RECEIVE_MS,
+      ...options.attributes,
+    },
     messageAttributes: options.messageAttributes ?? {},
     md5OfBody: 'e4e68fb7bd0e697a0ae8f1bb342846b3',
     eventSourceARN: options.arn ?? QUEUE_ARN,
@@ -89,7 +95,9 @@ describe('the headers of SPEC §1', () => {
   });
 
   test('a custom HEADER_PREFIX renames every Carrier header, and only those', () => {
-    const record = sqsRecord({ messageAttributes: { tenant: str('acme'), traceparent: str('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01') } });
+    const record = sqsRecord({
+      messageAttributes: { tenant: str('acme'), traceparent: str('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01') },
+    });
     const { headers } = build(record, config({ HEADER_PREFIX: 'X-Relay-' }));
     expect(Object.keys(headers).sort()).toEqual(
       [
@@ -111,7 +119,10 @@ describe('the headers of SPEC §1', () => {
   });
 
   test('timestamps are whole seconds since the epoch, rounded down, not milliseconds', () => {
-    const { headers } = build(sqsRecord({ attributes: { SentTimestamp: '1700000000999', ApproximateFirstReceiveTimestamp: '1700000001000' } }), DEFAULTS);
+    const { headers } = build(
+      sqsRecord({ attributes: { SentTimestamp: '1700000000999', ApproximateFirstReceiveTimestamp: '1700000001000' } }),
+      DEFAULTS,
+    );
     expect(headers['X-Carrier-Sent-Time']).toBe('1700000000');
     expect(headers['X-Carrier-First-Receive-Time']).toBe('1700000001');
     expect(Number(headers['X-Carrier-Sent-Time'])).toBeLessThan(1e11); // seconds, not ms
@@ -119,7 +130,10 @@ describe('the headers of SPEC §1', () => {
 
   test('property: any timestamp of up to 15 digits gives Math.floor(ms / 1000); anything else, no header', () => {
     const digits = fc.string({ unit: fc.constantFrom('0', '1', '5', '9'), minLength: 1, maxLength: 15 });
-    const other = fc.oneof(fc.string({ unit: fc.constantFrom('0', '9'), minLength: 16, maxLength: 20 }), fc.string({ maxLength: 15 }).filter((text) => !/^[0-9]+$/.test(text)));
+    const other = fc.oneof(
+      fc.string({ unit: fc.constantFrom('0', '9'), minLength: 16, maxLength: 20 }),
+      fc.string({ maxLength: 15 }).filter((text) => !/^[0-9]+$/.test(text)),
+    );
     fc.assert(
       fc.property(digits, other, (sent, garbage) => {
         const { headers } = build(sqsRecord({ attributes: { SentTimestamp: sent, ApproximateFirstReceiveTimestamp: garbage } }), DEFAULTS);
@@ -138,7 +152,9 @@ describe('the headers of SPEC §1', () => {
   });
 
   test('the queue name comes from eventSourceARN', () => {
-    expect(build(sqsRecord({ arn: 'arn:aws-cn:sqs:cn-north-1:123456789012:payments-v2' }), DEFAULTS).headers['X-Carrier-Queue']).toBe('payments-v2');
+    expect(build(sqsRecord({ arn: 'arn:aws-cn:sqs:cn-north-1:123456789012:payments-v2' }), DEFAULTS).headers['X-Carrier-Queue']).toBe(
+      'payments-v2',
+    );
     expect(queueNameOfArn(FIFO_ARN)).toBe('orders.fifo');
   });
 
@@ -160,7 +176,10 @@ describe('the headers of SPEC §1', () => {
   });
 
   test('system attributes that are not in the contract are not sent', () => {
-    const { headers } = build(sqsRecord({ attributes: { AWSTraceHeader: 'Root=1-5759e988-bd862e3fe1be46a994272793', SenderId: 'AIDAEXAMPLE' } }), DEFAULTS);
+    const { headers } = build(
+      sqsRecord({ attributes: { AWSTraceHeader: 'Root=1-5759e988-bd862e3fe1be46a994272793', SenderId: 'AIDAEXAMPLE' } }),
+      DEFAULTS,
+    );
     expect(Object.values(headers)).not.toContain('AIDAEXAMPLE');
     expect(Object.keys(headers).filter((name) => /sender|awstrace/i.test(name))).toEqual([]);
   });
@@ -168,7 +187,9 @@ describe('the headers of SPEC §1', () => {
 
 describe('Content-Type', () => {
   test('DEFAULT_CONTENT_TYPE without a Body.ContentType attribute', () => {
-    expect(build(sqsRecord(), config({ DEFAULT_CONTENT_TYPE: 'text/plain; charset=utf-8' })).headers['Content-Type']).toBe('text/plain; charset=utf-8');
+    expect(build(sqsRecord(), config({ DEFAULT_CONTENT_TYPE: 'text/plain; charset=utf-8' })).headers['Content-Type']).toBe(
+      'text/plain; charset=utf-8',
+    );
   });
 
   test('Body.ContentType wins and is not also sent as an Attr header', () => {
@@ -178,7 +199,10 @@ describe('Content-Type', () => {
   });
 
   test('a Body.ContentType with an illegal value is reported and the default is kept', () => {
-    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { 'Body.ContentType': str('text/html\r\nX-Evil: 1') } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(
+      sqsRecord({ messageAttributes: { 'Body.ContentType': str('text/html\r\nX-Evil: 1') } }),
+      DEFAULTS,
+    );
     expect(headers['Content-Type']).toBe('application/json');
     expect(skippedAttributes.map((skipped) => skipped.name)).toEqual(['Body.ContentType']);
     expect(JSON.stringify(headers)).not.toContain('Evil');
@@ -240,7 +264,14 @@ describe('message attributes', () => {
 
   test('attributes cannot overwrite the contract headers', () => {
     const { headers } = build(
-      sqsRecord({ messageAttributes: { 'Receive-Count': str('999'), 'Message-Id': str('forged'), 'User-Agent': str('evil'), 'Content-Length': str('0') } }),
+      sqsRecord({
+        messageAttributes: {
+          'Receive-Count': str('999'),
+          'Message-Id': str('forged'),
+          'User-Agent': str('evil'),
+          'Content-Length': str('0'),
+        },
+      }),
       DEFAULTS,
     );
     expect(headers['X-Carrier-Receive-Count']).toBe('3');
@@ -300,7 +331,10 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
     const atLimit = 'x'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH);
     const over = 'y'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH + 1);
     const huge = 'z'.repeat(256 * 1024);
-    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { atLimit: str(atLimit), over: str(over), huge: str(huge) } }), DEFAULTS);
+    const { headers, skippedAttributes } = build(
+      sqsRecord({ messageAttributes: { atLimit: str(atLimit), over: str(over), huge: str(huge) } }),
+      DEFAULTS,
+    );
     expect(headers['X-Carrier-Attr-atLimit']).toBe(atLimit);
     expect(headers).not.toHaveProperty('X-Carrier-Attr-over');
     expect(headers).not.toHaveProperty('X-Carrier-Attr-huge');
@@ -310,12 +344,15 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
     ]);
   });
 
-  test.each(['has space', 'colon:name', 'new\nline', 'ünï', '', 'a\r\nX-Evil'])('an attribute name not legal in a header (%j) is skipped', (name) => {
-    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { [name]: str('ok') } }), DEFAULTS);
-    expect(Object.keys(headers).filter((header) => header.includes('Attr-'))).toEqual([]);
-    expect(skippedAttributes).toEqual([{ name, reason: 'name not allowed in a header' }]);
-    expectWireSafe(headers);
-  });
+  test.each(['has space', 'colon:name', 'new\nline', 'ünï', '', 'a\r\nX-Evil'])(
+    'an attribute name not legal in a header (%j) is skipped',
+    (name) => {
+      const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { [name]: str('ok') } }), DEFAULTS);
+      expect(Object.keys(headers).filter((header) => header.includes('Attr-'))).toEqual([]);
+      expect(skippedAttributes).toEqual([{ name, reason: 'name not allowed in a header' }]);
+      expectWireSafe(headers);
+    },
+  );
 
   test('hostile system attributes are not sent either', () => {
     const { headers } = build(
@@ -403,7 +440,12 @@ describe('property: whatever the attributes, the headers are wire-safe', () => {
         fc.option(anyText, { nil: undefined }),
         fc.constantFrom('X-Carrier-', 'X-Relay-', 'My_Prefix.'),
         (messageAttributes, messageId, body, groupId, prefix) => {
-          const record = sqsRecord({ messageId, body, messageAttributes, attributes: groupId === undefined ? {} : { MessageGroupId: groupId } });
+          const record = sqsRecord({
+            messageId,
+            body,
+            messageAttributes,
+            attributes: groupId === undefined ? {} : { MessageGroupId: groupId },
+          });
           const { headers, skippedAttributes } = build(record, config({ HEADER_PREFIX: prefix }));
           expectWireSafe(headers);
           const skipped = new Set(skippedAttributes.map((entry) => entry.name));
@@ -413,7 +455,12 @@ describe('property: whatever the attributes, the headers are wire-safe', () => {
               continue;
             }
             const value = attribute.stringValue ?? '';
-            const sentAs = name === 'Body.ContentType' ? 'Content-Type' : name === 'traceparent' || name === 'tracestate' ? name : `${prefix}Attr-${name}`;
+            const sentAs =
+              name === 'Body.ContentType'
+                ? 'Content-Type'
+                : name === 'traceparent' || name === 'tracestate'
+                  ? name
+                  : `${prefix}Attr-${name}`;
             // Each String/Number attribute is either sent unchanged or reported, never both, never silently lost.
             if (skipped.has(name)) {
               expect(headers[sentAs]).not.toBe(value);
@@ -433,7 +480,8 @@ describe('property: whatever the attributes, the headers are wire-safe', () => {
 
 describe('isLegalHeaderValue', () => {
   test('property: exactly visible ASCII, space and tab, nothing trimmable at either end, at most the length limit', () => {
-    const reference = (value: string): boolean => value.length <= MAX_ATTRIBUTE_HEADER_LENGTH && /^[\t\x20-\x7e]*$/.test(value) && value.trim() === value;
+    const reference = (value: string): boolean =>
+      value.length <= MAX_ATTRIBUTE_HEADER_LENGTH && /^[\t\x20-\x7e]*$/.test(value) && value.trim() === value;
     const unit = fc.constantFrom('a', 'Z', '~', '!', ' ', '\t', '\r', '\n', '\0', '\x7f', '\x80', 'é', '\u00a0', '\u2028', '\ufeff', '🚀');
     fc.assert(
       fc.property(fc.string({ unit, maxLength: 12 }), (value) => {
@@ -441,7 +489,8 @@ describe('isLegalHeaderValue', () => {
       }),
       { numRuns: 2_000 },
     );
-    for (const length of [MAX_ATTRIBUTE_HEADER_LENGTH, MAX_ATTRIBUTE_HEADER_LENGTH + 1]) expect(isLegalHeaderValue('x'.repeat(length))).toBe(reference('x'.repeat(length)));
+    for (const length of [MAX_ATTRIBUTE_HEADER_LENGTH, MAX_ATTRIBUTE_HEADER_LENGTH + 1])
+      expect(isLegalHeaderValue('x'.repeat(length))).toBe(reference('x'.repeat(length)));
   });
 });
 
@@ -460,7 +509,8 @@ describe('one header-value rule for requests and settings', () => {
     };
     fc.assert(
       fc.property(setting, (value) => {
-        const carried = build(sqsRecord({ messageAttributes: { 'Body.ContentType': str(value) } }), DEFAULTS).headers['Content-Type'] === value;
+        const carried =
+          build(sqsRecord({ messageAttributes: { 'Body.ContentType': str(value) } }), DEFAULTS).headers['Content-Type'] === value;
         expect(acceptedAs('DEFAULT_CONTENT_TYPE', value)).toBe(carried);
         expect(acceptedAs('AUTH_HEADER', value)).toBe(carried);
       }),

@@ -192,7 +192,9 @@ describe('backoffDelay: policies without jitter', () => {
   });
 
   test('fibonacci: base * F(n), F = 1, 1, 2, 3, 5, 8, …', () => {
-    const delays = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) => backoffDelay(settings('fibonacci', { baseSeconds: 1, maxSeconds: 1000 }), n, noJitter));
+    const delays = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) =>
+      backoffDelay(settings('fibonacci', { baseSeconds: 1, maxSeconds: 1000 }), n, noJitter),
+    );
     expect(delays).toEqual([1, 1, 2, 3, 5, 8, 13, 21, 34, 55]);
     expect(backoffDelay(settings('fibonacci', { baseSeconds: 10 }), 6, noJitter)).toBe(80);
     expect(backoffDelay(settings('fibonacci'), 30, noJitter)).toBe(300);
@@ -228,12 +230,15 @@ describe('backoffDelay: policies without jitter', () => {
     expect(backoffDelay(settings('exponential'), -Infinity, noJitter)).toBe(2);
   });
 
-  test.each([1024, 1025, 1_000_000, Number.MAX_SAFE_INTEGER, Number.MAX_VALUE, Infinity])('huge receive count %d gives the cap, never Infinity or NaN', (n) => {
-    for (const policy of ['exponential', 'linear', 'fibonacci', 'fixed'] as const) {
-      const delay = backoffDelay(settings(policy, { maxSeconds: 900 }), n, noJitter);
-      expect(delay).toBe(policy === 'fixed' ? 2 : 900);
-    }
-  });
+  test.each([1024, 1025, 1_000_000, Number.MAX_SAFE_INTEGER, Number.MAX_VALUE, Infinity])(
+    'huge receive count %d gives the cap, never Infinity or NaN',
+    (n) => {
+      for (const policy of ['exponential', 'linear', 'fibonacci', 'fixed'] as const) {
+        const delay = backoffDelay(settings(policy, { maxSeconds: 900 }), n, noJitter);
+        expect(delay).toBe(policy === 'fixed' ? 2 : 900);
+      }
+    },
+  );
 
   // BUG in lambda/retry-timing.ts, backoffDelay: `Math.max(1, Math.floor(receiveCount))`:
   // Math.max(1, Math.floor(NaN)) is NaN, so a receive count that is not a number gives NaN for
@@ -272,7 +277,9 @@ describe('backoffDelay: jitter', () => {
   });
 
   test('jitter spreads the delays of a burst', () => {
-    const delays = new Set([0, 0.2, 0.4, 0.6, 0.8, 0.99].map((r) => backoffDelay(settings('fixed', { jitter: true, baseSeconds: 100 }), 1, () => r)));
+    const delays = new Set(
+      [0, 0.2, 0.4, 0.6, 0.8, 0.99].map((r) => backoffDelay(settings('fixed', { jitter: true, baseSeconds: 100 }), 1, () => r)),
+    );
     expect(delays.size).toBeGreaterThan(1);
   });
 
@@ -381,7 +388,13 @@ describe('clampVisibility', () => {
 });
 
 describe('the schedule policy and strict HTTP-dates', () => {
-  const schedule = (overrides: Partial<BackoffSettings> = {}): BackoffSettings => ({ policy: 'schedule', baseSeconds: 2, maxSeconds: 300, jitter: false, ...overrides });
+  const schedule = (overrides: Partial<BackoffSettings> = {}): BackoffSettings => ({
+    policy: 'schedule',
+    baseSeconds: 2,
+    maxSeconds: 300,
+    jitter: false,
+    ...overrides,
+  });
 
   test('the n-th receive gets the n-th delay, the last repeats, and BACKOFF_MAX_SECONDS does not cut it', () => {
     expect([1, 2, 3, 4, 5, 6, 9].map((n) => backoffDelay(schedule(), n))).toEqual([60, 600, 3600, 36_000, 43_200, 43_200, 43_200]);
@@ -395,7 +408,14 @@ describe('the schedule policy and strict HTTP-dates', () => {
     expect(parseHttpDate('Wednesday, 21-Oct-15 07:28:00 GMT')).toBe(at);
     expect(parseHttpDate('Wed Oct 21 07:28:00 2015')).toBe(at);
     expect(parseHttpDate('Wed Oct  1 07:28:00 2015')).toBe(Date.UTC(2015, 9, 1, 7, 28, 0));
-    for (const garbage of ['2015-10-21T07:28:00Z', 'Wed, 21 Oct 2015 07:28:00 PST', 'Wed, 21 Foo 2015 07:28:00 GMT', 'Wed, 32 Oct 2015 07:28:00 GMT', 'tomorrow 10:00', 'Wed, 21 Oct 2015 25:28:00 GMT']) {
+    for (const garbage of [
+      '2015-10-21T07:28:00Z',
+      'Wed, 21 Oct 2015 07:28:00 PST',
+      'Wed, 21 Foo 2015 07:28:00 GMT',
+      'Wed, 32 Oct 2015 07:28:00 GMT',
+      'tomorrow 10:00',
+      'Wed, 21 Oct 2015 25:28:00 GMT',
+    ]) {
       expect(parseHttpDate(garbage), garbage).toBeUndefined();
     }
   });

@@ -48,7 +48,11 @@ function syntheticRecord(index: number, body: string, messageAttributes: SQSReco
 /** The headers of a received request as the `standardwebhooks` verifier wants them. */
 function signatureHeadersOf(index = 0): Record<string, string> {
   const headers = webhook.requests[index]?.headers ?? {};
-  return { 'webhook-id': String(headers['webhook-id']), 'webhook-timestamp': String(headers['webhook-timestamp']), 'webhook-signature': String(headers['webhook-signature']) };
+  return {
+    'webhook-id': String(headers['webhook-id']),
+    'webhook-timestamp': String(headers['webhook-timestamp']),
+    'webhook-signature': String(headers['webhook-signature']),
+  };
 }
 
 describe('signatures (Standard Webhooks)', () => {
@@ -60,12 +64,16 @@ describe('signatures (Standard Webhooks)', () => {
     const request = webhook.requests[0];
     expect(request?.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
     expect(request?.headers['webhook-id']).toBe(record.messageId);
-    expect(() => new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
+    expect(() =>
+      new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', signatureHeadersOf(), { jsonParse: false }),
+    ).not.toThrow();
   });
 
   test('every request of a batch verifies, its signature over its own id and body at the time it was sent', async () => {
     const records = Array.from({ length: 40 }, (_, index) => syntheticRecord(index, `{"n":${index}}`));
-    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, MAX_CONCURRENCY: '10' }), { Records: records });
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, MAX_CONCURRENCY: '10' }), {
+      Records: records,
+    });
     expect(response.batchItemFailures).toEqual([]);
     expect(webhook.requests).toHaveLength(40);
     const verifier = new Webhook(SECRET);
@@ -90,10 +98,14 @@ describe('signatures (Standard Webhooks)', () => {
 
   test('the secret comes from Secrets Manager; several secrets sign with each, for rotation', async () => {
     secretsManager.secrets.set('arn:aws:secretsmanager:us-east-1:000000000000:secret:signing', `${SECRET} ${ROTATED}`);
-    const handler = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:signing' });
+    const handler = relayFor({
+      WEBHOOK_URL: webhook.url,
+      SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:signing',
+    });
     const response = await invoke(handler, { Records: [syntheticRecord(1, 'rotating')] });
     expect(response.batchItemFailures).toEqual([]);
-    for (const secret of [SECRET, ROTATED]) expect(() => new Webhook(secret).verify('rotating', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
+    for (const secret of [SECRET, ROTATED])
+      expect(() => new Webhook(secret).verify('rotating', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
   });
 
   test('a secret so slow to fetch that too little time is left: the record goes back at once, unsent', async () => {
@@ -109,7 +121,9 @@ describe('signatures (Standard Webhooks)', () => {
   });
 
   test('an invalid SIGNING_SECRET stops the start, without printing the secret', () => {
-    expect(() => relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: 'not-a-secret-value' })).toThrow(/SIGNING_SECRET must be one or more whsec_/);
+    expect(() => relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: 'not-a-secret-value' })).toThrow(
+      /SIGNING_SECRET must be one or more whsec_/,
+    );
     expect(() => relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: 'not-a-secret-value' })).not.toThrow(/not-a-secret-value/);
   });
 });
@@ -123,7 +137,11 @@ describe('Authorization from Secrets Manager', () => {
     const handler = relayFor({ WEBHOOK_URL: webhook.url, AUTH_SECRET_ARN: id, SECRETS_REFRESH_SECONDS: '1' }, telemetry);
     const before = secretsManager.calls.count;
     await invoke(handler, { Records: [1, 2, 3].map((n) => syntheticRecord(n, `m${n}`)) });
-    expect(webhook.requests.map((request) => request.headers.authorization)).toEqual(['Bearer first-token', 'Bearer first-token', 'Bearer first-token']);
+    expect(webhook.requests.map((request) => request.headers.authorization)).toEqual([
+      'Bearer first-token',
+      'Bearer first-token',
+      'Bearer first-token',
+    ]);
     expect(secretsManager.calls.count - before).toBeLessThanOrEqual(3);
     const afterFirst = secretsManager.calls.count;
     await invoke(handler, { Records: [syntheticRecord(4, 'm4')] });
@@ -145,12 +163,17 @@ describe('Authorization from Secrets Manager', () => {
     expect(webhook.requests.at(-1)?.headers.authorization).toBe('Bearer kept-token');
 
     const telemetry = capturedTelemetry();
-    const cold = relayFor({ WEBHOOK_URL: webhook.url, AUTH_SECRET_ARN: 'auth-outage', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }, telemetry);
+    const cold = relayFor(
+      { WEBHOOK_URL: webhook.url, AUTH_SECRET_ARN: 'auth-outage', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' },
+      telemetry,
+    );
     const sent = webhook.requests.length;
     const response = await invoke(cold, { Records: [syntheticRecord(3, 'c')] });
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: syntheticRecord(3, 'c').messageId }]);
     expect(webhook.requests.length).toBe(sent); // nothing went out unauthenticated
-    expect(telemetry.lines.find((line) => line.outcome === 'retry')).toMatchObject({ error: expect.stringContaining('could not read the Authorization secret') });
+    expect(telemetry.lines.find((line) => line.outcome === 'retry')).toMatchObject({
+      error: expect.stringContaining('could not read the Authorization secret'),
+    });
   });
 });
 
@@ -158,7 +181,9 @@ describe('secrets never reach the logs', () => {
   test('signature, Authorization and secret values are absent from every log line, at DEBUG too', async () => {
     const telemetry = capturedTelemetry();
     webhook.respondWith(() => ({ status: 500 }));
-    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, AUTH_HEADER: 'Bearer secret-token-123' }, telemetry), { Records: [syntheticRecord(1, 'x')] });
+    await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET, AUTH_HEADER: 'Bearer secret-token-123' }, telemetry), {
+      Records: [syntheticRecord(1, 'x')],
+    });
     const logged = JSON.stringify(telemetry.lines);
     expect(telemetry.lines.length).toBeGreaterThan(0);
     expect(logged).not.toContain('secret-token-123');
@@ -190,7 +215,9 @@ describe('hostile webhooks', () => {
     const { port } = flood.address() as AddressInfo;
     try {
       const heapBefore = process.memoryUsage().heapUsed;
-      const response = await invoke(relayFor({ WEBHOOK_URL: `http://127.0.0.1:${port}/flood` }), { Records: [syntheticRecord(1, 'flood')] });
+      const response = await invoke(relayFor({ WEBHOOK_URL: `http://127.0.0.1:${port}/flood` }), {
+        Records: [syntheticRecord(1, 'flood')],
+      });
       expect(response.batchItemFailures).toEqual([]);
       await sleep(50);
       expect(closed).toBe(true);
@@ -220,12 +247,27 @@ describe('hostile webhooks', () => {
 
 describe('hostile input (property)', () => {
   test('for arbitrary attributes and bodies: every header sent is legal, bodies arrive byte for byte, no record is lost', async () => {
-    const attributeName = fc.stringMatching(/^[A-Za-z0-9_.-]{1,40}$/).filter((name) => !name.startsWith('.') && !name.endsWith('.') && !name.includes('..'));
-    const attributeValue = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }), fc.constantFrom('a\r\nX-Evil: 1', '\u0000', ' padded ', 'ok', 'x'.repeat(5000)));
+    const attributeName = fc
+      .stringMatching(/^[A-Za-z0-9_.-]{1,40}$/)
+      .filter((name) => !name.startsWith('.') && !name.endsWith('.') && !name.includes('..'));
+    const attributeValue = fc.oneof(
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }),
+      fc.constantFrom('a\r\nX-Evil: 1', '\u0000', ' padded ', 'ok', 'x'.repeat(5000)),
+    );
     const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '4' });
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ body: fc.string({ unit: 'binary', maxLength: 200 }), attributes: fc.dictionary(attributeName, fc.record({ dataType: fc.constantFrom('String', 'Number', 'String.custom', 'Binary'), value: attributeValue }), { maxKeys: 10 }) }), { minLength: 1, maxLength: 8 }),
+        fc.array(
+          fc.record({
+            body: fc.string({ unit: 'binary', maxLength: 200 }),
+            attributes: fc.dictionary(
+              attributeName,
+              fc.record({ dataType: fc.constantFrom('String', 'Number', 'String.custom', 'Binary'), value: attributeValue }),
+              { maxKeys: 10 },
+            ),
+          }),
+          { minLength: 1, maxLength: 8 },
+        ),
         async (messages) => {
           webhook.requests.length = 0;
           const records = messages.map((message, index) =>

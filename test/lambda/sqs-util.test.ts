@@ -4,7 +4,15 @@
  */
 import { describe, expect, test } from 'vitest';
 import { MAX_BATCH_CALL_ENTRIES } from '../../lambda/aws-limits';
-import { type BatchCallOutput, batchEntryId, deadLetterQueueName, errorText, parseQueueArn, queueNameOfArn, sendInBatches } from '../../lambda/sqs-util';
+import {
+  type BatchCallOutput,
+  batchEntryId,
+  deadLetterQueueName,
+  errorText,
+  parseQueueArn,
+  queueNameOfArn,
+  sendInBatches,
+} from '../../lambda/sqs-util';
 
 describe('valid SQS queue ARNs', () => {
   test.each([
@@ -15,7 +23,10 @@ describe('valid SQS queue ARNs', () => {
     ['arn:aws-us-gov:sqs:us-gov-west-1:123456789012:gov_queue', { region: 'us-gov-west-1', account: '123456789012', name: 'gov_queue' }],
     // fauxqs and LocalStack use the all-zero account
     ['arn:aws:sqs:us-east-1:000000000000:webhook-relay', { region: 'us-east-1', account: '000000000000', name: 'webhook-relay' }],
-    [`arn:aws:sqs:ap-southeast-2:123456789012:${'q'.repeat(80)}`, { region: 'ap-southeast-2', account: '123456789012', name: 'q'.repeat(80) }],
+    [
+      `arn:aws:sqs:ap-southeast-2:123456789012:${'q'.repeat(80)}`,
+      { region: 'ap-southeast-2', account: '123456789012', name: 'q'.repeat(80) },
+    ],
   ])('%s', (arn, parts) => {
     expect(parseQueueArn(arn)).toEqual(parts);
     // The hot path's cheap cut agrees with the full parse on every valid ARN.

@@ -2,7 +2,13 @@
  * Unit tests of lambda/transmitter.ts against real node:http servers on 127.0.0.1: what comes
  * back for every way a webhook can answer, or fail to, and how connections are used.
  */
-import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { CircuitBreaker } from '../../lambda/breaker';
@@ -73,7 +79,14 @@ async function serve(reply: (req: IncomingMessage, res: ServerResponse, received
     const { connection, requests: nthOnConnection } = counts;
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), connection, nthOnConnection };
+      const received = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+        connection,
+        nthOnConnection,
+      };
       requests.push(received);
       reply(req, res, received);
     });
@@ -113,7 +126,14 @@ function transmitterFor(url: URL, maxSockets = 4, options?: TransmitterOptions):
 
 const BODY = Buffer.from('{"order":42,"name":"Grüße 🚀"}', 'utf8');
 /** Headers in node:http's raw form, as the relay hands them over, but without `Host`: the transmitter adds it. */
-const HEADERS: readonly string[] = Object.freeze(['Content-Type', 'application/json', 'Content-Length', String(BODY.length), 'X-Carrier-Message-Id', 'abc-123']);
+const HEADERS: readonly string[] = Object.freeze([
+  'Content-Type',
+  'application/json',
+  'Content-Length',
+  String(BODY.length),
+  'X-Carrier-Message-Id',
+  'abc-123',
+]);
 
 function expectResponse(result: WebhookResult): WebhookResponse {
   expect(result.kind).toBe('response');
@@ -136,7 +156,7 @@ describe('responses', () => {
     expect(received?.headers['x-carrier-message-id']).toBe('abc-123');
   });
 
-  test('Host: added from the URL when the list has none, kept when it has one, the caller\'s list left as it was', async () => {
+  test("Host: added from the URL when the list has none, kept when it has one, the caller's list left as it was", async () => {
     const server = await serve((_req, res) => res.writeHead(200).end());
     const transmitter = transmitterFor(server.url);
     expectResponse(await transmitter.post(HEADERS, BODY, 2000));
@@ -164,7 +184,10 @@ describe('responses', () => {
 
   test.each([400, 404, 410, 500, 502])('%d is returned as a response, not an error', async (status) => {
     const server = await serve((_req, res) => res.writeHead(status).end(`error ${status}`));
-    expect(expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000))).toMatchObject({ status, excerpt: `error ${status}` });
+    expect(expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000))).toMatchObject({
+      status,
+      excerpt: `error ${status}`,
+    });
   });
 
   test.each([301, 302, 303, 307, 308])('a %d redirect is returned as is and never followed', async (status) => {
@@ -233,7 +256,11 @@ describe('transport errors', () => {
       });
     const [long, short, middle] = await Promise.all([post(900), post(150), post(400)]);
     expect(settled).toEqual(['150', '400', '900']);
-    for (const [result, timeoutMs] of [[short, 150], [middle, 400], [long, 900]] as const) {
+    for (const [result, timeoutMs] of [
+      [short, 150],
+      [middle, 400],
+      [long, 900],
+    ] as const) {
       expect(result).toMatchObject({ kind: 'transport-error', error: 'timeout' });
       expect(result.kind === 'transport-error' && result.message).toContain(`${timeoutMs} ms`);
       // Never cut short: a timer may fire a fraction of a millisecond early, no more.
@@ -353,7 +380,10 @@ describe('bounded reading', () => {
     const big = 'q'.repeat(RESPONSE_READ_LIMIT_BYTES * 2);
     const server = await serve((_req, res) => res.writeHead(500, { 'Content-Length': String(big.length) }).end(big));
     const transmitter = transmitterFor(server.url, 1);
-    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000))).toMatchObject({ status: 500, excerpt: 'q'.repeat(RESPONSE_EXCERPT_BYTES) });
+    expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000))).toMatchObject({
+      status: 500,
+      excerpt: 'q'.repeat(RESPONSE_EXCERPT_BYTES),
+    });
     expect(expectResponse(await transmitter.post(HEADERS, BODY, 2000)).status).toBe(500);
     expect(server.connections).toBe(2);
   });
@@ -404,7 +434,10 @@ function freezeFor(ms: number): void {
 
 /** Resolves `'closed'` once every connection the server accepted is closed, or `'open'` after `ms`. */
 function closedWithin(server: TestServer, ms: number): Promise<'closed' | 'open'> {
-  return Promise.race([server.allClosed().then(() => 'closed' as const), new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), ms))]);
+  return Promise.race([
+    server.allClosed().then(() => 'closed' as const),
+    new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), ms)),
+  ]);
 }
 
 describe('kept-alive connections the server dropped', () => {
@@ -451,7 +484,7 @@ describe('kept-alive connections the server dropped', () => {
     expect(server.connections).toBe(1);
   });
 
-  test('the retry stays within the request\'s own timeout', async () => {
+  test("the retry stays within the request's own timeout", async () => {
     const server = await serve((req, res, received) => {
       if (received.connection === 1 && received.nthOnConnection === 2) req.socket.destroy();
       else if (received.connection === 1) res.writeHead(200).end('ok');

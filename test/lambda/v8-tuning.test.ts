@@ -62,6 +62,10 @@ describe('V8 tuning', () => {
   });
 
   test('disableAllocationSitePretenuring alone does it', () => {
-    expect(pretenuringTraceLines(`const { disableAllocationSitePretenuring } = await import('${bundled('v8-tuning')}'); disableAllocationSitePretenuring();`)).toBe(0);
+    expect(
+      pretenuringTraceLines(
+        `const { disableAllocationSitePretenuring } = await import('${bundled('v8-tuning')}'); disableAllocationSitePretenuring();`,
+      ),
+    ).toBe(0);
   });
 });

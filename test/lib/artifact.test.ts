@@ -120,7 +120,8 @@ describe('the synthesized artifact', () => {
 
   it('carries the AWS SDK inside (no import the runtime would have to satisfy but Node.js built-ins)', () => {
     for (const module of graph.values()) {
-      for (const specifier of [...module.externalStaticImports, ...module.externalDynamicImports]) expect({ module: module.file, specifier, builtin: isBuiltin(specifier) }).toMatchObject({ builtin: true });
+      for (const specifier of [...module.externalStaticImports, ...module.externalDynamicImports])
+        expect({ module: module.file, specifier, builtin: isBuiltin(specifier) }).toMatchObject({ builtin: true });
     }
     const sources = [...graph.keys()].flatMap((file) => sourcesOf(bundle.bundleDir, file));
     expect(sources.some((source) => source.startsWith('node_modules/@aws-sdk/client-sqs/'))).toBe(true);
@@ -152,7 +153,9 @@ describe('a real batch through the artifact', () => {
 
   beforeAll(async () => {
     const bodies = Object.keys(REPLIES) as Body[];
-    const sent = await Promise.all(bodies.map((body) => emulator.send(body, { attributes: { tenant: { DataType: 'String', StringValue: 'acme' } } })));
+    const sent = await Promise.all(
+      bodies.map((body) => emulator.send(body, { attributes: { tenant: { DataType: 'String', StringValue: 'acme' } } })),
+    );
     ids = Object.fromEntries(bodies.map((body, i) => [body, sent[i]])) as Record<Body, string>;
     const event = await receiveBatch(bodies.length);
     outcome = await relay.invoke(event, bundle.timeoutSeconds * 1000);
@@ -179,7 +182,11 @@ describe('a real batch through the artifact', () => {
     expect(environment.SIGNING_SECRET_ARN).toBe(SIGNING_SECRET_ARN);
     const verifier = new Webhook(`whsec_${SIGNING_KEY}`);
     for (const request of webhook.requests) {
-      const headers = { 'webhook-id': String(request.headers['webhook-id']), 'webhook-timestamp': String(request.headers['webhook-timestamp']), 'webhook-signature': String(request.headers['webhook-signature']) };
+      const headers = {
+        'webhook-id': String(request.headers['webhook-id']),
+        'webhook-timestamp': String(request.headers['webhook-timestamp']),
+        'webhook-signature': String(request.headers['webhook-signature']),
+      };
       expect(() => verifier.verify(request.body.toString(), headers, { jsonParse: false })).not.toThrow();
     }
     expect(secretsManager.calls.count).toBeGreaterThanOrEqual(1);
@@ -198,7 +205,10 @@ describe('a real batch through the artifact', () => {
   it('dead-letters the permanently refused message to the DLQ, saying why', async () => {
     const dead = await emulator.receive(emulator.dlq, 10, 1);
     expect(dead.map((m) => m.Body)).toEqual(['never this']);
-    const reason = JSON.parse(dead[0]?.MessageAttributes?.['relay.dead-letter-reason']?.StringValue ?? '{}') as { status?: number; originalMessageId?: string };
+    const reason = JSON.parse(dead[0]?.MessageAttributes?.['relay.dead-letter-reason']?.StringValue ?? '{}') as {
+      status?: number;
+      originalMessageId?: string;
+    };
     expect(reason).toMatchObject({ status: 422, originalMessageId: ids['never this'] });
   });
 
@@ -214,12 +224,21 @@ describe('a real batch through the artifact', () => {
   it('emits the metrics the dashboard graphs: namespace, service dimension and names match the template', () => {
     const emf = relay.jsonLogs().filter((line) => typeof line._aws === 'object');
     expect(emf.length).toBeGreaterThan(0);
-    const directives = emf.flatMap((line) => (line._aws as { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] }).CloudWatchMetrics);
+    const directives = emf.flatMap(
+      (line) =>
+        (line._aws as { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] })
+          .CloudWatchMetrics,
+    );
     expect(new Set(directives.map((d) => d.Namespace))).toEqual(new Set([bundle.environment.POWERTOOLS_METRICS_NAMESPACE]));
     for (const d of directives) expect(d.Dimensions).toEqual([['service']]);
     for (const line of emf) expect(line.service).toBe(bundle.environment.POWERTOOLS_SERVICE_NAME);
-    const total = (name: string): number => emf.reduce((sum, line) => sum + (typeof line[name] === 'number' ? (line[name] as number) : 0), 0);
-    expect({ delivered: total('Delivered'), retried: total('Retried'), deadLettered: total('DeadLettered') }).toEqual({ delivered: 1, retried: 1, deadLettered: 1 });
+    const total = (name: string): number =>
+      emf.reduce((sum, line) => sum + (typeof line[name] === 'number' ? (line[name] as number) : 0), 0);
+    expect({ delivered: total('Delivered'), retried: total('Retried'), deadLettered: total('DeadLettered') }).toEqual({
+      delivered: 1,
+      retried: 1,
+      deadLettered: 1,
+    });
     expect(directives.flatMap((d) => d.Metrics.map((m) => m.Name))).toContain('WebhookLatency');
   });
 
@@ -235,7 +254,10 @@ describe('a real batch through the artifact', () => {
 describe('the artifact with a configuration it must refuse', () => {
   it('fails its initialisation naming the variable, before any record', async () => {
     await expect(
-      startBundle(bundle, { environment: { ...environment, WEBHOOK_URL: 'http://hooks.example.com/in' }, aws: { endpoint: emulator.endpoint, region: emulator.region } }),
+      startBundle(bundle, {
+        environment: { ...environment, WEBHOOK_URL: 'http://hooks.example.com/in' },
+        aws: { endpoint: emulator.endpoint, region: emulator.region },
+      }),
     ).rejects.toThrow(/WEBHOOK_URL/);
   });
 });

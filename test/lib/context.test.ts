@@ -93,7 +93,13 @@ describe('context keys', () => {
   });
 
   it('as cdk.json JSON values (booleans, numbers), the same', () => {
-    const { template } = synth({ webhookUrl: 'https://hooks.example.com/x', fifo: true, maxReceiveCount: 3, batchSize: 8, backoffJitter: false });
+    const { template } = synth({
+      webhookUrl: 'https://hooks.example.com/x',
+      fifo: true,
+      maxReceiveCount: 3,
+      batchSize: 8,
+      backoffJitter: false,
+    });
     template.hasResourceProperties('AWS::SQS::Queue', { FifoQueue: true, RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }) });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 8 });
     expect(environmentOf(template).BACKOFF_JITTER).toBe('false');
@@ -105,7 +111,11 @@ describe('context keys', () => {
   });
 
   it('an existing queue by ARN', () => {
-    const { template } = synth({ webhookUrl: 'https://hooks.example.com/x', queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q', deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d' });
+    const { template } = synth({
+      webhookUrl: 'https://hooks.example.com/x',
+      queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q',
+      deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d',
+    });
     template.resourceCountIs('AWS::SQS::Queue', 0);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: 'arn:aws:sqs:eu-west-1:111122223333:q' });
   });
@@ -125,7 +135,9 @@ describe('context keys', () => {
   });
 
   it('values the construct rejects name the key, not the prop', () => {
-    expect(() => synth({ webhookUrl: 'http://hooks.example.com/x' })).toThrow(/^Context webhookUrl \(-c webhookUrl=…\) must be https:\/\/ \(plain http only with allowInsecureHttp, -c allowInsecureHttp=true\)/);
+    expect(() => synth({ webhookUrl: 'http://hooks.example.com/x' })).toThrow(
+      /^Context webhookUrl \(-c webhookUrl=…\) must be https:\/\/ \(plain http only with allowInsecureHttp, -c allowInsecureHttp=true\)/,
+    );
     expect(() => synth({ webhookUrl: 'https://x.example.com/', batchSize: '50' })).toThrow(/-c maxBatchingWindowSeconds=1/);
   });
 
@@ -137,7 +149,16 @@ describe('context keys', () => {
     [{ stackName: 'my_relay' }, 'stackName', /must start with a letter and have only letters, digits and "-".*got "my_relay"/],
     [{ stackName: 'x'.repeat(129) }, 'stackName', /at most 128 characters/],
     [{ fifo: 'true', batchSize: '20' }, 'batchSize', /at most 10 for a FIFO queue \(Lambda's limit for FIFO event sources\); got 20/],
-    [{ ...QUEUE, queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q.fifo', deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d.fifo', batchSize: '20' }, 'batchSize', /for a FIFO queue/],
+    [
+      {
+        ...QUEUE,
+        queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q.fifo',
+        deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d.fifo',
+        batchSize: '20',
+      },
+      'batchSize',
+      /for a FIFO queue/,
+    ],
     [{ fifo: 'true', maxBatchingWindowSeconds: '5' }, 'maxBatchingWindowSeconds', /not supported by Lambda for FIFO queues/],
     [{ timeoutSeconds: '0' }, 'timeoutSeconds', /from 1 to 900; got "0"/],
     [{ timeoutSeconds: '1200' }, 'timeoutSeconds', /from 1 to 900; got "1200"/],
@@ -219,10 +240,13 @@ describe('bin/webhook-relay.ts', () => {
     );
   });
 
-  it('a stack name CloudFormation refuses: one line, not CDK\'s stack trace', () => {
+  it("a stack name CloudFormation refuses: one line, not CDK's stack trace", () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/webhook-relay.ts'], {
       cwd: PROJECT_ROOT,
-      env: { ...offlineEnvironment(), CDK_CONTEXT_JSON: JSON.stringify({ webhookUrl: 'https://hooks.example.com/x', stackName: 'my_relay' }) },
+      env: {
+        ...offlineEnvironment(),
+        CDK_CONTEXT_JSON: JSON.stringify({ webhookUrl: 'https://hooks.example.com/x', stackName: 'my_relay' }),
+      },
       encoding: 'utf8',
     });
     expect(result.status).toBe(1);

@@ -74,7 +74,7 @@ export function dashboardWidgets(stack: Stack): DashboardWidget[] {
       for (let i = 0; i + 1 < dims.length; i += 2) dimensions[dims[i] as string] = dims[i + 1] as string;
       return { namespace, metricName, dimensions, options };
     });
-    const annotations = ((p.annotations as { horizontal?: { value: number; label?: string }[] } | undefined)?.horizontal ?? []);
+    const annotations = (p.annotations as { horizontal?: { value: number; label?: string }[] } | undefined)?.horizontal ?? [];
     return {
       type,
       title: p.title as string | undefined,

@@ -14,15 +14,28 @@ import { testApp } from './helpers';
 const variants: Record<string, Record<string, unknown>> = {
   'default (standard queues)': { webhookUrl: 'https://hooks.example.com/in' },
   'FIFO with an e-mail subscription': { webhookUrl: 'https://hooks.example.com/in', fifo: 'true', alarmEmail: 'ops@example.com' },
-  'large batches with a window': { webhookUrl: 'https://hooks.example.com/in', batchSize: '1000', maxBatchingWindowSeconds: '10', maxConcurrency: '100' },
-  'an existing queue by ARN': { webhookUrl: 'https://hooks.example.com/in', queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q', deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d' },
+  'large batches with a window': {
+    webhookUrl: 'https://hooks.example.com/in',
+    batchSize: '1000',
+    maxBatchingWindowSeconds: '10',
+    maxConcurrency: '100',
+  },
+  'an existing queue by ARN': {
+    webhookUrl: 'https://hooks.example.com/in',
+    queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q',
+    deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d',
+  },
   'no webhookUrl (the parameter)': {},
 };
 
 function findings(scope: IConstruct): { rule: string; severity: string; resources: string[] }[] {
   return new AwsSolutionsChecks(scope, { verbose: true })
     .validateScope(scope)
-    .violations.map((v) => ({ rule: v.ruleName, severity: v.severity ?? 'error', resources: v.violatingResources.map((r) => r.constructPath ?? '') }));
+    .violations.map((v) => ({
+      rule: v.ruleName,
+      severity: v.severity ?? 'error',
+      resources: v.violatingResources.map((r) => r.constructPath ?? ''),
+    }));
 }
 
 describe('cdk-nag AwsSolutions', () => {
@@ -35,7 +48,11 @@ describe('cdk-nag AwsSolutions', () => {
     const stack = buildApp(testApp(variants['default (standard queues)']));
     const acknowledged = stack.node
       .findAll()
-      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY).map((m) => ({ path: c.node.path, data: JSON.stringify(m.data) })));
+      .flatMap((c) =>
+        c.node.metadata
+          .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          .map((m) => ({ path: c.node.path, data: JSON.stringify(m.data) })),
+      );
     expect(acknowledged).toHaveLength(1);
     expect(acknowledged[0]?.path).toMatch(/SigningSecret$/);
     expect(acknowledged[0]?.data).toContain('AwsSolutions-SMG4');
@@ -45,7 +62,11 @@ describe('cdk-nag AwsSolutions', () => {
   it('control: the checker does flag a non-compliant queue in this app', () => {
     const stack = buildApp(testApp(variants['default (standard queues)']));
     new sqs.Queue(stack, 'Rogue');
-    expect(findings(stack).map((f) => f.rule).sort()).toEqual(['AwsSolutions-SQS3', 'AwsSolutions-SQS4']);
+    expect(
+      findings(stack)
+        .map((f) => f.rule)
+        .sort(),
+    ).toEqual(['AwsSolutions-SQS3', 'AwsSolutions-SQS4']);
   });
 
   it('the app registers the pack: a finding fails synthesis', () => {

@@ -30,13 +30,26 @@ describe('resolveSettings', () => {
     expect(resolved.maxReceiveCount).toBe(5);
     expect(resolved.queues).toMatchObject({ kind: 'create', fifo: false, names: undefined, visibilitySeconds: 180 });
     expect(resolved.queues.kind === 'create' && resolved.queues.retention.toDays()).toBe(4);
-    expect(resolved).toMatchObject({ timeoutSeconds: 30, memorySize: 256, batchSize: 10, windowSeconds: 0, maxConcurrency: 5, signing: true, warnings: [] });
+    expect(resolved).toMatchObject({
+      timeoutSeconds: 30,
+      memorySize: 256,
+      batchSize: 10,
+      windowSeconds: 0,
+      maxConcurrency: 5,
+      signing: true,
+      warnings: [],
+    });
     expect(resolved.breaker).toEqual({ threshold: 5, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
   });
 
   it('adds the batching window to the visibility timeout, and names FIFO queues', () => {
-    expect(resolve({ timeout: Duration.seconds(60), maxBatchingWindow: Duration.seconds(5), batchSize: 100 }).queues).toMatchObject({ visibilitySeconds: 365 });
-    expect(resolve({ fifo: true, queueName: 'orders' }).queues).toMatchObject({ fifo: true, names: { queue: 'orders.fifo', dlq: 'orders-dlq.fifo' } });
+    expect(resolve({ timeout: Duration.seconds(60), maxBatchingWindow: Duration.seconds(5), batchSize: 100 }).queues).toMatchObject({
+      visibilitySeconds: 365,
+    });
+    expect(resolve({ fifo: true, queueName: 'orders' }).queues).toMatchObject({
+      fifo: true,
+      names: { queue: 'orders.fifo', dlq: 'orders-dlq.fifo' },
+    });
   });
 
   it('derives maxReceiveCount from outageTolerance, and refuses a smaller explicit one', () => {
@@ -51,7 +64,7 @@ describe('resolveSettings', () => {
     expect(error.message).toMatch(/shorter than the longest retry window these settings allow \(\d+ hours for 10 receives\)/);
   });
 
-  it("refuses what SQS or Lambda would: a low visibility timeout, FIFO batches above 10, a window on FIFO, a big batch without a window", () => {
+  it('refuses what SQS or Lambda would: a low visibility timeout, FIFO batches above 10, a window on FIFO, a big batch without a window', () => {
     expect(rejection({ visibilityTimeout: Duration.seconds(60) }).prop).toBe('visibilityTimeout');
     expect(rejection({ fifo: true, batchSize: 11 }).message).toContain('at most 10 for a FIFO queue');
     expect(rejection({ fifo: true, maxBatchingWindow: Duration.seconds(1) }).prop).toBe('maxBatchingWindow');

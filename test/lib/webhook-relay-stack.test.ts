@@ -37,7 +37,9 @@ describe('WebhookRelayStack outputs', () => {
 
 describe('WebhookRelayStack without a webhook URL', () => {
   const { stack, template } = stackWith({ relay: {} });
-  const parameter = (template.toJSON().Parameters as Record<string, { AllowedPattern: string; Description: string }>)[WEBHOOK_URL_PARAMETER];
+  const parameter = (template.toJSON().Parameters as Record<string, { AllowedPattern: string; Description: string }>)[
+    WEBHOOK_URL_PARAMETER
+  ];
   const pattern = new RegExp(parameter?.AllowedPattern ?? '^$');
 
   it('takes the URL from the WebhookUrl parameter, which has no default (deploy demands it)', () => {
@@ -61,7 +63,10 @@ describe('WebhookRelayStack without a webhook URL', () => {
   });
 
   it('accepts http in the parameter only with allowInsecureHttp', () => {
-    const insecure = stackWith({ relay: { allowInsecureHttp: true } }).template.toJSON().Parameters as Record<string, { AllowedPattern: string }>;
+    const insecure = stackWith({ relay: { allowInsecureHttp: true } }).template.toJSON().Parameters as Record<
+      string,
+      { AllowedPattern: string }
+    >;
     expect(new RegExp(insecure[WEBHOOK_URL_PARAMETER]?.AllowedPattern ?? '^$').test('http://relay.internal/in')).toBe(true);
   });
 });
@@ -69,7 +74,11 @@ describe('WebhookRelayStack without a webhook URL', () => {
 describe('WebhookRelayStack on existing queues', () => {
   const queueArn = 'arn:aws:sqs:eu-west-1:111122223333:orders';
   const deadLetterQueueArn = 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq';
-  const { template } = stackWith({ queueArn, deadLetterQueueArn, relay: { webhookUrl: 'https://hooks.example.com/in', maxReceiveCount: 4 } });
+  const { template } = stackWith({
+    queueArn,
+    deadLetterQueueArn,
+    relay: { webhookUrl: 'https://hooks.example.com/in', maxReceiveCount: 4 },
+  });
 
   it('creates no queue and maps the existing one', () => {
     template.resourceCountIs('AWS::SQS::Queue', 0);
@@ -95,6 +104,8 @@ describe('WebhookRelayStack environment', () => {
   it('tags every resource with the application', () => {
     const { template } = stackWith();
     template.hasResourceProperties('AWS::SQS::Queue', { Tags: Match.arrayWith([{ Key: 'application', Value: 'sqs-webhook-relay' }]) });
-    template.hasResourceProperties('AWS::Lambda::Function', { Tags: Match.arrayWith([{ Key: 'application', Value: 'sqs-webhook-relay' }]) });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Tags: Match.arrayWith([{ Key: 'application', Value: 'sqs-webhook-relay' }]),
+    });
   });
 });

@@ -12,12 +12,22 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambda/config';
 import { METRIC_NAMES } from '../../lambda/relay';
-import { BACKOFF_POLICIES, METRICS_NAMESPACE, RELAY_METRICS, WebhookRelay, WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
+import {
+  BACKOFF_POLICIES,
+  METRICS_NAMESPACE,
+  RELAY_METRICS,
+  WebhookRelay,
+  WebhookRelayConfigError,
+  type WebhookRelayProps,
+} from '../../lib/webhook-relay';
 import { dashboardWidgets, onlyResource, resourcesOf, testApp } from './helpers';
 
 const URL_ = 'https://hooks.example.com/relay';
 
-function relay(props: Partial<WebhookRelayProps> = {}, configure?: (stack: Stack) => Partial<WebhookRelayProps>): { stack: Stack; relay: WebhookRelay; template: Template } {
+function relay(
+  props: Partial<WebhookRelayProps> = {},
+  configure?: (stack: Stack) => Partial<WebhookRelayProps>,
+): { stack: Stack; relay: WebhookRelay; template: Template } {
   const stack = new Stack(testApp(), 'Test');
   const extra = configure?.(stack) ?? {};
   const construct = new WebhookRelay(stack, 'Relay', { webhookUrl: URL_, ...props, ...extra });
@@ -57,7 +67,8 @@ describe('WebhookRelay with default props', () => {
   });
 
   it('takes messages of up to 1 MiB on both queues, stated rather than left to a default that was 256 KiB', () => {
-    for (const id of [ids.queue, ids.dlq]) expect(resourcesOf(template, 'AWS::SQS::Queue')[id]?.Properties.MaximumMessageSize).toBe(1_048_576);
+    for (const id of [ids.queue, ids.dlq])
+      expect(resourcesOf(template, 'AWS::SQS::Queue')[id]?.Properties.MaximumMessageSize).toBe(1_048_576);
   });
 
   it('encrypts both queues with SQS-managed keys', () => {
@@ -73,7 +84,12 @@ describe('WebhookRelay with default props', () => {
         Queues: [{ Ref: id }],
         PolicyDocument: {
           Statement: Match.arrayWith([
-            Match.objectLike({ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Resource: { 'Fn::GetAtt': [id, 'Arn'] } }),
+            Match.objectLike({
+              Effect: 'Deny',
+              Action: 'sqs:*',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+              Resource: { 'Fn::GetAtt': [id, 'Arn'] },
+            }),
           ]),
         },
       });
@@ -125,8 +141,13 @@ describe('WebhookRelay with default props', () => {
 
   it('states exactly the configuration the handler would use without those variables', () => {
     // A drift detector: the construct's defaults and the handler's must not disagree.
-    const deployTime: Record<string, string> = { DLQ_URL: 'https://sqs.example/dlq', SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:signing-AbCdEf' };
-    const stated = Object.fromEntries(Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : deployTime[name]]));
+    const deployTime: Record<string, string> = {
+      DLQ_URL: 'https://sqs.example/dlq',
+      SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:signing-AbCdEf',
+    };
+    const stated = Object.fromEntries(
+      Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : deployTime[name]]),
+    );
     const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '5', ...deployTime };
     expect(loadConfig(stated)).toEqual(loadConfig(bare));
   });
@@ -141,10 +162,18 @@ describe('WebhookRelay with default props', () => {
     const { properties } = onlyResource(template, 'AWS::IAM::Policy');
     const statements = (properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement;
     const byResource = new Map(statements.map((s) => [JSON.stringify(s.Resource), [s.Action].flat().sort()]));
-    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.queue, 'Arn'] }))).toEqual(
-      ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'],
-    );
-    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.queue, 'Arn'] }))).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:ReceiveMessage',
+    ]);
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual([
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
+    ]);
     const logGroup = onlyResource(template, 'AWS::Logs::LogGroup');
     expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [logGroup.id, 'Arn'] }))).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
     // Read access to its own signing secret, and to nothing else in Secrets Manager.
@@ -216,14 +245,17 @@ describe('WebhookRelay with default props', () => {
     template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
     template.resourceCountIs('AWS::SNS::Subscription', 0);
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      PolicyDocument: { Statement: [Match.objectLike({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })] },
+      PolicyDocument: {
+        Statement: [Match.objectLike({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })],
+      },
     });
   });
 
   describe('the dashboard', () => {
     const widgets = dashboardWidgets(stack);
     const metricLines = widgets.flatMap((w) => w.metrics.map((m) => ({ ...m, title: w.title })));
-    const find = (namespace: string, metricName: string): typeof metricLines => metricLines.filter((m) => m.namespace === namespace && m.metricName === metricName);
+    const find = (namespace: string, metricName: string): typeof metricLines =>
+      metricLines.filter((m) => m.namespace === namespace && m.metricName === metricName);
 
     it('is named after the relay', () => {
       template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'Test-Relay' });
@@ -238,7 +270,11 @@ describe('WebhookRelay with default props', () => {
     });
 
     it('shows webhook latency p50 and p99', () => {
-      expect(find('SqsWebhookRelay', 'WebhookLatency').map((m) => m.options.stat).sort()).toEqual(['p50', 'p99']);
+      expect(
+        find('SqsWebhookRelay', 'WebhookLatency')
+          .map((m) => m.options.stat)
+          .sort(),
+      ).toEqual(['p50', 'p99']);
     });
 
     it('shows queue depth, oldest age and DLQ depth', () => {
@@ -249,7 +285,11 @@ describe('WebhookRelay with default props', () => {
 
     it('shows function errors, duration and concurrent executions', () => {
       expect(find('AWS/Lambda', 'Errors')).toHaveLength(1);
-      expect(find('AWS/Lambda', 'Duration').map((m) => m.options.stat).sort()).toEqual(['Maximum', 'p50', 'p99']);
+      expect(
+        find('AWS/Lambda', 'Duration')
+          .map((m) => m.options.stat)
+          .sort(),
+      ).toEqual(['Maximum', 'p50', 'p99']);
       expect(find('AWS/Lambda', 'ConcurrentExecutions')).toHaveLength(1);
     });
 
@@ -359,7 +399,9 @@ describe('WebhookRelay with non-default props', () => {
   });
 
   it('an existing alarm topic receives the alarms; no topic is created', () => {
-    const { template } = relay({}, (stack) => ({ alarmTopic: sns.Topic.fromTopicArn(stack, 'Ops', 'arn:aws:sns:eu-west-1:111122223333:ops') }));
+    const { template } = relay({}, (stack) => ({
+      alarmTopic: sns.Topic.fromTopicArn(stack, 'Ops', 'arn:aws:sns:eu-west-1:111122223333:ops'),
+    }));
     template.resourceCountIs('AWS::SNS::Topic', 0);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmActions: ['arn:aws:sns:eu-west-1:111122223333:ops'] });
   });
@@ -374,7 +416,11 @@ describe('WebhookRelay on an existing queue', () => {
   it('a Queue with its own DLQ: relays from it, uses its DLQ and receive count, creates no queue', () => {
     const { template, relay: r } = relay({}, (stack) => {
       const dlq = new sqs.Queue(stack, 'TheirDlq', { enforceSSL: true });
-      const queue = new sqs.Queue(stack, 'TheirQueue', { visibilityTimeout: Duration.minutes(5), deadLetterQueue: { queue: dlq, maxReceiveCount: 9 }, enforceSSL: true });
+      const queue = new sqs.Queue(stack, 'TheirQueue', {
+        visibilityTimeout: Duration.minutes(5),
+        deadLetterQueue: { queue: dlq, maxReceiveCount: 9 },
+        enforceSSL: true,
+      });
       return { queue };
     });
     template.resourceCountIs('AWS::SQS::Queue', 2); // theirs only
@@ -411,15 +457,27 @@ describe('WebhookRelay on an existing queue', () => {
   });
 
   it.each([
-    ['no DLQ anywhere', (stack: Stack) => ({ queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q') }), /deadLetterQueue is required with an existing queue/],
+    [
+      'no DLQ anywhere',
+      (stack: Stack) => ({ queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q') }),
+      /deadLetterQueue is required with an existing queue/,
+    ],
     [
       'a DLQ of another kind',
-      (stack: Stack) => ({ queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q'), deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:1:d.fifo') }),
+      (stack: Stack) => ({
+        queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:1:q'),
+        deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:1:d.fifo'),
+      }),
       /same kind as the queue \(standard\)/,
     ],
     [
       'a visibility timeout shorter than the function timeout',
-      (stack: Stack) => ({ queue: new sqs.Queue(stack, 'Q', { visibilityTimeout: Duration.seconds(10), deadLetterQueue: { queue: new sqs.Queue(stack, 'D'), maxReceiveCount: 3 } }) }),
+      (stack: Stack) => ({
+        queue: new sqs.Queue(stack, 'Q', {
+          visibilityTimeout: Duration.seconds(10),
+          deadLetterQueue: { queue: new sqs.Queue(stack, 'D'), maxReceiveCount: 3 },
+        }),
+      }),
       /visibility timeout of 10 s, shorter than the function timeout \(30 s\)/,
     ],
     [
@@ -429,7 +487,13 @@ describe('WebhookRelay on an existing queue', () => {
     ],
     [
       'a receive count that contradicts the queue',
-      (stack: Stack) => ({ maxReceiveCount: 4, queue: new sqs.Queue(stack, 'Q', { visibilityTimeout: Duration.minutes(3), deadLetterQueue: { queue: new sqs.Queue(stack, 'D'), maxReceiveCount: 3 } }) }),
+      (stack: Stack) => ({
+        maxReceiveCount: 4,
+        queue: new sqs.Queue(stack, 'Q', {
+          visibilityTimeout: Duration.minutes(3),
+          deadLetterQueue: { queue: new sqs.Queue(stack, 'D'), maxReceiveCount: 3 },
+        }),
+      }),
       /maxReceiveCount \(4\) differs from the queue's redrive policy \(3\)/,
     ],
   ])('rejects %s', (_name, configure, message) => {
@@ -437,7 +501,12 @@ describe('WebhookRelay on an existing queue', () => {
   });
 
   it('warns when the visibility timeout is below 6 × the function timeout', () => {
-    const { stack } = relay({}, (s) => ({ queue: new sqs.Queue(s, 'Q', { visibilityTimeout: Duration.seconds(60), deadLetterQueue: { queue: new sqs.Queue(s, 'D'), maxReceiveCount: 3 } }) }));
+    const { stack } = relay({}, (s) => ({
+      queue: new sqs.Queue(s, 'Q', {
+        visibilityTimeout: Duration.seconds(60),
+        deadLetterQueue: { queue: new sqs.Queue(s, 'D'), maxReceiveCount: 3 },
+      }),
+    }));
     Annotations.fromStack(stack).hasWarning('/Test/Relay', Match.stringLikeRegexp('below 6 × timeout'));
   });
 });
@@ -453,24 +522,68 @@ describe('WebhookRelay synth-time validation', () => {
     ['a fractional timeout', { timeout: Duration.millis(1500) }, /timeout must be a whole number of seconds/],
     ['64 MB of memory', { memorySize: 64 }, /memorySize must be a whole number from 128 to 10240/],
     ['a batch of 11 without a window', { batchSize: 11 }, /batchSize of 11 \(above 10\) needs a maxBatchingWindow of at least 1 second/],
-    ['a batch of 10,001', { batchSize: 10_001, maxBatchingWindow: Duration.seconds(5) }, /batchSize must be a whole number from 1 to 10000/],
+    [
+      'a batch of 10,001',
+      { batchSize: 10_001, maxBatchingWindow: Duration.seconds(5) },
+      /batchSize must be a whole number from 1 to 10000/,
+    ],
     ['a batch of 0', { batchSize: 0 }, /batchSize must be a whole number from 1 to 10/],
-    ['a FIFO batch of 11', { fifo: true, batchSize: 11, maxBatchingWindow: Duration.seconds(1) }, /batchSize must be at most 10 for a FIFO queue \(Lambda's limit for FIFO event sources\); got 11/],
-    ['a FIFO batching window', { fifo: true, maxBatchingWindow: Duration.seconds(2) }, /maxBatchingWindow is not supported by Lambda for FIFO/],
+    [
+      'a FIFO batch of 11',
+      { fifo: true, batchSize: 11, maxBatchingWindow: Duration.seconds(1) },
+      /batchSize must be at most 10 for a FIFO queue \(Lambda's limit for FIFO event sources\); got 11/,
+    ],
+    [
+      'a FIFO batching window',
+      { fifo: true, maxBatchingWindow: Duration.seconds(2) },
+      /maxBatchingWindow is not supported by Lambda for FIFO/,
+    ],
     ['a window over 5 minutes', { maxBatchingWindow: Duration.seconds(301) }, /maxBatchingWindow must be from 0 seconds to 5 minutes/],
     ['a maximum concurrency of 1', { maxConcurrency: 1 }, /maxConcurrency must be a whole number from 2 to 1000/],
-    ['a visibility timeout below 6 × timeout', { visibilityTimeout: Duration.seconds(100) }, /visibilityTimeout \(100 s\) must be at least 6 × timeout \+ maxBatchingWindow = 180 s/],
-    ['a visibility timeout over 12 hours', { visibilityTimeout: Duration.hours(13) }, /visibilityTimeout must be from 0 seconds to 12 hours/],
+    [
+      'a visibility timeout below 6 × timeout',
+      { visibilityTimeout: Duration.seconds(100) },
+      /visibilityTimeout \(100 s\) must be at least 6 × timeout \+ maxBatchingWindow = 180 s/,
+    ],
+    [
+      'a visibility timeout over 12 hours',
+      { visibilityTimeout: Duration.hours(13) },
+      /visibilityTimeout must be from 0 seconds to 12 hours/,
+    ],
     ['a receive count of 0', { maxReceiveCount: 0 }, /maxReceiveCount must be a whole number from 1 to 1000/],
     ['a retention over 14 days', { retentionPeriod: Duration.days(15) }, /retentionPeriod must be from 1 minute to 14 days/],
-    ['a margin as long as the timeout', { timeout: Duration.seconds(2), deadlineMargin: Duration.seconds(2) }, /deadlineMargin \(2 seconds\) must be shorter than timeout/],
-    ['an unknown backoff', { backoff: 'random' as WebhookRelayProps['backoff'] }, new RegExp(`backoff must be one of ${BACKOFF_POLICIES.join(', ')}; got "random"`)],
-    ['a schedule delay over 12 hours', { backoff: 'schedule', backoffSchedule: [Duration.hours(13)] }, /backoffSchedule must be from 0 seconds to 12 hours/],
-    ['a backoff base above its maximum', { backoffBase: Duration.minutes(10) }, /backoffMax is rejected by the function: .*BACKOFF_MAX_SECONDS must be at least BACKOFF_BASE_SECONDS/],
+    [
+      'a margin as long as the timeout',
+      { timeout: Duration.seconds(2), deadlineMargin: Duration.seconds(2) },
+      /deadlineMargin \(2 seconds\) must be shorter than timeout/,
+    ],
+    [
+      'an unknown backoff',
+      { backoff: 'random' as WebhookRelayProps['backoff'] },
+      new RegExp(`backoff must be one of ${BACKOFF_POLICIES.join(', ')}; got "random"`),
+    ],
+    [
+      'a schedule delay over 12 hours',
+      { backoff: 'schedule', backoffSchedule: [Duration.hours(13)] },
+      /backoffSchedule must be from 0 seconds to 12 hours/,
+    ],
+    [
+      'a backoff base above its maximum',
+      { backoffBase: Duration.minutes(10) },
+      /backoffMax is rejected by the function: .*BACKOFF_MAX_SECONDS must be at least BACKOFF_BASE_SECONDS/,
+    ],
     ['a header prefix with a space', { headerPrefix: 'X Carrier-' }, /headerPrefix is rejected by the function: .*HEADER_PREFIX/],
-    ['a request concurrency of 0', { requestConcurrency: 0 }, /requestConcurrency is rejected by the function: .*MAX_CONCURRENCY must be a whole number from 1 to 1000/],
+    [
+      'a request concurrency of 0',
+      { requestConcurrency: 0 },
+      /requestConcurrency is rejected by the function: .*MAX_CONCURRENCY must be a whole number from 1 to 1000/,
+    ],
     ['a bad e-mail', { alarmEmail: 'ops at example' }, /alarmEmail must be an e-mail address/],
-    ['an age threshold under a minute', { oldestMessageAgeThreshold: Duration.seconds(30) }, /oldestMessageAgeThreshold must be from 1 minute to 14 days/],
+    [
+      'an age threshold under a minute',
+      { oldestMessageAgeThreshold: Duration.seconds(30) },
+      /oldestMessageAgeThreshold must be from 1 minute to 14 days/,
+    ],
     ['a name with a space', { name: 'my relay' }, /name must be 1 to 200 letters, digits/],
     ['a queue name with a dot', { queueName: 'a.b' }, /queueName must be letters, digits/],
   ])('rejects %s', (_name, props, message) => {
@@ -488,7 +601,9 @@ describe('WebhookRelay synth-time validation', () => {
   });
 
   it('a DLQ without an existing queue is rejected', () => {
-    expect(() => relay({}, (stack) => ({ deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:1:d') }))).toThrow(/deadLetterQueue is only for an existing queue/);
+    expect(() => relay({}, (stack) => ({ deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:1:d') }))).toThrow(
+      /deadLetterQueue is only for an existing queue/,
+    );
   });
 
   it('a token URL (a parameter) is left to deploy time', () => {
@@ -513,7 +628,9 @@ describe('WebhookRelay secrets', () => {
     template.resourceCountIs('AWS::SecretsManager::Secret', 0);
     expect(environmentOf(template).SIGNING_SECRET_ARN).toBeUndefined();
     expect(r.signingSecret).toBeUndefined();
-    expect(() => relay({ signing: false }, (stack) => ({ signingSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'S', 'mine') }))).toThrow(/signing is false, but a signingSecret was given/);
+    expect(() =>
+      relay({ signing: false }, (stack) => ({ signingSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'S', 'mine') })),
+    ).toThrow(/signing is false, but a signingSecret was given/);
   });
 
   it('an existing signing secret and an auth secret: referenced by ARN, readable by the function, nothing created', () => {
@@ -525,7 +642,9 @@ describe('WebhookRelay secrets', () => {
     }));
     template.resourceCountIs('AWS::SecretsManager::Secret', 0);
     expect(environmentOf(template)).toMatchObject({ SIGNING_SECRET_ARN: signingArn, AUTH_SECRET_ARN: authArn });
-    const statements = (onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: string[]; Resource: unknown }[] }).Statement;
+    const statements = (
+      onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: string[]; Resource: unknown }[] }
+    ).Statement;
     for (const arn of [signingArn, authArn]) {
       // CDK may merge both grants into one statement with two resources.
       const grant = statements.find((s) => [s.Resource].flat().includes(arn));
@@ -538,7 +657,11 @@ describe('WebhookRelay secrets', () => {
 describe('WebhookRelay outages', () => {
   it('passes the breaker settings to the function', () => {
     const { template } = relay({ outageThreshold: 3, outageBackoff: Duration.seconds(10), outageBackoffMax: Duration.minutes(5) });
-    expect(environmentOf(template)).toMatchObject({ OUTAGE_THRESHOLD: '3', OUTAGE_BACKOFF_SECONDS: '10', OUTAGE_BACKOFF_MAX_SECONDS: '300' });
+    expect(environmentOf(template)).toMatchObject({
+      OUTAGE_THRESHOLD: '3',
+      OUTAGE_BACKOFF_SECONDS: '10',
+      OUTAGE_BACKOFF_MAX_SECONDS: '300',
+    });
   });
 
   it('outageTolerance derives maxReceiveCount: 24 hours → 101 receives, in the redrive policy and the environment', () => {
@@ -549,9 +672,21 @@ describe('WebhookRelay outages', () => {
   });
 
   it.each([
-    ['a maxReceiveCount too small for the tolerance', { outageTolerance: Duration.hours(4), maxReceiveCount: 10 }, /maxReceiveCount \(10\) is too small for outageTolerance: surviving 4 hours of outage takes 21 receives/],
-    ['a tolerance with the breaker switched off', { outageTolerance: Duration.hours(1), outageThreshold: 0 }, /outageTolerance relies on the circuit breaker/],
-    ['a retention shorter than the retry window', { backoff: 'schedule' as const, maxReceiveCount: 20, retentionPeriod: Duration.days(2) }, /retentionPeriod \(2 days\) is shorter than the longest retry window these settings allow \(\d+ hours for 20 receives\)/],
+    [
+      'a maxReceiveCount too small for the tolerance',
+      { outageTolerance: Duration.hours(4), maxReceiveCount: 10 },
+      /maxReceiveCount \(10\) is too small for outageTolerance: surviving 4 hours of outage takes 21 receives/,
+    ],
+    [
+      'a tolerance with the breaker switched off',
+      { outageTolerance: Duration.hours(1), outageThreshold: 0 },
+      /outageTolerance relies on the circuit breaker/,
+    ],
+    [
+      'a retention shorter than the retry window',
+      { backoff: 'schedule' as const, maxReceiveCount: 20, retentionPeriod: Duration.days(2) },
+      /retentionPeriod \(2 days\) is shorter than the longest retry window these settings allow \(\d+ hours for 20 receives\)/,
+    ],
     ['an outage interval above 12 hours', { outageBackoffMax: Duration.hours(13) }, /outageBackoffMax must be from 1 second to 12 hours/],
   ])('rejects %s', (_name, props, message) => {
     expect(() => relay(props)).toThrow(message);
@@ -561,7 +696,13 @@ describe('WebhookRelay outages', () => {
     expect(() =>
       relay({ outageTolerance: Duration.hours(1) }, (stack) => {
         const dlq = new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true });
-        return { queue: new sqs.Queue(stack, 'Own', { visibilityTimeout: Duration.seconds(180), deadLetterQueue: { queue: dlq, maxReceiveCount: 3 }, enforceSSL: true }) };
+        return {
+          queue: new sqs.Queue(stack, 'Own', {
+            visibilityTimeout: Duration.seconds(180),
+            deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+            enforceSSL: true,
+          }),
+        };
       }),
     ).toThrow(/outageTolerance needs a maxReceiveCount of at least 9; the existing queue's redrive policy has 3/);
   });

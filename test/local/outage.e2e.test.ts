@@ -33,7 +33,16 @@ const clientFor = (ready: ReadyLine): SQSClient =>
   new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
 
 /** Runs the scenario; returns what the webhook saw and how the queues ended. */
-async function outageScenario(env: Record<string, string>): Promise<{ requests: ReceivedRequest[]; upAt: number; delivered: Map<string, number>; dlq: number; client: SQSClient; ready: ReadyLine }> {
+async function outageScenario(
+  env: Record<string, string>,
+): Promise<{
+  requests: ReceivedRequest[];
+  upAt: number;
+  delivered: Map<string, number>;
+  dlq: number;
+  client: SQSClient;
+  ready: ReadyLine;
+}> {
   const startedAt = Date.now();
   const upAt = startedAt + OUTAGE_MS;
   // Down: every connection is reset (the requests are still counted, unlike a refused connect).
@@ -104,7 +113,12 @@ describe('WEBHOOK_HEALTH_CHECK_URL', () => {
     let healthy = false;
     webhook = await startWebhook((request) => (request.path === '/health' ? { status: healthy ? 200 : 503 } : { status: 200 }));
     const healthUrl = webhook.url.replace('/hook', '/health');
-    relay = startRelayProcess({ WEBHOOK_URL: webhook.url, WEBHOOK_HEALTH_CHECK_URL: healthUrl, HEALTH_CHECK_INTERVAL_SECONDS: '1', LOG_FORMAT: 'json' });
+    relay = startRelayProcess({
+      WEBHOOK_URL: webhook.url,
+      WEBHOOK_HEALTH_CHECK_URL: healthUrl,
+      HEALTH_CHECK_INTERVAL_SECONDS: '1',
+      LOG_FORMAT: 'json',
+    });
     const ready = await readyLine(relay);
     sqs = clientFor(ready);
     await sqs.send(new SendMessageBatchCommand({ QueueUrl: ready.queueUrl, Entries: [{ Id: 'a', MessageBody: 'waits for health' }] }));

@@ -35,7 +35,10 @@ async function send(bodies: readonly string[]): Promise<void> {
 /** The main queue's counts as any SQS client sees them. */
 async function counts(): Promise<{ visible: number; inFlight: number }> {
   const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: emulator.queue.url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: emulator.queue.url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
   return { visible: Number(Attributes?.ApproximateNumberOfMessages), inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible) };
 }
@@ -45,7 +48,10 @@ async function until(predicate: () => boolean | Promise<boolean>): Promise<void>
   while (!(await predicate())) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
-function start(handler: SqsHandler, overrides: { batchSize?: number; functionTimeoutMs?: number; pollers?: number; maxBatchingWindowMs?: number } = {}) {
+function start(
+  handler: SqsHandler,
+  overrides: { batchSize?: number; functionTimeoutMs?: number; pollers?: number; maxBatchingWindowMs?: number } = {},
+) {
   const completed: InvocationResult[] = [];
   const failures: { failure: string; detail: string; records: number }[] = [];
   mapping = startEventSourceMapping({
@@ -106,7 +112,11 @@ describe('the event source mapping', () => {
     const { completed } = start(async (event, context) => {
       events.push(event);
       expect(context.getRemainingTimeInMillis()).toBeGreaterThan(0);
-      return { batchItemFailures: event.Records.filter((record) => record.body.startsWith('fail')).map((record) => ({ itemIdentifier: record.messageId })) };
+      return {
+        batchItemFailures: event.Records.filter((record) => record.body.startsWith('fail')).map((record) => ({
+          itemIdentifier: record.messageId,
+        })),
+      };
     });
     await until(() => completed.reduce((sum, result) => sum + result.records.length, 0) === 25);
     const records = events.flatMap((event) => event.Records);
@@ -123,9 +133,12 @@ describe('the event source mapping', () => {
   test('gathers batches larger than one receive when the queue has more', async () => {
     await send(Array.from({ length: 25 }, (_, index) => `m${index}`));
     const sizes: number[] = [];
-    const { completed } = start(async (event) => {
-      sizes.push(event.Records.length);
-    }, { batchSize: 25 });
+    const { completed } = start(
+      async (event) => {
+        sizes.push(event.Records.length);
+      },
+      { batchSize: 25 },
+    );
     await until(() => completed.reduce((sum, result) => sum + result.records.length, 0) === 25);
     expect(sizes).toEqual([25]);
     expect(await counts()).toEqual({ visible: 0, inFlight: 0 });
@@ -139,9 +152,12 @@ describe('the event source mapping', () => {
   test('with a batching window, keeps gathering what arrives before invoking', async () => {
     await send(['early-1', 'early-2', 'early-3']);
     const sizes: number[] = [];
-    const { completed } = start(async (event) => {
-      sizes.push(event.Records.length);
-    }, { batchSize: 50, maxBatchingWindowMs: 2_000 });
+    const { completed } = start(
+      async (event) => {
+        sizes.push(event.Records.length);
+      },
+      { batchSize: 50, maxBatchingWindowMs: 2_000 },
+    );
     // Received, so the window is open: what is sent now must join the same batch.
     await until(async () => (await counts()).inFlight === 3);
     await send(['late-1', 'late-2', 'late-3', 'late-4']);
@@ -202,7 +218,12 @@ describe('a stop that lets the pending receive answer (finishReceivesOnStop)', (
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    const silent = new SQSClient({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials: EMULATOR_CREDENTIALS, maxAttempts: 1 });
+    const silent = new SQSClient({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      credentials: EMULATOR_CREDENTIALS,
+      maxAttempts: 1,
+    });
     const silentMapping = startEventSourceMapping({
       sqs: silent,
       queueUrl: `http://127.0.0.1:${port}/000000000000/q`,

@@ -21,13 +21,20 @@ afterAll(async () => {
 });
 
 async function visibleMessages(): Promise<number> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: emulator.queue.url, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: emulator.queue.url, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return Number(Attributes?.ApproximateNumberOfMessages);
 }
 
 /** What AWS CLI 2.9 sends for `aws sqs send-message`: a form-encoded POST. */
 async function querySend(path: string): Promise<{ status: number; body: string }> {
-  const form = new URLSearchParams({ Action: 'SendMessage', Version: '2012-11-05', QueueUrl: emulator.queue.url, MessageBody: '{"hello":"world"}' });
+  const form = new URLSearchParams({
+    Action: 'SendMessage',
+    Version: '2012-11-05',
+    QueueUrl: emulator.queue.url,
+    MessageBody: '{"hello":"world"}',
+  });
   const response = await fetch(`${emulator.endpoint}${path}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' },
@@ -37,15 +44,18 @@ async function querySend(path: string): Promise<{ status: number; body: string }
 }
 
 describe('the query protocol', () => {
-  test.each(['/', '/000000000000/query-protocol'])('Action=SendMessage to %s: a 400 naming the versions that work, and nothing sent', async (path) => {
-    const { status, body } = await querySend(path);
-    expect(status).toBe(400);
-    expect(body).toContain('<Code>UnsupportedProtocol</Code>');
-    expect(body).toContain('AWS CLI 2.13.34 or later');
-    expect(body).toContain('(SendMessage)');
-    expect(body).not.toContain('Unknown action');
-    expect(await visibleMessages()).toBe(0);
-  });
+  test.each(['/', '/000000000000/query-protocol'])(
+    'Action=SendMessage to %s: a 400 naming the versions that work, and nothing sent',
+    async (path) => {
+      const { status, body } = await querySend(path);
+      expect(status).toBe(400);
+      expect(body).toContain('<Code>UnsupportedProtocol</Code>');
+      expect(body).toContain('AWS CLI 2.13.34 or later');
+      expect(body).toContain('(SendMessage)');
+      expect(body).not.toContain('Unknown action');
+      expect(await visibleMessages()).toBe(0);
+    },
+  );
 
   test('the refusal is one line', () => {
     expect(QUERY_PROTOCOL_REFUSAL).not.toContain('\n');

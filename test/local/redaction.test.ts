@@ -63,7 +63,13 @@ describe('the demo webhook', () => {
     expect(maskSecret(TOKEN)).toBe('Bearer sk_l…');
     expect(maskSecret('v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=')).toBe('v1,K5oZ…');
     expect(maskSecret('abc')).toBe('…');
-    expect(printableHeaders([['Authorization', TOKEN], ['webhook-signature', 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='], ['Content-Type', 'application/json']])).toEqual([
+    expect(
+      printableHeaders([
+        ['Authorization', TOKEN],
+        ['webhook-signature', 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='],
+        ['Content-Type', 'application/json'],
+      ]),
+    ).toEqual([
       ['Authorization', 'Bearer sk_l…'],
       ['webhook-signature', 'v1,K5oZ…'],
       ['Content-Type', 'application/json'],
@@ -79,14 +85,21 @@ describe('the demo webhook', () => {
   test('prints a signed, authorized request without the Authorization value or the signature', async () => {
     relay = startRelayProcess({ LOG_FORMAT: 'json', AUTH_HEADER: TOKEN, SIGNING_SECRET });
     const ready = await readyLine(relay);
-    const sqs = new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, logger: QUIET_SDK_LOGGER });
+    const sqs = new SQSClient({
+      endpoint: ready.sqsEndpoint,
+      region: ready.region,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      logger: QUIET_SDK_LOGGER,
+    });
     try {
       await sqs.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: '{"hello":"world"}' }));
     } finally {
       sqs.destroy();
     }
     await relay.waitForOutput(/"message":"Demo webhook received a request"/);
-    const line = relay.jsonLines().find((entry) => entry.message === 'Demo webhook received a request') as { headers: Record<string, string> };
+    const line = relay.jsonLines().find((entry) => entry.message === 'Demo webhook received a request') as {
+      headers: Record<string, string>;
+    };
     expect(line.headers.Authorization).toBe('Bearer sk_l…');
     expect(line.headers['webhook-signature']).toMatch(/^v1,.{1,4}…$/);
     expect(relay.output()).not.toContain('0123456789abcdefSECRET');

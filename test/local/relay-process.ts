@@ -12,7 +12,8 @@ import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Variables the parent's environment must not leak into the relay under test. */
-const OWN_VARIABLES = /^(AWS_|POWERTOOLS_|WEBHOOK_URL$|QUEUE_URL$|QUEUE_NAME$|SQS_PORT$|DLQ_URL$|MAX_RECEIVE_COUNT$|BACKOFF|BATCH_|POLLERS$|FUNCTION_TIMEOUT|LOG_|HEADER_PREFIX$|DEMO_WEBHOOK_PORT$|NO_COLOR$)/;
+const OWN_VARIABLES =
+  /^(AWS_|POWERTOOLS_|WEBHOOK_URL$|QUEUE_URL$|QUEUE_NAME$|SQS_PORT$|DLQ_URL$|MAX_RECEIVE_COUNT$|BACKOFF|BATCH_|POLLERS$|FUNCTION_TIMEOUT|LOG_|HEADER_PREFIX$|DEMO_WEBHOOK_PORT$|NO_COLOR$)/;
 
 /** A clean environment for a child: the parent's minus anything the relay reads, plus `env`. */
 export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -48,7 +49,8 @@ export interface RelayProcess {
 
 /** Starts `node --import tsx bin/local.ts` (or `npm start`, with `viaNpm`) in its own process group. */
 export function startRelayProcess(env: Record<string, string>, options: { viaNpm?: boolean } = {}): RelayProcess {
-  const [command, args] = options.viaNpm === true ? ['npm', ['start', '--silent']] : [process.execPath, ['--import', 'tsx', 'bin/local.ts']];
+  const [command, args] =
+    options.viaNpm === true ? ['npm', ['start', '--silent']] : [process.execPath, ['--import', 'tsx', 'bin/local.ts']];
   // Its own process group, so that stopping `npm start` reaches the relay under npm and tsx too.
   const child = spawn(command, args as string[], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let all = '';

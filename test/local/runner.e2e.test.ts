@@ -80,7 +80,9 @@ describe('npm start with the emulator', () => {
 
   test('a poison message reaches the DLQ after maxReceiveCount receives, body intact, while others keep flowing', async () => {
     const poison = '{"poison":true,"note":"ünïcödé ✓ \\"quoted\\""}\n  trailing spaces  ';
-    webhook = await startWebhook((request) => (request.body.toString() === poison ? { status: 500, body: 'still broken' } : { status: 200 }));
+    webhook = await startWebhook((request) =>
+      request.body.toString() === poison ? { status: 500, body: 'still broken' } : { status: 200 },
+    );
     relay = startRelayProcess({ WEBHOOK_URL: webhook.url, MAX_RECEIVE_COUNT: '3', ...FAST_RETRIES });
     const ready = await readyLine(relay);
     expect(ready.maxReceiveCount).toBe(3);
@@ -93,7 +95,10 @@ describe('npm start with the emulator', () => {
     await until(() => poisonAttempts().length === 1);
     const others = Array.from({ length: 5 }, (_, index) => `other-${index}`);
     await client.send(
-      new SendMessageBatchCommand({ QueueUrl: ready.queueUrl, Entries: others.map((body, index) => ({ Id: `o${index}`, MessageBody: body })) }),
+      new SendMessageBatchCommand({
+        QueueUrl: ready.queueUrl,
+        Entries: others.map((body, index) => ({ Id: `o${index}`, MessageBody: body })),
+      }),
     );
 
     let dead: { Body?: string; Attributes?: Record<string, string> } | undefined;
@@ -116,7 +121,9 @@ describe('npm start with the emulator', () => {
     }
     // The operator was told on the last receive, before SQS moved the message.
     const warnings = relay.jsonLines().filter((line) => line.level === 'WARN' && line.outcome === 'retry');
-    expect(warnings).toEqual([expect.objectContaining({ receiveCount: 3, status: 500, messageId: messageId(poisonAttempts()[0] as ReceivedRequest) })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({ receiveCount: 3, status: 500, messageId: messageId(poisonAttempts()[0] as ReceivedRequest) }),
+    ]);
     expect(await queueCounts(client, ready.queueUrl)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
     expect(await stopRelay(relay)).toBe(0);
   }, 90_000);

@@ -34,7 +34,9 @@ describe('local settings', () => {
       healthCheckIntervalSeconds: 5,
     });
     expect(loadLocalSettings({}, false).logFormat).toBe('json');
-    expect(loadLocalSettings({ WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' }, false).healthCheckUrl?.href).toBe('http://127.0.0.1:8080/health');
+    expect(loadLocalSettings({ WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' }, false).healthCheckUrl?.href).toBe(
+      'http://127.0.0.1:8080/health',
+    );
     expect(() => loadLocalSettings({ WEBHOOK_HEALTH_CHECK_URL: 'ftp://x' }, false)).toThrow(/WEBHOOK_HEALTH_CHECK_URL/);
     expect(loadLocalSettings({ LOG_FORMAT: 'pretty' }, false).logFormat).toBe('pretty');
   });
@@ -88,25 +90,43 @@ describe("the handler's lines on a terminal", () => {
   const render = (level: 'INFO' | 'WARN', attributes: Record<string, unknown>) => renderHandlerEntry(level, attributes, PLAIN, false);
 
   test('retries, last receives, dead-letters and deferred records read as one short line each', () => {
-    expect(render('INFO', { message: 'Message not delivered; returned to the queue', messageId: 'm-1', outcome: 'retry', receiveCount: 1, status: 429, delaySeconds: 5 })).toBe(
-      '↻ retry in 5 s  m-1  receive 1 · HTTP 429',
+    expect(
+      render('INFO', {
+        message: 'Message not delivered; returned to the queue',
+        messageId: 'm-1',
+        outcome: 'retry',
+        receiveCount: 1,
+        status: 429,
+        delaySeconds: 5,
+      }),
+    ).toBe('↻ retry in 5 s  m-1  receive 1 · HTTP 429');
+    expect(
+      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 }),
+    ).toBe('↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
+    expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe(
+      '↻ retry after the visibility timeout  m-3  receive 1 · HTTP 500',
     );
-    expect(render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 })).toBe(
-      '↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next',
-    );
-    expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe('↻ retry after the visibility timeout  m-3  receive 1 · HTTP 500');
     expect(render('WARN', { messageId: 'm-4', outcome: 'dead-lettered', receiveCount: 1, status: 400, response: 'bad input\n' })).toBe(
       '✗ dead-lettered  m-4  receive 1 · HTTP 400 · "bad input"',
     );
-    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline' })).toBe('↻ not sent, back at once  m-5  receive 2 · deadline');
+    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline' })).toBe(
+      '↻ not sent, back at once  m-5  receive 2 · deadline',
+    );
   });
 
   test('the batch summary is left to DEBUG; other lines show their message and fields without Lambda boilerplate', () => {
     expect(render('INFO', { message: 'Batch relayed', records: 3, cold_start: true })).toBeUndefined();
-    expect(renderHandlerEntry('INFO', { message: 'Batch relayed', records: 3, function_name: 'x' }, PLAIN, true)).toBe('INFO Batch relayed records=3');
-    expect(render('WARN', { message: 'Message attribute not sent as a header', attribute: 'bad', reason: 'not a legal header value', service: 's' })).toBe(
-      'WARN Message attribute not sent as a header attribute=bad reason="not a legal header value"',
+    expect(renderHandlerEntry('INFO', { message: 'Batch relayed', records: 3, function_name: 'x' }, PLAIN, true)).toBe(
+      'INFO Batch relayed records=3',
     );
+    expect(
+      render('WARN', {
+        message: 'Message attribute not sent as a header',
+        attribute: 'bad',
+        reason: 'not a legal header value',
+        service: 's',
+      }),
+    ).toBe('WARN Message attribute not sent as a header attribute=bad reason="not a legal header value"');
   });
 
   test('a RelayLogger writes Powertools JSON in JSON mode and readable lines in pretty mode, and lets the runner observe entries', () => {
@@ -117,9 +137,17 @@ describe("the handler's lines on a terminal", () => {
     json.warn('Message dead-lettered: the webhook refused it permanently', { messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
     json.debug('not shown at INFO');
     const pretty = new RelayLogger({ serviceName: 'svc' }, createLocalLog('pretty', 'INFO', out));
-    pretty.createChild({ serviceName: 'child' }).info('Message not delivered; returned to the queue', { messageId: 'm-8', outcome: 'retry', delaySeconds: 2, receiveCount: 1 });
+    pretty
+      .createChild({ serviceName: 'child' })
+      .info('Message not delivered; returned to the queue', { messageId: 'm-8', outcome: 'retry', delaySeconds: 2, receiveCount: 1 });
     expect(written).toHaveLength(2);
-    expect(JSON.parse(written[0] as string)).toMatchObject({ level: 'WARN', service: 'svc', messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
+    expect(JSON.parse(written[0] as string)).toMatchObject({
+      level: 'WARN',
+      service: 'svc',
+      messageId: 'm-9',
+      outcome: 'dead-lettered',
+      status: 410,
+    });
     expect(written[1]).toMatch(/^\d\d:\d\d:\d\d ↻ retry in 2 s {2}m-8 {2}receive 1\n$/);
     expect(seen).toEqual([expect.objectContaining({ messageId: 'm-9', outcome: 'dead-lettered' })]);
     expect(pretty).toBeInstanceOf(Logger);
@@ -154,7 +182,16 @@ describe('the printed send commands', () => {
     expect(awsCliCommand(info)).toBe(
       `AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message --endpoint-url http://127.0.0.1:4566 --region us-east-1 --queue-url http://127.0.0.1:4566/000000000000/webhook-relay --message-body '{"hello":"world"}'`,
     );
-    expect(awsCliCommand({ ...info, mode: 'existing', sqsEndpoint: undefined, region: 'eu-west-1', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo', fifo: true })).toBe(
+    expect(
+      awsCliCommand({
+        ...info,
+        mode: 'existing',
+        sqsEndpoint: undefined,
+        region: 'eu-west-1',
+        queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo',
+        fifo: true,
+      }),
+    ).toBe(
       `aws sqs send-message --region eu-west-1 --queue-url https://sqs.eu-west-1.amazonaws.com/1/q.fifo --message-body '{"hello":"world"}' --message-group-id demo`,
     );
   });
@@ -162,10 +199,18 @@ describe('the printed send commands', () => {
 
 describe('the standalone relay (QUEUE_URL)', () => {
   test('an AWS queue URL uses the SDK defaults, its region read from the host unless AWS_REGION says', () => {
-    expect(connectionFor('https://sqs.eu-west-1.amazonaws.com/123456789012/orders', {})).toEqual({ endpoint: undefined, region: 'eu-west-1', credentials: undefined });
-    expect(connectionFor('https://sqs.eu-west-1.amazonaws.com/123456789012/orders', { AWS_REGION: 'eu-central-1' }).region).toBe('eu-central-1');
+    expect(connectionFor('https://sqs.eu-west-1.amazonaws.com/123456789012/orders', {})).toEqual({
+      endpoint: undefined,
+      region: 'eu-west-1',
+      credentials: undefined,
+    });
+    expect(connectionFor('https://sqs.eu-west-1.amazonaws.com/123456789012/orders', { AWS_REGION: 'eu-central-1' }).region).toBe(
+      'eu-central-1',
+    );
     expect(regionOfQueueHost('us-west-2.queue.amazonaws.com')).toBe('us-west-2');
-    expect(() => connectionFor('https://queue.amazonaws.com/123456789012/orders', {})).toThrow(expect.objectContaining({ variable: 'AWS_REGION' }));
+    expect(() => connectionFor('https://queue.amazonaws.com/123456789012/orders', {})).toThrow(
+      expect.objectContaining({ variable: 'AWS_REGION' }),
+    );
   });
 
   test('an emulator is its own endpoint and gets dummy credentials unless some are configured', () => {
@@ -180,7 +225,12 @@ describe('the standalone relay (QUEUE_URL)', () => {
       region: 'eu-west-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', { AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566', AWS_PROFILE: 'local' })).toEqual({
+    expect(
+      connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', {
+        AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566',
+        AWS_PROFILE: 'local',
+      }),
+    ).toEqual({
       endpoint: 'http://127.0.0.1:4566',
       region: 'eu-west-1',
       credentials: undefined,

@@ -48,7 +48,12 @@ beforeAll(async () => {
   app = join(work, 'app');
   const started = Date.now();
   // `npm pack` runs `prepack` (npm run build), as `npm publish` would.
-  const { stdout } = await run('npm', ['pack', '--pack-destination', work, '--json'], { cwd: ROOT, env: userEnv(), timeout: 120_000, maxBuffer: 16 << 20 });
+  const { stdout } = await run('npm', ['pack', '--pack-destination', work, '--json'], {
+    cwd: ROOT,
+    env: userEnv(),
+    timeout: 120_000,
+    maxBuffer: 16 << 20,
+  });
   const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
   const packed = Date.now();
   await run('mkdir', [app]);
@@ -56,11 +61,22 @@ beforeAll(async () => {
   // The app's own CDK, at the versions `npm ci` just put in the cache: --prefer-offline serves them from it.
   await run(
     'npm',
-    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', join(work, filename), `aws-cdk-lib@${versionOf('aws-cdk-lib')}`, `constructs@${versionOf('constructs')}`],
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      join(work, filename),
+      `aws-cdk-lib@${versionOf('aws-cdk-lib')}`,
+      `constructs@${versionOf('constructs')}`,
+    ],
     { cwd: app, env: userEnv(), timeout: 120_000 },
   );
   installed = join(app, 'node_modules', 'sqs-webhook-relay');
-  console.info(`package tests: npm pack (build included) ${((packed - started) / 1000).toFixed(1)} s, npm install ${((Date.now() - packed) / 1000).toFixed(1)} s`);
+  console.info(
+    `package tests: npm pack (build included) ${((packed - started) / 1000).toFixed(1)} s, npm install ${((Date.now() - packed) / 1000).toFixed(1)} s`,
+  );
 }, 240_000);
 
 describe('the construct library', () => {
@@ -86,10 +102,18 @@ process.stdout.write(JSON.stringify(app.synth().getStackByName('Orders').templat
     expect(existsSync(join(app, 'node_modules', 'esbuild'))).toBe(false);
     expect(() => createRequire(join(app, 'package.json')).resolve('esbuild')).toThrow();
 
-    writeFileSync(join(app, 'app.mjs'), appSource("import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay } from 'sqs-webhook-relay';"));
-    writeFileSync(join(app, 'app.cjs'), appSource("const { App, Duration, Stack } = require('aws-cdk-lib');\nconst { WebhookRelay } = require('sqs-webhook-relay');"));
+    writeFileSync(
+      join(app, 'app.mjs'),
+      appSource("import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay } from 'sqs-webhook-relay';"),
+    );
+    writeFileSync(
+      join(app, 'app.cjs'),
+      appSource("const { App, Duration, Stack } = require('aws-cdk-lib');\nconst { WebhookRelay } = require('sqs-webhook-relay');"),
+    );
     const [esm, cjs] = await Promise.all(
-      ['app.mjs', 'app.cjs'].map((file) => run(process.execPath, [file, join(work, `out-${file}`)], { cwd: app, env: userEnv(), timeout: 60_000, maxBuffer: 64 << 20 })),
+      ['app.mjs', 'app.cjs'].map((file) =>
+        run(process.execPath, [file, join(work, `out-${file}`)], { cwd: app, env: userEnv(), timeout: 60_000, maxBuffer: 64 << 20 }),
+      ),
     );
     const template = JSON.parse(esm!.stdout) as Template;
     // The CommonJS build is the same construct: the same template, asset hash included.
@@ -102,7 +126,9 @@ process.stdout.write(JSON.stringify(app.synth().getStackByName('Orders').templat
     expect(main.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: 3 });
     expect(main.VisibilityTimeout).toBe(120); // 6 × the 20-second timeout
     const alarms = ofType(template, 'AWS::CloudWatch::Alarm').map(([, props]) => props);
-    expect(alarms.some((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(alarm.Dimensions).includes(dlqId))).toBe(true);
+    expect(
+      alarms.some((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(alarm.Dimensions).includes(dlqId)),
+    ).toBe(true);
     expect(ofType(template, 'AWS::SNS::Subscription').map(([, props]) => props.Endpoint)).toEqual(['ops@example.com']);
 
     const [[, fn]] = ofType(template, 'AWS::Lambda::Function') as [[string, Record<string, unknown>]];
@@ -112,7 +138,11 @@ process.stdout.write(JSON.stringify(app.synth().getStackByName('Orders').templat
     const assetHash = /^([0-9a-f]{64})\.zip$/.exec((fn.Code as { S3Key: string }).S3Key)![1]!;
     const staged = join(work, 'out-app.mjs', `asset.${assetHash}`);
     const prebuilt = join(installed, 'dist', 'relay-function');
-    const files = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name).slice(dir.length)).sort();
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => join(entry.parentPath, entry.name).slice(dir.length))
+        .sort();
     expect(files(staged)).toEqual(files(prebuilt));
     expect(files(staged)).toContain('/index.mjs');
     for (const file of files(prebuilt)) expect(readFileSync(join(staged, file)).equals(readFileSync(join(prebuilt, file)))).toBe(true);
@@ -123,7 +153,18 @@ process.stdout.write(JSON.stringify(app.synth().getStackByName('Orders').templat
   test('its declarations resolve for a TypeScript app with moduleResolution NodeNext, from import and from require', async () => {
     writeFileSync(
       join(app, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['stack.mts', 'stack.cts', 'hook.cts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+        },
+        files: ['stack.mts', 'stack.cts', 'hook.cts'],
+      }),
     );
     const body = `const stack = new Stack(new App(), 'S');
 const relay = new WebhookRelay(stack, 'R', { webhookUrl: 'https://example.com', backoff: 'linear', requestTimeout: Duration.seconds(5) });
@@ -134,14 +175,22 @@ new WebhookRelay(stack, 'Bad', { webhookUrl: 'https://example.com', maxReceiveCo
 const props: WebhookRelayProps = { webhookUrl: url };
 new WebhookRelayStack(new App(), 'Whole', { relay: props });
 `;
-    writeFileSync(join(app, 'stack.mts'), `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`);
-    writeFileSync(join(app, 'stack.cts'), `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`);
+    writeFileSync(
+      join(app, 'stack.mts'),
+      `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`,
+    );
+    writeFileSync(
+      join(app, 'stack.cts'),
+      `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`,
+    );
     writeFileSync(
       join(app, 'hook.cts'),
       "import { verifySignature, cappedExponential } from 'sqs-webhook-relay/webhook';\nconst ok: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, '{}');\n// @ts-expect-error the strategy takes numbers\ncappedExponential('2');\nexport { ok };\n",
     );
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app, env: userEnv(), timeout: 60_000 }).catch((error: { stdout: string }) => error);
+    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app, env: userEnv(), timeout: 60_000 }).catch(
+      (error: { stdout: string }) => error,
+    );
     expect(result.stdout).toBe('');
   }, 90_000);
 });
@@ -155,7 +204,11 @@ describe('the webhook kit', () => {
     const now = Math.floor(Date.now() / 1000);
     const relaySigned = signDelivery(parseSigningKeys(secret), 'msg_relay', now, Buffer.from(body));
     const theirs = new Webhook(secret).sign('msg_theirs', new Date(now * 1000), body);
-    const headersOf = (id: string, signature: string): Record<string, string> => ({ 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': signature });
+    const headersOf = (id: string, signature: string): Record<string, string> => ({
+      'webhook-id': id,
+      'webhook-timestamp': String(now),
+      'webhook-signature': signature,
+    });
     return [
       { headers: { ...relaySigned }, body, valid: true },
       { headers: headersOf('msg_theirs', theirs), body, valid: true },
@@ -166,11 +219,21 @@ describe('the webhook kit', () => {
   test('plain node verifies signatures with it, as ESM (.mjs) and as CommonJS (.cjs), from the tarball', async () => {
     const cases = deliveries();
     writeFileSync(join(app, 'deliveries.json'), JSON.stringify(cases));
-    const check = "const cases = JSON.parse(readFileSync('deliveries.json', 'utf8'));\nprocess.stdout.write(JSON.stringify(cases.map((c) => verifySignature(process.env.SECRET, c.headers, c.body))));\n";
-    writeFileSync(join(app, 'verify.mjs'), `import { readFileSync } from 'node:fs';\nimport { verifySignature } from 'sqs-webhook-relay/webhook';\n${check}`);
-    writeFileSync(join(app, 'verify.cjs'), `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/webhook');\n${check}`);
+    const check =
+      "const cases = JSON.parse(readFileSync('deliveries.json', 'utf8'));\nprocess.stdout.write(JSON.stringify(cases.map((c) => verifySignature(process.env.SECRET, c.headers, c.body))));\n";
+    writeFileSync(
+      join(app, 'verify.mjs'),
+      `import { readFileSync } from 'node:fs';\nimport { verifySignature } from 'sqs-webhook-relay/webhook';\n${check}`,
+    );
+    writeFileSync(
+      join(app, 'verify.cjs'),
+      `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/webhook');\n${check}`,
+    );
     // The former name keeps working.
-    writeFileSync(join(app, 'verify-receiver.cjs'), `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/receiver');\n${check}`);
+    writeFileSync(
+      join(app, 'verify-receiver.cjs'),
+      `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/receiver');\n${check}`,
+    );
     for (const file of ['verify.mjs', 'verify.cjs', 'verify-receiver.cjs']) {
       const { stdout } = await run(process.execPath, [file], { cwd: app, env: userEnv({ SECRET: secret }), timeout: 20_000 });
       expect({ file, results: JSON.parse(stdout) }).toEqual({ file, results: cases.map((c) => c.valid) });
@@ -197,7 +260,11 @@ describe('the daemon', () => {
 
   /** `npx sqs-webhook-relay …` in the app, as its user types it. */
   const npx = (args: string[], env: Record<string, string>) =>
-    run('npx', ['--no-install', 'sqs-webhook-relay', ...args], { cwd: app, env: userEnv(childEnv(env) as Record<string, string>), timeout: 30_000 });
+    run('npx', ['--no-install', 'sqs-webhook-relay', ...args], {
+      cwd: app,
+      env: userEnv(childEnv(env) as Record<string, string>),
+      timeout: 30_000,
+    });
 
   test('--help lists every variable the relay and the daemon read, with the documentation beside it', async () => {
     const { stdout } = await npx(['--help'], {});
@@ -216,7 +283,10 @@ describe('the daemon', () => {
     const result = await npx([], { WEBHOOK_URL: 'http://127.0.0.1:9/hook' }).catch((error: { code: number; stderr: string }) => error);
     expect(result).toMatchObject({ code: 1 });
     // (npm's own warnings about this machine's npm configuration aside)
-    const lines = (result as { stderr: string }).stderr.trim().split('\n').filter((line) => !line.startsWith('npm warn'));
+    const lines = (result as { stderr: string }).stderr
+      .trim()
+      .split('\n')
+      .filter((line) => !line.startsWith('npm warn'));
     expect(lines).toEqual([expect.stringMatching(/^sqs-webhook-relay: QUEUE_URL is not set.*npm install fauxqs/)]);
   }, 60_000);
 
@@ -225,10 +295,16 @@ describe('the daemon', () => {
    * does not pass a SIGTERM sent to npx alone on to the command (a terminal's Ctrl-C reaches both,
    * being sent to the whole process group).
    */
-  function startDaemon(env: Record<string, string>): { child: ChildProcess; output: string[]; exited: Promise<[number | null, NodeJS.Signals | null]> } {
+  function startDaemon(env: Record<string, string>): {
+    child: ChildProcess;
+    output: string[];
+    exited: Promise<[number | null, NodeJS.Signals | null]>;
+  } {
     const child = spawn(join(app, 'node_modules', '.bin', 'sqs-webhook-relay'), [], {
       cwd: app,
-      env: userEnv(childEnv({ AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', LOG_FORMAT: 'json', ...env }) as Record<string, string>),
+      env: userEnv(
+        childEnv({ AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', LOG_FORMAT: 'json', ...env }) as Record<string, string>,
+      ),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     daemon = child;
@@ -241,7 +317,12 @@ describe('the daemon', () => {
   test('relays from an existing queue to the webhook, then exits 0 on SIGTERM; and on SIGINT', async () => {
     emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
     webhook = await startWebhook();
-    const queueEnv = { QUEUE_URL: emulator.queue.url, AWS_ENDPOINT_URL_SQS: emulator.endpoint, AWS_REGION: emulator.region, WEBHOOK_URL: webhook.url };
+    const queueEnv = {
+      QUEUE_URL: emulator.queue.url,
+      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+      AWS_REGION: emulator.region,
+      WEBHOOK_URL: webhook.url,
+    };
     const first = startDaemon({ ...queueEnv, SIGNING_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
 
     const id = await emulator.send('{"hello":"from the package"}');
@@ -271,13 +352,21 @@ describe('the daemon', () => {
   }, 60_000);
 
   test('needs nothing at run time beyond its production dependencies (what the Docker image installs)', () => {
-    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional?: boolean }> };
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
     const source = readFileSync(join(installed, 'dist', 'sqs-webhook-relay.js'), 'utf8');
     const packages = new Set(
       [...source.matchAll(/(?:from\s+|import\()["']([^"'.][^"']*)["']/g)]
         .map((match) => match[1]!)
         .filter((specifier) => !specifier.startsWith('node:'))
-        .map((specifier) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/')),
+        .map((specifier) =>
+          specifier
+            .split('/')
+            .slice(0, specifier.startsWith('@') ? 2 : 1)
+            .join('/'),
+        ),
     );
     // Its dependencies, and the sandbox's emulator, loaded only when installed; never the CDK.
     const allowed = new Set([...Object.keys(manifest.dependencies), 'fauxqs']);

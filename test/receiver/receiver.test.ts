@@ -42,7 +42,10 @@ describe('verifySignature', () => {
   test('several secrets (rotation), several signatures, Fetch-style headers', () => {
     const headers = signedBy(OTHER, 'msg_1', 'x');
     expect(verifySignature([SECRET, OTHER], headers, 'x')).toBe(true);
-    const both = { ...headers, 'webhook-signature': `${signedBy(SECRET, 'msg_1', 'x')['webhook-signature']} ${headers['webhook-signature']}` };
+    const both = {
+      ...headers,
+      'webhook-signature': `${signedBy(SECRET, 'msg_1', 'x')['webhook-signature']} ${headers['webhook-signature']}`,
+    };
     expect(verifySignature(OTHER, both, 'x')).toBe(true);
     expect(verifySignature(SECRET, new Headers(signedBy(SECRET, 'msg_1', 'x')), 'x')).toBe(true);
   });

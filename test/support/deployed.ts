@@ -8,7 +8,12 @@ import { resolveEnvironment, type SynthesizedBundle, type TemplateQueues } from 
 
 /** An emulator whose queue pair has the template's redrive count, visibility timeout and kind; `process.env` left alone. */
 export function startTemplateEmulator(queues: TemplateQueues): Promise<Emulator> {
-  return startEmulator({ maxReceiveCount: queues.maxReceiveCount, visibilityTimeout: queues.visibilityTimeout, fifo: queues.fifo, keepEnvironment: true });
+  return startEmulator({
+    maxReceiveCount: queues.maxReceiveCount,
+    visibilityTimeout: queues.visibilityTimeout,
+    fifo: queues.fifo,
+    keepEnvironment: true,
+  });
 }
 
 /**
@@ -23,7 +28,8 @@ export function deployedEnvironment(
   signingSecretArn: string,
   overrides: Readonly<Record<string, string>>,
 ): Record<string, string> {
-  const [signingSecretId] = Object.entries(bundle.template.Resources).find(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret') ?? [];
+  const [signingSecretId] =
+    Object.entries(bundle.template.Resources).find(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret') ?? [];
   return {
     ...resolveEnvironment(bundle.environment, {
       [queues.queueLogicalId]: emulator.queue.url,

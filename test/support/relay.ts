@@ -16,7 +16,13 @@ import { createLambdaContext } from '../../local/event-source';
 export type LogLine = Record<string, unknown> & { level: string; message: string };
 
 /** A Logger and Metrics whose JSON output is collected in `lines` instead of printed. */
-export function capturedTelemetry(): { logger: Logger; metrics: Metrics; lines: LogLine[]; emf: Record<string, unknown>[]; metricsWarnings: string[] } {
+export function capturedTelemetry(): {
+  logger: Logger;
+  metrics: Metrics;
+  lines: LogLine[];
+  emf: Record<string, unknown>[];
+  metricsWarnings: string[];
+} {
   const lines: LogLine[] = [];
   const emf: Record<string, unknown>[] = [];
   /** What Powertools Metrics itself warns about (it logs through its own `logger` option). */
@@ -57,9 +63,15 @@ export async function acknowledge(sqs: SQSClient, queueUrl: string, event: SQSEv
   const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
   const done = event.Records.filter((record) => !failed.has(record.messageId));
   const notDeleted = await sendInBatches(done, (chunk) =>
-    sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })) })),
+    sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })),
+      }),
+    ),
   );
-  if (notDeleted.length > 0) throw new Error(`acknowledge: ${notDeleted.length} record(s) not deleted, the first: ${notDeleted[0]?.reason}`);
+  if (notDeleted.length > 0)
+    throw new Error(`acknowledge: ${notDeleted.length} record(s) not deleted, the first: ${notDeleted[0]?.reason}`);
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -69,5 +81,10 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
  * records name no real queue, so that no call ever leaves this machine.
  */
 export function unreachableSqs(): SQSClient {
-  return new SQSClient({ endpoint: 'http://127.0.0.1:9', region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+  return new SQSClient({
+    endpoint: 'http://127.0.0.1:9',
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 1,
+  });
 }
