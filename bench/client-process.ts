@@ -25,6 +25,7 @@ import { buildDeliveryRequest } from '../lambda/request';
 import { signDelivery } from '../lambda/signing';
 import { disableAllocationSitePretenuring } from '../lambda/v8-tuning';
 
+// biome-ignore lint/suspicious/noConfusingVoidType: a Lambda handler may return nothing (every record succeeded), as Lambda's own type says
 type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
 /** One prepared POST for the bare clients: everything computed before the clock starts. */
 interface Prepared {

@@ -13,7 +13,7 @@ import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { type MessageAttributeValue, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { oneLine, sqsStartupError, StartupError } from '../local/errors';
-import { clientConfig, connectionFor } from '../local/existing-queue';
+import { clientConfig, connectionFor, type SqsConnection } from '../local/existing-queue';
 import { SETTINGS } from '../lambda/settings';
 
 const USAGE = 'usage: npx tsx bin/send.ts [--queue-url URL] [--attribute Name=Value]... [--group-id ID] [--count N] [BODY]';
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     if (at <= 0) throw new StartupError(`--attribute wants Name=Value; got ${pair}`);
     attributes[pair.slice(0, at)] = { DataType: 'String', StringValue: pair.slice(at + 1) };
   }
-  let connection;
+  let connection: SqsConnection;
   try {
     connection = connectionFor(queueUrl, process.env);
   } catch (error) {

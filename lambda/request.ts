@@ -230,6 +230,7 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
     if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
     const value = attribute?.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
+      // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
       (skippedAttributes ??= []).push({
         name,
         reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header',
@@ -241,12 +242,14 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
     } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
       headers.push(name, value);
     } else if (!HEADER_TOKEN.test(name)) {
+      // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
       (skippedAttributes ??= []).push({ name, reason: 'name not allowed in a header' });
     } else {
       const header = `${names.attribute}${name}`;
       const folded = header.toLowerCase();
       attributeHeaders ??= new Set();
       if (attributeHeaders.has(folded)) {
+        // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
         (skippedAttributes ??= []).push({ name, reason: 'name differs only in case from another attribute' });
       } else {
         attributeHeaders.add(folded);

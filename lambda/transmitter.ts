@@ -209,6 +209,7 @@ function httpClientFor(
   // only then heeds a server's Keep-Alive hint; the pool's idle bound is kept here instead.
   const options = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
   // A mixin (node:https's Agent extends node:http's; each needs its own subclass), hence the any[].
+  // biome-ignore lint/suspicious/noExplicitAny: a mixin's base constructor must take any arguments (TypeScript's rule for mixins)
   const stamping = <A extends new (...args: any[]) => HttpAgent>(Base: A): A =>
     class extends Base {
       override keepSocketAlive(socket: Socket): boolean {

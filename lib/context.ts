@@ -9,7 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { MAX_FIFO_EVENT_SOURCE_BATCH_SIZE } from '../lambda/aws-limits';
 import { type Setting, SETTING_DOCS, SETTING_LIST, type SettingName, SETTINGS } from '../lambda/settings';
 import { type Entry, toPropValue } from './webhook-relay/defaults';
-import { WebhookRelayConfigError } from './webhook-relay/props';
+import type { WebhookRelayConfigError } from './webhook-relay/props';
 import type { WebhookRelayStackProps } from './webhook-relay-stack';
 
 /** The name of a context key the app reads. */

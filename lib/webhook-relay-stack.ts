@@ -80,6 +80,7 @@ export class WebhookRelayStack extends Stack {
     output('DashboardName', this.relay.dashboard.dashboardName, 'CloudWatch dashboard of the relay');
     output(
       'DashboardUrl',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's Fn::Sub placeholders, not a template literal
       Fn.sub('https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}#dashboards/dashboard/${Name}', {
         Name: this.relay.dashboard.dashboardName,
       }),

@@ -22,6 +22,7 @@ import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event
 import { sleep } from './sleep';
 
 /** Lambda's handler signature as the poller calls it. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a Lambda handler may return nothing (every record succeeded), as Lambda's own type says
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
 
 /** SQS's limit on messages per ReceiveMessage. */

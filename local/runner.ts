@@ -19,7 +19,7 @@ import { errorText } from '../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand } from './banner';
 import { type DemoReply, type DemoRequest, startDemoWebhook } from './demo-webhook';
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
-import { clientConfig, connectionFor, describeExistingQueue, type SqsConnection } from './existing-queue';
+import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue, type SqsConnection } from './existing-queue';
 import { createLocalLog, type LocalLog, PLAIN, RelayLogger, type Styles, type TextOutput } from './log';
 import { HealthGate } from './health-check';
 import { type EventSourceMapping, type MappingObserver, startEventSourceMapping } from './poller';
@@ -200,7 +200,7 @@ export async function startLocalRelay(io: RunnerIo): Promise<LocalRelay> {
     } else {
       connection = connectionFor(settings.queueUrl, env);
       const probe = new SQSClient(clientConfig(connection));
-      let described;
+      let described: ExistingQueue;
       try {
         described = await describeExistingQueue(probe, settings.queueUrl);
       } finally {

@@ -3,7 +3,7 @@
  * takes it (a `Duration` for time units), and which prop sets each environment variable.
  */
 import { Duration } from 'aws-cdk-lib';
-import { type Setting, SETTING_LIST, SETTINGS, type SettingName } from '../../lambda/settings';
+import { type Setting, SETTING_LIST, type SETTINGS, type SettingName } from '../../lambda/settings';
 import type { WebhookRelayProps } from './props';
 
 /** One entry of the registry, with its literal types. */

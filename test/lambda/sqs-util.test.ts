@@ -122,7 +122,12 @@ describe('sendInBatches', () => {
 
   test('no items, no call', async () => {
     let calls = 0;
-    expect(await sendInBatches([], async () => ((calls += 1), {}))).toEqual([]);
+    expect(
+      await sendInBatches([], async () => {
+        calls += 1;
+        return {};
+      }),
+    ).toEqual([]);
     expect(calls).toBe(0);
   });
 });

@@ -29,13 +29,11 @@ const variants: Record<string, Record<string, unknown>> = {
 };
 
 function findings(scope: IConstruct): { rule: string; severity: string; resources: string[] }[] {
-  return new AwsSolutionsChecks(scope, { verbose: true })
-    .validateScope(scope)
-    .violations.map((v) => ({
-      rule: v.ruleName,
-      severity: v.severity ?? 'error',
-      resources: v.violatingResources.map((r) => r.constructPath ?? ''),
-    }));
+  return new AwsSolutionsChecks(scope, { verbose: true }).validateScope(scope).violations.map((v) => ({
+    rule: v.ruleName,
+    severity: v.severity ?? 'error',
+    resources: v.violatingResources.map((r) => r.constructPath ?? ''),
+  }));
 }
 
 describe('cdk-nag AwsSolutions', () => {

@@ -33,9 +33,7 @@ const clientFor = (ready: ReadyLine): SQSClient =>
   new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
 
 /** Runs the scenario; returns what the webhook saw and how the queues ended. */
-async function outageScenario(
-  env: Record<string, string>,
-): Promise<{
+async function outageScenario(env: Record<string, string>): Promise<{
   requests: ReceivedRequest[];
   upAt: number;
   delivered: Map<string, number>;
