@@ -32,14 +32,17 @@ checkSandboxAvailable();
 process.on('uncaughtException', fail);
 process.on('unhandledRejection', fail);
 
-let relay: LocalRelay;
-try {
-  relay = await startLocalRelay({ out: process.stdout, isTerminal, styles });
-} catch (error) {
-  fail(error);
+let relay: LocalRelay | undefined;
+let firstSignalAt: number | undefined;
+
+function stopAndExit(running: LocalRelay): void {
+  running.stop().then(
+    // Kept-alive webhook connections may hold the event loop open; everything worth waiting for is done.
+    () => process.exit(0),
+    fail,
+  );
 }
 
-let firstSignalAt: number | undefined;
 const stop = (signal: NodeJS.Signals): void => {
   if (firstSignalAt !== undefined) {
     // A wrapper (npm, tsx) may relay the very Ctrl-C the terminal already delivered: not a second request.
@@ -48,11 +51,17 @@ const stop = (signal: NodeJS.Signals): void => {
     process.exit(130);
   }
   firstSignalAt = Date.now();
-  relay.stop().then(
-    // Kept-alive webhook connections may hold the event loop open; everything worth waiting for is done.
-    () => process.exit(0),
-    fail,
-  );
+  // During start-up the stop waits for the relay to be up (below): its pollers may be receiving already.
+  if (relay !== undefined) stopAndExit(relay);
 };
+// Installed before the relay starts: the ready line is printed and polling begins inside
+// startLocalRelay, and a signal before these handlers would kill the process mid-receive.
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
+
+try {
+  relay = await startLocalRelay({ out: process.stdout, isTerminal, styles });
+} catch (error) {
+  fail(error);
+}
+if (firstSignalAt !== undefined) stopAndExit(relay);
