@@ -1,5 +1,5 @@
 /**
- * The batch loop (SPEC §3): every record of a batch attempted at most once, at most
+ * The batch loop (docs/contract.md, "The batch"): every record of a batch attempted at most once, at most
  * `concurrency` at a time, FIFO message groups one record at a time and in order, and nothing
  * started once the function's time is nearly up.
  */

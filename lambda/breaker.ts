@@ -1,5 +1,5 @@
 /**
- * The circuit breaker (SPEC §3, outages): once the webhook is clearly down, stop sending, hand
+ * The circuit breaker (docs/contract.md, "Outages"): once the webhook is clearly down, stop sending, hand
  * records back with a growing visibility, and let one probe through per interval.
  *
  *   closed ──(OUTAGE_THRESHOLD outage failures in a row)──▶ open

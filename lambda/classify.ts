@@ -1,5 +1,5 @@
 /**
- * Response classification (SPEC §2): what a webhook's answer, or the lack of one, means for
+ * Response classification (docs/contract.md, "What the response means"): what a webhook's answer, or the lack of one, means for
  * the message.
  */
 import type { RelayConfig } from './config';

@@ -1,5 +1,5 @@
 /**
- * Dead-lettering a permanent failure (SPEC §2): a copy of the message goes to the DLQ with an
+ * Dead-lettering a permanent failure (docs/contract.md, "What the response means"): a copy of the message goes to the DLQ with an
  * attribute saying why, and only once SQS has accepted the copy may the original be
  * acknowledged. A copy that fails leaves the original to be retried: nothing is lost.
  *

@@ -1,6 +1,6 @@
 /**
  * The seal that lets a dead-letter copy keep its original message id across a redrive, in a
- * form no producer can forge (SPEC §2, issue 20 item 4).
+ * form no producer can forge (docs/contract.md, "What the response means").
  *
  * A redriven copy gets a new SQS message id, so the dead-letter reason records the original one
  * and the relay presents it again (as `X-Carrier-Message-Id`, the signed `webhook-id`): the

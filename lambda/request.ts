@@ -1,5 +1,5 @@
 /**
- * Building the delivery request for one SQS record (SPEC §1): the body byte for byte and the
+ * Building the delivery request for one SQS record (docs/contract.md, "The delivery request"): the body byte for byte and the
  * Carrier-compatible headers. Attribute values that are not legal header values are reported
  * back, never sent.
  */

@@ -40,7 +40,7 @@ export const RECEIVE_TO_INVOKE_SLACK_SECONDS = 300;
  */
 export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = FUNCTION_SETTINGS.BACKOFF_SCHEDULE.default;
 
-/** Fractional jitter added on top of a backoff delay, at most (SPEC §2: up to 25 %). */
+/** Fractional jitter added on top of a backoff delay, at most (docs/contract.md, "What the response means": up to 25 %). */
 export const MAX_JITTER_FRACTION = 0.25;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Visibility updates (SPEC §3): each retried message's visibility timeout set to its delay
+ * Visibility updates (docs/contract.md, "The batch"): each retried message's visibility timeout set to its delay
  * with `ChangeMessageVisibilityBatch`, at most 10 entries a call, all calls in parallel.
  */
 import type { SqsGateway } from './sqs-gateway';

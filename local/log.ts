@@ -86,7 +86,7 @@ function extras(attributes: Record<string, unknown>, skip: readonly string[] = [
 
 /**
  * One handler log entry as a terminal line, or `undefined` to leave it out. The relay's
- * per-record lines (SPEC §4: message id, outcome, status, delay, receive count) become
+ * per-record lines (docs/contract.md, "Logs and metrics": message id, outcome, status, delay, receive count) become
  * "↻ retry in 5 s" / "✗ dead-lettered"; its batch summary shows at DEBUG only, since the
  * runner prints a line per delivered message; anything else is shown generically.
  */

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/batch.ts: the batch loop of SPEC §3 (bounded concurrency, every record
+ * Unit tests of lambda/batch.ts: the batch loop of docs/contract.md, "The batch" (bounded concurrency, every record
  * once, FIFO groups one at a time and in order, nothing started past the deadline), driven by a
  * fake asynchronous attempt that records what ran when.
  */
@@ -204,7 +204,7 @@ describe('runBatch: FIFO message groups', () => {
   // the attribute but have no ordering guarantee to protect. They are serialized per tenant, and
   // after one failure the tenant's later records in the batch are handed back unsent
   // ('fifo-group-blocked'): each such return still counts as a receive, pushing a message that was
-  // never attempted toward maxReceiveCount and the DLQ. SPEC §3 asks for group ordering on FIFO
+  // never attempted toward maxReceiveCount and the DLQ. docs/contract.md, "The batch" asks for group ordering on FIFO
   // queues only. (Checking eventSourceARN for ".fifo" would fix it.)
   test('DOUBT: a standard (fair) queue with MessageGroupId is not blocked by an earlier failure', async () => {
     const standard = (id: string): SQSRecord => ({ ...sqsRecord(id, 'tenant-1'), eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:q' });

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/classify.ts: what every response (SPEC §2) means for the message.
+ * Unit tests of lambda/classify.ts: what every response (docs/contract.md, "What the response means") means for the message.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
@@ -163,7 +163,7 @@ describe('isTransientStatus', () => {
   });
 });
 
-test('property: every status gets exactly the SPEC §2 verdict', () => {
+test('property: every status gets exactly the verdict of docs/contract.md, "What the response means"', () => {
   const retryAfter = fc.option(
     fc.oneof(fc.nat({ max: 100_000 }).map(String), fc.constantFrom('soon', IN_TWO_MINUTES, TWO_MINUTES_AGO, '-1')),
     { nil: undefined },

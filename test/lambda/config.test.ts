@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/config.ts: the environment variables of SPEC §1–3, their defaults, and
+ * Unit tests of lambda/config.ts: the environment variables of docs/contract.md (its first three sections), their defaults, and
  * the errors an operator sees for a bad value (each names the variable at fault).
  */
 import { describe, expect, test, vi } from 'vitest';
@@ -24,7 +24,7 @@ function configErrorOf(fn: () => unknown): ConfigError {
 describe('defaults', () => {
   test('only WEBHOOK_URL set gives the documented defaults', () => {
     const config = loadConfig({ WEBHOOK_URL });
-    // toMatchObject: the configuration grows (secrets, …); these are the SPEC §1–3 defaults.
+    // toMatchObject: the configuration grows (secrets, …); these are the contract's defaults (docs/contract.md).
     expect(config).toMatchObject({
       webhookUrl: new URL(WEBHOOK_URL),
       headerPrefix: 'X-Carrier-',

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/request.ts: the delivery request of SPEC §1 built from realistic SQS
+ * Unit tests of lambda/request.ts: the delivery request of docs/contract.md, "The delivery request" built from realistic SQS
  * records, with hostile attribute values that must never reach the wire.
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
@@ -75,7 +75,7 @@ function expectWireSafe(headers: Record<string, string>): void {
   }
 }
 
-describe('the headers of SPEC §1', () => {
+describe('the headers (docs/contract.md, "The delivery request")', () => {
   test('a standard-queue record with the default prefix', () => {
     const { headers, body, skippedAttributes } = build(sqsRecord(), DEFAULTS);
     expect(headers).toEqual({

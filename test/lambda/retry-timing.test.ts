@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/retry-timing.ts: Retry-After parsing (SPEC §2), the backoff policies,
+ * Unit tests of lambda/retry-timing.ts: Retry-After parsing (docs/contract.md, "What the response means"), the backoff policies,
  * jitter, and the clamp to what SQS accepts as a visibility timeout.
  */
 import fc from 'fast-check';
@@ -143,7 +143,7 @@ describe('parseRetryAfter: HTTP-date', () => {
 
   // BUG in lambda/retry-timing.ts, parseRetryAfter: the `/[A-Za-z]{3}/` + ':' check, then Date.parse:
   // anything with three letters and a colon goes to the lenient Date.parse, which reads many
-  // non-HTTP-dates. "soon 10:00 2099" is garbage; SPEC §2 says a 429/503 without a usable
+  // non-HTTP-dates. "soon 10:00 2099" is garbage; docs/contract.md, "What the response means" says a 429/503 without a usable
   // Retry-After falls back to the backoff policy, but this returns 43200 (a 12-hour delay).
   // Likewise "until Jan 1 2030 00:00" or "abc 2030 12:00".
   test('BUG: garbage that Date.parse happens to read is not usable', () => {
@@ -306,7 +306,7 @@ describe('backoffDelay: jitter', () => {
   });
 
   // BUG in lambda/retry-timing.ts, backoffDelay: `Math.round(jittered)`:
-  // the jittered delay is rounded to the *nearest* second, so the added jitter can exceed SPEC §2's
+  // the jittered delay is rounded to the *nearest* second, so the added jitter can exceed the contract's ("What the response means")
   // "up to 25 %": fixed base 3 with random() = 0.999 gives 3 + 0.749 = 3.749 → 4, i.e. 33 % added
   // (base 7 → 9, 28.6 %). Math.floor would keep it within 25 %.
   test('BUG: jitter never adds more than 25 %', () => {

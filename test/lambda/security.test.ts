@@ -1,5 +1,5 @@
 /**
- * Security end to end (SPEC §1, issue 5): signatures checked by the independent
+ * Security end to end (docs/contract.md, "The delivery request"): signatures checked by the independent
  * `standardwebhooks` package, the Authorization header from Secrets Manager, hostile input and
  * hostile webhooks, and secrets kept out of logs.
  */
