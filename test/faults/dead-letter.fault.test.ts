@@ -21,7 +21,7 @@ import { FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { type Emulator, type QueueRef, startEmulator } from '../../testkit/emulator';
 import { acknowledge, capturedTelemetry, invoke, type LogLine, relayFor } from '../support/relay';
 import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
-import { startWebhook, type TestWebhook } from '../support/webhook';
+import { signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('the dead-letter fault key, 32 b.').toString('base64')}`;
 
@@ -102,11 +102,7 @@ function reasonOf(message: Message | undefined): Record<string, unknown> | undef
 /** The id the webhook saw on request `index`, after checking the signature covers it. */
 function verifiedIdOf(index: number): string {
   const request = webhook.requests[index];
-  const headers = {
-    'webhook-id': String(request?.headers['webhook-id']),
-    'webhook-timestamp': String(request?.headers['webhook-timestamp']),
-    'webhook-signature': String(request?.headers['webhook-signature']),
-  };
+  const headers = signatureHeadersOf(request);
   new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', headers);
   expect(request?.headers['x-carrier-message-id']).toBe(headers['webhook-id']);
   return headers['webhook-id'];

@@ -11,9 +11,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { sqsRecord } from '../../testkit/records';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import type { ReceivedRequest } from '../support/webhook';
 import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
-import { startWebhook, type TestWebhook } from '../support/webhook';
+import { type ReceivedRequest, signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
 
 const GOOD = `whsec_${Buffer.from('the signing key before rotation').toString('base64')}`;
 const NEXT = `whsec_${Buffer.from('the signing key after a good rotation').toString('base64')}`;
@@ -50,13 +49,8 @@ function records(count: number): SQSRecord[] {
 
 /** Whether `request` verifies with `secret` (standardwebhooks; the timestamp must be recent too). */
 function verifies(secret: string, request: ReceivedRequest): boolean {
-  const headers = {
-    'webhook-id': String(request.headers['webhook-id']),
-    'webhook-timestamp': String(request.headers['webhook-timestamp']),
-    'webhook-signature': String(request.headers['webhook-signature']),
-  };
   try {
-    new Webhook(secret).verify(request.body.toString(), headers, { jsonParse: false });
+    new Webhook(secret).verify(request.body.toString(), signatureHeadersOf(request), { jsonParse: false });
     return true;
   } catch {
     return false;

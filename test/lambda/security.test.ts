@@ -13,7 +13,7 @@ import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { sqsRecord } from '../../testkit/records';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
-import { startWebhook, type TestWebhook } from '../support/webhook';
+import { signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
 const ROTATED = `whsec_${Buffer.from('the next signing key, after rotation').toString('base64')}`;
@@ -45,14 +45,9 @@ function syntheticRecord(index: number, body: string, messageAttributes: SQSReco
   return sqsRecord(index, { body, messageAttributes, eventSourceARN: emulator.queue.arn });
 }
 
-/** The headers of a received request as the `standardwebhooks` verifier wants them. */
-function signatureHeadersOf(index = 0): Record<string, string> {
-  const headers = webhook.requests[index]?.headers ?? {};
-  return {
-    'webhook-id': String(headers['webhook-id']),
-    'webhook-timestamp': String(headers['webhook-timestamp']),
-    'webhook-signature': String(headers['webhook-signature']),
-  };
+/** The headers of received request `index` as the `standardwebhooks` verifier wants them. */
+function receivedSignatureHeaders(index = 0): Record<string, string> {
+  return signatureHeadersOf(webhook.requests[index]);
 }
 
 describe('signatures (Standard Webhooks)', () => {
@@ -65,7 +60,7 @@ describe('signatures (Standard Webhooks)', () => {
     expect(request?.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
     expect(request?.headers['webhook-id']).toBe(record.messageId);
     expect(() =>
-      new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', signatureHeadersOf(), { jsonParse: false }),
+      new Webhook(SECRET).verify(request?.body.toString('utf8') ?? '', receivedSignatureHeaders(), { jsonParse: false }),
     ).not.toThrow();
   });
 
@@ -81,14 +76,14 @@ describe('signatures (Standard Webhooks)', () => {
       const record = records.find((candidate) => candidate.messageId === request.headers['webhook-id']);
       expect(request.body.toString()).toBe(record?.body);
       // verify() also refuses a timestamp more than five minutes from now.
-      expect(() => verifier.verify(request.body.toString(), signatureHeadersOf(index), { jsonParse: false })).not.toThrow();
+      expect(() => verifier.verify(request.body.toString(), receivedSignatureHeaders(index), { jsonParse: false })).not.toThrow();
     });
   });
 
   test('a tampered body or an old timestamp fails verification', async () => {
     await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }), { Records: [syntheticRecord(1, '{"amount":10}')] });
     const verifier = new Webhook(SECRET);
-    const headers = signatureHeadersOf();
+    const headers = receivedSignatureHeaders();
     expect(() => verifier.verify('{"amount":10}', headers)).not.toThrow();
     expect(() => verifier.verify('{"amount":10000}', headers)).toThrow(WebhookVerificationError);
     const old = { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 3600) };
@@ -105,7 +100,7 @@ describe('signatures (Standard Webhooks)', () => {
     const response = await invoke(handler, { Records: [syntheticRecord(1, 'rotating')] });
     expect(response.batchItemFailures).toEqual([]);
     for (const secret of [SECRET, ROTATED])
-      expect(() => new Webhook(secret).verify('rotating', signatureHeadersOf(), { jsonParse: false })).not.toThrow();
+      expect(() => new Webhook(secret).verify('rotating', receivedSignatureHeaders(), { jsonParse: false })).not.toThrow();
   });
 
   test('a secret so slow to fetch that too little time is left: the record goes back at once, unsent', async () => {

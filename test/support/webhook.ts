@@ -92,3 +92,15 @@ function answer(res: ServerResponse, reply: WebhookReply): void {
   if (reply.delayMs !== undefined && reply.delayMs > 0) setTimeout(send, reply.delayMs);
   else send();
 }
+
+/** The Standard Webhooks headers of a received request, as the `standardwebhooks` verifier takes them. */
+export function signatureHeadersOf(
+  request: ReceivedRequest | undefined,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  const headers = request?.headers ?? {};
+  return {
+    'webhook-id': String(headers['webhook-id']),
+    'webhook-timestamp': String(headers['webhook-timestamp']),
+    'webhook-signature': String(headers['webhook-signature']),
+  };
+}
