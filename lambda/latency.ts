@@ -1,22 +1,13 @@
 /**
- * The `WebhookLatency` metric of one batch, in at most one embedded-metric-format line.
- *
- * An EMF line holds at most 100 values of a metric, and Powertools' `addMetric` costs several
- * microseconds a call (it validates the unit and looks up its per-invocation store each time):
- * one value per request made a 10,000-record batch pay about 10 % of its CPU and write 100
- * metric lines. A batch of up to 99 requests still publishes every latency; a larger one
- * publishes 99 evenly spaced order statistics of its latencies (its minimum, its maximum and
- * 97 quantiles between), from which CloudWatch's percentiles read the batch's own to within 1 %
- * of rank. What is lost is the `SampleCount` statistic (no longer the number of requests: the
- * `Delivered`, `Retried` and `DeadLettered` counts are) and the weight of a big batch against a
- * small one in the same period.
+ * The `WebhookLatency` metric of one batch, in at most one embedded-metric-format line: every
+ * latency of a small batch, evenly spaced order statistics of a large one, since a value per
+ * request cost a big batch a tenth of its CPU (measured: docs/performance.md, "At most 99 latency
+ * values per batch").
  */
 
 /**
- * Latency values published per batch: one below the 100 values an EMF line can carry. At its
- * 100th value of a metric Powertools flushes the line by itself, and the middleware's flush at
- * the end of the invocation then finds nothing and logs a WARN ("No application metrics to
- * publish") on every large batch.
+ * Latency values published per batch: one below the 100 an EMF line carries, since at the 100th
+ * Powertools flushes by itself and the end-of-invocation flush then logs a WARN.
  */
 export const MAX_LATENCY_VALUES = 99;
 

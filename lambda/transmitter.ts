@@ -190,9 +190,8 @@ function requestOptionsOf(url: URL, agent: HttpAgent): RequestOptions {
 
 /**
  * The client side of node:http or node:https, whichever `url` needs, loaded with
- * `process.getBuiltinModule` rather than `import`: on Node.js 24 importing node:http as an ES
- * module builds its whole namespace, whose `WebSocket` getter loads Node's bundled undici, about
- * 40 ms of every cold start (bench: the built-ins row of the cold-start section).
+ * `process.getBuiltinModule` because `import` also loads Node's bundled undici at every cold start
+ * (measured: docs/performance.md, "node:http, loaded with `process.getBuiltinModule`").
  *
  * The agent stamps each connection it keeps as it goes idle (`keepSocketAlive`, a documented
  * override): since when, until when it may be reused, and how many bytes it had read.
@@ -205,8 +204,7 @@ function httpClientFor(
   idleMaxMs: number,
   onIdle: (staleAt: number) => void,
 ): { agent: HttpAgent; send: (options: RequestOptions) => ClientRequest } {
-  // No agent `timeout`: with one, node:http adds a listener per request (a closure each) and
-  // only then heeds a server's Keep-Alive hint; the pool's idle bound is kept here instead.
+  // No agent `timeout`: it costs a closure per request (docs/performance.md, "A timer per request, and no agent `timeout`").
   const options = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
   // A mixin (node:https's Agent extends node:http's; each needs its own subclass), hence the any[].
   // biome-ignore lint/suspicious/noExplicitAny: a mixin's base constructor must take any arguments (TypeScript's rule for mixins)
@@ -295,8 +293,8 @@ export class WebhookTransmitter {
    */
   post(headers: readonly string[], body: Buffer, timeoutMs: number): Promise<WebhookResult> {
     const started = performance.now();
-    // The agent takes the newest idle connection (LIFO). Too old, or already closing: drop the
-    // idle ones first. Checked here because after a freeze the sweep timer has not run yet.
+    // The agent hands out the newest idle connection (LIFO): too old, or closing, drop the idle ones first. Checked
+    // here because after a freeze the sweep timer has not run (docs/performance.md, "A LIFO pool, checked before each request").
     const next = this.newestIdle();
     if (next !== undefined && (next[STALE_AT] <= started || !next.writable)) {
       const dropped = this.dropIdle((socket) => socket[STALE_AT] <= started || !socket.writable);
@@ -368,8 +366,8 @@ export class WebhookTransmitter {
       const headerList = hasHost(headers) ? headers : [...headers, 'Host', this.host];
       let request: ClientRequest;
       try {
-        // Headers as a flat list go straight into the request head (still validated: an illegal
-        // value throws here), skipping node:http's per-header bookkeeping for its setHeader().
+        // A flat header list skips node:http's per-header setHeader() bookkeeping; an illegal value still throws here
+        // (docs/performance.md, "Headers as a raw list, both ways").
         request = this.send({ ...this.options, headers: headerList });
       } catch (error) {
         // Node validates headers synchronously; keep the promise's never-rejects contract.
@@ -377,10 +375,8 @@ export class WebhookTransmitter {
         finish({ kind: 'transport-error', error: 'invalid-request', message, latencyMs: elapsed() });
         return;
       }
-      // A timer per request. One shared timer sweeping a Set of deadlines ran fewer instructions,
-      // but on Node.js 24 with a 256 MB function's heap limits (--max-semi-space-size=12
-      // --max-old-space-size=231) it took more CPU per record and about 20 MiB more memory.
-      // It bounds a retry too: it destroys whichever request is current.
+      // A timer per request: a shared sweep took more CPU and memory (docs/performance.md, "A timer per request,
+      // and no agent `timeout`"). It bounds a retry too: it destroys whichever request is current.
       timer = setTimeout(() => request.destroy(new RequestTimeout(timeoutMs)), delayMs);
       request.on('error', fail);
       request.on('response', onResponse);
