@@ -1,5 +1,5 @@
 /**
- * `npm start`: the relay on this machine (see `local/sandbox.ts`, `local/daemon.ts`, `local/runner.ts` and docs/local.md).
+ * `npm start`: the relay on this machine (see `local/sandbox/`, `local/daemon.ts`, `local/runner.ts` and docs/local.md).
  * Start-up failures print one line and exit 1; SIGINT/SIGTERM stop polling, let the batches in
  * flight finish and be acknowledged, and exit 0. A second signal exits at once (130): whatever
  * was in flight then comes back after its visibility timeout, as from a crashed Lambda.
@@ -15,7 +15,7 @@ import { COLOR, PLAIN } from '../local/log';
 import { read } from '../lambda/env';
 import { startDaemon } from '../local/daemon';
 import type { LocalRelay } from '../local/runner';
-import { startSandbox } from '../local/sandbox';
+import { startSandbox } from '../local/sandbox/sandbox';
 
 /** A signal this soon after the first is taken as the same request to stop. */
 const REPEAT_GRACE_MS = 1_000;

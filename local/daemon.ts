@@ -9,7 +9,7 @@ import { loadConfig } from '../lambda/config';
 import type { Env } from '../lambda/env';
 import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue } from './existing-queue';
 import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from './runner';
-import { webhookFor } from './sandbox';
+import { webhookFor } from './sandbox/sandbox';
 
 /**
  * Starts the daemon on `QUEUE_URL`.

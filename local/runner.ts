@@ -1,6 +1,6 @@
 /**
  * The runner: the relay's Lambda handler fed by pollers, as Lambda's event source mapping would
- * feed it. The development sandbox (`local/sandbox.ts`: emulator, demo webhook) and the daemon
+ * feed it. The development sandbox (`local/sandbox/`: emulator, demo webhook) and the daemon
  * (`local/daemon.ts`: an existing queue) both end here, with everything decided and passed as a
  * value: the handler's configuration, the runner's settings, and how to reach the queue.
  *

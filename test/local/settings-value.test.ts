@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PLAIN } from '../../local/log';
 import type { LocalRelay } from '../../local/runner';
-import { startSandbox } from '../../local/sandbox';
+import { startSandbox } from '../../local/sandbox/sandbox';
 
 let relay: LocalRelay | undefined;
 afterEach(async () => {

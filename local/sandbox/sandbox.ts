@@ -3,14 +3,14 @@
  * holds the queue, its DLQ and the redrive policy (no AWS account needed), and without
  * `WEBHOOK_URL` a demo webhook prints what arrives. Then the runner (`local/runner.ts`) polls it.
  */
-import { loadConfig, type RelayConfig } from '../lambda/config';
-import type { Env } from '../lambda/env';
+import { loadConfig, type RelayConfig } from '../../lambda/config';
+import type { Env } from '../../lambda/env';
 import type { DemoReply, DemoRequest } from './demo-webhook';
 import { startDemoWebhook } from './demo-webhook';
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
-import type { LocalLog } from './log';
-import { DEFAULT_MAX_RECEIVE_COUNT, type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from './runner';
-import { type LocalSettings, visibilityTimeoutFor } from './settings';
+import type { LocalLog } from '../log';
+import { DEFAULT_MAX_RECEIVE_COUNT, type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from '../runner';
+import { type LocalSettings, visibilityTimeoutFor } from '../settings';
 
 /** Demo bodies longer than this are cut when printed. */
 export const DEMO_BODY_PRINT_LIMIT = 2_000;
