@@ -1,5 +1,5 @@
 /**
- * `npm start`: the relay on this machine (see `local/runner.ts` and docs/local.md).
+ * `npm start`: the relay on this machine (see `local/sandbox/`, `local/daemon.ts`, `local/runner.ts` and docs/local.md).
  * Start-up failures print one line and exit 1; SIGINT/SIGTERM stop polling, let the batches in
  * flight finish and be acknowledged, and exit 0. A second signal exits at once (130): whatever
  * was in flight then comes back after its visibility timeout, as from a crashed Lambda.
@@ -12,7 +12,10 @@
 import { checkSandboxAvailable, handleCommandLine } from '../local/cli';
 import { oneLine } from '../local/errors';
 import { COLOR, PLAIN } from '../local/log';
-import { type LocalRelay, startLocalRelay } from '../local/runner';
+import { read } from '../lambda/env';
+import { startDaemon } from '../local/daemon';
+import type { LocalRelay } from '../local/runner';
+import { startSandbox } from '../local/sandbox/sandbox';
 
 /** A signal this soon after the first is taken as the same request to stop. */
 const REPEAT_GRACE_MS = 1_000;
@@ -55,12 +58,14 @@ const stop = (signal: NodeJS.Signals): void => {
   if (relay !== undefined) stopAndExit(relay);
 };
 // Installed before the relay starts: the ready line is printed and polling begins inside
-// startLocalRelay, and a signal before these handlers would kill the process mid-receive.
+// the runner, and a signal before these handlers would kill the process mid-receive.
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
 
 try {
-  relay = await startLocalRelay({ out: process.stdout, isTerminal, styles });
+  // QUEUE_URL names an existing queue (the daemon); without it, the sandbox makes one.
+  const start = read(process.env, 'QUEUE_URL') === undefined ? startSandbox : startDaemon;
+  relay = await start({ out: process.stdout, isTerminal, styles });
 } catch (error) {
   fail(error);
 }

@@ -7,7 +7,7 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { EMULATOR_CREDENTIALS, type EmbeddedSqs, startEmbeddedSqs } from '../../local/emulator';
+import { EMULATOR_CREDENTIALS, type EmbeddedSqs, startEmbeddedSqs } from '../../local/sandbox/emulator';
 import {
   type EventSourceMapping,
   type InvocationResult,

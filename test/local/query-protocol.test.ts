@@ -6,7 +6,7 @@
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AWS_CLI_VERSION_NOTE, formatBanner, type ReadyInfo } from '../../local/banner';
-import { EMULATOR_CREDENTIALS, type EmbeddedSqs, QUERY_PROTOCOL_REFUSAL, startEmbeddedSqs } from '../../local/emulator';
+import { EMULATOR_CREDENTIALS, type EmbeddedSqs, QUERY_PROTOCOL_REFUSAL, startEmbeddedSqs } from '../../local/sandbox/emulator';
 import { PLAIN } from '../../local/log';
 
 let emulator: EmbeddedSqs;

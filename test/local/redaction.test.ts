@@ -7,7 +7,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig, redactUrl } from '../../lambda/config';
 import { sqsStartupError } from '../../local/errors';
-import { maskSecret, printableHeaders } from '../../local/runner';
+import { maskSecret, printableHeaders } from '../../local/sandbox/sandbox';
 import { loadLocalSettings } from '../../local/settings';
 import { QUIET_SDK_LOGGER, type RelayProcess, readyLine, startRelayProcess, stopRelay } from './relay-process';
 

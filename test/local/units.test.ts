@@ -8,7 +8,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
-import { demoReplyFor } from '../../local/demo-webhook';
+import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';

@@ -15,8 +15,8 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
-import { deadLetterQueueName, FIFO_SUFFIX } from '../lambda/sqs-util';
-import { EMULATOR_CREDENTIALS } from './existing-queue';
+import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
+import { EMULATOR_CREDENTIALS } from '../existing-queue';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';

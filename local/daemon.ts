@@ -1,0 +1,82 @@
+/**
+ * The daemon (`npm start` with `QUEUE_URL`): a standalone relay beside a worker, polling a queue
+ * that already exists, on real SQS or another emulator. What Lambda's event source mapping knows
+ * from its configuration is asked of the queue (`local/existing-queue.ts`); then the runner
+ * (`local/runner.ts`) polls it.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { loadConfig } from '../lambda/config';
+import type { Env } from '../lambda/env';
+import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue } from './existing-queue';
+import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from './runner';
+import { webhookFor } from './sandbox/sandbox';
+
+/**
+ * Starts the daemon on `QUEUE_URL`.
+ * @param env the environment (`process.env`); only AWS_REGION may be written, see below
+ * @throws a ConfigError or StartupError whose message is the line to print
+ */
+export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise<LocalRelay> {
+  const { settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
+  const queueUrl = settings.queueUrl;
+  if (queueUrl === undefined) throw new Error('startDaemon needs QUEUE_URL (bin/local.ts starts the sandbox without it)');
+  const connection = connectionFor(queueUrl, env);
+  const probe = new SQSClient(clientConfig(connection));
+  let described: ExistingQueue;
+  try {
+    described = await describeExistingQueue(probe, queueUrl);
+  } finally {
+    probe.destroy();
+  }
+  // The handler's Secrets Manager client is the SDK's default one, which finds its region only in
+  // the environment: the queue's region (from its URL) is the best guess when none is set.
+  if (!process.env.AWS_REGION) process.env.AWS_REGION = connection.region;
+
+  let maxReceiveCount = described.maxReceiveCount;
+  if (settings.maxReceiveCount !== undefined && maxReceiveCount !== undefined && settings.maxReceiveCount !== maxReceiveCount) {
+    log.line(
+      'WARN',
+      `MAX_RECEIVE_COUNT is ${settings.maxReceiveCount} but the queue's redrive policy says ${maxReceiveCount}; SQS follows the policy`,
+    );
+  }
+  maxReceiveCount ??= settings.maxReceiveCount;
+  if (described.dlqProblem !== undefined) log.line('WARN', `No dead-letter queue: ${described.dlqProblem}`);
+  if (described.visibilityTimeoutSeconds < settings.functionTimeoutSeconds) {
+    log.line(
+      'WARN',
+      `The queue's visibility timeout (${described.visibilityTimeoutSeconds} s) is shorter than FUNCTION_TIMEOUT_SECONDS (${settings.functionTimeoutSeconds} s): a slow batch can be received twice (Lambda refuses this; the stack uses 6 times the function timeout)`,
+    );
+  }
+  // DLQ_URL and MAX_RECEIVE_COUNT as set win; otherwise the queue's redrive policy fills them in.
+  const dlqUrl = env.DLQ_URL || described.dlqUrl;
+  return withCleanup(async (onClose, closeAll) => {
+    const { webhookUrl, demoWebhook } = await webhookFor(settings, preliminary, log, onClose);
+    const config = loadConfig({
+      ...env,
+      DLQ_URL: dlqUrl,
+      WEBHOOK_URL: webhookUrl,
+      MAX_RECEIVE_COUNT:
+        settings.maxReceiveCount === undefined && maxReceiveCount !== undefined ? String(maxReceiveCount) : env.MAX_RECEIVE_COUNT,
+    });
+    return startRunner({
+      config,
+      settings,
+      connection,
+      queue: {
+        mode: 'existing',
+        queueUrl,
+        queueArn: described.queueArn,
+        dlqUrl,
+        maxReceiveCount,
+        fifo: described.fifo,
+        visibilityTimeoutSeconds: described.visibilityTimeoutSeconds,
+      },
+      webhookUrl,
+      demoWebhook,
+      telemetry,
+      log,
+      styles: io.styles,
+      close: closeAll,
+    });
+  });
+}
