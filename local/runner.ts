@@ -80,8 +80,6 @@ export interface LocalStart {
   readonly preliminary: RelayConfig;
 }
 
-/** Default of `MAX_RECEIVE_COUNT` for the embedded queue, as the stack's. */
-export const DEFAULT_MAX_RECEIVE_COUNT = 5;
 /**
  * Long-poll wait of a standalone relay (QUEUE_URL), seconds. Its queue outlives it, so a stop lets
  * the receive under way answer rather than abort it (which would leave its messages invisible for

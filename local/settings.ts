@@ -3,7 +3,6 @@
  * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
-import { visibilityTimeoutSecondsFor } from '../lambda/aws-limits';
 import { redactUrl } from '../lambda/config';
 import { ConfigError, type Env, integer, read } from '../lambda/env';
 import { LOG_LEVELS, type Setting, SETTINGS, type SettingName } from '../lambda/settings';
@@ -125,14 +124,4 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
     healthCheckUrl: healthCheckUrl(env),
     healthCheckIntervalSeconds: int(env, 'HEALTH_CHECK_INTERVAL_SECONDS'),
   };
-}
-
-/** The embedded queue's visibility timeout: the stack's rule (6 × timeout + batching window), from the function both use. */
-export function visibilityTimeoutFor(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
-  return visibilityTimeoutSecondsFor(functionTimeoutSeconds, batchingWindowSeconds);
-}
-
-/** The DLQ's name for a main queue's name: `<name>-dlq`, keeping `.fifo` at the end. */
-export function deadLetterQueueName(queueName: string): string {
-  return queueName.endsWith('.fifo') ? `${queueName.slice(0, -'.fifo'.length)}-dlq.fifo` : `${queueName}-dlq`;
 }

@@ -9,8 +9,10 @@ import type { DemoReply, DemoRequest } from './demo-webhook';
 import { startDemoWebhook } from './demo-webhook';
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
 import type { LocalLog } from '../log';
-import { DEFAULT_MAX_RECEIVE_COUNT, type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from '../runner';
-import { type LocalSettings, visibilityTimeoutFor } from '../settings';
+import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
+import { FUNCTION_SETTINGS } from '../../lambda/settings';
+import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from '../runner';
+import type { LocalSettings } from '../settings';
 
 /** Demo bodies longer than this are cut when printed. */
 export const DEMO_BODY_PRINT_LIMIT = 2_000;
@@ -87,8 +89,8 @@ export async function webhookFor(
 export async function startSandbox(io: RunnerIo, env: Env = process.env): Promise<LocalRelay> {
   const { settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
   return withCleanup(async (onClose, closeAll) => {
-    const maxReceiveCount = settings.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT;
-    const visibilityTimeoutSeconds = visibilityTimeoutFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
+    const maxReceiveCount = settings.maxReceiveCount ?? FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default;
+    const visibilityTimeoutSeconds = visibilityTimeoutSecondsFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
     const emulator = await startEmbeddedSqs({
       port: settings.sqsPort,
       queueName: settings.queueName,

@@ -12,7 +12,8 @@ import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
-import { loadLocalSettings, visibilityTimeoutFor } from '../../local/settings';
+import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
+import { loadLocalSettings } from '../../local/settings';
 import { sleep } from '../../local/sleep';
 
 describe('local settings', () => {
@@ -57,11 +58,11 @@ describe('local settings', () => {
   });
 
   test('the visibility timeout is 6 times the function timeout plus the batching window, as in the stack, within SQS limits', () => {
-    expect(visibilityTimeoutFor(30, 0)).toBe(180);
+    expect(visibilityTimeoutSecondsFor(30, 0)).toBe(180);
     // The stack's figure for the same settings (test/lib/webhook-relay.test.ts: 6 × 120 + 20).
-    expect(visibilityTimeoutFor(120, 20)).toBe(740);
-    expect(visibilityTimeoutFor(900, 300)).toBe(5_700);
-    expect(visibilityTimeoutFor(900 * 10, 0)).toBe(43_200);
+    expect(visibilityTimeoutSecondsFor(120, 20)).toBe(740);
+    expect(visibilityTimeoutSecondsFor(900, 300)).toBe(5_700);
+    expect(visibilityTimeoutSecondsFor(900 * 10, 0)).toBe(43_200);
   });
 });
 
