@@ -8,6 +8,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { MAX_FIFO_EVENT_SOURCE_BATCH_SIZE } from '../lambda/aws-limits';
 import { type Setting, SETTING_DOCS, SETTING_LIST, type SettingName, SETTINGS } from '../lambda/settings';
+import { FIFO_SUFFIX } from '../lambda/sqs-util';
 import { type Entry, toPropValue } from './webhook-relay/defaults';
 import type { WebhookRelayConfigError } from './webhook-relay/props';
 import type { WebhookRelayStackProps } from './webhook-relay-stack';
@@ -199,7 +200,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   arn('deadLetterQueueArn', deadLetterQueueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq');
 
   // Lambda takes at most 10 records per batch from a FIFO queue; say so rather than "1 to 10".
-  const fifo = bool('fifo') ?? queueArn?.endsWith('.fifo') ?? false;
+  const fifo = bool('fifo') ?? queueArn?.endsWith(FIFO_SUFFIX) ?? false;
   const batchSize = int('batchSize');
   if (fifo && batchSize !== undefined && batchSize > MAX_FIFO_EVENT_SOURCE_BATCH_SIZE) {
     throw new ContextError(

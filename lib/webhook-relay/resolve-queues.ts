@@ -9,6 +9,7 @@ import { MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR, visibilityTimeoutSec
 import { type BreakerSettings, receivesToSurvive } from '../../lambda/breaker';
 import { backoffDelay } from '../../lambda/retry-timing';
 import { BACKOFF_POLICIES, SETTINGS } from '../../lambda/settings';
+import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { check, seconds, wholeNumber } from './checks';
 import { DLQ_RETENTION, RELAY_DEFAULTS } from './defaults';
 import type { WebhookRelayProps } from './props';
@@ -90,15 +91,17 @@ export function resolveQueues(
   }
   let names: QueuesToCreate['names'];
   if (props.queueName !== undefined) {
-    const base = props.queueName.replace(/\.fifo$/, '');
-    const suffix = fifo ? '.fifo' : '';
+    const base = props.queueName.endsWith(FIFO_SUFFIX) ? props.queueName.slice(0, -FIFO_SUFFIX.length) : props.queueName;
+    const suffix = fifo ? FIFO_SUFFIX : '';
+    const queue = `${base}${suffix}`;
+    const dlq = deadLetterQueueName(queue);
     // SQS: 1-80 characters of letters, digits, - and _, the .fifo suffix included.
     check(
-      /^[A-Za-z0-9_-]+$/.test(base) && `${base}-dlq${suffix}`.length <= 80,
+      /^[A-Za-z0-9_-]+$/.test(base) && dlq.length <= 80,
       'queueName',
       `must be letters, digits, "-" or "_", short enough that "<name>-dlq${suffix}" fits 80 characters; got ${JSON.stringify(props.queueName)}`,
     );
-    names = { queue: `${base}${suffix}`, dlq: `${base}-dlq${suffix}` };
+    names = { queue, dlq };
   }
   // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
   const window = retryWindowSeconds(props, maxReceiveCount, visibility, breaker);
