@@ -4,35 +4,11 @@
  * help lists them from the settings registry (`lambda/settings.ts`), as docs/configuration.md does.
  */
 import { version } from '../package.json';
-import { loadConfig } from '../lambda/config';
 import type { Env } from '../lambda/env';
 import { type Setting, type SettingName, SETTING_DOCS, SETTINGS } from '../lambda/settings';
-import { loadLocalSettings } from './settings';
 
 /** The command's name, as `npx` and the Docker image run it. */
 export const COMMAND = 'sqs-webhook-relay';
-
-/** The names a loader reads, in the order it reads them: it is run on an environment that records every lookup. */
-function namesRead(load: (env: Env) => unknown, given: Readonly<Record<string, string>> = {}): string[] {
-  const names = new Set<string>();
-  const env = new Proxy({} as Env, {
-    get(_target, key) {
-      if (typeof key !== 'string') return undefined;
-      names.add(key);
-      return given[key];
-    },
-  });
-  load(env);
-  return [...names];
-}
-
-/** The variables of the function (read by `loadConfig`) and of the daemon itself (read by `loadLocalSettings`). */
-export function variablesRead(): { readonly function: string[]; readonly daemon: string[] } {
-  // A valid webhook URL lets loadConfig read on past its only required variable.
-  const fn = namesRead(loadConfig, { WEBHOOK_URL: 'https://example.invalid/' });
-  const daemon = namesRead((env) => loadLocalSettings(env, false)).filter((name) => !fn.includes(name));
-  return { function: fn, daemon };
-}
 
 /** Strips the Markdown a terminal would show literally: code spans, links, emphasis. */
 function plain(markdown: string): string {

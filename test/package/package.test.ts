@@ -22,7 +22,9 @@ import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { signDelivery, parseSigningKeys } from '../../lambda/signing';
-import { variablesRead } from '../../local/cli';
+import { loadConfig } from '../../lambda/config';
+import type { Env } from '../../lambda/env';
+import { loadLocalSettings } from '../../local/settings';
 import { version } from '../../package.json';
 import { childEnv, until } from '../local/relay-process';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
@@ -78,6 +80,28 @@ beforeAll(async () => {
     `package tests: npm pack (build included) ${((packed - started) / 1000).toFixed(1)} s, npm install ${((Date.now() - packed) / 1000).toFixed(1)} s`,
   );
 }, 240_000);
+
+/** The names a loader reads, in the order it reads them: it is run on an environment that records every lookup. */
+function namesRead(load: (env: Env) => unknown, given: Readonly<Record<string, string>> = {}): string[] {
+  const names = new Set<string>();
+  const env = new Proxy({} as Env, {
+    get(_target, key) {
+      if (typeof key !== 'string') return undefined;
+      names.add(key);
+      return given[key];
+    },
+  });
+  load(env);
+  return [...names];
+}
+
+/** The variables --help must list: those of the function (read by `loadConfig`) and of the daemon itself (read by `loadLocalSettings`). */
+function variablesRead(): { readonly function: string[]; readonly daemon: string[] } {
+  // A valid webhook URL lets loadConfig read on past its only required variable.
+  const fn = namesRead(loadConfig, { WEBHOOK_URL: 'https://example.invalid/' });
+  const daemon = namesRead((env) => loadLocalSettings(env, false)).filter((name) => !fn.includes(name));
+  return { function: fn, daemon };
+}
 
 describe('the construct library', () => {
   const appSource = (importLine: string): string => `${importLine}
