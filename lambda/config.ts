@@ -10,7 +10,7 @@ import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
-import { boolean, ConfigError, type Env, integer, oneOf, read } from './env';
+import { boolean, ConfigError, type Env, integerSetting, oneOf, read } from './env';
 import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type Setting } from './settings';
 
 export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
@@ -148,8 +148,7 @@ function schedule(env: Env): readonly number[] {
 
 /** A whole-number setting, with the registry's variable, default and bounds. */
 function int(env: Env, name: keyof typeof FUNCTION_SETTINGS): number {
-  const setting: Setting = FUNCTION_SETTINGS[name];
-  return integer(env, setting.variable ?? name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
+  return integerSetting(env, name, FUNCTION_SETTINGS[name]);
 }
 
 /** A true/false setting, with the registry's default. */

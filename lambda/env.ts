@@ -3,6 +3,7 @@
  * configuration and the local runner's settings share, each failing with a {@link ConfigError}
  * that names the variable and says what was expected.
  */
+import type { Setting } from './settings';
 
 /** Raised for an invalid configuration; `variable` names the environment variable at fault. */
 export class ConfigError extends Error {
@@ -34,6 +35,11 @@ export function integer(env: Env, name: string, fallback: number, min: number, m
     throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
   }
   return value;
+}
+
+/** A whole-number setting of the registry (`lambda/settings.ts`): its variable, default and bounds. */
+export function integerSetting(env: Env, name: string, setting: Setting): number {
+  return integer(env, setting.variable ?? name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
 }
 
 /** `true`/`false` (also 1/0, yes/no, on/off), or `fallback` when unset. */

@@ -4,8 +4,8 @@
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
 import { redactUrl } from '../lambda/config';
-import { ConfigError, type Env, integer, read } from '../lambda/env';
-import { LOG_LEVELS, type Setting, SETTINGS, type SettingName } from '../lambda/settings';
+import { ConfigError, type Env, integerSetting, read } from '../lambda/env';
+import { LOG_LEVELS, SETTINGS, type SettingName } from '../lambda/settings';
 
 export { LOG_LEVELS };
 
@@ -82,8 +82,7 @@ function healthCheckUrl(env: Env): URL | undefined {
 
 /** A whole-number setting, with the registry's default and bounds. */
 function int(env: Env, name: SettingName): number {
-  const setting: Setting = SETTINGS[name];
-  return integer(env, name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
+  return integerSetting(env, name, SETTINGS[name]);
 }
 
 function logLevel(env: Env): string {
