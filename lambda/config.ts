@@ -10,12 +10,16 @@ import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
 import { parseSigningKeys } from './signing';
-import { boolean, ConfigError, type Env, integerSetting, oneOf, read } from './env';
+import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
+import type { PacingSettings } from './pacer';
 import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type Setting } from './settings';
 
 export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
 // The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
 export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
+
+/** SQS's largest `maxReceiveCount`: what the function assumes, with the retry window on, when it is not told the queue's. */
+const MAX_RECEIVE_COUNT_LIMIT = FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.max;
 
 /** One of {@link PERMANENT_FAILURE_MODES}. */
 export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
@@ -39,8 +43,15 @@ export interface RelayConfig {
   readonly permanentFailure: PermanentFailureMode;
   /** `DLQ_URL`: the dead-letter queue; when absent it is found from the source queue's redrive policy. */
   readonly deadLetterQueueUrl: string | undefined;
-  /** `MAX_RECEIVE_COUNT`: the redrive policy's count, so the last failure before the DLQ is logged at WARN. */
+  /**
+   * `MAX_RECEIVE_COUNT`: the redrive policy's count. With the retry window on, the backstop the
+   * relay spaces retries to stay clear of (unset: SQS's 1,000); with it off, the count that dead-letters.
+   */
   readonly maxReceiveCount: number;
+  /** `RETRY_WINDOW_HOURS`, in seconds: how long a message's failures may go on before the relay dead-letters it; 0 = off. */
+  readonly retryWindowSeconds: number;
+  /** `PACING`, `MAX_REQUESTS_PER_SECOND` ÷ `CONCURRENT_INVOCATIONS`, `MAX_CONCURRENCY`: this container's pace. */
+  readonly pacing: PacingSettings;
   /** `User-Agent` of every delivery request. */
   readonly userAgent: string;
   /** `OUTAGE_*`: the circuit breaker. */
@@ -152,7 +163,7 @@ function int(env: Env, name: keyof typeof FUNCTION_SETTINGS): number {
 }
 
 /** A true/false setting, with the registry's default. */
-function bool(env: Env, name: 'ALLOW_INSECURE_HTTP' | 'BACKOFF_JITTER'): boolean {
+function bool(env: Env, name: 'ALLOW_INSECURE_HTTP' | 'BACKOFF_JITTER' | 'PACING'): boolean {
   return boolean(env, name, FUNCTION_SETTINGS[name].default);
 }
 
@@ -180,6 +191,22 @@ function breakerSettings(env: Env): BreakerSettings {
   return { threshold: int(env, 'OUTAGE_THRESHOLD'), initialIntervalSeconds, maxIntervalSeconds };
 }
 
+/** `RETRY_WINDOW_HOURS` in whole seconds (0: off). */
+function retryWindowSeconds(env: Env): number {
+  const { default: fallback, min, max } = FUNCTION_SETTINGS.RETRY_WINDOW_HOURS;
+  return Math.round(decimal(env, 'RETRY_WINDOW_HOURS', fallback, min, max) * 3600);
+}
+
+/** This container's pace: the whole relay's ceiling split evenly over the invocations that share it. */
+function pacingSettings(env: Env): PacingSettings {
+  const ceiling = int(env, 'MAX_REQUESTS_PER_SECOND');
+  return {
+    adaptive: bool(env, 'PACING'),
+    maxInFlight: int(env, 'MAX_CONCURRENCY'),
+    maxRequestsPerSecond: ceiling === 0 ? undefined : ceiling / int(env, 'CONCURRENT_INVOCATIONS'),
+  };
+}
+
 /**
  * Parses and validates the relay's configuration from environment variables.
  * @throws {ConfigError} naming the first variable that is missing or malformed.
@@ -198,6 +225,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
   if (maxSeconds < baseSeconds) {
     throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
   }
+  const windowSeconds = retryWindowSeconds(env);
   return {
     webhookUrl: webhookUrl(env),
     headerPrefix,
@@ -214,7 +242,10 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     },
     permanentFailure: choice<PermanentFailureMode>(env, 'PERMANENT_FAILURE'),
     deadLetterQueueUrl: read(env, 'DLQ_URL'),
-    maxReceiveCount: int(env, 'MAX_RECEIVE_COUNT'),
+    maxReceiveCount:
+      read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_RECEIVE_COUNT_LIMIT : int(env, 'MAX_RECEIVE_COUNT'),
+    retryWindowSeconds: windowSeconds,
+    pacing: pacingSettings(env),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
     signingSecret: checkLiteral(

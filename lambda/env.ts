@@ -42,6 +42,15 @@ export function integerSetting(env: Env, name: string, setting: Setting): number
   return integer(env, setting.variable ?? name, setting.default as number, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
 }
 
+/** A number within bounds, decimals allowed (`0.5`), or `fallback` when unset. */
+export function decimal(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const value = /^[0-9]+(\.[0-9]+)?$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= min && value <= max)) throw new ConfigError(name, `a number from ${min} to ${max} (decimals allowed, e.g. 0.5)`, raw);
+  return value;
+}
+
 /** `true`/`false` (also 1/0, yes/no, on/off), or `fallback` when unset. */
 export function boolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = read(env, name);

@@ -17,7 +17,7 @@ export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 
 /** How a value is written: the parser the function, the context and the docs use for it. */
-export type SettingKind = 'url' | 'string' | 'integer' | 'boolean' | 'oneOf' | 'list' | 'secret' | 'arn';
+export type SettingKind = 'url' | 'string' | 'integer' | 'decimal' | 'boolean' | 'oneOf' | 'list' | 'secret' | 'arn';
 /** The unit of a number: the variable and the context key share it; the prop is a `Duration` for the time units. */
 export type SettingUnit = 'ms' | 'seconds' | 'minutes' | 'hours' | 'days' | 'MB';
 /** Who reads the environment variable: the function (Lambda and local mode), local mode only, or nobody (stack only). */
@@ -40,7 +40,7 @@ export interface Setting {
   readonly defaultText?: string;
   /** The construct prop's default, in words, where it differs from `default` (the construct derives it). */
   readonly propDefault?: string;
-  /** Inclusive bounds of a whole number, in `unit`. */
+  /** Inclusive bounds of a number, in `unit`. */
   readonly min?: number;
   readonly max?: number;
   readonly choices?: readonly string[];
@@ -102,6 +102,34 @@ export const FUNCTION_SETTINGS = {
     default: 10,
     min: 1,
     max: 1_000,
+  },
+  MAX_REQUESTS_PER_SECOND: {
+    scope: 'function',
+    variable: 'MAX_REQUESTS_PER_SECOND',
+    prop: 'maxRequestsPerSecond',
+    context: 'maxRequestsPerSecond',
+    kind: 'integer',
+    default: 0,
+    min: 0,
+    max: 1_000_000,
+    defaultText: '`0` (no ceiling)',
+  },
+  CONCURRENT_INVOCATIONS: {
+    scope: 'function',
+    variable: 'CONCURRENT_INVOCATIONS',
+    kind: 'integer',
+    default: 1,
+    min: 1,
+    max: 1_000,
+    defaultText: 'the stack: `maxConcurrency`; local mode: `POLLERS`',
+  },
+  PACING: {
+    scope: 'function',
+    variable: 'PACING',
+    prop: 'pacing',
+    context: 'pacing',
+    kind: 'boolean',
+    default: true,
   },
   DEADLINE_MARGIN_MS: {
     scope: 'function',
@@ -188,6 +216,18 @@ export const FUNCTION_SETTINGS = {
     default: 5,
     min: 1,
     max: 1_000,
+    defaultText: 'the stack: derived from the retry window; `5` with the window off',
+  },
+  RETRY_WINDOW_HOURS: {
+    scope: 'function',
+    variable: 'RETRY_WINDOW_HOURS',
+    prop: 'retryWindow',
+    context: 'retryWindowHours',
+    kind: 'decimal',
+    unit: 'hours',
+    default: 24,
+    min: 0,
+    max: 336, // 14 days, SQS's longest retention
   },
   SIGNING_SECRET_ARN: {
     scope: 'function',
@@ -554,6 +594,12 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
   MAX_CONCURRENCY: 'webhook requests in flight at once per invocation (not `maxConcurrency`, the concurrent invocations)',
+  MAX_REQUESTS_PER_SECOND:
+    "the webhook's known capacity: a ceiling on the whole relay's requests per second, shared evenly by the concurrent invocations (a token bucket in each); `0` leaves the pace to `PACING` alone",
+  CONCURRENT_INVOCATIONS:
+    'how many invocations share `MAX_REQUESTS_PER_SECOND`, each taking its share; set for you by the stack and by local mode',
+  PACING:
+    "adapt each container's pace (requests per second and in flight) to what the webhook answers: slower on `429`, `503` and timeouts, faster on success; a refusal's `Retry-After` of up to 10 s is waited out within the invocation",
   DEADLINE_MARGIN_MS: "time kept back from the function's deadline for the SQS calls after the last request",
   BACKOFF:
     "delay policy when the webhook names none: `exponential` (base·2ⁿ⁻¹), `linear` (n·base), `fibonacci` (base·F(n)), `fixed` (base), `schedule` (the n-th entry of `BACKOFF_SCHEDULE`), `none` (keep the queue's visibility timeout); n = receive count",
@@ -565,7 +611,9 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   PERMANENT_FAILURE: 'what a non-retryable 3xx/4xx does: `dead-letter` (copy to the DLQ, then acknowledge) or `retry`',
   DLQ_URL: "the dead-letter queue for permanent failures; when unset, the source queue's `RedrivePolicy` names it. The stack sets it",
   MAX_RECEIVE_COUNT:
-    "receives before SQS moves a message to the DLQ: the stack's redrive policy and the function's variable, so the last failure before the DLQ is logged at WARN. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
+    "the redrive policy's receive count. With the retry window on, only a backstop for invocations that crash or time out: the stack derives it from the window (the window over the queue's visibility timeout, at most SQS's 1,000), and the function spaces retries so that it is not reached first. With `RETRY_WINDOW_HOURS=0`, SQS's count semantics: the receive that moves a message to the DLQ (default 5). The function reads it to pace retries and to WARN before the last one. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
+  RETRY_WINDOW_HOURS:
+    "how long a message's failures may go on before the relay gives up and dead-letters it (reason `retry window exhausted`), counted from its first receive; decimals allowed (`0.5` = 30 minutes). `429`/`503` with `Retry-After` and circuit-breaker holds cost it only the time they take. `0` switches the window off: `MAX_RECEIVE_COUNT` alone decides (the stack does this when `maxReceiveCount` is set). Permanent failures are dead-lettered at once either way",
   SIGNING_SECRET_ARN:
     'a Secrets Manager secret holding `whsec_…` (several, space-separated, while rotating): every request is signed ([Standard Webhooks](https://www.standardwebhooks.com))',
   SIGNING_SECRET: 'the same, given as the value itself: for `npm start` and daemons; the stack never sets it',
