@@ -6,8 +6,8 @@
 import type { SQSRecord } from 'aws-lambda';
 import { FIFO_SUFFIX } from './sqs-util';
 
-/** Why a record was handed back without being sent. */
-export type NotAttemptedReason = 'deadline' | 'fifo-group-blocked';
+/** Why a record was handed back without being sent (`paced`: the pace left no time to send it in this invocation). */
+export type NotAttemptedReason = 'deadline' | 'fifo-group-blocked' | 'paced';
 
 /** A record that was not sent at all; the batch loop produces these itself. */
 export interface NotAttempted {

@@ -38,11 +38,15 @@ function isContentRefusal(error: unknown): error is Error {
   return error instanceof Error && REFUSED_CONTENT_ERRORS.has(error.name.slice(error.name.lastIndexOf('.') + 1));
 }
 
+/** Why the relay gave up on a message: the webhook refused it for good, or its failures outlasted the retry window. */
+export type DeadLetterCause = 'refused permanently' | 'retry window exhausted';
+
 /** Why a message was dead-lettered, as stored in {@link DEAD_LETTER_REASON_ATTRIBUTE}. */
 export interface DeadLetterReason {
-  /** The webhook's HTTP status. */
+  readonly cause: DeadLetterCause;
+  /** The webhook's HTTP status in its last answer; 0 when there was none (a timeout, a refused connection, the breaker open). */
   readonly status: number;
-  /** The start of the webhook's response body (characters SQS refuses replaced by U+FFFD; cut to fit). */
+  /** The start of the webhook's last response body, or what went wrong instead (characters SQS refuses replaced by U+FFFD; cut to fit). */
   readonly response: string;
   /** The id the webhook saw: the message's SQS id (the DLQ copy gets a new one), or for a redriven copy whose seal verified, the first message's. */
   readonly originalMessageId: string;
@@ -50,6 +54,8 @@ export interface DeadLetterReason {
   readonly originalMessageIdSeal?: string;
   readonly sourceQueue: string;
   readonly receiveCount: number;
+  /** Requests the relay made for the message, the last included: its receives, and the attempts made within one invocation (see `X-Carrier-Receive-Count`). */
+  readonly attempts: number;
   /** ISO-8601 time of the dead-lettering. */
   readonly deadLetteredAt: string;
 }
@@ -169,8 +175,12 @@ function copyAttributes(record: SQSRecord): Record<string, MessageAttributeValue
   return copied;
 }
 
-/** Who the copied message is, for its reason. */
+/** Who the copied message is and why it is given up on, for its reason. */
 export interface DeadLetterIdentity {
+  /** Default: `refused permanently`. */
+  readonly cause?: DeadLetterCause;
+  /** Default: the receive count. */
+  readonly attempts?: number;
   /** The id the webhook saw (`DeliveryRequest.id`): the first message's for a verified redriven copy. Default: the SQS id. */
   readonly originalId?: string;
   /** The webhook signing keys: the first seals the original id (none: the copy is not sealed). */
@@ -202,13 +212,16 @@ export class DeadLetterWriter {
       const body = record.body ?? '';
       const originalMessageId = identity.originalId ?? record.messageId;
       const seal = sealOriginalId(identity.signingKeys, originalMessageId, body);
+      const receiveCount = Number(record.attributes.ApproximateReceiveCount);
       const reason: DeadLetterReason = {
+        cause: identity.cause ?? 'refused permanently',
         status,
         response: responseExcerpt,
         originalMessageId,
         ...(seal === undefined ? {} : { originalMessageIdSeal: seal }),
         sourceQueue: queueNameOfArn(record.eventSourceARN),
-        receiveCount: Number(record.attributes.ApproximateReceiveCount),
+        receiveCount,
+        attempts: identity.attempts ?? receiveCount,
         deadLetteredAt: now.toISOString(),
       };
       // The producer's own attributes come first: with all ten slots taken there is no room for ours.

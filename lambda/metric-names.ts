@@ -13,6 +13,12 @@ export const METRIC_NAMES = {
   webhookLatency: 'WebhookLatency',
   /** Seconds the circuit breaker has been open, published by every invocation that finds it open. */
   breakerOpenSeconds: 'BreakerOpenSeconds',
+  /** A container's requests-per-second limit (pacer.ts), published per batch only while the container is paced. */
+  paceRequestsPerSecond: 'PaceRequestsPerSecond',
+  /** A container's in-flight limit, per batch. */
+  paceInFlightLimit: 'PaceInFlightLimit',
+  /** Answers asking the relay to slow down (`429`, `503`, `504`, `408`, timeouts), per batch. */
+  requestsRefused: 'RequestsRefused',
 } as const;
 
 /** The default CloudWatch namespace (`POWERTOOLS_METRICS_NAMESPACE` overrides it). */

@@ -15,7 +15,8 @@ import { type NotAttempted, runBatch } from './batch';
 import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
-import { DeadLetterWriter } from './dead-letter';
+import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Deadline } from './deadline';
 import { latencySample } from './latency';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
@@ -28,6 +29,8 @@ import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
+import { Pacer, type PaceSnapshot, paceSignalOf } from './pacer';
+import { delayInWindow, windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
 export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
@@ -41,22 +44,50 @@ export const MIN_REQUEST_TIME_MS = 100;
  * this much, kept to log, publish metrics and return before the function's deadline.
  */
 export const MAX_RETURN_RESERVE_MS = 200;
+/** With pacing on, a refusal's `Retry-After` up to this long is waited out within the invocation instead of returning the record. */
+export const MAX_WAIT_IN_INVOCATION_SECONDS = 10;
+
+/** Waits `ms`; false if `signal` aborted it first. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The record as if received `attempt` times: for a try after one waited out within the invocation. */
+function withReceiveCount(record: SQSRecord, attempt: number): SQSRecord {
+  return { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } };
+}
 
 /** A record that went out and came to a conclusion. */
 export type AttemptOutcome =
   | { readonly kind: 'delivered'; readonly status: number }
-  | { readonly kind: 'dead-lettered'; readonly status: number; readonly response: string }
+  | {
+      readonly kind: 'dead-lettered';
+      readonly status: number;
+      readonly response: string;
+      readonly cause: DeadLetterCause;
+      /** Requests made for the message, the last included. */
+      readonly attempts: number;
+    }
   | {
       readonly kind: 'retry';
       /** Seconds until SQS should hand the message back; `undefined` keeps the queue's default. */
       readonly delaySeconds: number | undefined;
+      /** Whether the delay is the webhook's own `Retry-After` (honoured even past the retry window). */
+      readonly delaySource: 'retry-after' | 'backoff';
       readonly status?: number;
+      /** The start of the webhook's response. */
+      readonly response?: string;
       readonly error?: string;
       /** The failure looked like an outage (see `isOutage`): parked at least for the breaker's interval while it is open. */
       readonly outage?: boolean;
     }
   /** Not sent: the circuit breaker is open. Comes back after the breaker's interval. */
-  | { readonly kind: 'held'; readonly delaySeconds: number };
+  | { readonly kind: 'held'; readonly delaySeconds: number; readonly error?: string };
 
 /** What happened to one record of a batch. */
 export type RecordOutcome = AttemptOutcome | NotAttempted;
@@ -137,6 +168,9 @@ export class BatchRelay {
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
   private readonly breaker: CircuitBreaker;
+  private readonly pacer: Pacer;
+  /** The requests-per-second limit the last pace line announced (`Infinity`: unpaced). */
+  private announcedRate = Number.POSITIVE_INFINITY;
   /** What {@link cachedCredentials} returned last. */
   private lastCredentials: Credentials | undefined;
 
@@ -155,6 +189,7 @@ export class BatchRelay {
     this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
     this.queues = new QueueDirectory(this.sqs, config.deadLetterQueueUrl);
     this.breaker = new CircuitBreaker(config.breaker);
+    this.pacer = new Pacer(config.pacing);
     const refresh = config.secretsRefreshSeconds;
     const secretOptions = { logger: this.logger };
     this.signingKeys =
@@ -192,32 +227,101 @@ export class BatchRelay {
     const latenciesMs: number[] = [];
     // One function for the batch, not one per record.
     const requestTimeoutMs = (): number => Math.min(this.config.requestTimeoutMs, timeLeftForRequests());
-    const outcomes = await runBatch<AttemptOutcome>(
+    const outcomes = await runBatch<RecordOutcome>(
       records,
       {
         concurrency: this.config.maxConcurrency,
-        blocksGroup: (outcome) => outcome.kind === 'retry' || outcome.kind === 'held',
+        blocksGroup: isFailure,
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
       (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd),
     );
     const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
-    const visibilityFailures = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
+    const { failures: visibilityFailures, lastInWindow } = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
-    this.report(records, outcomes, visibilityFailures, latenciesMs, startedAt);
+    this.report(records, outcomes, visibilityFailures, lastInWindow, latenciesMs, startedAt);
     return { batchItemFailures };
   }
 
   /**
-   * One record: ask the breaker, build, send, classify, and dead-letter if permanent. Never throws.
+   * One record, to its conclusion in this invocation: sent, and sent again after a short
+   * `Retry-After` when pacing is on (each try counting as an attempt in `X-Carrier-Receive-Count`),
+   * then given up on (dead-lettered) if it is still failing past its retry window. Never throws.
    * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
    * @param latenciesMs the batch's request latencies, to which this one's is added
-   * @param requestsEnd when the secret reads and the dead-letter copy are abandoned (the record is then retried)
+   * @param requestsEnd when requests, secret reads and dead-letter copies are abandoned (the record is then retried)
    */
-  private async attempt(record: SQSRecord, timeoutMs: () => number, latenciesMs: number[], requestsEnd: Deadline): Promise<AttemptOutcome> {
-    const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+  private async attempt(
+    record: SQSRecord,
+    timeoutMs: () => number,
+    latenciesMs: number[],
+    requestsEnd: Deadline,
+  ): Promise<AttemptOutcome | NotAttempted> {
+    let attempts = Number(record.attributes?.ApproximateReceiveCount) || 1;
+    for (;;) {
+      const outcome = await this.attemptOnce(record, attempts, timeoutMs, latenciesMs, requestsEnd);
+      if (outcome.kind !== 'retry' && outcome.kind !== 'held') return outcome;
+      if (this.waitsOut(outcome, requestsEnd) && (await pause((outcome.delaySeconds ?? 0) * 1000, requestsEnd.signal))) {
+        attempts += 1;
+        continue;
+      }
+      const windowSeconds = this.config.retryWindowSeconds;
+      if (windowSeconds === 0 || Date.now() < windowStartOf(record, Date.now()) + windowSeconds * 1000) return outcome;
+      return this.giveUp(record, outcome, attempts, requestsEnd);
+    }
+  }
+
+  /** Whether to wait out this refusal's `Retry-After` here rather than return the record: pacing on, short, and time left after it. */
+  private waitsOut(outcome: AttemptOutcome, requestsEnd: Deadline): boolean {
+    if (!this.config.pacing.adaptive || outcome.kind !== 'retry' || outcome.delaySource !== 'retry-after') return false;
+    const delayMs = (outcome.delaySeconds ?? 0) * 1000;
+    return delayMs <= MAX_WAIT_IN_INVOCATION_SECONDS * 1000 && Date.now() + delayMs + MIN_REQUEST_TIME_MS <= requestsEnd.at;
+  }
+
+  /**
+   * Dead-letters a record whose failures outlasted its retry window, its reason naming the
+   * attempts and the last answer. If the copy fails, the record is returned as it was.
+   */
+  private async giveUp(
+    record: SQSRecord,
+    outcome: Extract<AttemptOutcome, { kind: 'retry' | 'held' }>,
+    attempts: number,
+    requestsEnd: Deadline,
+  ): Promise<AttemptOutcome> {
+    const status = outcome.kind === 'retry' ? (outcome.status ?? 0) : 0;
+    const response =
+      outcome.kind === 'held'
+        ? 'not sent: the circuit breaker is open (the webhook looks down)'
+        : (outcome.response ?? outcome.error ?? '');
+    try {
+      const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
+      const { id } = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, response, {
+        originalId: id,
+        signingKeys: credentials.signingKeys,
+        cause: 'retry window exhausted',
+        attempts,
+      });
+      if (copied.ok) return { kind: 'dead-lettered', status, response, cause: 'retry window exhausted', attempts };
+      return { ...outcome, error: `retry window exhausted, but the dead-letter copy failed: ${copied.error}` };
+    } catch (error) {
+      return { ...outcome, error: `retry window exhausted, but the dead-letter copy failed: ${errorText(error)}` };
+    }
+  }
+
+  /**
+   * One try: ask the breaker and the pacer, build, send, classify, and dead-letter if permanent.
+   * @param attempt this try's number, sent as `X-Carrier-Receive-Count`
+   */
+  private async attemptOnce(
+    record: SQSRecord,
+    attempt: number,
+    timeoutMs: () => number,
+    latenciesMs: number[],
+    requestsEnd: Deadline,
+  ): Promise<AttemptOutcome | NotAttempted> {
     let permit = this.breaker.permit(Date.now());
     while (permit === 'wait') {
       await this.breaker.probeSettled();
@@ -225,64 +329,96 @@ export class BatchRelay {
     }
     if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
     let judged = false;
+    let paced = false;
     try {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
-      for (const skipped of request.skippedAttributes) {
-        this.logger.warn('Message attribute not sent as a header', {
-          messageId: record.messageId,
-          attribute: skipped.name,
-          reason: skipped.reason,
-        });
-      }
-      if (request.ignoredOriginalId !== undefined) {
-        this.logger.warn('Claimed original message id ignored: the webhook sees the SQS id', {
-          messageId: record.messageId,
-          claimedOriginalId: request.ignoredOriginalId.claimed,
-          reason: request.ignoredOriginalId.reason,
-        });
-      }
+      const receiveCount = record.attributes?.ApproximateReceiveCount;
+      // A try after one waited out here counts too: webhooks compute their backoff from the header.
+      const sent = receiveCount === undefined || Number(receiveCount) === attempt ? record : withReceiveCount(record, attempt);
+      const request = buildDeliveryRequest(sent, this.config, credentials.signingKeys);
+      if (sent === record) this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
-      // Worked out once (each call reads the clock), after any wait: on a probe, on a secret.
+      const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
+      if (slot !== true && !(await slot)) return { kind: 'not-attempted', reason: 'paced' };
+      paced = true;
+      // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
-      if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'held', delaySeconds: 0 }; // waited until too late: back at once
+      if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'not-attempted', reason: 'deadline' };
       const result = await this.transmitter.post(request.headers, request.body, requestTimeoutMs);
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       const answeredAt = Date.now();
       this.announce(this.breaker.record(result, permit === 'probe', answeredAt));
-      const verdict = classify(result, this.config, receiveCount, answeredAt, this.random);
+      const verdict = classify(result, this.config, attempt, answeredAt, this.random);
+      this.pacer.release(
+        paceSignalOf(result),
+        result.latencyMs,
+        verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
+      );
+      paced = false;
       const outage = isOutage(result);
       if (result.kind === 'transport-error') {
         return {
           kind: 'retry',
           delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined,
+          delaySource: 'backoff',
           error: `${result.error}: ${result.message}`,
           outage,
         };
       }
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
-      if (verdict.kind === 'retry') return { kind: 'retry', delaySeconds: verdict.delaySeconds, status, outage };
+      if (verdict.kind === 'retry') {
+        return {
+          kind: 'retry',
+          delaySeconds: verdict.delaySeconds,
+          delaySource: verdict.delaySource,
+          status,
+          response: result.excerpt,
+          outage,
+        };
+      }
       // A copy abandoned at the deadline leaves the original to be retried, never acknowledged without it.
       const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, result.excerpt, {
         originalId: request.id,
         signingKeys: credentials.signingKeys,
+        attempts: attempt,
       });
-      if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt };
+      if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt, cause: 'refused permanently', attempts: attempt };
       return {
         kind: 'retry',
-        delaySeconds: this.backoff(receiveCount),
+        delaySeconds: this.backoff(attempt),
+        delaySource: 'backoff',
         status,
         error: `dead-letter copy failed, will retry: ${copied.error}`,
       };
     } catch (error) {
-      return { kind: 'retry', delaySeconds: this.backoff(receiveCount), error: errorText(error) };
+      return { kind: 'retry', delaySeconds: this.backoff(attempt), delaySource: 'backoff', error: errorText(error) };
     } finally {
+      // A slot taken for a request that never went (an error building or sending it) is given back without a verdict.
+      if (paced) this.pacer.release('neutral', 0);
       // A probe that never reached the webhook must not leave the others waiting on it.
       if (permit === 'probe' && !judged) this.breaker.abandonProbe(Date.now());
+    }
+  }
+
+  /** The WARN lines about what the request could not carry as the message asked. */
+  private warnAboutRequest(record: SQSRecord, request: DeliveryRequest): void {
+    for (const skipped of request.skippedAttributes) {
+      this.logger.warn('Message attribute not sent as a header', {
+        messageId: record.messageId,
+        attribute: skipped.name,
+        reason: skipped.reason,
+      });
+    }
+    if (request.ignoredOriginalId !== undefined) {
+      this.logger.warn('Claimed original message id ignored: the webhook sees the SQS id', {
+        messageId: record.messageId,
+        claimedOriginalId: request.ignoredOriginalId.claimed,
+        reason: request.ignoredOriginalId.reason,
+      });
     }
   }
 
@@ -296,6 +432,19 @@ export class BatchRelay {
       this.logger.info('Webhook answered again: circuit breaker closed', { ...transition });
       this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, transition.openSeconds);
     }
+  }
+
+  /** One INFO line when the pace has changed by more than half since the last one (or since start). */
+  private announcePace(pace: PaceSnapshot): void {
+    const rate = pace.requestsPerSecond ?? Number.POSITIVE_INFINITY;
+    const was = this.announcedRate;
+    if (rate === was || (rate > was * 0.5 && rate < was * 1.5)) return;
+    this.announcedRate = rate;
+    this.logger.info(rate < was ? 'Webhook asked to slow down: pace lowered' : 'Webhook keeping up: pace raised', {
+      requestsPerSecond: pace.requestsPerSecond === undefined ? 'unlimited' : Math.round(pace.requestsPerSecond * 10) / 10,
+      inFlightLimit: pace.inFlightLimit,
+      previousRequestsPerSecond: was === Number.POSITIVE_INFINITY ? 'unlimited' : Math.round(was * 10) / 10,
+    });
   }
 
   /** The secrets every request carries, if all are in memory and current; `undefined` if one must be fetched. */
@@ -335,9 +484,12 @@ export class BatchRelay {
     outcomes: readonly RecordOutcome[],
     startedAt: number,
     sqsEnd: Deadline,
-  ): Promise<FailedVisibilityChange[]> {
-    const elapsedSeconds = (Date.now() - startedAt) / 1000;
-    const breakerOpen = this.breaker.openSeconds(Date.now()) !== undefined;
+  ): Promise<{ failures: FailedVisibilityChange[]; lastInWindow: ReadonlySet<string> }> {
+    const now = Date.now();
+    const elapsedSeconds = (now - startedAt) / 1000;
+    const breakerOpen = this.breaker.openSeconds(now) !== undefined;
+    const windowSeconds = this.config.retryWindowSeconds;
+    const lastInWindow = new Set<string>();
     const byQueue = new Map<string, VisibilityChange[]>();
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
@@ -345,6 +497,14 @@ export class BatchRelay {
         outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
       if (outcome.kind === 'retry' && outcome.outage === true && breakerOpen)
         requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
+      if (windowSeconds > 0 && isFailure(outcome)) {
+        const timeLeftSeconds = (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000;
+        const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+        const honoured = outcome.kind === 'retry' && outcome.delaySource === 'retry-after';
+        const fitted = delayInWindow(requested, honoured, timeLeftSeconds, receiveCount, this.config.maxReceiveCount);
+        requested = fitted.delaySeconds;
+        if (fitted.lastInWindow && outcome.kind !== 'not-attempted') lastInWindow.add(record.messageId);
+      }
       if (requested === undefined) return;
       const changes = byQueue.get(record.eventSourceARN) ?? [];
       changes.push({
@@ -354,7 +514,7 @@ export class BatchRelay {
       });
       byQueue.set(record.eventSourceARN, changes);
     });
-    if (byQueue.size === 0) return [];
+    if (byQueue.size === 0) return { failures: [], lastInWindow };
     const queues = this.queues.until(sqsEnd.signal);
     const visibility = new VisibilityUpdater(this.sqs.until(sqsEnd.signal));
     const results = await Promise.all(
@@ -367,7 +527,7 @@ export class BatchRelay {
         }
       }),
     );
-    return results.flat();
+    return { failures: results.flat(), lastInWindow };
   }
 
   /** The per-record lines for records not delivered, the batch summary line, and the counters. */
@@ -375,6 +535,7 @@ export class BatchRelay {
     records: readonly SQSRecord[],
     outcomes: readonly RecordOutcome[],
     visibilityFailures: readonly FailedVisibilityChange[],
+    lastInWindow: ReadonlySet<string>,
     latenciesMs: readonly number[],
     startedAt: number,
   ): void {
@@ -390,8 +551,13 @@ export class BatchRelay {
       const line: Record<string, unknown> = { messageId: record.messageId, outcome: outcome.kind, receiveCount };
       if (outcome.kind === 'dead-lettered') {
         counts.deadLettered += 1;
-        Object.assign(line, { status: outcome.status, response: outcome.response });
-        this.logger.warn('Message dead-lettered: the webhook refused it permanently', line);
+        Object.assign(line, { status: outcome.status, response: outcome.response, attempts: outcome.attempts });
+        this.logger.warn(
+          outcome.cause === 'retry window exhausted'
+            ? 'Message dead-lettered: still failing at the end of its retry window'
+            : 'Message dead-lettered: the webhook refused it permanently',
+          line,
+        );
         return;
       }
       if (outcome.kind === 'retry') {
@@ -399,14 +565,16 @@ export class BatchRelay {
         Object.assign(line, { status: outcome.status, delaySeconds: outcome.delaySeconds, error: outcome.error });
       } else if (outcome.kind === 'held') {
         counts.held += 1;
-        Object.assign(line, { reason: 'circuit breaker open', delaySeconds: outcome.delaySeconds });
+        Object.assign(line, { reason: 'circuit breaker open', delaySeconds: outcome.delaySeconds, error: outcome.error });
       } else {
         counts.notAttempted += 1;
         Object.assign(line, { reason: outcome.reason });
       }
       const visibilityError = failedVisibility.get(record.messageId);
       if (visibilityError !== undefined) line.visibilityError = visibilityError;
-      if (receiveCount >= this.config.maxReceiveCount) {
+      if (lastInWindow.has(record.messageId)) {
+        this.logger.warn('Message not delivered; its next attempt is the last in its retry window', line);
+      } else if (receiveCount >= this.config.maxReceiveCount) {
         this.logger.warn('Message not delivered on its last receive: SQS moves it to the dead-letter queue next', line);
       } else if (outcome.kind === 'held') {
         // During an outage every record of every batch is held: one line each at INFO would
@@ -427,6 +595,12 @@ export class BatchRelay {
     const openSeconds = this.breaker.openSeconds(Date.now());
     if (openSeconds !== undefined) this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
     this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
+    const pace = this.pacer.snapshot();
+    if (pace.requestsPerSecond !== undefined)
+      this.metrics.addMetric(METRIC_NAMES.paceRequestsPerSecond, MetricUnit.CountPerSecond, Math.round(pace.requestsPerSecond * 100) / 100);
+    this.metrics.addMetric(METRIC_NAMES.paceInFlightLimit, MetricUnit.Count, pace.inFlightLimit);
+    this.metrics.addMetric(METRIC_NAMES.requestsRefused, MetricUnit.Count, this.pacer.takeRefusedCount());
+    this.announcePace(pace);
     for (const latencyMs of latencySample(latenciesMs))
       this.metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, latencyMs);
     this.logger.info('Batch relayed', {

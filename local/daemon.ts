@@ -5,7 +5,8 @@
  * (`local/runner.ts`) polls it.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { loadConfig } from '../lambda/config';
+import { loadConfig, retryWindowSeconds } from '../lambda/config';
+import { backstopReceiveCount } from '../lambda/retry-window';
 import type { Env } from '../lambda/env';
 import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue } from './existing-queue';
 import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from './runner';
@@ -40,6 +41,14 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
     );
   }
   maxReceiveCount ??= settings.maxReceiveCount;
+  const windowSeconds = retryWindowSeconds(env);
+  const backstop = backstopReceiveCount(windowSeconds, described.visibilityTimeoutSeconds);
+  if (windowSeconds > 0 && maxReceiveCount !== undefined && maxReceiveCount < backstop) {
+    log.line(
+      'WARN',
+      `The queue's maxReceiveCount (${maxReceiveCount}) is small for a ${windowSeconds / 3600}-hour retry window: retries are spaced far apart to keep clear of it. Raise it to ${backstop}, or set RETRY_WINDOW_HOURS=0 for SQS's count semantics`,
+    );
+  }
   if (described.dlqProblem !== undefined) log.line('WARN', `No dead-letter queue: ${described.dlqProblem}`);
   if (described.visibilityTimeoutSeconds < settings.functionTimeoutSeconds) {
     log.line(
@@ -57,6 +66,8 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
       WEBHOOK_URL: webhookUrl,
       MAX_RECEIVE_COUNT:
         settings.maxReceiveCount === undefined && maxReceiveCount !== undefined ? String(maxReceiveCount) : env.MAX_RECEIVE_COUNT,
+      // Each poller is a container of its own: they share MAX_REQUESTS_PER_SECOND as concurrent invocations do.
+      CONCURRENT_INVOCATIONS: String(settings.pollers),
     });
     return startRunner({
       config,

@@ -3,7 +3,8 @@
  * holds the queue, its DLQ and the redrive policy (no AWS account needed), and without
  * `WEBHOOK_URL` a demo webhook prints what arrives. Then the runner (`local/runner.ts`) polls it.
  */
-import { loadConfig, type RelayConfig } from '../../lambda/config';
+import { loadConfig, type RelayConfig, retryWindowSeconds } from '../../lambda/config';
+import { backstopReceiveCount } from '../../lambda/retry-window';
 import type { Env } from '../../lambda/env';
 import type { DemoReply, DemoRequest } from './demo-webhook';
 import { startDemoWebhook } from './demo-webhook';
@@ -89,8 +90,12 @@ export async function webhookFor(
 export async function startSandbox(io: RunnerIo, env: Env = process.env): Promise<LocalRelay> {
   const { settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
   return withCleanup(async (onClose, closeAll) => {
-    const maxReceiveCount = settings.maxReceiveCount ?? FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default;
     const visibilityTimeoutSeconds = visibilityTimeoutSecondsFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
+    // As the stack does: a backstop derived from the retry window, or SQS's count when the window is off.
+    const windowSeconds = retryWindowSeconds(env);
+    const maxReceiveCount =
+      settings.maxReceiveCount ??
+      (windowSeconds > 0 ? backstopReceiveCount(windowSeconds, visibilityTimeoutSeconds) : FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default);
     const emulator = await startEmbeddedSqs({
       port: settings.sqsPort,
       queueName: settings.queueName,
@@ -102,7 +107,14 @@ export async function startSandbox(io: RunnerIo, env: Env = process.env): Promis
     const { webhookUrl, demoWebhook } = await webhookFor(settings, preliminary, log, onClose);
 
     // The handler's view of the sandbox: the emulator's DLQ and receive count, the demo's URL.
-    const config = loadConfig({ ...env, DLQ_URL: emulator.dlq.url, MAX_RECEIVE_COUNT: String(maxReceiveCount), WEBHOOK_URL: webhookUrl });
+    const config = loadConfig({
+      ...env,
+      DLQ_URL: emulator.dlq.url,
+      MAX_RECEIVE_COUNT: String(maxReceiveCount),
+      WEBHOOK_URL: webhookUrl,
+      // Each poller is a container of its own: they share MAX_REQUESTS_PER_SECOND as concurrent invocations do.
+      CONCURRENT_INVOCATIONS: String(settings.pollers),
+    });
     return startRunner({
       config,
       settings,
