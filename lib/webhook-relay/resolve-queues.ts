@@ -20,6 +20,8 @@ import type { ResolvedWarning } from './resolve';
 const SQS_MAX_VISIBILITY = Duration.seconds(MAX_VISIBILITY_SECONDS);
 /** A queue's visibility timeout when none is set (SQS's default). */
 const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
+/** A queue's retention when none is set (SQS's default, 4 days). */
+const SQS_DEFAULT_RETENTION_SECONDS = 345_600;
 
 /** Queues the construct creates. */
 export interface QueuesToCreate {
@@ -183,6 +185,7 @@ function resolveExistingQueues(
   );
   let deadLetterQueue = props.deadLetterQueue;
   let knownVisibility: number | undefined;
+  let knownRetention: number | undefined;
   let maxReceiveCount = props.maxReceiveCount ?? RELAY_DEFAULTS.maxReceiveCount;
   if (queue instanceof sqs.Queue) {
     const own = queue.deadLetterQueue;
@@ -218,6 +221,9 @@ function resolveExistingQueues(
         });
       }
     }
+    if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.messageRetentionPeriod)) {
+      knownRetention = cfn.messageRetentionPeriod ?? SQS_DEFAULT_RETENTION_SECONDS;
+    }
   }
   check(
     deadLetterQueue !== undefined,
@@ -238,6 +244,14 @@ function resolveExistingQueues(
     warnings.push({
       id: 'sqs-webhook-relay:backstopBelowWindow',
       message: `The queue's redrive policy moves a message to the DLQ after ${maxReceiveCount} receives, fewer than the ${backstop} a retry window of ${inHours(retryWindow)} takes at a visibility timeout of ${visibility} s: the window may end at the backstop first (retries are spread thin, and invocations that crash or time out dead-letter a message early). Raise the redrive policy's maxReceiveCount to ${backstop}, or shorten retryWindow.`,
+    });
+  }
+  // The queue is the caller's: a short retention is told, not refused.
+  const needed = retryWindow + retryWindowMarginSeconds(visibility);
+  if (knownRetention !== undefined && knownRetention < needed) {
+    warnings.push({
+      id: 'sqs-webhook-relay:retentionBelowWindow',
+      message: `The queue keeps a message ${humanSeconds(knownRetention)}, less than the retry window (${inHours(retryWindow)}) plus its margin (${humanSeconds(needed - retryWindow)}): a message could expire before it is dead-lettered. Give the queue a retention of at least ${humanSeconds(needed)}, or shorten retryWindow.`,
     });
   }
   return { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount };

@@ -768,6 +768,23 @@ describe('WebhookRelay outages', () => {
     Annotations.fromStack(existing(483).stack).hasNoWarning('*', Match.anyValue());
   });
 
+  it("warns when an existing queue's retention is shorter than the window plus its margin", () => {
+    const { stack } = relay({ retryWindow: Duration.hours(48) }, (s) => ({
+      queue: new sqs.Queue(s, 'Own', {
+        visibilityTimeout: Duration.seconds(180),
+        retentionPeriod: Duration.days(2),
+        deadLetterQueue: { queue: new sqs.Queue(s, 'OwnDlq', { enforceSSL: true }), maxReceiveCount: 1_000 },
+        enforceSSL: true,
+      }),
+    }));
+    Annotations.fromStack(stack).hasWarning(
+      '/Test/Relay',
+      Match.stringLikeRegexp(
+        'keeps a message 2 days, less than the retry window \\(48 hours\\) plus its margin \\(12 hours 3 minutes\\).*at least 2 days 12 hours 3 minutes',
+      ),
+    );
+  });
+
   it('alarms when the breaker has been open 5 minutes, from the metric the handler publishes', () => {
     const { template } = relay();
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
