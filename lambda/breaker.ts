@@ -134,33 +134,3 @@ export class CircuitBreaker {
     return undefined; // a request that was already in flight when the breaker opened
   }
 }
-
-/**
- * Seconds of outage that `receives` receives of one message survive while the breaker is
- * open: each receive parks the message for the current interval, which doubles from
- * `initialIntervalSeconds` up to `maxIntervalSeconds`. (The arithmetic behind the stack's
- * `outageToleranceHours`.)
- */
-export function outageSecondsSurvived(
-  receives: number,
-  settings: Pick<BreakerSettings, 'initialIntervalSeconds' | 'maxIntervalSeconds'>,
-): number {
-  let total = 0;
-  let interval = settings.initialIntervalSeconds;
-  for (let receive = 1; receive <= receives; receive += 1) {
-    total += interval;
-    interval = Math.min(interval * 2, settings.maxIntervalSeconds);
-  }
-  return total;
-}
-
-/**
- * The smallest `maxReceiveCount` whose receives survive an outage of `hours` (see
- * {@link outageSecondsSurvived}), plus the receives spent before a container's breaker opens:
- * the first receive of a message can be one of the failures that trip it.
- */
-export function receivesToSurvive(hours: number, settings: Pick<BreakerSettings, 'initialIntervalSeconds' | 'maxIntervalSeconds'>): number {
-  let receives = 1;
-  while (outageSecondsSurvived(receives, settings) < hours * 3600 && receives < 999) receives += 1;
-  return receives + 1;
-}

@@ -546,15 +546,6 @@ export const STACK_SETTINGS = {
     min: 1,
     max: 20_160, // 14 days (literals: the bundler drops unused objects only when they hold no expressions)
   },
-  outageToleranceHours: {
-    scope: 'stack',
-    prop: 'outageTolerance',
-    context: 'outageToleranceHours',
-    kind: 'integer',
-    unit: 'hours',
-    min: 1,
-    max: 336, // 14 days
-  },
   breakerOpenAlarmMinutes: {
     scope: 'stack',
     prop: 'breakerOpenAlarmThreshold',
@@ -611,7 +602,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   PERMANENT_FAILURE: 'what a non-retryable 3xx/4xx does: `dead-letter` (copy to the DLQ, then acknowledge) or `retry`',
   DLQ_URL: "the dead-letter queue for permanent failures; when unset, the source queue's `RedrivePolicy` names it. The stack sets it",
   MAX_RECEIVE_COUNT:
-    "the redrive policy's receive count. With the retry window on, only a backstop for invocations that crash or time out: the stack derives it from the window (the window over the queue's visibility timeout, at most SQS's 1,000), and the function spaces retries so that it is not reached first. With `RETRY_WINDOW_HOURS=0`, SQS's count semantics: the receive that moves a message to the DLQ (default 5). The function reads it to pace retries and to WARN before the last one. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
+    "the redrive policy's receive count. With the retry window on, only a backstop for invocations that crash or time out: the stack derives it from the window (the window over the queue's visibility timeout, plus 3 kept for crashes, from 10 to SQS's 1,000: 483 with the defaults), and the function spaces retries so that it is not reached first. With `RETRY_WINDOW_HOURS=0`, SQS's count semantics: the receive that moves a message to the DLQ (default 5). The function reads it to pace retries and to WARN before the last one. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
   RETRY_WINDOW_HOURS:
     "how long a message's failures may go on before the relay gives up and dead-letters it (reason `retry window exhausted`), counted from its first receive; decimals allowed (`0.5` = 30 minutes). `429`/`503` with `Retry-After` and circuit-breaker holds cost it only the time they take. `0` switches the window off: `MAX_RECEIVE_COUNT` alone decides (the stack does this when `maxReceiveCount` is set). Permanent failures are dead-lettered at once either way",
   SIGNING_SECRET_ARN:
@@ -653,7 +644,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   queueArn: 'relay from this existing queue instead of creating one (needs `deadLetterQueueArn`)',
   deadLetterQueueArn: "the existing queue's DLQ, its redrive policy's target (required with `queueArn`)",
   retentionPeriodDays:
-    'how long the main queue keeps a message (the DLQ keeps 14 days); refused when shorter than the longest retry window the settings allow',
+    "how long the main queue keeps a message (the DLQ keeps 14 days); refused when shorter than the retry window plus its margin (SQS's 12 hours + the visibility timeout), or, with `maxReceiveCount` set, than the longest its receives can take",
   visibilityTimeoutSeconds: "the queue's visibility timeout; never lower than 6 × timeout + batching window",
   memorySize: "the function's memory",
   logRetentionDays: "the function's log retention, one of CloudWatch's values: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, …",
@@ -661,7 +652,5 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     'sign every request with a key the stack creates in Secrets Manager; `false` sends no signatures; `signingSecretArn` signs with an existing secret instead',
   maxConcurrency: 'most concurrent invocations: with `requestConcurrency`, the most requests the webhook sees at once',
   oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
-  outageToleranceHours:
-    'survive a webhook outage this long without dead-lettering: derives `maxReceiveCount` (1 → 9, 4 → 21, 24 → 101; see [Outages](operations.md#outages))',
   breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
 };

@@ -17,6 +17,8 @@ function typeOf(setting: Setting): string {
   switch (setting.kind) {
     case 'integer':
       return `whole number${unit}${range}`;
+    case 'decimal':
+      return `number${unit}${range}, decimals allowed`;
     case 'list':
       return `comma-separated whole numbers${unit}${range}`;
     case 'boolean':

@@ -18,11 +18,11 @@ export type ContextKeyName = Extract<Entry, { context: string }>['context'];
 
 /** One context key: its type and the one-line description the docs and errors use. */
 export interface ContextKey {
-  readonly kind: 'string' | 'boolean' | 'integer';
+  readonly kind: 'string' | 'boolean' | 'integer' | 'decimal';
   readonly description: string;
   /** The allowed values, for keys that take one of a list. */
   readonly choices?: readonly string[];
-  /** The smallest and largest whole number an integer key takes (the construct's or AWS's limits, in the key's unit). */
+  /** The smallest and largest number a numeric key takes (the construct's or AWS's limits, in the key's unit). */
   readonly range?: readonly [number, number];
   /** The setting it sets. */
   readonly setting: Setting;
@@ -36,7 +36,7 @@ export const CONTEXT_KEYS: Readonly<Record<ContextKeyName, ContextKey>> = Object
     .map(([name, s]) => [
       s.context,
       {
-        kind: s.kind === 'integer' || s.kind === 'boolean' ? s.kind : 'string',
+        kind: s.kind === 'integer' || s.kind === 'decimal' || s.kind === 'boolean' ? s.kind : 'string',
         description: SETTING_DOCS[name],
         ...(s.choices === undefined ? {} : { choices: s.choices }),
         ...(s.min === undefined || s.max === undefined || s.kind === 'list' ? {} : { range: [s.min, s.max] as const }),
@@ -84,6 +84,14 @@ function parse(key: ContextKeyName, raw: unknown): string | number | boolean | u
       }
       return value;
     }
+    case 'decimal': {
+      const value = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+      const [min, max] = spec.range ?? [0, Number.MAX_SAFE_INTEGER];
+      if (!(Number.isFinite(value) && value >= min && value <= max)) {
+        throw new ContextError(key, `must be a number from ${min} to ${max} (decimals allowed, e.g. 0.5); got ${JSON.stringify(raw)}`);
+      }
+      return value;
+    }
     case 'string': {
       if (typeof raw !== 'string') throw new ContextError(key, `must be a string; got ${JSON.stringify(raw)}`);
       const value = raw.trim();
@@ -112,6 +120,15 @@ function arn(key: ContextKeyName, value: string | undefined, pattern: RegExp, ex
 const KEY_OF_PROP: Readonly<Record<string, ContextKeyName>> = Object.fromEntries(
   SETTING_LIST.filter((s) => s.context !== undefined && s.prop !== undefined && s.prop !== s.context).map((s) => [s.prop, s.context]),
 ) as Record<string, ContextKeyName>;
+
+/**
+ * Keys the app read once and no longer does, with what took their place: a leftover in a command
+ * line or cdk.json fails synth rather than being ignored (the app ignores keys it does not know).
+ */
+const REPLACED_KEYS: Readonly<Record<string, string>> = {
+  outageToleranceHours:
+    'was replaced by retryWindowHours: how long a message may go on failing before it is dead-lettered (default 24); maxReceiveCount is derived from it',
+};
 
 /** Keys read by hand below rather than set on their prop as they are. */
 const READ_BY_HAND: ReadonlySet<string> = new Set([
@@ -162,6 +179,9 @@ function schedule(raw: string | undefined): Duration[] | undefined {
 export function stackFromContext(get: (key: string) => unknown, allKeys: readonly string[] = []): StackFromContext {
   // A key that differs from a known one only in case is a typo that would otherwise be ignored.
   const known = new Map(Object.keys(CONTEXT_KEYS).map((key) => [key.toLowerCase(), key]));
+  for (const [key, replacement] of Object.entries(REPLACED_KEYS)) {
+    if (allKeys.includes(key) || get(key) !== undefined) throw new ContextError(key, replacement);
+  }
   for (const key of allKeys) {
     const meant = known.get(key.toLowerCase());
     if (meant !== undefined && meant !== key) throw new ContextError(key, `is not a key the app reads; did you mean ${meant}?`);

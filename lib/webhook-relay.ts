@@ -30,7 +30,7 @@ import { resolveSettings } from './webhook-relay/resolve';
 export { DLQ_RETENTION, PROP_OF_VARIABLE, RELAY_DEFAULTS, type RelayDefaults } from './webhook-relay/defaults';
 export { functionEnvironment, type EnvironmentRefs } from './webhook-relay/environment';
 export * from './webhook-relay/props';
-export { resolveSettings, retryWindowSeconds, type ResolvedSettings } from './webhook-relay/resolve';
+export { countedRetrySpanSeconds, resolveSettings, type ResolvedSettings } from './webhook-relay/resolve';
 
 /** The repository root, found from this file so synth works from any working directory. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,7 +42,7 @@ const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export class WebhookRelay extends Construct {
   /** The queue producers send to (created, or the one passed in). */
   readonly queue: sqs.IQueue;
-  /** Where messages go after `maxReceiveCount` receives, or at once on a permanent failure. */
+  /** Where messages go when their retry window runs out (or after `maxReceiveCount` receives), or at once on a permanent failure. */
   readonly deadLetterQueue: sqs.IQueue;
   /** The relay function. */
   readonly function: lambda.Function;
@@ -62,8 +62,10 @@ export class WebhookRelay extends Construct {
   readonly name: string;
   /** The `service` dimension of the function's metrics. */
   readonly serviceName: string;
-  /** The redrive policy's receive count. */
+  /** The redrive policy's receive count: the retry window's backstop, or SQS's count semantics when the window is off. */
   readonly maxReceiveCount: number;
+  /** How long a message's failures may go on before it is dead-lettered; `undefined` when `maxReceiveCount` decides instead. */
+  readonly retryWindow: Duration | undefined;
 
   constructor(scope: Construct, id: string, props: WebhookRelayProps) {
     super(scope, id);
@@ -73,6 +75,7 @@ export class WebhookRelay extends Construct {
     this.name = resolved.name;
     this.serviceName = resolved.serviceName;
     this.maxReceiveCount = resolved.maxReceiveCount;
+    this.retryWindow = resolved.retryWindowSeconds > 0 ? Duration.seconds(resolved.retryWindowSeconds) : undefined;
 
     const { queue, deadLetterQueue } = relayQueues(this, resolved);
     this.queue = queue;

@@ -27,6 +27,20 @@ export interface AlarmThresholds {
   readonly breakerAlarmSeconds: number;
 }
 
+/** The retry window as the alarms and the dashboard word it: "24 hours", "90 minutes". */
+export function windowText(window: Duration): string {
+  const totalSeconds = window.toSeconds();
+  if (totalSeconds % 3600 === 0) return `${totalSeconds / 3600} ${totalSeconds === 3600 ? 'hour' : 'hours'}`;
+  return window.toHumanString();
+}
+
+/** Why a message ends in the DLQ other than a permanent refusal, in words: its retry window ran out, or its receives did. */
+export function givenUpText(relay: Pick<MonitoredRelay, 'retryWindow' | 'maxReceiveCount'>): string {
+  return relay.retryWindow === undefined
+    ? `failed ${relay.maxReceiveCount} times`
+    : `kept failing for their whole retry window (${windowText(relay.retryWindow)})`;
+}
+
 /** Creates the alarms in `scope` (their ids are the template's logical ids: keep them). */
 export function createAlarms(
   scope: Construct,
@@ -60,7 +74,7 @@ export function createAlarms(
       threshold: 0,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       alarmDescription:
-        `Messages are in the dead-letter queue of ${relay.name}: the webhook refused them permanently or they failed ${relay.maxReceiveCount} times. ` +
+        `Messages are in the dead-letter queue of ${relay.name}: the webhook refused them permanently or they ${givenUpText(relay)}. ` +
         "Read why in the DLQ messages' attributes and the function logs, fix the cause, then redrive from the SQS console (DLQ > Start DLQ redrive).",
     }),
     oldestMessageAge: alarm('OldestMessageAgeAlarm', 'oldest-message-age', {
@@ -85,7 +99,9 @@ export function createAlarms(
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       alarmDescription:
         `The webhook of ${relay.name} has looked down for ${thresholds.breakerAlarmThreshold.toHumanString()} (connection errors, timeouts, 502/503/504): the circuit breaker is holding messages back, one probe per interval. ` +
-        'Nothing is lost while messages have receives left; restore the webhook, or raise maxReceiveCount (outageTolerance) before the DLQ alarm follows.',
+        (relay.retryWindow === undefined
+          ? `Nothing is lost while messages have receives left (maxReceiveCount ${relay.maxReceiveCount}); restore the webhook before the DLQ alarm follows, or switch to a retry window (leave maxReceiveCount unset).`
+          : `Nothing is dead-lettered for the outage within the retry window (${windowText(relay.retryWindow)}); restore the webhook before it runs out.`),
     }),
   };
 }

@@ -1,11 +1,12 @@
 /**
  * The operator dashboard: what was delivered, retried and dead-lettered, the webhook's latency,
- * the circuit breaker, the queues and the function, with each alarm's threshold drawn on its graph.
+ * the circuit breaker, the pace the webhook allows, the queues and the function, with each
+ * alarm's threshold drawn on its graph.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type { Construct } from 'constructs';
-import type { RelayAlarms } from './alarms';
+import { givenUpText, type RelayAlarms } from './alarms';
 import type { MonitoredRelay, RelayMetricFactory } from './metrics';
 import { RELAY_METRICS } from './props';
 
@@ -38,7 +39,7 @@ export function createDashboard(
       markdown:
         `## sqs-webhook-relay: ${relay.name}\n` +
         'Producers send to the queue; the function POSTs each message to the webhook. **Delivered** = 2xx; **retried** = the webhook asked to see it again (429/5xx/timeout), with a delay; ' +
-        `**dead-lettered** = refused permanently or failed ${relay.maxReceiveCount} times. Anything in the DLQ needs an operator: see the README, Deploy.`,
+        `**dead-lettered** = refused permanently or ${givenUpText(relay)}. Anything in the DLQ needs an operator: see the README, Deploy.`,
       width: 24,
       height: 2,
     }),
@@ -80,6 +81,23 @@ export function createDashboard(
       leftYAxis: { min: 0, showUnits: false },
       width: 24,
       height: 4,
+    }),
+  );
+  // The pacer's metrics, by name until lambda/metric-names.ts lists them: a container publishes its
+  // limits per batch only while the webhook holds it below full speed, so a gap means "not paced".
+  dashboard.addWidgets(
+    new cloudwatch.GraphWidget({
+      title: 'Webhook pace',
+      left: [
+        relayMetric('PaceRequestsPerSecond', 'requests/s limit (average)', cloudwatch.Stats.AVERAGE),
+        relayMetric('PaceRequestsPerSecond', 'requests/s limit (slowest container)', cloudwatch.Stats.MINIMUM),
+        relayMetric('PaceInFlightLimit', 'in-flight limit (average)', cloudwatch.Stats.AVERAGE),
+      ],
+      right: [relayMetric('RequestsRefused', 'refused (429/503/504/408/timeout, per minute)', cloudwatch.Stats.SUM)],
+      leftYAxis: { min: 0, showUnits: false },
+      rightYAxis: { min: 0, showUnits: false },
+      width: 24,
+      height: 6,
     }),
   );
   dashboard.addWidgets(

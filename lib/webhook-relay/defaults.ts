@@ -20,10 +20,15 @@ const DURATION: Readonly<Record<string, (amount: number) => Duration>> = {
 /** Props that take a plain number of their unit rather than a `Duration`. */
 const PLAIN_NUMBER_PROPS: ReadonlySet<string> = new Set(['logRetention']);
 
-/** A setting's value (in its unit) as its prop takes it: a `Duration` for time units. */
+/**
+ * A setting's value (in its unit) as its prop takes it: a `Duration` for time units. A decimal
+ * (`0.5` hours) becomes whole seconds, rounded, so `toSeconds()` never meets a float's residue
+ * (1.15 × 60 minutes is 68.999… in floating point).
+ */
 export function toPropValue(setting: Setting, value: string | number | boolean | readonly number[]): unknown {
   const unit = setting.unit === undefined || PLAIN_NUMBER_PROPS.has(setting.prop ?? '') ? undefined : DURATION[setting.unit];
   if (unit === undefined) return value;
+  if (setting.kind === 'decimal') return Duration.seconds(Math.round(unit(value as number).toMilliseconds({ integral: false }) / 1000));
   return Array.isArray(value) ? value.map((amount) => unit(amount)) : unit(value as number);
 }
 

@@ -42,6 +42,10 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     // The URL, so the function never needs GetQueueAttributes to find its DLQ.
     DLQ_URL: refs.deadLetterQueueUrl,
     MAX_RECEIVE_COUNT: String(resolved.maxReceiveCount),
+    // Hours with up to 6 decimals: the function rounds hours × 3600 back to these exact seconds.
+    RETRY_WINDOW_HOURS: String(Number((resolved.retryWindowSeconds / 3600).toFixed(6))),
+    // The event source's ceiling: how many invocations share MAX_REQUESTS_PER_SECOND.
+    CONCURRENT_INVOCATIONS: String(resolved.maxConcurrency),
     // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
     SIGNING_SECRET_ARN: refs.signingSecretArn,
     AUTH_SECRET_ARN: refs.authSecretArn,

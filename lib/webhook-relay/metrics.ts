@@ -17,6 +17,8 @@ export interface MonitoredRelay {
   readonly deadLetterQueue: sqs.IQueue;
   readonly function: lambda.IFunction;
   readonly maxReceiveCount: number;
+  /** The retry window; `undefined` with SQS's count semantics (`maxReceiveCount` given). */
+  readonly retryWindow: Duration | undefined;
 }
 
 /** Metrics of one relay: its own (embedded metric format), its queues' and its function's. */

@@ -1,13 +1,15 @@
 /**
- * The queues' part of resolving the props: the queues to create or the ones passed in, the
- * redrive policy's receive count (derived from `outageTolerance` when asked), the visibility
- * timeout and the retention checked against the retry window a message can take.
+ * The queues' part of resolving the props: the queues to create or the ones passed in, the retry
+ * window, the redrive policy's receive count (the window's backstop, or SQS's count semantics when
+ * `maxReceiveCount` is given), the visibility timeout and the retention checked against the time a
+ * message can take.
  */
 import { Duration, Token } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR, visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
-import { type BreakerSettings, receivesToSurvive } from '../../lambda/breaker';
+import type { BreakerSettings } from '../../lambda/breaker';
 import { backoffDelay } from '../../lambda/retry-timing';
+import { backstopReceiveCount, retryWindowMarginSeconds } from '../../lambda/retry-window';
 import { BACKOFF_POLICIES, SETTINGS } from '../../lambda/settings';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { check, seconds, wholeNumber } from './checks';
@@ -16,6 +18,10 @@ import type { WebhookRelayProps } from './props';
 import type { ResolvedWarning } from './resolve';
 
 const SQS_MAX_VISIBILITY = Duration.seconds(MAX_VISIBILITY_SECONDS);
+/** A queue's visibility timeout when none is set (SQS's default). */
+const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
+/** A queue's retention when none is set (SQS's default, 4 days). */
+const SQS_DEFAULT_RETENTION_SECONDS = 345_600;
 
 /** Queues the construct creates. */
 export interface QueuesToCreate {
@@ -34,48 +40,43 @@ export interface ExistingQueues {
   readonly deadLetterQueue: sqs.IQueue;
 }
 
-/** The queues to create, or the ones passed in, with the redrive policy's receive count. */
+/** What the queues' part resolves to. */
+export interface ResolvedQueues {
+  readonly queues: QueuesToCreate | ExistingQueues;
+  /** The redrive policy's receive count: the window's backstop, or SQS's count semantics. */
+  readonly maxReceiveCount: number;
+  /** The retry window, whole seconds; 0 when it is off (`maxReceiveCount` given for a created queue). */
+  readonly retryWindowSeconds: number;
+}
+
+/** The queues to create, or the ones passed in, with the retry window and the redrive policy's receive count. */
 export function resolveQueues(
   props: WebhookRelayProps,
   timeoutSeconds: number,
   windowSeconds: number,
   breaker: BreakerSettings,
   warnings: ResolvedWarning[],
-): { queues: QueuesToCreate | ExistingQueues; maxReceiveCount: number } {
+): ResolvedQueues {
   const d = RELAY_DEFAULTS;
   const minimumVisibility = visibilityTimeoutSecondsFor(timeoutSeconds, windowSeconds);
-  const survivingOutage = receivesForOutage(props, breaker);
 
   if (props.queue !== undefined) {
-    const existing = resolveExistingQueues(props, props.queue, timeoutSeconds, minimumVisibility, warnings);
-    if (survivingOutage !== undefined) {
-      check(
-        existing.maxReceiveCount >= survivingOutage,
-        'outageTolerance',
-        `needs a maxReceiveCount of at least ${survivingOutage}; the existing queue's redrive policy has ${existing.maxReceiveCount}`,
-      );
-    }
-    return existing;
+    // The queue's redrive policy is given, not chosen here: its count is the window's backstop.
+    const retryWindow = retryWindowOf(props.retryWindow ?? d.retryWindow);
+    const existing = resolveExistingQueues(props, props.queue, timeoutSeconds, minimumVisibility, retryWindow, warnings);
+    return { ...existing, retryWindowSeconds: retryWindow };
   }
   check(
     props.deadLetterQueue === undefined,
     'deadLetterQueue',
     'is only for an existing queue (pass queue too); the construct creates its own DLQ otherwise',
   );
-  if (survivingOutage !== undefined && props.maxReceiveCount !== undefined) {
-    check(
-      props.maxReceiveCount >= survivingOutage,
-      'maxReceiveCount',
-      `(${props.maxReceiveCount}) is too small for outageTolerance: surviving ${props.outageTolerance?.toHumanString()} of outage takes ${survivingOutage} receives; leave maxReceiveCount unset to derive it`,
-    );
-  }
-  const { min, max } = SETTINGS.MAX_RECEIVE_COUNT;
-  const maxReceiveCount = wholeNumber(
-    props.maxReceiveCount ?? Math.max(d.maxReceiveCount, survivingOutage ?? 0),
-    'maxReceiveCount',
-    min,
-    max,
+  check(
+    props.retryWindow === undefined || props.maxReceiveCount === undefined,
+    'retryWindow',
+    "and maxReceiveCount are two ways of giving up on a message; give one: retryWindow (a time; maxReceiveCount is then derived as a backstop for crashes) or maxReceiveCount alone (SQS's count semantics, the window off)",
   );
+  const retryWindow = props.maxReceiveCount === undefined ? retryWindowOf(props.retryWindow ?? d.retryWindow) : 0;
   const fifo = props.fifo ?? d.fifo;
   const retention = props.retentionPeriod ?? d.retentionPeriod;
   const retentionSeconds = seconds(retention, 'retentionPeriod', Duration.minutes(1), DLQ_RETENTION);
@@ -89,6 +90,11 @@ export function resolveQueues(
       `(${visibility} s) must be at least ${VISIBILITY_TIMEOUT_FACTOR} × timeout + maxBatchingWindow = ${minimumVisibility} s, or Lambda may hand a batch to a second invocation while the first still runs`,
     );
   }
+  const { min, max } = SETTINGS.MAX_RECEIVE_COUNT;
+  const maxReceiveCount =
+    retryWindow > 0
+      ? backstopReceiveCount(retryWindow, visibility)
+      : wholeNumber(props.maxReceiveCount ?? d.maxReceiveCount, 'maxReceiveCount', min, max);
   let names: QueuesToCreate['names'];
   if (props.queueName !== undefined) {
     const base = props.queueName.endsWith(FIFO_SUFFIX) ? props.queueName.slice(0, -FIFO_SUFFIX.length) : props.queueName;
@@ -104,13 +110,61 @@ export function resolveQueues(
     names = { queue, dlq };
   }
   // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
-  const window = retryWindowSeconds(props, maxReceiveCount, visibility, breaker);
+  if (retryWindow > 0) {
+    const margin = retryWindowMarginSeconds(visibility);
+    check(
+      retentionSeconds >= retryWindow + margin,
+      'retentionPeriod',
+      `(${retention.toHumanString()}) is shorter than retryWindow (${inHours(retryWindow)}) plus its margin of ${humanSeconds(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${humanSeconds(retryWindow + margin)} (up to 14 days) or shorten retryWindow`,
+    );
+  } else {
+    const span = countedRetrySpanSeconds(props, maxReceiveCount, visibility, breaker);
+    check(
+      retentionSeconds >= span,
+      'retentionPeriod',
+      `(${retention.toHumanString()}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${Math.ceil(span / 3600)} hours): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
+    );
+  }
+  return {
+    queues: { kind: 'create', fifo, names, retention, visibilitySeconds: visibility },
+    maxReceiveCount,
+    retryWindowSeconds: retryWindow,
+  };
+}
+
+/** The retry window in whole seconds: 1 minute to the registry's longest (14 days); 0 is how the variable, not the prop, says "off". */
+function retryWindowOf(window: Duration): number {
+  const { max } = SETTINGS.RETRY_WINDOW_HOURS;
   check(
-    retentionSeconds >= window,
-    'retentionPeriod',
-    `(${retention.toHumanString()}) is shorter than the longest retry window these settings allow (${Math.ceil(window / 3600)} hours for ${maxReceiveCount} receives): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
+    window.toMilliseconds({ integral: false }) !== 0,
+    'retryWindow',
+    "cannot be 0: to give up after a number of receives instead (SQS's count semantics), leave retryWindow unset and set maxReceiveCount",
   );
-  return { queues: { kind: 'create', fifo, names, retention, visibilitySeconds: visibility }, maxReceiveCount };
+  return seconds(window, 'retryWindow', Duration.minutes(1), Duration.hours(max));
+}
+
+/** Seconds as hours for a message: "24 hours", "0.5 hours". */
+function inHours(totalSeconds: number): string {
+  const hours = Number((totalSeconds / 3600).toFixed(2));
+  return `${hours} ${hours === 1 ? 'hour' : 'hours'}`;
+}
+
+/** Seconds in words, every unit kept ("4 days 6 hours 3 minutes"; CDK's `toHumanString` stops at two). */
+function humanSeconds(totalSeconds: number): string {
+  const units: [number, string][] = [
+    [86_400, 'day'],
+    [3600, 'hour'],
+    [60, 'minute'],
+    [1, 'second'],
+  ];
+  let left = totalSeconds;
+  const parts: string[] = [];
+  for (const [size, name] of units) {
+    const count = Math.floor(left / size);
+    left -= count * size;
+    if (count > 0) parts.push(`${count} ${name}${count === 1 ? '' : 's'}`);
+  }
+  return parts.join(' ') || '0 seconds';
 }
 
 function resolveExistingQueues(
@@ -118,6 +172,7 @@ function resolveExistingQueues(
   queue: sqs.IQueue,
   timeoutSeconds: number,
   minimumVisibility: number,
+  retryWindow: number,
   warnings: ResolvedWarning[],
 ): { queues: ExistingQueues; maxReceiveCount: number } {
   for (const prop of ['queueName', 'retentionPeriod', 'visibilityTimeout'] as const) {
@@ -129,6 +184,8 @@ function resolveExistingQueues(
     `is ${props.fifo}, but the existing queue is ${queue.fifo ? '' : 'not '}FIFO`,
   );
   let deadLetterQueue = props.deadLetterQueue;
+  let knownVisibility: number | undefined;
+  let knownRetention: number | undefined;
   let maxReceiveCount = props.maxReceiveCount ?? RELAY_DEFAULTS.maxReceiveCount;
   if (queue instanceof sqs.Queue) {
     const own = queue.deadLetterQueue;
@@ -150,7 +207,8 @@ function resolveExistingQueues(
     // run; below 6× it works but a throttled retry can deliver a batch twice.
     const cfn = queue.node.defaultChild;
     if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.visibilityTimeout)) {
-      const visibility = cfn.visibilityTimeout ?? 30;
+      const visibility = cfn.visibilityTimeout ?? SQS_DEFAULT_VISIBILITY_SECONDS;
+      knownVisibility = visibility;
       check(
         visibility >= timeoutSeconds,
         'queue',
@@ -162,6 +220,9 @@ function resolveExistingQueues(
           message: `The queue's visibility timeout (${visibility} s) is below ${VISIBILITY_TIMEOUT_FACTOR} × timeout + maxBatchingWindow (${minimumVisibility} s): a batch may be delivered twice after a throttled invocation.`,
         });
       }
+    }
+    if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.messageRetentionPeriod)) {
+      knownRetention = cfn.messageRetentionPeriod ?? SQS_DEFAULT_RETENTION_SECONDS;
     }
   }
   check(
@@ -176,23 +237,33 @@ function resolveExistingQueues(
     `must be of the same kind as the queue (${queue.fifo ? 'FIFO' : 'standard'}), as SQS requires`,
   );
   wholeNumber(maxReceiveCount, 'maxReceiveCount', SETTINGS.MAX_RECEIVE_COUNT.min, SETTINGS.MAX_RECEIVE_COUNT.max);
+  // An imported queue's visibility timeout is unknown here: judge by the one it should have.
+  const visibility = knownVisibility ?? minimumVisibility;
+  const backstop = backstopReceiveCount(retryWindow, visibility);
+  if (maxReceiveCount < backstop) {
+    warnings.push({
+      id: 'sqs-webhook-relay:backstopBelowWindow',
+      message: `The queue's redrive policy moves a message to the DLQ after ${maxReceiveCount} receives, fewer than the ${backstop} a retry window of ${inHours(retryWindow)} takes at a visibility timeout of ${visibility} s: the window may end at the backstop first (retries are spread thin, and invocations that crash or time out dead-letter a message early). Raise the redrive policy's maxReceiveCount to ${backstop}, or shorten retryWindow.`,
+    });
+  }
+  // The queue is the caller's: a short retention is told, not refused.
+  const needed = retryWindow + retryWindowMarginSeconds(visibility);
+  if (knownRetention !== undefined && knownRetention < needed) {
+    warnings.push({
+      id: 'sqs-webhook-relay:retentionBelowWindow',
+      message: `The queue keeps a message ${humanSeconds(knownRetention)}, less than the retry window (${inHours(retryWindow)}) plus its margin (${humanSeconds(needed - retryWindow)}): a message could expire before it is dead-lettered. Give the queue a retention of at least ${humanSeconds(needed)}, or shorten retryWindow.`,
+    });
+  }
   return { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount };
 }
 
-/** The receives an outage of `outageTolerance` takes with the breaker's intervals, if one is asked for. */
-function receivesForOutage(props: WebhookRelayProps, breaker: BreakerSettings): number | undefined {
-  if (props.outageTolerance === undefined) return undefined;
-  const tolerance = seconds(props.outageTolerance, 'outageTolerance', Duration.minutes(1), Duration.days(14));
-  check(breaker.threshold > 0, 'outageTolerance', 'relies on the circuit breaker, which outageThreshold 0 switches off');
-  return receivesToSurvive(tolerance / 3600, breaker);
-}
-
 /**
- * The longest a message can take through `maxReceiveCount` receives under this relay's own
- * policies (a webhook's `Retry-After` aside): each receive parks it for the longest of its backoff
- * delay (with full jitter), the breaker's longest interval and the queue's visibility timeout.
+ * With SQS's count semantics (the retry window off), the longest a message can take through
+ * `maxReceiveCount` receives under this relay's own policies (a webhook's `Retry-After` aside):
+ * each receive parks it for the longest of its backoff delay (with full jitter), the breaker's
+ * longest interval and the queue's visibility timeout.
  */
-export function retryWindowSeconds(
+export function countedRetrySpanSeconds(
   props: WebhookRelayProps,
   maxReceiveCount: number,
   visibilitySeconds: number,

@@ -20,7 +20,7 @@ import { DLQ_RETENTION, RELAY_DEFAULTS } from './defaults';
 import type { WebhookRelayProps } from './props';
 import { type ExistingQueues, type QueuesToCreate, resolveQueues } from './resolve-queues';
 
-export { type ExistingQueues, type QueuesToCreate, retryWindowSeconds } from './resolve-queues';
+export { countedRetrySpanSeconds, type ExistingQueues, type QueuesToCreate } from './resolve-queues';
 
 const SQS_MAX_VISIBILITY = Duration.seconds(MAX_VISIBILITY_SECONDS);
 
@@ -45,6 +45,8 @@ export interface ResolvedSettings {
   readonly breaker: BreakerSettings;
   readonly queues: QueuesToCreate | ExistingQueues;
   readonly maxReceiveCount: number;
+  /** The retry window, whole seconds (`RETRY_WINDOW_HOURS`); 0 with SQS's count semantics (`maxReceiveCount` given). */
+  readonly retryWindowSeconds: number;
   readonly fifo: boolean;
   readonly batchSize: number;
   readonly windowSeconds: number;
@@ -116,7 +118,7 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   const breakerAlarmThreshold = props.breakerOpenAlarmThreshold ?? d.breakerOpenAlarmThreshold;
   const breakerAlarmSeconds = seconds(breakerAlarmThreshold, 'breakerOpenAlarmThreshold', Duration.minutes(1), Duration.days(1));
 
-  const { queues, maxReceiveCount } = resolveQueues(props, timeoutSeconds, windowSeconds, breaker, warnings);
+  const { queues, maxReceiveCount, retryWindowSeconds } = resolveQueues(props, timeoutSeconds, windowSeconds, breaker, warnings);
 
   // ---- event source ----
   const fifo = queues.kind === 'existing' ? queues.queue.fifo : queues.fifo;
@@ -158,6 +160,7 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     breaker,
     queues,
     maxReceiveCount,
+    retryWindowSeconds,
     fifo,
     batchSize,
     windowSeconds,

@@ -1,10 +1,10 @@
 /**
  * The circuit breaker's state machine (closed → open → half-open → closed), what trips it and
- * what never does, and the outage arithmetic behind the stack's `outageToleranceHours`.
+ * what never does.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { CircuitBreaker, isOutage, outageSecondsSurvived, receivesToSurvive } from '../../lambda/breaker';
+import { CircuitBreaker, isOutage } from '../../lambda/breaker';
 import type { WebhookResult } from '../../lambda/transmitter';
 
 const settings = { threshold: 3, initialIntervalSeconds: 30, maxIntervalSeconds: 900 };
@@ -147,22 +147,5 @@ describe('state machine', () => {
         }
       }),
     );
-  });
-});
-
-describe('outage arithmetic', () => {
-  test('receives survive the sum of the doubling intervals', () => {
-    expect(outageSecondsSurvived(1, settings)).toBe(30);
-    expect(outageSecondsSurvived(5, settings)).toBe(30 + 60 + 120 + 240 + 480);
-    expect(outageSecondsSurvived(7, settings)).toBe(930 + 900 + 900);
-  });
-
-  test('receivesToSurvive gives a maxReceiveCount that covers the hours, plus the tripping receive', () => {
-    for (const hours of [0.25, 1, 6, 24, 72]) {
-      const receives = receivesToSurvive(hours, settings);
-      expect(outageSecondsSurvived(receives - 1, settings)).toBeGreaterThanOrEqual(hours * 3600);
-      expect(outageSecondsSurvived(receives - 2, settings)).toBeLessThan(hours * 3600);
-    }
-    expect(receivesToSurvive(24, settings)).toBe(101);
   });
 });

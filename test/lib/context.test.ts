@@ -58,6 +58,8 @@ describe('context keys', () => {
       logLevel: 'warn',
       serviceName: 'orders',
       oldestMessageAgeAlarmMinutes: '45',
+      pacing: 'false',
+      maxRequestsPerSecond: '100',
     });
     expect(stackName).toBe('OrdersRelay');
     template.hasResourceProperties('AWS::SQS::Queue', {
@@ -89,7 +91,23 @@ describe('context keys', () => {
       DEFAULT_CONTENT_TYPE: 'text/plain',
       POWERTOOLS_LOG_LEVEL: 'WARN',
       POWERTOOLS_SERVICE_NAME: 'orders',
+      RETRY_WINDOW_HOURS: '0',
+      PACING: 'false',
+      MAX_REQUESTS_PER_SECOND: '100',
+      CONCURRENT_INVOCATIONS: '20',
     });
+  });
+
+  it('retryWindowHours takes decimals, as a -c string or a JSON number, and derives the backstop from them', () => {
+    for (const [raw, hours, backstop] of [
+      ['0.5', '0.5', 13], // 1,800 s / 180 s + 3
+      ['1.15', '1.15', 26], // 69 minutes, though 1.15 × 60 is 68.999… in floating point
+      [36, '36', 723],
+    ] as const) {
+      const { template } = synth({ webhookUrl: 'https://hooks.example.com/x', retryWindowHours: raw });
+      expect(environmentOf(template)).toMatchObject({ RETRY_WINDOW_HOURS: hours, MAX_RECEIVE_COUNT: String(backstop) });
+      template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: backstop }) });
+    }
   });
 
   it('as cdk.json JSON values (booleans, numbers), the same', () => {
@@ -187,9 +205,27 @@ describe('context keys', () => {
     [{ outageThreshold: '5000' }, 'outageThreshold', /from 0 to 1000/],
     [{ outageBackoffSeconds: '0' }, 'outageBackoffSeconds', /from 1 to 43200/],
     [{ outageBackoffSeconds: '10', outageBackoffMaxSeconds: '5' }, 'outageBackoffMaxSeconds', /at least OUTAGE_BACKOFF_SECONDS/],
-    [{ outageToleranceHours: '9999' }, 'outageToleranceHours', /from 1 to 336/],
-    [{ outageToleranceHours: '24', outageThreshold: '0' }, 'outageToleranceHours', /relies on the circuit breaker/],
-    [{ outageToleranceHours: '24', maxReceiveCount: '3' }, 'maxReceiveCount', /too small for outageToleranceHours/],
+    [
+      { outageToleranceHours: '24' },
+      'outageToleranceHours',
+      /^Context outageToleranceHours \(-c outageToleranceHours=…\) was replaced by retryWindowHours: /,
+    ],
+    [{ retryWindowHours: '400' }, 'retryWindowHours', /must be a number from 0 to 336 \(decimals allowed, e.g. 0.5\); got "400"/],
+    [{ retryWindowHours: '1e2' }, 'retryWindowHours', /decimals allowed/],
+    [{ retryWindowHours: '-1' }, 'retryWindowHours', /decimals allowed/],
+    [{ retryWindowHours: '0' }, 'retryWindowHours', /cannot be 0: .*leave retryWindowHours unset and set maxReceiveCount/],
+    [{ retryWindowHours: '0.001' }, 'retryWindowHours', /must be from 1 minute to 14 days/],
+    [
+      { retryWindowHours: '24', maxReceiveCount: '10' },
+      'retryWindowHours',
+      /^Context retryWindowHours \(-c retryWindowHours=…\) and maxReceiveCount are two ways/,
+    ],
+    [
+      { retryWindowHours: '90' },
+      'retentionPeriodDays',
+      /\(4 days\) is shorter than retryWindowHours \(90 hours\) plus its margin of 12 hours 3 minutes .*Raise retentionPeriodDays to at least 4 days 6 hours 3 minutes/,
+    ],
+    [{ maxRequestsPerSecond: '1.5' }, 'maxRequestsPerSecond', /must be a whole number from 0 to 1000000/],
     [{ breakerOpenAlarmMinutes: '0' }, 'breakerOpenAlarmMinutes', /from 1 to 1440/],
     [{ queueArn: 'nope' }, 'queueArn', /must be an ARN such as arn:aws:sqs:/],
     [{ queueArn: QUEUE.queueArn }, 'queueArn', /needs deadLetterQueueArn too/],

@@ -4,6 +4,7 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
+import { backstopReceiveCount, retryWindowMarginSeconds } from '../../lambda/retry-window';
 import { resolveSettings, WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
 
 const URL_ = 'https://hooks.example.com/relay';
@@ -23,11 +24,13 @@ function rejection(props: Partial<WebhookRelayProps>): WebhookRelayConfigError {
 }
 
 describe('resolveSettings', () => {
-  it('derives the defaults: 5 receives, visibility 6 × 30 s, 4 days retention, invoke at once', () => {
+  it('derives the defaults: a 24-hour retry window backed by 483 receives, visibility 6 × 30 s, 4 days retention, invoke at once', () => {
     const resolved = resolve();
     expect(resolved.name).toBe('Stack-Relay');
     expect(resolved.serviceName).toBe('Stack-Relay');
-    expect(resolved.maxReceiveCount).toBe(5);
+    expect(resolved.retryWindowSeconds).toBe(86_400);
+    expect(resolved.maxReceiveCount).toBe(backstopReceiveCount(86_400, 180));
+    expect(resolved.maxReceiveCount).toBe(483);
     expect(resolved.queues).toMatchObject({ kind: 'create', fifo: false, names: undefined, visibilitySeconds: 180 });
     expect(resolved.queues.kind === 'create' && resolved.queues.retention.toDays()).toBe(4);
     expect(resolved).toMatchObject({
@@ -52,16 +55,44 @@ describe('resolveSettings', () => {
     });
   });
 
-  it('derives maxReceiveCount from outageTolerance, and refuses a smaller explicit one', () => {
-    expect(resolve({ outageTolerance: Duration.hours(24), retentionPeriod: Duration.days(14) }).maxReceiveCount).toBe(101);
-    expect(rejection({ outageTolerance: Duration.hours(24), maxReceiveCount: 10 }).prop).toBe('maxReceiveCount');
-    expect(rejection({ outageTolerance: Duration.hours(1), outageThreshold: 0 }).prop).toBe('outageTolerance');
+  it('derives the backstop from the window over the visibility timeout, within 10 to 1,000', () => {
+    expect(resolve({ retryWindow: Duration.hours(1) }).maxReceiveCount).toBe(23); // 3,600 / 180 + 3
+    expect(resolve({ retryWindow: Duration.hours(2), timeout: Duration.seconds(60) }).maxReceiveCount).toBe(23); // 7,200 / 360 + 3
+    expect(resolve({ retryWindow: Duration.minutes(5) }).maxReceiveCount).toBe(10);
+    expect(resolve({ retryWindow: Duration.days(10), retentionPeriod: Duration.days(14) }).maxReceiveCount).toBe(1_000);
+    expect(resolve({ retryWindow: Duration.minutes(90) }).retryWindowSeconds).toBe(5_400);
   });
 
-  it('refuses a retention shorter than the retry window these settings allow', () => {
+  it("maxReceiveCount alone switches the window off (SQS's count semantics); both together are refused, naming both", () => {
+    expect(resolve({ maxReceiveCount: 7 })).toMatchObject({ maxReceiveCount: 7, retryWindowSeconds: 0 });
+    const both = rejection({ retryWindow: Duration.hours(24), maxReceiveCount: 10 });
+    expect(both.prop).toBe('retryWindow');
+    expect(both.message).toMatch(/^WebhookRelay: retryWindow and maxReceiveCount are two ways of giving up on a message; give one/);
+  });
+
+  it('refuses a window of 0 (the variable\'s "off") or one outside 1 minute to 14 days, naming retryWindow', () => {
+    expect(rejection({ retryWindow: Duration.seconds(0) }).message).toContain('cannot be 0');
+    expect(rejection({ retryWindow: Duration.seconds(59) }).prop).toBe('retryWindow');
+    expect(rejection({ retryWindow: Duration.days(15) }).prop).toBe('retryWindow');
+    expect(rejection({ retryWindow: Duration.millis(60_500) }).message).toContain('whole number of seconds');
+  });
+
+  it('refuses a retention shorter than the window plus its margin (12 hours + one visibility timeout)', () => {
+    // 24 h + 12 h 3 min: 1 day 12 hours 3 minutes is the least that holds; 1 day 12 hours is not.
+    expect(resolve({ retentionPeriod: Duration.minutes(36 * 60 + 3) }).retryWindowSeconds).toBe(86_400);
+    const error = rejection({ retentionPeriod: Duration.hours(36) });
+    expect(error.prop).toBe('retentionPeriod');
+    expect(error.message).toContain(
+      'is shorter than retryWindow (24 hours) plus its margin of 12 hours 3 minutes (a last Retry-After may park a message',
+    );
+    expect(error.message).toContain('Raise retentionPeriod to at least 1 day 12 hours 3 minutes (up to 14 days) or shorten retryWindow');
+    expect(24 * 3600 + retryWindowMarginSeconds(180)).toBe(36 * 3600 + 180);
+  });
+
+  it('with maxReceiveCount, refuses a retention shorter than the longest its receives can take', () => {
     const error = rejection({ backoff: 'schedule', maxReceiveCount: 10, retentionPeriod: Duration.days(1) });
     expect(error.prop).toBe('retentionPeriod');
-    expect(error.message).toMatch(/shorter than the longest retry window these settings allow \(\d+ hours for 10 receives\)/);
+    expect(error.message).toMatch(/shorter than the longest 10 receives can take with these settings \(\d+ hours\)/);
   });
 
   it('refuses what SQS or Lambda would: a low visibility timeout, FIFO batches above 10, a window on FIFO, a big batch without a window', () => {

@@ -58,7 +58,9 @@ describe('the settings registry', () => {
   it('loadConfig reads every whole-number setting of the function with the registry default and bounds', () => {
     const defaults = loadConfig({ WEBHOOK_URL: URL_ });
     expect(defaults.requestTimeoutMs).toBe(FUNCTION_SETTINGS.REQUEST_TIMEOUT_MS.default);
-    expect(defaults.maxReceiveCount).toBe(FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default);
+    // The registry's receive count is the one of SQS's count semantics, with the window off.
+    expect(loadConfig({ WEBHOOK_URL: URL_, RETRY_WINDOW_HOURS: '0' }).maxReceiveCount).toBe(FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default);
+    expect(defaults.retryWindowSeconds).toBe(FUNCTION_SETTINGS.RETRY_WINDOW_HOURS.default * 3600);
     expect(defaults.backoff.schedule).toEqual(FUNCTION_SETTINGS.BACKOFF_SCHEDULE.default);
     const integers = SETTING_LIST.filter((s) => s.scope === 'function' && s.kind === 'integer');
     expect(integers.length).toBeGreaterThan(5);
@@ -75,7 +77,11 @@ describe('the settings registry', () => {
     expect(RELAY_DEFAULTS.requestTimeout.toMilliseconds()).toBe(config.requestTimeoutMs);
     expect(RELAY_DEFAULTS.deadlineMargin.toMilliseconds()).toBe(config.deadlineMarginMs);
     expect(RELAY_DEFAULTS.requestConcurrency).toBe(config.maxConcurrency);
-    expect(RELAY_DEFAULTS.maxReceiveCount).toBe(config.maxReceiveCount);
+    expect(RELAY_DEFAULTS.maxReceiveCount).toBe(loadConfig({ WEBHOOK_URL: URL_, RETRY_WINDOW_HOURS: '0' }).maxReceiveCount);
+    expect(RELAY_DEFAULTS.retryWindow.toSeconds()).toBe(config.retryWindowSeconds);
+    expect(RELAY_DEFAULTS.pacing).toBe(config.pacing.adaptive);
+    expect(RELAY_DEFAULTS.maxRequestsPerSecond).toBe(0);
+    expect(config.pacing.maxRequestsPerSecond).toBeUndefined();
     expect(RELAY_DEFAULTS.backoffBase.toSeconds()).toBe(config.backoff.baseSeconds);
     expect(RELAY_DEFAULTS.backoffMax.toSeconds()).toBe(config.backoff.maxSeconds);
     expect(RELAY_DEFAULTS.secretsRefresh.toSeconds()).toBe(config.secretsRefreshSeconds);

@@ -53,10 +53,10 @@ describe('WebhookRelay with default props', () => {
   const { stack, template, relay: r } = relay();
   const ids = queueIds(template);
 
-  it('creates a standard queue and a DLQ joined by a redrive policy of 5 receives', () => {
+  it('creates a standard queue and a DLQ joined by a redrive policy whose count backs up the 24-hour window: 86,400 s / 180 s + 3 = 483', () => {
     template.resourceCountIs('AWS::SQS::Queue', 2);
     template.hasResourceProperties('AWS::SQS::Queue', {
-      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [ids.dlq, 'Arn'] }, maxReceiveCount: 5 },
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [ids.dlq, 'Arn'] }, maxReceiveCount: 483 },
       FifoQueue: Match.absent(),
     });
   });
@@ -126,7 +126,11 @@ describe('WebhookRelay with default props', () => {
       BACKOFF_JITTER: 'true',
       PERMANENT_FAILURE: 'dead-letter',
       DLQ_URL: { Ref: ids.dlq },
-      MAX_RECEIVE_COUNT: '5',
+      MAX_RECEIVE_COUNT: '483',
+      RETRY_WINDOW_HOURS: '24',
+      MAX_REQUESTS_PER_SECOND: '0',
+      CONCURRENT_INVOCATIONS: '5',
+      PACING: 'true',
       SIGNING_SECRET_ARN: { Ref: onlyResource(template, 'AWS::SecretsManager::Secret').id },
       SECRETS_REFRESH_SECONDS: '300',
       OUTAGE_THRESHOLD: '5',
@@ -148,7 +152,7 @@ describe('WebhookRelay with default props', () => {
     const stated = Object.fromEntries(
       Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : deployTime[name]]),
     );
-    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '5', ...deployTime };
+    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '483', ...deployTime };
     expect(loadConfig(stated)).toEqual(loadConfig(bare));
   });
 
@@ -214,6 +218,15 @@ describe('WebhookRelay with default props', () => {
       OKActions: [{ Ref: topic.id }],
       AlarmDescription: Match.stringLikeRegexp('redrive'),
     });
+  });
+
+  it('words the DLQ alarm and the dashboard by the retry window, not a receive count', () => {
+    const descriptions = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).map((a) => String(a.Properties.AlarmDescription));
+    const dlq = descriptions.find((d) => d.startsWith('Messages are in the dead-letter queue'));
+    expect(dlq).toContain('kept failing for their whole retry window (24 hours)');
+    expect(descriptions.join(' ')).not.toMatch(/failed \d+ times|outageTolerance/);
+    const text = dashboardWidgets(stack).find((w) => w.type === 'text')?.markdown;
+    expect(text).toContain('**dead-lettered** = refused permanently or kept failing for their whole retry window (24 hours)');
   });
 
   it('alarms when the oldest message is older than 30 minutes', () => {
@@ -297,6 +310,16 @@ describe('WebhookRelay with default props', () => {
       expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(4);
     });
 
+    it("shows the webhook's pace: the requests/s limit (average and slowest container), the in-flight limit, requests refused", () => {
+      const pace = widgets.find((w) => w.title === 'Webhook pace');
+      expect(pace?.metrics.map((m) => [m.namespace, m.metricName, m.options.stat ?? 'Average', m.dimensions])).toEqual([
+        ['SqsWebhookRelay', 'PaceRequestsPerSecond', 'Average', { service: 'Test-Relay' }],
+        ['SqsWebhookRelay', 'PaceRequestsPerSecond', 'Minimum', { service: 'Test-Relay' }],
+        ['SqsWebhookRelay', 'PaceInFlightLimit', 'Average', { service: 'Test-Relay' }],
+        ['SqsWebhookRelay', 'RequestsRefused', 'Sum', { service: 'Test-Relay' }],
+      ]);
+    });
+
     it('names the same metrics the handler publishes', () => {
       expect(RELAY_METRICS).toBe(METRIC_NAMES); // one list, imported, not copied
       for (const name of Object.values(METRIC_NAMES)) expect(find('SqsWebhookRelay', name).length, name).toBeGreaterThan(0);
@@ -306,7 +329,8 @@ describe('WebhookRelay with default props', () => {
 
   it('exposes what a caller needs to extend it', () => {
     expect(r.queue.fifo).toBe(false);
-    expect(r.maxReceiveCount).toBe(5);
+    expect(r.maxReceiveCount).toBe(483);
+    expect(r.retryWindow?.toSeconds()).toBe(86_400);
     expect(r.name).toBe('Test-Relay');
     expect(Object.keys(r.environment)).toContain('WEBHOOK_URL');
   });
@@ -356,8 +380,16 @@ describe('WebhookRelay with non-default props', () => {
       permanentFailure: 'retry',
       logLevel: 'DEBUG',
       serviceName: 'orders-relay',
+      pacing: false,
+      maxRequestsPerSecond: 200,
+      maxConcurrency: 8,
+      retryWindow: Duration.minutes(90),
     });
     expect(environmentOf(template)).toMatchObject({
+      PACING: 'false',
+      MAX_REQUESTS_PER_SECOND: '200',
+      CONCURRENT_INVOCATIONS: '8',
+      RETRY_WINDOW_HOURS: '1.5',
       WEBHOOK_URL: 'http://relay.internal:8080/in',
       ALLOW_INSECURE_HTTP: 'true',
       HEADER_PREFIX: 'X-Relay-',
@@ -551,6 +583,11 @@ describe('WebhookRelay synth-time validation', () => {
       /visibilityTimeout must be from 0 seconds to 12 hours/,
     ],
     ['a receive count of 0', { maxReceiveCount: 0 }, /maxReceiveCount must be a whole number from 1 to 1000/],
+    [
+      'a fractional rate ceiling',
+      { maxRequestsPerSecond: 2.5 },
+      /maxRequestsPerSecond is rejected by the function: .*MAX_REQUESTS_PER_SECOND must be a whole number/,
+    ],
     ['a retention over 14 days', { retentionPeriod: Duration.days(15) }, /retentionPeriod must be from 1 minute to 14 days/],
     [
       'a margin as long as the timeout',
@@ -664,47 +701,88 @@ describe('WebhookRelay outages', () => {
     });
   });
 
-  it('outageTolerance derives maxReceiveCount: 24 hours → 101 receives, in the redrive policy and the environment', () => {
-    const { template } = relay({ outageTolerance: Duration.hours(24) });
-    const ids = queueIds(template);
-    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.RedrivePolicy).toMatchObject({ maxReceiveCount: 101 });
-    expect(environmentOf(template).MAX_RECEIVE_COUNT).toBe('101');
-  });
-
   it.each([
     [
-      'a maxReceiveCount too small for the tolerance',
-      { outageTolerance: Duration.hours(4), maxReceiveCount: 10 },
-      /maxReceiveCount \(10\) is too small for outageTolerance: surviving 4 hours of outage takes 21 receives/,
+      'a maxReceiveCount with a retry window',
+      { retryWindow: Duration.hours(4), maxReceiveCount: 10 },
+      /retryWindow and maxReceiveCount are two ways/,
+    ],
+    ['a zero retry window', { retryWindow: Duration.seconds(0) }, /retryWindow cannot be 0: .* set maxReceiveCount/],
+    [
+      'a retry window under a minute',
+      { retryWindow: Duration.seconds(30) },
+      /retryWindow must be from 1 minute to 14 days; got 30 seconds/,
     ],
     [
-      'a tolerance with the breaker switched off',
-      { outageTolerance: Duration.hours(1), outageThreshold: 0 },
-      /outageTolerance relies on the circuit breaker/,
+      'a retention shorter than the window plus its margin',
+      { retryWindow: Duration.hours(90) },
+      /^WebhookRelay: retentionPeriod \(4 days\) is shorter than retryWindow \(90 hours\) plus its margin of 12 hours 3 minutes .* Raise retentionPeriod to at least 4 days 6 hours 3 minutes \(up to 14 days\) or shorten retryWindow$/,
     ],
     [
-      'a retention shorter than the retry window',
+      'with maxReceiveCount, a retention shorter than its receives can take',
       { backoff: 'schedule' as const, maxReceiveCount: 20, retentionPeriod: Duration.days(2) },
-      /retentionPeriod \(2 days\) is shorter than the longest retry window these settings allow \(\d+ hours for 20 receives\)/,
+      /retentionPeriod \(2 days\) is shorter than the longest 20 receives can take with these settings \(\d+ hours\)/,
     ],
     ['an outage interval above 12 hours', { outageBackoffMax: Duration.hours(13) }, /outageBackoffMax must be from 1 second to 12 hours/],
   ])('rejects %s', (_name, props, message) => {
     expect(() => relay(props)).toThrow(message);
   });
 
-  it('outageTolerance checks an existing queue’s redrive policy', () => {
-    expect(() =>
-      relay({ outageTolerance: Duration.hours(1) }, (stack) => {
-        const dlq = new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true });
-        return {
-          queue: new sqs.Queue(stack, 'Own', {
-            visibilityTimeout: Duration.seconds(180),
-            deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
-            enforceSSL: true,
-          }),
-        };
+  it('a retry window derives the backstop and goes to RETRY_WINDOW_HOURS in hours, exact to the second', () => {
+    const { template, relay: r } = relay({ retryWindow: Duration.minutes(20) });
+    const ids = queueIds(template);
+    // 1,200 s over the 180 s visibility timeout, plus 3 kept for crashes, but never below 10.
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[ids.queue]?.Properties.RedrivePolicy).toMatchObject({ maxReceiveCount: 10 });
+    expect(environmentOf(template)).toMatchObject({ RETRY_WINDOW_HOURS: '0.333333', MAX_RECEIVE_COUNT: '10' });
+    expect(loadConfig({ WEBHOOK_URL: URL_, RETRY_WINDOW_HOURS: '0.333333' }).retryWindowSeconds).toBe(1_200);
+    expect(r.retryWindow?.toSeconds()).toBe(1_200);
+    const long = relay({ retryWindow: Duration.days(13), retentionPeriod: Duration.days(14) });
+    expect(environmentOf(long.template)).toMatchObject({ RETRY_WINDOW_HOURS: '312', MAX_RECEIVE_COUNT: '1000' });
+  });
+
+  it("maxReceiveCount alone is SQS's count semantics: the window off (RETRY_WINDOW_HOURS=0), and the alarms count receives", () => {
+    const { template, relay: r } = relay({ maxReceiveCount: 8 });
+    expect(environmentOf(template)).toMatchObject({ RETRY_WINDOW_HOURS: '0', MAX_RECEIVE_COUNT: '8' });
+    expect(r.retryWindow).toBeUndefined();
+    const descriptions = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).map((a) => String(a.Properties.AlarmDescription));
+    expect(descriptions.join(' ')).toContain('the webhook refused them permanently or they failed 8 times');
+  });
+
+  it('an existing queue keeps the window on, its redrive count the backstop, and warns when that count is too small for it', () => {
+    const existing = (maxReceiveCount: number) =>
+      relay({}, (stack) => ({
+        queue: new sqs.Queue(stack, 'Own', {
+          visibilityTimeout: Duration.seconds(180),
+          deadLetterQueue: { queue: new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true }), maxReceiveCount },
+          enforceSSL: true,
+        }),
+      }));
+    const small = existing(5);
+    expect(environmentOf(small.template)).toMatchObject({ RETRY_WINDOW_HOURS: '24', MAX_RECEIVE_COUNT: '5' });
+    Annotations.fromStack(small.stack).hasWarning(
+      '/Test/Relay',
+      Match.stringLikeRegexp(
+        'after 5 receives, fewer than the 483 a retry window of 24 hours takes at a visibility timeout of 180 s: the window may end at the backstop first',
+      ),
+    );
+    Annotations.fromStack(existing(483).stack).hasNoWarning('*', Match.anyValue());
+  });
+
+  it("warns when an existing queue's retention is shorter than the window plus its margin", () => {
+    const { stack } = relay({ retryWindow: Duration.hours(48) }, (s) => ({
+      queue: new sqs.Queue(s, 'Own', {
+        visibilityTimeout: Duration.seconds(180),
+        retentionPeriod: Duration.days(2),
+        deadLetterQueue: { queue: new sqs.Queue(s, 'OwnDlq', { enforceSSL: true }), maxReceiveCount: 1_000 },
+        enforceSSL: true,
       }),
-    ).toThrow(/outageTolerance needs a maxReceiveCount of at least 9; the existing queue's redrive policy has 3/);
+    }));
+    Annotations.fromStack(stack).hasWarning(
+      '/Test/Relay',
+      Match.stringLikeRegexp(
+        'keeps a message 2 days, less than the retry window \\(48 hours\\) plus its margin \\(12 hours 3 minutes\\).*at least 2 days 12 hours 3 minutes',
+      ),
+    );
   });
 
   it('alarms when the breaker has been open 5 minutes, from the metric the handler publishes', () => {
