@@ -200,10 +200,11 @@ export function retryWindowSeconds(env: Env): number {
 /** This container's pace: the whole relay's ceiling split evenly over the invocations that share it. */
 function pacingSettings(env: Env): PacingSettings {
   const ceiling = int(env, 'MAX_REQUESTS_PER_SECOND');
+  const shares = int(env, 'CONCURRENT_INVOCATIONS');
   return {
     adaptive: bool(env, 'PACING'),
     maxInFlight: int(env, 'MAX_CONCURRENCY'),
-    maxRequestsPerSecond: ceiling === 0 ? undefined : ceiling / int(env, 'CONCURRENT_INVOCATIONS'),
+    maxRequestsPerSecond: ceiling === 0 ? undefined : ceiling / shares,
   };
 }
 

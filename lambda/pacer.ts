@@ -33,6 +33,10 @@ export interface PaceSnapshot {
 export const DECREASE_FACTOR = 0.85;
 /** Additive increase per second of accepted requests, as a share of the rate (at least 1 request/s per second). */
 export const INCREASE_SHARE = 0.1;
+/** After this long without a slow-down signal the pace doubles each second (as TCP's slow start), so one stray `429` costs little. */
+export const RECOVERY_MS = 10_000;
+/** A rate limit above this many requests per second is no limit: the container is unpaced again. */
+const UNPACED_ABOVE = 10_000;
 /** The slowest pace adaptation goes to, requests per second. */
 export const MIN_REQUESTS_PER_SECOND = 0.5;
 /** Refusals with a `Retry-After` in a row after which the whole endpoint is held for it. */
@@ -193,7 +197,9 @@ export class Pacer {
     if (this.rate !== Number.POSITIVE_INFINITY) {
       this.refill(now);
       // About `rate` acceptances a second, so the rate grows by max(1, share·rate) requests/s each second.
-      this.rate += Math.max(1 / this.rate, INCREASE_SHARE);
+      const share = now - this.lastDecreaseAt >= RECOVERY_MS ? 1 : INCREASE_SHARE;
+      this.rate += Math.max(1 / this.rate, share);
+      if (this.rate > UNPACED_ABOVE) this.rate = Number.POSITIVE_INFINITY;
       const ceiling = this.settings.maxRequestsPerSecond;
       if (ceiling !== undefined) this.rate = Math.min(this.rate, ceiling);
     }

@@ -15,6 +15,8 @@ export interface ReadyInfo {
   readonly queueArn: string;
   readonly dlqUrl: string | undefined;
   readonly maxReceiveCount: number | undefined;
+  /** The retry window, seconds; 0: off (the receive count dead-letters). */
+  readonly retryWindowSeconds: number;
   readonly webhookUrl: string;
   /** True when the webhook is the demo one. */
   readonly demoWebhook: boolean;
@@ -23,6 +25,16 @@ export interface ReadyInfo {
   readonly batchSize: number;
   readonly functionTimeoutSeconds: number;
   readonly visibilityTimeoutSeconds: number;
+}
+
+/** When a failing message goes to the DLQ: after its retry window, or after the receive count. */
+function givenUpAfter(info: Pick<ReadyInfo, 'retryWindowSeconds' | 'maxReceiveCount'>): string | undefined {
+  if (info.retryWindowSeconds > 0) {
+    const hours = Math.round((info.retryWindowSeconds / 3600) * 100) / 100;
+    const backstop = info.maxReceiveCount === undefined ? '' : `, or ${info.maxReceiveCount} receives`;
+    return `after ${hours} hour${hours === 1 ? '' : 's'} of failures${backstop}`;
+  }
+  return info.maxReceiveCount === undefined ? undefined : `after ${info.maxReceiveCount} receives`;
 }
 
 /** The banner's note under the AWS CLI command: the emulator needs a client with SQS's JSON protocol. */
@@ -77,7 +89,7 @@ export function formatBanner(info: ReadyInfo, styles: Styles): string {
   lines.push(
     info.dlqUrl === undefined
       ? row('DLQ URL', 'none', 'failing messages are retried until they expire')
-      : row('DLQ URL', info.dlqUrl, info.maxReceiveCount === undefined ? undefined : `after ${info.maxReceiveCount} receives`),
+      : row('DLQ URL', info.dlqUrl, givenUpAfter(info)),
   );
   lines.push(row('Webhook', info.webhookUrl, info.demoWebhook ? 'demo: prints each POST; set WEBHOOK_URL to use yours' : undefined));
   lines.push(

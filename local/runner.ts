@@ -188,6 +188,7 @@ export function startRunner(options: RunnerOptions): LocalRelay {
     pollers: settings.pollers,
     batchSize: settings.batchSize,
     functionTimeoutSeconds: settings.functionTimeoutSeconds,
+    retryWindowSeconds: config.retryWindowSeconds,
   };
   if (log.format === 'pretty') log.text(formatBanner(info, options.styles));
   else log.line('INFO', 'Local relay ready', { ...info, sendCommand: sendCommand(info), awsCliCommand: awsCliCommand(info) });

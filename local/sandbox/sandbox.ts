@@ -5,7 +5,7 @@
  */
 import { loadConfig, type RelayConfig, retryWindowSeconds } from '../../lambda/config';
 import { backstopReceiveCount } from '../../lambda/retry-window';
-import type { Env } from '../../lambda/env';
+import { type Env, read } from '../../lambda/env';
 import type { DemoReply, DemoRequest } from './demo-webhook';
 import { startDemoWebhook } from './demo-webhook';
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
@@ -92,7 +92,9 @@ export async function startSandbox(io: RunnerIo, env: Env = process.env): Promis
   return withCleanup(async (onClose, closeAll) => {
     const visibilityTimeoutSeconds = visibilityTimeoutSecondsFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
     // As the stack does: a backstop derived from the retry window, or SQS's count when the window is off.
-    const windowSeconds = retryWindowSeconds(env);
+    // MAX_RECEIVE_COUNT alone asks for SQS's count semantics, as `maxReceiveCount` does in the stack.
+    const countOnly = settings.maxReceiveCount !== undefined && read(env, 'RETRY_WINDOW_HOURS') === undefined;
+    const windowSeconds = countOnly ? 0 : retryWindowSeconds(env);
     const maxReceiveCount =
       settings.maxReceiveCount ??
       (windowSeconds > 0 ? backstopReceiveCount(windowSeconds, visibilityTimeoutSeconds) : FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default);
@@ -111,6 +113,7 @@ export async function startSandbox(io: RunnerIo, env: Env = process.env): Promis
       ...env,
       DLQ_URL: emulator.dlq.url,
       MAX_RECEIVE_COUNT: String(maxReceiveCount),
+      RETRY_WINDOW_HOURS: String(windowSeconds / 3600),
       WEBHOOK_URL: webhookUrl,
       // Each poller is a container of its own: they share MAX_REQUESTS_PER_SECOND as concurrent invocations do.
       CONCURRENT_INVOCATIONS: String(settings.pollers),

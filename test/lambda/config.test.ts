@@ -35,7 +35,10 @@ describe('defaults', () => {
       backoff: { policy: 'exponential', baseSeconds: 2, maxSeconds: 300, jitter: true },
       permanentFailure: 'dead-letter',
       deadLetterQueueUrl: undefined,
-      maxReceiveCount: 5,
+      // The retry window is on and the queue's count unknown: SQS's largest, the backstop only.
+      maxReceiveCount: 1_000,
+      retryWindowSeconds: 86_400,
+      pacing: { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined },
       userAgent: `sqs-webhook-relay/${version}`,
     });
     expect(config.deadLetterQueueUrl).toBeUndefined();

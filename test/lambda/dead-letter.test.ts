@@ -45,12 +45,14 @@ function recordingWriter(): { writer: DeadLetterWriter; sent: SendMessageCommand
 }
 
 const REASON: DeadLetterReason = {
+  cause: 'refused permanently',
   status: 404,
   response: '',
   originalMessageId: '059f36b4-87a3-44ab-83d2-661975830a7d',
   originalMessageIdSeal: 'x'.repeat(43),
   sourceQueue: 'orders',
   receiveCount: 3,
+  attempts: 3,
   deadLetteredAt: '2026-11-23T10:00:00.000Z',
 };
 const REASON_NAME_AND_TYPE = Buffer.byteLength(DEAD_LETTER_REASON_ATTRIBUTE) + 'String'.length;

@@ -105,9 +105,11 @@ describe('against fauxqs and a real webhook', () => {
     };
   }
 
-  test('breaker off: acknowledged == 2xx or confirmed in the DLQ; failures get exactly the visibility they asked for', async () => {
+  test('breaker and pacing off: acknowledged == 2xx or confirmed in the DLQ; failures get exactly the visibility they asked for', async () => {
+    // Pacing off: a short Retry-After is then a visibility, not a wait within the invocation.
     const handler = relayFor({
       WEBHOOK_URL: webhook.url,
+      PACING: 'false',
       BACKOFF: 'fixed',
       BACKOFF_BASE_SECONDS: String(BACKOFF_SECONDS),
       MAX_CONCURRENCY: '4',
@@ -155,12 +157,13 @@ describe('against fauxqs and a real webhook', () => {
     );
   });
 
-  test('breaker on, one warm handler across runs: acknowledged ⇒ got a 2xx or has a DLQ copy; otherwise still on the queue', async () => {
+  test('breaker and pacing on, one warm handler across runs: acknowledged ⇒ got a 2xx or has a DLQ copy; otherwise still on the queue', async () => {
     const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '4', OUTAGE_THRESHOLD: '2', OUTAGE_BACKOFF_SECONDS: '1' });
     await fc.assert(
       fc.asyncProperty(fc.array(replyArbitrary, { minLength: 1, maxLength: 25 }), async (replies) => {
         const records = await batchFor(replies);
-        const response = await invoke(handler, { Records: records });
+        // Short invocations: a short Retry-After is waited out (and tried again) until the deadline.
+        const response = await invoke(handler, { Records: records }, 3_000);
         const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
         const { deadLettered, inflight, ready } = observe();
         const answered = new Map(
