@@ -20,6 +20,7 @@ import type {
 import {
   type BackPressureRun,
   type BackPressureSection,
+  type BackPressureSide,
   DRAIN_GOAL_FACTOR,
   goalMet,
   medianDrain,
@@ -651,10 +652,18 @@ function backPressureRows(results: Pick<BenchResults, 'backPressure' | 'recovery
   const pressure = results.backPressure;
   const [paced, unpaced] = pressure?.sides ?? [];
   if (pressure !== undefined && paced !== undefined) {
+    // A drain is only worth reading beside where the messages went: a relay that dead-letters half of them drains fast.
+    const medians = (side: BackPressureSide): string => {
+      const of = (figure: (run: BackPressureRun) => number): number => median(side.runs.map(figure));
+      return `${fmt(medianDrain(side), 3)} s, ${int(of((run) => run.deadLettered))} dead-lettered, ${share(
+        of((run) => run.refused / run.requests),
+        1,
+      )} refused (medians)`;
+    };
     rows.push([
       `back-pressure: ${int(pressure.messages)} messages to a webhook taking ${pressure.requestsPerSecond}/s, drain time`,
-      `${fmt(medianDrain(paced), 3)} s`,
-      unpaced === undefined ? '' : `${unpaced.side} ${fmt(medianDrain(unpaced), 3)} s`,
+      medians(paced),
+      unpaced === undefined ? '' : `${unpaced.side} ${medians(unpaced)}`,
       unpaced === undefined ? '' : ratio(medianDrain(paced), medianDrain(unpaced)),
       `≤ ${fmt(drainGoal(pressure), 3)} s, all delivered, none dead-lettered, ≤ ${100 * REFUSED_GOAL} % refused, every run`,
       runsMet(pressure, paced.runs),
