@@ -36,6 +36,13 @@ export const QUICK = flag('--quick');
 const PROFILE = flag('--profile');
 /** `--simulate-caches`: callgrind also simulates caches and branches (instructions.ts). */
 export const SIMULATE_CACHES = flag('--simulate-caches');
+/**
+ * `--only=<names>`: run only these scenarios, comma-separated, each its key in kebab case
+ * (`back-pressure`, `recovery`, `cold-start`…); their figures are printed, no report is written.
+ */
+export const ONLY = option('--only')?.split(',');
+/** A scenario's name for `--only`: its key in kebab case. */
+export const scenarioName = (key: string): string => key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 /** Records of the big batch: the most Lambda hands one invocation. */
 export const BATCH = QUICK ? 2_000 : 10_000;
 /** Records of each warm-up invocation (JIT, connections). */

@@ -17,6 +17,15 @@ import type {
   ThroughputSection,
   WarmMemoryRow,
 } from './results';
+import {
+  type BackPressureRun,
+  type BackPressureSection,
+  type BackPressureSide,
+  DRAIN_GOAL_FACTOR,
+  goalMet,
+  medianDrain,
+  REFUSED_GOAL,
+} from './scenarios/back-pressure';
 import { fmt, type MedianInterval, median, medianInterval, range, ratio } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
@@ -433,6 +442,7 @@ function summaryRows(results: BenchResults): string[][] {
       '',
     ]);
   }
+  rows.push(...backPressureRows(results));
   const weight = results.coldStart.weight;
   const load = loadOverhead(results);
   rows.push([
@@ -624,6 +634,102 @@ function mixedValues(mixed: MixedSection | undefined): Values {
         .map(([message, count]) => [message, String(count)]),
     ),
   };
+}
+
+/** How a side's runs met issue 21's goal: "met (3 of 3 runs)". */
+const runsMet = (section: BackPressureSection, runs: readonly BackPressureRun[]): string => {
+  const met = runs.filter((run) => goalMet(section, run)).length;
+  return `${check(met === runs.length && met > 0)} (${met} of ${runs.length} runs)`;
+};
+const share = (part: number, whole: number): string => (whole === 0 ? 'n/a' : `${fmt((100 * part) / whole, 2)} %`);
+/** The drain goal of the back-pressure scenario, s. */
+const drainGoal = (section: BackPressureSection): number =>
+  (DRAIN_GOAL_FACTOR * section.messages) / (section.requestsPerSecond ?? Number.POSITIVE_INFINITY);
+
+/** The summary's rows for the back-pressure scenarios: the defaults against issue 21's goal. */
+function backPressureRows(results: Pick<BenchResults, 'backPressure' | 'recovery'>): string[][] {
+  const rows: string[][] = [];
+  const pressure = results.backPressure;
+  const [paced, unpaced] = pressure?.sides ?? [];
+  if (pressure !== undefined && paced !== undefined) {
+    // A drain is only worth reading beside where the messages went: a relay that dead-letters half of them drains fast.
+    const medians = (side: BackPressureSide): string => {
+      const of = (figure: (run: BackPressureRun) => number): number => median(side.runs.map(figure));
+      return `${fmt(medianDrain(side), 3)} s, ${int(of((run) => run.deadLettered))} dead-lettered, ${share(
+        of((run) => run.refused / run.requests),
+        1,
+      )} refused (medians)`;
+    };
+    rows.push([
+      `back-pressure: ${int(pressure.messages)} messages to a webhook taking ${pressure.requestsPerSecond}/s, drain time`,
+      medians(paced),
+      unpaced === undefined ? '' : `${unpaced.side} ${medians(unpaced)}`,
+      unpaced === undefined ? '' : ratio(medianDrain(paced), medianDrain(unpaced)),
+      `≤ ${fmt(drainGoal(pressure), 3)} s, all delivered, none dead-lettered, ≤ ${100 * REFUSED_GOAL} % refused, every run`,
+      runsMet(pressure, paced.runs),
+    ]);
+  }
+  for (const side of results.recovery?.sides ?? []) {
+    const section = results.recovery as BackPressureSection;
+    const last = side.runs[side.runs.length - 1];
+    rows.push([
+      `recovery: ${int(section.messages)} messages, webhook ${side.status} for ${section.unavailableSeconds} s`,
+      last === undefined ? 'n/a' : `${int(last.delivered)} delivered, ${int(last.deadLettered)} dead-lettered`,
+      '',
+      '',
+      'all delivered, none dead-lettered',
+      runsMet(section, side.runs),
+    ]);
+  }
+  return rows;
+}
+
+/** BENCHMARKS.md's back-pressure section (and what `--only=back-pressure,recovery` prints); undefined when neither ran. */
+export function backPressureText(results: Pick<BenchResults, 'backPressure' | 'recovery'>): string | undefined {
+  const { backPressure: pressure, recovery } = results;
+  if (pressure === undefined && recovery === undefined) return undefined;
+  const header = [
+    'relay',
+    'run',
+    'drain (first send → last delivery)',
+    'delivered',
+    'duplicates',
+    'dead-lettered',
+    'left on the queue',
+    'refused',
+    'goal',
+  ];
+  const rowsOf = (section: BackPressureSection): string[][] =>
+    section.sides.flatMap((side) => [
+      ...side.runs.map((run, index) => [
+        side.side,
+        String(index + 1),
+        `${fmt(run.drainSeconds, 3)} s`,
+        int(run.delivered),
+        int(run.duplicates),
+        int(run.deadLettered),
+        int(run.left),
+        `${int(run.refused)} of ${int(run.requests)} (${share(run.refused, run.requests)})`,
+        check(goalMet(section, run)),
+      ]),
+      ...(side.runs.length > 1
+        ? [[`**${side.side}**`, 'median', `**${fmt(medianDrain(side), 3)} s**`, '', '', '', '', '', runsMet(section, side.runs)]]
+        : []),
+    ]);
+  return fill('back-pressure', {
+    env: Object.entries((pressure ?? recovery)?.relayEnv ?? {})
+      .map(([name, value]) => `${name}=${value}`)
+      .join(' '),
+    messages: pressure === undefined ? undefined : int(pressure.messages),
+    rate: String(pressure?.requestsPerSecond),
+    burst: String(pressure?.burst),
+    drainGoal: pressure === undefined ? undefined : fmt(drainGoal(pressure), 3),
+    refusedGoal: String(100 * REFUSED_GOAL),
+    pressureTable: pressure === undefined ? undefined : table(header, rowsOf(pressure)),
+    recoveryMessages: recovery === undefined ? undefined : int(recovery.messages),
+    unavailableSeconds: String(recovery?.unavailableSeconds),
+    recoveryTable: recovery === undefined ? undefined : table(header, rowsOf(recovery)),
+  });
 }
 
 /** The three largest origins of a composition, with their bytes: "@smithy/core 112 KB, …". */
@@ -820,6 +926,7 @@ export function markdown(results: BenchResults): string {
     relayCpu: us(h.relayCpu),
     cpuCap: perSecond(1e6 / h.relayCpu),
     latencyBoundTable,
+    backPressure: backPressureText(results),
     capacity: capacityText(results),
     notes: results.notes.map((note) => `- ${note}`).join('\n'),
   });

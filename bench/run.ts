@@ -14,7 +14,9 @@
  * Node.js running npm), `--node=<path>` (on another binary), `--rounds=<n>` (rounds of the
  * concurrency-10 throughput figures; default 9, 2 with `--quick`), `--simulate-caches` (callgrind
  * also estimates cycles: see instructions.ts), `--report-only` (rewrites the reports from the last
- * run's `.bench-tmp/results.json`, measuring nothing). `BENCH_ASSEMBLY=<dir>` reuses a cloud
+ * run's `.bench-tmp/results.json`, measuring nothing), `--only=<names>` (only these scenarios, e.g.
+ * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`,
+ * no report). `BENCH_ASSEMBLY=<dir>` reuses a cloud
  * assembly from an earlier `cdk synth` (the bundle must be current: for trying bench changes only).
  * A run on another Node.js major than Lambda's writes `BENCHMARKS.node<major>.md` and leaves
  * docs/performance.md alone; quick runs write their reports to `.bench-tmp/`.
@@ -29,8 +31,8 @@ import { startSqsProxy } from '../testkit/sqs-proxy';
 import { PROJECT_ROOT, readBundle, synthesizeBundle, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
 import { machineInfo, secretArnOf, templateSecrets } from './environment';
-import { type Bench, childNode, clientEnv, log, QUICK, RELAY } from './harness';
-import { consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
+import { type Bench, childNode, clientEnv, log, ONLY, QUICK, RELAY, scenarioName } from './harness';
+import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import type { BenchResults } from './results';
 import { SCENARIOS } from './scenarios';
 import type { Figures } from './scenarios/scenario';
@@ -80,7 +82,20 @@ function writeReports(results: BenchResults): void {
   log(`wrote ${markdownFile} and ${sectionFile}`);
 }
 
+/** The scenarios to run: all, or those `--only` names (checked before anything starts). */
+function selectedScenarios(): typeof SCENARIOS {
+  if (ONLY === undefined) return SCENARIOS;
+  const names = SCENARIOS.map((scenario) => scenarioName(scenario.key));
+  const unknown = ONLY.filter((name) => !names.includes(name));
+  if (unknown.length > 0) {
+    process.stderr.write(`npm run bench: --only=${unknown.join(',')}: no such scenario; there are ${names.join(', ')}\n`);
+    process.exit(2);
+  }
+  return SCENARIOS.filter((scenario) => ONLY?.includes(scenarioName(scenario.key)));
+}
+
 async function main(): Promise<void> {
+  const scenarios = selectedScenarios();
   if (process.argv.includes('--report-only')) {
     writeReports(JSON.parse(readFileSync(join(SCRATCH_DIR, 'results.json'), 'utf8')) as BenchResults);
     return;
@@ -115,7 +130,13 @@ async function main(): Promise<void> {
     const bench: Bench = { bundle, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
 
     const figures: Partial<Figures> = {};
-    for (const scenario of SCENARIOS) (figures as Record<string, unknown>)[scenario.key] = await scenario.run(bench, figures);
+    for (const scenario of scenarios) (figures as Record<string, unknown>)[scenario.key] = await scenario.run(bench, figures);
+    if (ONLY !== undefined) {
+      writeFileSync(join(SCRATCH_DIR, 'results.only.json'), JSON.stringify({ machine, quick: QUICK, ...figures }, null, 2));
+      process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
+      log(`wrote ${join(SCRATCH_DIR, 'results.only.json')}; done in ${Math.round((Date.now() - started) / 1000)} s`);
+      return;
+    }
     const relayConfig = Object.fromEntries(
       Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name)),
     ) as Record<string, string>;

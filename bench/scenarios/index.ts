@@ -5,6 +5,7 @@
  * (`declare module '../results' { interface BenchResults { backPressure: … } }`); the report shows
  * them once bench/templates/ and report.ts give them a place.
  */
+import backPressure, { recovery } from './back-pressure';
 import clientChoice from './client-choice';
 import coldStart from './cold-start';
 import components from './components';
@@ -28,4 +29,6 @@ export const SCENARIOS: readonly Scenario[] = [
   coldStart,
   mixed,
   components,
+  backPressure,
+  recovery,
 ];

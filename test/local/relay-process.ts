@@ -6,14 +6,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 
 /** The repository root (where `npm start` runs). */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Variables the parent's environment must not leak into the relay under test. */
 const OWN_VARIABLES =
-  /^(AWS_|POWERTOOLS_|WEBHOOK_URL$|QUEUE_URL$|QUEUE_NAME$|SQS_PORT$|DLQ_URL$|MAX_RECEIVE_COUNT$|BACKOFF|BATCH_|POLLERS$|FUNCTION_TIMEOUT|LOG_|HEADER_PREFIX$|DEMO_WEBHOOK_PORT$|NO_COLOR$)/;
+  /^(AWS_|POWERTOOLS_|WEBHOOK_URL$|QUEUE_URL$|QUEUE_NAME$|SQS_PORT$|DLQ_URL$|MAX_RECEIVE_COUNT$|BACKOFF|BATCH_|POLLERS$|FUNCTION_TIMEOUT|LOG_|HEADER_PREFIX$|DEMO_WEBHOOK_PORT$|NO_COLOR$|MAX_CONCURRENCY$|PACING$|MAX_REQUESTS_PER_SECOND$|CONCURRENT_INVOCATIONS$|RETRY_WINDOW_HOURS$|OUTAGE_)/;
 
 /** A clean environment for a child: the parent's minus anything the relay reads, plus `env`. */
 export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -155,3 +155,50 @@ export async function until(predicate: () => boolean | Promise<boolean>): Promis
 
 /** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
 export const QUIET_SDK_LOGGER = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), `message <i>` each; returns their ids. */
+export async function sendMessages(sqs: SQSClient, queueUrl: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  let next = 0;
+  const sender = async (): Promise<void> => {
+    for (let start = next; start < count; start = next) {
+      next += 10;
+      const entries = Array.from({ length: Math.min(10, count - start) }, (_, i) => ({ Id: `m${i}`, MessageBody: `message ${start + i}` }));
+      const { Successful, Failed } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+      if ((Failed ?? []).length > 0) throw new Error(`SendMessageBatch failed for ${Failed?.length} entries`);
+      for (const entry of Successful ?? []) ids.push(entry.MessageId ?? '');
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, sender));
+  return ids;
+}
+
+/** Where `count` sent messages ended once settled: the DLQ's count and what is left on the main queue. */
+export interface Settled {
+  /** Every message delivered or dead-lettered and the main queue empty, before the deadline. */
+  readonly settled: boolean;
+  readonly deadLettered: number;
+  /** Messages still on the main queue (visible, in flight or delayed). */
+  readonly left: number;
+}
+
+/**
+ * Waits until each of `count` messages is delivered (`delivered()` counts distinct ones) or
+ * dead-lettered and the main queue is empty, checking every 250 ms, or until `deadline` (`Date.now()`).
+ */
+export async function settle(
+  sqs: SQSClient,
+  queues: { readonly queueUrl: string; readonly dlqUrl: string },
+  count: number,
+  delivered: () => number,
+  deadline = Number.POSITIVE_INFINITY,
+): Promise<Settled> {
+  for (;;) {
+    const main = await queueCounts(sqs, queues.queueUrl);
+    const dlq = await queueCounts(sqs, queues.dlqUrl);
+    const left = main.visible + main.inFlight + main.delayed;
+    const settled = left === 0 && delivered() + dlq.visible === count;
+    if (settled || Date.now() > deadline) return { settled, deadLettered: dlq.visible, left };
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * Back-pressure (issue 21), the relay as a user runs it: `npm start` (local mode, its own emulator)
+ * with the stack's fan-out, N messages sent at once to a webhook with a capacity
+ * (testkit/rate-limited-webhook.ts), each run in a fresh relay process. `backPressure`: a token
+ * bucket of R requests/s answering `429` + `Retry-After: 1` above it, the defaults against
+ * `PACING=false`. `recovery`: a webhook answering `503` (the breaker's case) or `500` (each attempt
+ * spends a receive) without `Retry-After` for 40 s, then 2xx. Neither needs the bundle.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { defaultBurst, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
+import { QUIET_SDK_LOGGER, readyLine, sendMessages, settle, startRelayProcess, stopRelay } from '../../test/local/relay-process';
+import { log, QUICK } from '../harness';
+import { median } from '../stats';
+import { scenario } from './scenario';
+
+/** One run: N messages sent at once, until each is delivered or dead-lettered (or the run's deadline). */
+export interface BackPressureRun {
+  /** From the first send to the last accepted request, s (NaN when none was). */
+  readonly drainSeconds: number;
+  /** Distinct messages the webhook accepted. */
+  readonly delivered: number;
+  /** Accepted requests beyond each message's first. */
+  readonly duplicates: number;
+  readonly deadLettered: number;
+  /** Messages still on the main queue at the run's deadline (0 when it settled). */
+  readonly left: number;
+  readonly requests: number;
+  /** Requests answered 429 / 5xx. */
+  readonly refused: number;
+}
+
+/** The runs of one configuration of the relay. */
+export interface BackPressureSide {
+  readonly side: string;
+  /** The relay's variables besides {@link RELAY_ENV}. */
+  readonly env: Readonly<Record<string, string>>;
+  /** The webhook's status while unavailable (recovery only). */
+  readonly status?: number;
+  readonly runs: readonly BackPressureRun[];
+}
+
+/** What one back-pressure scenario measured. */
+export interface BackPressureSection {
+  readonly messages: number;
+  /** The webhook's capacity and token bucket (back-pressure only). */
+  readonly requestsPerSecond?: number;
+  readonly burst?: number;
+  /** How long the webhook was unavailable, s (recovery only). */
+  readonly unavailableSeconds?: number;
+  readonly relayEnv: Readonly<Record<string, string>>;
+  readonly sides: readonly BackPressureSide[];
+}
+
+declare module '../results' {
+  interface BenchResults {
+    /** Absent from results written before it was measured. */
+    readonly backPressure?: BackPressureSection;
+    readonly recovery?: BackPressureSection;
+  }
+}
+
+/** The stack's default fan-out: 5 concurrent invocations of 10 records, 10 requests in flight each. */
+const RELAY_ENV = { POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' };
+const REQUESTS_PER_SECOND = 200;
+const MESSAGES = 3_000;
+const RECOVERY_MESSAGES = 500;
+/**
+ * Issue 21 says 30 s; the default backoff (2, 4, 8, 16 s, up to 25 % jitter) puts a fifth attempt
+ * at 30–37.5 s, so at 30 s a receive count of 5 narrowly survives it. 40 s outlasts five attempts.
+ */
+const UNAVAILABLE_SECONDS = 40;
+/** Issue 21's goal for each run: drain within 1.25 × N/R, at most 10 % of requests refused. */
+export const DRAIN_GOAL_FACTOR = 1.25;
+export const REFUSED_GOAL = 0.1;
+
+/** One run against a fresh webhook and a fresh relay; the run ends once settled, or at `deadlineMs` after the first send. */
+async function runOnce(
+  count: number,
+  webhookOptions: RateLimitedWebhookOptions,
+  env: Readonly<Record<string, string>>,
+  deadlineMs: number,
+): Promise<BackPressureRun> {
+  const webhook = await startRateLimitedWebhook(webhookOptions);
+  const relay = startRelayProcess({ ...RELAY_ENV, ...env, WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json' });
+  let sqs: SQSClient | undefined;
+  try {
+    const ready = await readyLine(relay);
+    sqs = new SQSClient({
+      endpoint: ready.sqsEndpoint,
+      region: ready.region,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      logger: QUIET_SDK_LOGGER,
+    });
+    const startedAt = Date.now();
+    await sendMessages(sqs, ready.queueUrl, count);
+    const end = await settle(sqs, ready, count, () => webhook.delivered.size, startedAt + deadlineMs);
+    return {
+      drainSeconds: ((webhook.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000,
+      delivered: webhook.delivered.size,
+      duplicates: webhook.duplicates(),
+      deadLettered: end.deadLettered,
+      left: end.left,
+      requests: webhook.requests(),
+      refused: webhook.refused(),
+    };
+  } finally {
+    sqs?.destroy();
+    // A settled relay stops at once; one still retrying at the deadline is not waited for.
+    await Promise.race([stopRelay(relay), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    await stopRelay(relay, 'SIGKILL');
+    await webhook.close();
+  }
+}
+
+/** A configuration to measure: the relay's variables and the webhook's behaviour. */
+interface SideSpec {
+  readonly side: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly webhook: RateLimitedWebhookOptions;
+  readonly status?: number;
+}
+
+/** `runs` runs of each side, the sides' order alternating from run to run. */
+async function measure(
+  name: string,
+  runs: number,
+  sides: readonly SideSpec[],
+  count: number,
+  deadlineMs: number,
+): Promise<BackPressureSide[]> {
+  const results = sides.map(() => [] as BackPressureRun[]);
+  for (let run = 0; run < runs; run += 1) {
+    const order = sides.map((_, index) => index);
+    for (const index of run % 2 === 0 ? order : order.reverse()) {
+      const side = sides[index] as SideSpec;
+      const result = await runOnce(count, side.webhook, side.env, deadlineMs);
+      (results[index] as BackPressureRun[]).push(result);
+      log(
+        `  ${name}, ${side.side}, run ${run + 1}/${runs}: drain ${result.drainSeconds.toFixed(1)} s, delivered ${result.delivered}, ` +
+          `duplicates ${result.duplicates}, dead-lettered ${result.deadLettered}, left ${result.left}, refused ${result.refused} of ${result.requests}`,
+      );
+    }
+  }
+  return sides.map(({ side, env, status }, index) => ({
+    side,
+    env,
+    ...(status === undefined ? {} : { status }),
+    runs: results[index] ?? [],
+  }));
+}
+
+/** Whether one run met issue 21's goal (the drain bound only where the webhook has a rate). */
+export function goalMet(section: BackPressureSection, run: BackPressureRun): boolean {
+  const drainBound =
+    section.requestsPerSecond === undefined ? true : run.drainSeconds <= (DRAIN_GOAL_FACTOR * section.messages) / section.requestsPerSecond;
+  const refusedBound = section.requestsPerSecond === undefined || run.refused <= REFUSED_GOAL * run.requests;
+  return run.delivered === section.messages && run.deadLettered === 0 && run.left === 0 && drainBound && refusedBound;
+}
+
+/** The median drain of a side's runs, s. */
+export const medianDrain = (side: BackPressureSide): number => median(side.runs.map((run) => run.drainSeconds));
+
+export default scenario('backPressure', async () => {
+  const bucket = { requestsPerSecond: REQUESTS_PER_SECOND };
+  const burst = defaultBurst(REQUESTS_PER_SECOND);
+  log(
+    `back-pressure: ${MESSAGES} messages at once, webhook ${REQUESTS_PER_SECOND} requests/s (burst ${burst}), 429 + Retry-After: 1 above`,
+  );
+  const sides: SideSpec[] = [
+    { side: 'defaults', env: {}, webhook: bucket },
+    { side: 'PACING=false', env: { PACING: 'false' }, webhook: bucket },
+  ];
+  // Ten times the goal: a relay that floods the webhook still ends, by delivering or dead-lettering.
+  const deadlineMs = (10 * 1000 * MESSAGES) / REQUESTS_PER_SECOND;
+  return {
+    messages: MESSAGES,
+    requestsPerSecond: REQUESTS_PER_SECOND,
+    burst,
+    relayEnv: RELAY_ENV,
+    sides: await measure('back-pressure', QUICK ? 1 : 3, sides, MESSAGES, deadlineMs),
+  };
+});
+
+/** The second scenario: a webhook unavailable for {@link UNAVAILABLE_SECONDS}, then healthy with no limit. */
+export const recovery = scenario('recovery', async () => {
+  log(`recovery: ${RECOVERY_MESSAGES} messages at once, webhook 503 / 500 without Retry-After for ${UNAVAILABLE_SECONDS} s`);
+  const sides = [503, 500].map(
+    (status): SideSpec => ({
+      side: `webhook ${status}`,
+      env: {},
+      status,
+      webhook: { unavailableForMs: UNAVAILABLE_SECONDS * 1000, unavailableStatus: status },
+    }),
+  );
+  return {
+    messages: RECOVERY_MESSAGES,
+    unavailableSeconds: UNAVAILABLE_SECONDS,
+    relayEnv: RELAY_ENV,
+    // One run each: the figure is where the messages end, not a time.
+    sides: await measure('recovery', 1, sides, RECOVERY_MESSAGES, (UNAVAILABLE_SECONDS + 300) * 1000),
+  };
+});

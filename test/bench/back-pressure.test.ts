@@ -1,0 +1,49 @@
+/** The back-pressure scenarios' goal (issue 21), per run, and the section of the report that shows it. */
+import { describe, expect, test } from 'vitest';
+import { backPressureText } from '../../bench/report';
+import { type BackPressureRun, type BackPressureSection, goalMet } from '../../bench/scenarios/back-pressure';
+
+const good: BackPressureRun = {
+  drainSeconds: 18,
+  delivered: 3_000,
+  duplicates: 0,
+  deadLettered: 0,
+  left: 0,
+  requests: 3_300,
+  refused: 300,
+};
+const section = (runs: BackPressureRun[]): BackPressureSection => ({
+  messages: 3_000,
+  requestsPerSecond: 200,
+  burst: 20,
+  relayEnv: { POLLERS: '5' },
+  sides: [{ side: 'defaults', env: {}, runs }],
+});
+
+describe('goalMet', () => {
+  test('every message delivered, none dead-lettered or left, drain ≤ 1.25 × N/R, ≤ 10 % refused', () => {
+    expect(goalMet(section([good]), good)).toBe(true);
+    for (const miss of [
+      { drainSeconds: 18.8 },
+      { delivered: 2_999 },
+      { deadLettered: 1 },
+      { left: 1 },
+      { refused: 331 },
+    ] satisfies Partial<BackPressureRun>[]) {
+      expect(goalMet(section([good]), { ...good, ...miss }), JSON.stringify(miss)).toBe(false);
+    }
+  });
+
+  test('without a rate (recovery) neither the drain nor the refused share counts', () => {
+    const recovery = { ...section([good]), requestsPerSecond: undefined, unavailableSeconds: 40 };
+    expect(goalMet(recovery, { ...good, drainSeconds: 60, refused: 3_000 })).toBe(true);
+  });
+});
+
+test('the report shows every run and the median of a side', () => {
+  const text = backPressureText({ backPressure: section([good, { ...good, deadLettered: 5, delivered: 2_995 }, good]) }) ?? '';
+  expect(text).toContain('| defaults | 2 | 18.0 s | 2,995 | 0 | 5 |');
+  expect(text).toContain('| **defaults** | median | **18.0 s** |');
+  expect(text).toContain('NOT met (2 of 3 runs)');
+  expect(backPressureText({})).toBeUndefined();
+});

@@ -1,0 +1,68 @@
+/**
+ * Back-pressure through `npm start` (issue 21): a healthy webhook that asks the relay to slow
+ * down (`429` + `Retry-After` above its capacity) or is briefly unavailable (`503`, no
+ * `Retry-After`) loses nothing to the DLQ. Several pollers share one webhook, as concurrent
+ * invocations do. Only where each message ends is asserted: delivered exactly once, the DLQ and
+ * the queue empty; how fast is bench/scenarios/back-pressure.ts's business.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, test } from 'vitest';
+import { type RateLimitedWebhook, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
+import { QUIET_SDK_LOGGER, readyLine, type RelayProcess, sendMessages, settle, startRelayProcess, stopRelay } from './relay-process';
+
+let relay: RelayProcess | undefined;
+let webhook: RateLimitedWebhook | undefined;
+let sqs: SQSClient | undefined;
+afterEach(async () => {
+  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
+  await webhook?.close();
+  sqs?.destroy();
+  relay = webhook = sqs = undefined;
+});
+
+/** Sends `count` messages at once to a relay with the stack's fan-out (5 pollers × 10 in flight), and waits for each to end somewhere. */
+async function flood(count: number, options: RateLimitedWebhookOptions): Promise<{ ids: string[]; deadLettered: number; left: number }> {
+  webhook = await startRateLimitedWebhook(options);
+  relay = startRelayProcess({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' });
+  const ready = await readyLine(relay);
+  sqs = new SQSClient({
+    endpoint: ready.sqsEndpoint,
+    region: ready.region,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    logger: QUIET_SDK_LOGGER,
+  });
+  const ids = await sendMessages(sqs, ready.queueUrl, count);
+  const hook = webhook;
+  const { deadLettered, left } = await settle(sqs, ready, count, () => hook.delivered.size);
+  console.info(
+    `back-pressure e2e: ${hook.delivered.size} of ${count} delivered, ${deadLettered} dead-lettered, ${hook.refused()} of ${hook.requests()} requests refused`,
+  );
+  return { ids, deadLettered, left };
+}
+
+function expectDeliveredOnce(ids: readonly string[]): void {
+  expect(webhook?.duplicates()).toBe(0);
+  expect(new Set(webhook?.delivered.keys())).toEqual(new Set(ids));
+}
+
+describe('a webhook that takes 50 requests/s and answers 429 + Retry-After: 1 above it', () => {
+  test('300 messages sent at once: every one delivered exactly once, none dead-lettered, nothing left on the queue', async () => {
+    const { ids, deadLettered, left } = await flood(300, { requestsPerSecond: 50 });
+    expect(deadLettered).toBe(0);
+    expect(left).toBe(0);
+    expectDeliveredOnce(ids);
+    expect(await stopRelay(relay as RelayProcess)).toBe(0);
+  }, 180_000);
+});
+
+describe('a webhook that answers 500 for 40 s (a bad deploy), then recovers', () => {
+  // 500, not 503: a webhook that answers is up, so the circuit breaker stays closed and each attempt spends a receive.
+  // 40 s outlasts five attempts with the default backoff (2, 4, 8, 16 s plus up to 25 % jitter): a receive count of 5 gives up.
+  test('50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async () => {
+    const { ids, deadLettered, left } = await flood(50, { unavailableForMs: 40_000, unavailableStatus: 500 });
+    expect(deadLettered).toBe(0);
+    expect(left).toBe(0);
+    expectDeliveredOnce(ids);
+    expect(await stopRelay(relay as RelayProcess)).toBe(0);
+  }, 240_000);
+});
