@@ -81,6 +81,7 @@ describe('the query protocol', () => {
       queueArn: emulator.queue.arn,
       dlqUrl: emulator.dlq.url,
       maxReceiveCount: 5,
+      retryWindowSeconds: 0,
       webhookUrl: 'http://127.0.0.1:1/webhook',
       demoWebhook: true,
       fifo: false,

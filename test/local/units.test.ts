@@ -164,6 +164,7 @@ describe('the printed send commands', () => {
     queueArn: 'arn:aws:sqs:us-east-1:000000000000:webhook-relay',
     dlqUrl: 'http://127.0.0.1:4566/000000000000/webhook-relay-dlq',
     maxReceiveCount: 5,
+    retryWindowSeconds: 0,
     webhookUrl: 'http://127.0.0.1:1234/webhook',
     demoWebhook: true,
     fifo: false,
