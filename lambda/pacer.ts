@@ -32,7 +32,7 @@ export interface PaceSnapshot {
 /** Multiplicative decrease: the pace kept after a slow-down signal (as TCP CUBIC's β). */
 export const DECREASE_FACTOR = 0.85;
 /** Additive increase per second of accepted requests, as a share of the rate (at least 1 request/s per second). */
-export const INCREASE_SHARE = 0.1;
+export const INCREASE_SHARE = 0.25;
 /** After this long without a slow-down signal the pace doubles each second (as TCP's slow start), so one stray `429` costs little. */
 export const RECOVERY_MS = 10_000;
 /** A rate limit above this many requests per second is no limit: the container is unpaced again. */
@@ -43,8 +43,9 @@ export const MIN_REQUESTS_PER_SECOND = 0.5;
 export const HOLD_AFTER_REFUSALS = 5;
 /** The longest burst the token bucket allows, in seconds of its rate (at least one request). */
 const BURST_SECONDS = 0.01;
-/** The window over which the accepted rate is measured, ms. */
+/** The window over which rates are measured, ms, in {@link METER_SLOTS} slots. */
 const MEASURE_MS = 1_000;
+const METER_SLOTS = 10;
 /** At most one decrease per this many ms, or per two round trips if longer: the answers to one burst are one signal. */
 const MIN_DECREASE_INTERVAL_MS = 100;
 
@@ -54,6 +55,34 @@ export function paceSignalOf(result: WebhookResult): PaceSignal {
   const { status } = result;
   if (status >= 200 && status <= 299) return 'accepted';
   return status === 429 || status === 503 || status === 504 || status === 408 ? 'slow-down' : 'neutral';
+}
+
+/** Events per second over the last {@link MEASURE_MS}: counts in fixed slots, so adding one costs no allocation. */
+class RateMeter {
+  private readonly counts = new Float64Array(METER_SLOTS);
+  private slot = 0;
+  private firstAt: number | undefined;
+
+  private advance(now: number): void {
+    const slot = Math.floor(now / (MEASURE_MS / METER_SLOTS));
+    for (let s = Math.max(this.slot + 1, slot - METER_SLOTS + 1); s <= slot; s += 1) this.counts[s % METER_SLOTS] = 0;
+    if (slot > this.slot) this.slot = slot;
+  }
+
+  add(now: number): void {
+    this.advance(now);
+    this.counts[this.slot % METER_SLOTS] = (this.counts[this.slot % METER_SLOTS] ?? 0) + 1;
+    this.firstAt ??= now;
+  }
+
+  /** Per second, over the last second or, for a younger meter, since its first event (at least one slot). */
+  perSecond(now: number): number {
+    this.advance(now);
+    let total = 0;
+    for (const count of this.counts) total += count;
+    const over = Math.max(MEASURE_MS / METER_SLOTS, Math.min(MEASURE_MS, now - (this.firstAt ?? now)));
+    return (total * 1000) / over;
+  }
 }
 
 interface Waiter {
@@ -74,9 +103,8 @@ export class Pacer {
   private refusedInARow = 0;
   private lastDecreaseAt = Number.NEGATIVE_INFINITY;
   private latencyMs = 0;
-  /** Times of the accepted answers of the last {@link MEASURE_MS}, oldest first. */
-  private readonly accepted: number[] = [];
-  private firstStartAt: number | undefined;
+  private readonly accepted = new RateMeter();
+  private readonly started = new RateMeter();
   private readonly waiters: Waiter[] = [];
   private timer: NodeJS.Timeout | undefined;
   private refused = 0;
@@ -120,7 +148,7 @@ export class Pacer {
   private take(now: number): void {
     this.inFlight += 1;
     if (this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
-    this.firstStartAt ??= now;
+    this.started.add(now);
   }
 
   /**
@@ -191,8 +219,7 @@ export class Pacer {
 
   private speedUp(now: number): void {
     this.refusedInARow = 0;
-    this.accepted.push(now);
-    while ((this.accepted[0] as number) < now - MEASURE_MS) this.accepted.shift();
+    this.accepted.add(now);
     this.limit = Math.min(this.settings.maxInFlight, this.limit + 1 / this.limit);
     if (this.rate !== Number.POSITIVE_INFINITY) {
       this.refill(now);
@@ -213,11 +240,9 @@ export class Pacer {
     if (now - this.lastDecreaseAt < Math.max(MIN_DECREASE_INTERVAL_MS, 2 * this.latencyMs)) return;
     this.lastDecreaseAt = now;
     this.refill(now);
-    while (this.accepted.length > 0 && (this.accepted[0] as number) < now - MEASURE_MS) this.accepted.shift();
-    // What the webhook took of late, per second (over less than a second when the container is newer than that).
-    const measuredOver = Math.max(MIN_DECREASE_INTERVAL_MS, Math.min(MEASURE_MS, now - (this.firstStartAt ?? now)));
-    const acceptedRate = (this.accepted.length * 1000) / measuredOver;
-    const base = Math.min(this.effectiveRate(), acceptedRate > 0 ? acceptedRate : this.settings.maxInFlight);
+    // What the webhook took of late; if it took nothing, what was offered: either was too much.
+    const accepted = this.accepted.perSecond(now);
+    const base = Math.min(this.effectiveRate(), accepted > 0 ? accepted : Math.max(MIN_REQUESTS_PER_SECOND, this.started.perSecond(now)));
     this.rate = Math.max(MIN_REQUESTS_PER_SECOND, base * DECREASE_FACTOR);
     this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
     this.tokens = Math.min(this.tokens, this.capacity());

@@ -1,0 +1,181 @@
+/**
+ * The retry window end to end (issue 21): fauxqs, a real webhook, and records received as
+ * Lambda's event. A record's age in its window is what SQS says it is: the event's
+ * `ApproximateFirstReceiveTimestamp`, set back here to stand for a message received hours ago.
+ */
+import type { SQSEvent } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
+import { startWebhook, type TestWebhook } from '../support/webhook';
+
+let emulator: Emulator;
+let webhook: TestWebhook;
+
+beforeAll(async () => {
+  emulator = await startEmulator({ visibilityTimeout: 30, maxReceiveCount: 100 });
+  webhook = await startWebhook();
+});
+afterAll(async () => {
+  await webhook.close();
+  await emulator.stop();
+});
+afterEach(() => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ status: 200 }));
+});
+
+const HOUR_MS = 3_600_000;
+
+/** The event with its records first received `hoursAgo` hours ago and received `receiveCount` times. */
+function aged(event: SQSEvent, hoursAgo: number, receiveCount?: number): SQSEvent {
+  return {
+    Records: event.Records.map((record) => ({
+      ...record,
+      attributes: {
+        ...record.attributes,
+        ApproximateFirstReceiveTimestamp: String(Date.now() - hoursAgo * HOUR_MS),
+        ...(receiveCount === undefined ? {} : { ApproximateReceiveCount: String(receiveCount) }),
+      },
+    })),
+  };
+}
+
+/** The DLQ's messages, with their reason parsed. */
+async function deadLettered(): Promise<{ body: string; reason: Record<string, unknown> }[]> {
+  const messages = await emulator.receive(emulator.dlq, 10);
+  return messages.map((message) => ({
+    body: message.Body ?? '',
+    reason: JSON.parse(message.MessageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}') as Record<string, unknown>,
+  }));
+}
+
+const env = (extra: Record<string, string> = {}): Record<string, string> => ({
+  WEBHOOK_URL: webhook.url,
+  DLQ_URL: emulator.dlq.url,
+  MAX_RECEIVE_COUNT: '100',
+  ...extra,
+});
+
+describe('within the window', () => {
+  test('a 503 with Retry-After near the end of the window: returned for what it asked, not dead-lettered', async () => {
+    webhook.respondWith(() => ({ status: 503, headers: { 'Retry-After': '60' } }));
+    await emulator.send('still time');
+    const event = aged(await emulator.receiveEvent(), 23);
+    const response = await invoke(relayFor(env()), event);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(await deadLettered()).toEqual([]);
+    expect(emulator.counts(emulator.queue).inflight).toBe(1);
+  });
+
+  test('a backoff that would overshoot the window is cut to its end, and the WARN says the next attempt is the last', async () => {
+    const telemetry = capturedTelemetry();
+    webhook.respondWith(() => ({ status: 500 }));
+    await emulator.send('nearly out of time');
+    // 24 h window, received 23.99 h ago: 36 s left; a fixed backoff of 300 s would overshoot it.
+    const event = aged(await emulator.receiveEvent(), 23.99);
+    const invokedAt = Date.now();
+    const response = await invoke(relayFor(env({ BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '300' }), telemetry), event);
+    expect(response.batchItemFailures).toHaveLength(1);
+    const [entry] = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
+    expect(entry?.visibilityDeadline).toBeLessThanOrEqual(invokedAt + 37_000 + 5_000);
+    expect(entry?.visibilityDeadline).toBeGreaterThan(invokedAt + 30_000);
+    expect(telemetry.lines.find((line) => line.level === 'WARN')?.message).toBe(
+      'Message not delivered; its next attempt is the last in its retry window',
+    );
+  });
+
+  test('near the backstop, a returned record is spaced out over what is left of its window', async () => {
+    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '1' } }));
+    await emulator.send('few receives left');
+    // 100 receives, 3 kept for crashes, 95 used: 2 left to the relay, 10 hours of window left.
+    const event = aged(await emulator.receiveEvent(), 14, 95);
+    const invokedAt = Date.now();
+    const response = await invoke(relayFor(env({ PACING: 'false' })), event);
+    expect(response.batchItemFailures).toHaveLength(1);
+    const [entry] = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
+    // At least half the 10 hours left (the spread of the last two), far more than the 1 s asked.
+    expect(entry?.visibilityDeadline).toBeGreaterThanOrEqual(invokedAt + 5 * HOUR_MS - 60_000);
+    expect(await deadLettered()).toEqual([]);
+  });
+});
+
+describe('past the window', () => {
+  test('a record still failing is dead-lettered with why: the window, the attempts, the last answer', async () => {
+    const telemetry = capturedTelemetry();
+    webhook.respondWith(() => ({ status: 503, headers: { 'Retry-After': '60' }, body: 'maintenance' }));
+    const id = await emulator.send('out of time');
+    const event = aged(await emulator.receiveEvent(), 25, 7);
+    const response = await invoke(relayFor(env(), telemetry), event);
+    expect(response.batchItemFailures).toEqual([]);
+    await acknowledge(emulator.sqs, emulator.queue.url, event, response);
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    const [copy, ...others] = await deadLettered();
+    expect(others).toEqual([]);
+    expect(copy?.body).toBe('out of time');
+    expect(copy?.reason).toMatchObject({
+      cause: 'retry window exhausted',
+      status: 503,
+      response: 'maintenance',
+      attempts: 7,
+      receiveCount: 7,
+      originalMessageId: id,
+    });
+    expect(telemetry.lines.find((line) => line.level === 'WARN')?.message).toBe(
+      'Message dead-lettered: still failing at the end of its retry window',
+    );
+  });
+
+  test('a delivery past the window is a delivery: nothing is dead-lettered', async () => {
+    await emulator.send('late but fine');
+    const event = aged(await emulator.receiveEvent(), 30);
+    const response = await invoke(relayFor(env()), event);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(await deadLettered()).toEqual([]);
+  });
+
+  test('a record held by the open breaker past its window is dead-lettered too', async () => {
+    // A refused connection is an outage: two in a row open the breaker, the rest are held.
+    const down = relayFor(env({ WEBHOOK_URL: 'http://127.0.0.1:1/down', OUTAGE_THRESHOLD: '2', MAX_CONCURRENCY: '1' }));
+    for (const body of ['a', 'b', 'c']) await emulator.send(body);
+    const event = aged(await emulator.receiveEvent(), 25);
+    const response = await invoke(down, event);
+    expect(response.batchItemFailures).toEqual([]);
+    const copies = await deadLettered();
+    expect(copies.map((copy) => copy.body).sort()).toEqual(['a', 'b', 'c']);
+    expect(copies.map((copy) => copy.reason.cause)).toEqual(['retry window exhausted', 'retry window exhausted', 'retry window exhausted']);
+    expect(copies.some((copy) => String(copy.reason.response).includes('circuit breaker'))).toBe(true);
+  });
+
+  test('with the window off (RETRY_WINDOW_HOURS=0), age alone dead-letters nothing: the receive count decides', async () => {
+    webhook.respondWith(() => ({ status: 500 }));
+    await emulator.send('counted');
+    const event = aged(await emulator.receiveEvent(), 100);
+    const response = await invoke(relayFor(env({ RETRY_WINDOW_HOURS: '0', MAX_RECEIVE_COUNT: '5' })), event);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(await deadLettered()).toEqual([]);
+  });
+});
+
+describe('waiting out a short Retry-After within the invocation', () => {
+  test('each try counts as an attempt in X-Carrier-Receive-Count; pacing off returns the record instead', async () => {
+    let calls = 0;
+    webhook.respondWith(() => (++calls <= 2 ? { status: 429, headers: { 'Retry-After': '1' } } : { status: 200 }));
+    await emulator.send('patience');
+    const event = await emulator.receiveEvent();
+    const response = await invoke(relayFor(env()), event);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(webhook.requests.map((request) => request.headers['x-carrier-receive-count'])).toEqual(['1', '2', '3']);
+    await acknowledge(emulator.sqs, emulator.queue.url, event, response);
+
+    calls = 0;
+    webhook.requests.length = 0;
+    await emulator.send('returned');
+    const second = await emulator.receiveEvent();
+    const off = await invoke(relayFor(env({ PACING: 'false' })), second);
+    expect(off.batchItemFailures).toHaveLength(1);
+    expect(webhook.requests).toHaveLength(1);
+  });
+});
