@@ -37,12 +37,16 @@ export const INCREASE_SHARE = 0.25;
 export const RECOVERY_MS = 10_000;
 /** A rate limit above this many requests per second is no limit: the container is unpaced again. */
 const UNPACED_ABOVE = 10_000;
+/** How far above the rate it really sends a container's limit may be (decreases start from it; increases stop at it). */
+const OFFERED_HEADROOM = 1.25;
 /** The slowest pace adaptation goes to, requests per second. */
 export const MIN_REQUESTS_PER_SECOND = 0.5;
 /** Refusals with a `Retry-After` in a row after which the whole endpoint is held for it. */
 export const HOLD_AFTER_REFUSALS = 5;
-/** The longest burst the token bucket allows, in seconds of its rate (at least one request). */
-const BURST_SECONDS = 0.01;
+/** The longest burst the token bucket allows, in seconds of its rate (at least one request): a tenth of a second of the adaptive pace, */
+const BURST_SECONDS = 0.1;
+/** … and a hundredth of a second of the owner's ceiling, when that is what binds. */
+const CEILING_BURST_SECONDS = 0.01;
 /** The window over which rates are measured, ms, in {@link METER_SLOTS} slots. */
 const MEASURE_MS = 1_000;
 const METER_SLOTS = 10;
@@ -103,7 +107,6 @@ export class Pacer {
   private refusedInARow = 0;
   private lastDecreaseAt = Number.NEGATIVE_INFINITY;
   private latencyMs = 0;
-  private readonly accepted = new RateMeter();
   private readonly started = new RateMeter();
   private readonly waiters: Waiter[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -124,7 +127,10 @@ export class Pacer {
   }
 
   private capacity(): number {
-    return Math.max(1, this.effectiveRate() * BURST_SECONDS);
+    const ceiling = this.settings.maxRequestsPerSecond;
+    // The owner's ceiling is kept to the request; the adaptive pace lets a batch's gap be made up.
+    const burst = ceiling !== undefined && ceiling <= this.rate ? CEILING_BURST_SECONDS : BURST_SECONDS;
+    return Math.max(1, this.effectiveRate() * burst);
   }
 
   private refill(now: number): void {
@@ -161,7 +167,8 @@ export class Pacer {
       this.take(now);
       return true;
     }
-    if (now >= deadlineMs) return Promise.resolve(false);
+    // A hold that outlasts the deadline: the record goes back to the queue for the hold (see holdRemainingSeconds).
+    if (now >= deadlineMs || this.heldUntil > deadlineMs) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       this.waiters.push({ resolve, deadlineMs });
       this.pump();
@@ -219,9 +226,9 @@ export class Pacer {
 
   private speedUp(now: number): void {
     this.refusedInARow = 0;
-    this.accepted.add(now);
     this.limit = Math.min(this.settings.maxInFlight, this.limit + 1 / this.limit);
-    if (this.rate !== Number.POSITIVE_INFINITY) {
+    // Grown only while the limit is what holds the container back, not its batches.
+    if (this.rate !== Number.POSITIVE_INFINITY && this.rate < OFFERED_HEADROOM * this.started.perSecond(now)) {
       this.refill(now);
       // About `rate` acceptances a second, so the rate grows by max(1, share·rate) requests/s each second.
       const share = now - this.lastDecreaseAt >= RECOVERY_MS ? 1 : INCREASE_SHARE;
@@ -240,12 +247,18 @@ export class Pacer {
     if (now - this.lastDecreaseAt < Math.max(MIN_DECREASE_INTERVAL_MS, 2 * this.latencyMs)) return;
     this.lastDecreaseAt = now;
     this.refill(now);
-    // What the webhook took of late; if it took nothing, what was offered: either was too much.
-    const accepted = this.accepted.perSecond(now);
-    const base = Math.min(this.effectiveRate(), accepted > 0 ? accepted : Math.max(MIN_REQUESTS_PER_SECOND, this.started.perSecond(now)));
+    // Decrease from what was really sent: a limit far above it (the batches, not the pace, were
+    // what held the container back) would not slow anything down.
+    const offered = Math.max(MIN_REQUESTS_PER_SECOND, this.started.perSecond(now));
+    const base = Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered);
     this.rate = Math.max(MIN_REQUESTS_PER_SECOND, base * DECREASE_FACTOR);
     this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
     this.tokens = Math.min(this.tokens, this.capacity());
+  }
+
+  /** Seconds left of the endpoint's hold (0: none): how long a record the hold kept from starting should stay away. */
+  holdRemainingSeconds(): number {
+    return Math.max(0, Math.ceil((this.heldUntil - this.clock()) / 1000));
   }
 
   /** The pace now. */

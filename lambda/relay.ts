@@ -16,7 +16,6 @@ import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Deadline } from './deadline';
 import { latencySample } from './latency';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
@@ -44,24 +43,6 @@ export const MIN_REQUEST_TIME_MS = 100;
  * this much, kept to log, publish metrics and return before the function's deadline.
  */
 export const MAX_RETURN_RESERVE_MS = 200;
-/** With pacing on, a refusal's `Retry-After` up to this long is waited out within the invocation instead of returning the record. */
-export const MAX_WAIT_IN_INVOCATION_SECONDS = 10;
-
-/** Waits `ms`; false if `signal` aborted it first. */
-async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  try {
-    await sleep(ms, undefined, { signal });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The record as if received `attempt` times: for a try after one waited out within the invocation. */
-function withReceiveCount(record: SQSRecord, attempt: number): SQSRecord {
-  return { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } };
-}
-
 /** A record that went out and came to a conclusion. */
 export type AttemptOutcome =
   | { readonly kind: 'delivered'; readonly status: number }
@@ -246,9 +227,9 @@ export class BatchRelay {
   }
 
   /**
-   * One record, to its conclusion in this invocation: sent, and sent again after a short
-   * `Retry-After` when pacing is on (each try counting as an attempt in `X-Carrier-Receive-Count`),
-   * then given up on (dead-lettered) if it is still failing past its retry window. Never throws.
+   * One record: sent once, then given up on (dead-lettered) if it is still failing past its retry
+   * window. A refusal's `Retry-After` is never waited out here but handed to SQS as the record's
+   * visibility: each attempt is then a receive, and `X-Carrier-Receive-Count` counts attempts. Never throws.
    * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
    * @param latenciesMs the batch's request latencies, to which this one's is added
    * @param requestsEnd when requests, secret reads and dead-letter copies are abandoned (the record is then retried)
@@ -259,25 +240,13 @@ export class BatchRelay {
     latenciesMs: number[],
     requestsEnd: Deadline,
   ): Promise<AttemptOutcome | NotAttempted> {
-    let attempts = Number(record.attributes?.ApproximateReceiveCount) || 1;
-    for (;;) {
-      const outcome = await this.attemptOnce(record, attempts, timeoutMs, latenciesMs, requestsEnd);
-      if (outcome.kind !== 'retry' && outcome.kind !== 'held') return outcome;
-      if (this.waitsOut(outcome, requestsEnd) && (await pause((outcome.delaySeconds ?? 0) * 1000, requestsEnd.signal))) {
-        attempts += 1;
-        continue;
-      }
-      const windowSeconds = this.config.retryWindowSeconds;
-      if (windowSeconds === 0 || Date.now() < windowStartOf(record, Date.now()) + windowSeconds * 1000) return outcome;
-      return this.giveUp(record, outcome, attempts, requestsEnd);
-    }
-  }
-
-  /** Whether to wait out this refusal's `Retry-After` here rather than return the record: pacing on, short, and time left after it. */
-  private waitsOut(outcome: AttemptOutcome, requestsEnd: Deadline): boolean {
-    if (!this.config.pacing.adaptive || outcome.kind !== 'retry' || outcome.delaySource !== 'retry-after') return false;
-    const delayMs = (outcome.delaySeconds ?? 0) * 1000;
-    return delayMs <= MAX_WAIT_IN_INVOCATION_SECONDS * 1000 && Date.now() + delayMs + MIN_REQUEST_TIME_MS <= requestsEnd.at;
+    const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+    const outcome = await this.attemptOnce(record, receiveCount, timeoutMs, latenciesMs, requestsEnd);
+    if (outcome.kind !== 'retry' && outcome.kind !== 'held') return outcome;
+    const windowSeconds = this.config.retryWindowSeconds;
+    const now = Date.now();
+    if (windowSeconds === 0 || now < windowStartOf(record, now) + windowSeconds * 1000) return outcome;
+    return this.giveUp(record, outcome, receiveCount, requestsEnd);
   }
 
   /**
@@ -313,7 +282,7 @@ export class BatchRelay {
 
   /**
    * One try: ask the breaker and the pacer, build, send, classify, and dead-letter if permanent.
-   * @param attempt this try's number, sent as `X-Carrier-Receive-Count`
+   * @param attempt the record's receive count: this try's number
    */
   private async attemptOnce(
     record: SQSRecord,
@@ -334,11 +303,8 @@ export class BatchRelay {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const receiveCount = record.attributes?.ApproximateReceiveCount;
-      // A try after one waited out here counts too: webhooks compute their backoff from the header.
-      const sent = receiveCount === undefined || Number(receiveCount) === attempt ? record : withReceiveCount(record, attempt);
-      const request = buildDeliveryRequest(sent, this.config, credentials.signingKeys);
-      if (sent === record) this.warnAboutRequest(record, request);
+      const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
       const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
       if (slot !== true && !(await slot)) return { kind: 'not-attempted', reason: 'paced' };
@@ -490,11 +456,19 @@ export class BatchRelay {
     const breakerOpen = this.breaker.openSeconds(now) !== undefined;
     const windowSeconds = this.config.retryWindowSeconds;
     const lastInWindow = new Set<string>();
+    // Records the endpoint's hold kept from starting stay away until it ends, not coming straight back to it.
+    const holdSeconds = this.pacer.holdRemainingSeconds();
     const byQueue = new Map<string, VisibilityChange[]>();
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
       let requested =
-        outcome.kind === 'retry' || outcome.kind === 'held' ? outcome.delaySeconds : outcome.kind === 'not-attempted' ? 0 : undefined;
+        outcome.kind === 'retry' || outcome.kind === 'held'
+          ? outcome.delaySeconds
+          : outcome.kind === 'not-attempted'
+            ? outcome.reason === 'paced'
+              ? holdSeconds
+              : 0
+            : undefined;
       if (outcome.kind === 'retry' && outcome.outage === true && breakerOpen)
         requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
       if (windowSeconds > 0 && isFailure(outcome)) {

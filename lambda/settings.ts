@@ -590,7 +590,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   CONCURRENT_INVOCATIONS:
     'how many invocations share `MAX_REQUESTS_PER_SECOND`, each taking its share; set for you by the stack and by local mode',
   PACING:
-    "adapt each container's pace (requests per second and in flight) to what the webhook answers: slower on `429`, `503` and timeouts, faster on success; a refusal's `Retry-After` of up to 10 s is waited out within the invocation",
+    "adapt each container's pace (requests per second and in flight) to what the webhook answers: slower on `429`, `503`, `504`, `408` and timeouts, faster on success; after 5 refusals in a row with a `Retry-After`, nothing more is sent until it has passed. `false`: only `MAX_CONCURRENCY` and `MAX_REQUESTS_PER_SECOND` apply",
   DEADLINE_MARGIN_MS: "time kept back from the function's deadline for the SQS calls after the last request",
   BACKOFF:
     "delay policy when the webhook names none: `exponential` (base·2ⁿ⁻¹), `linear` (n·base), `fibonacci` (base·F(n)), `fixed` (base), `schedule` (the n-th entry of `BACKOFF_SCHEDULE`), `none` (keep the queue's visibility timeout); n = receive count",

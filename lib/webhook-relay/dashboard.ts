@@ -40,7 +40,7 @@ export function createDashboard(
       markdown:
         `## sqs-webhook-relay: ${relay.name}\n` +
         'Producers send to the queue; the function POSTs each message to the webhook. **Delivered** = 2xx; **retried** = the webhook asked to see it again (429/5xx/timeout), with a delay; ' +
-        `**dead-lettered** = refused permanently or ${givenUpText(relay)}. Anything in the DLQ needs an operator: see the README, Deploy.`,
+        `**dead-lettered** = refused permanently or ${givenUpText(relay)}. Anything in the DLQ needs an operator: see docs/operations.md, Redriving the dead-letter queue.`,
       width: 24,
       height: 2,
     }),
@@ -84,8 +84,8 @@ export function createDashboard(
       height: 4,
     }),
   );
-  // The pacer's metrics, by name until lambda/metric-names.ts lists them: a container publishes its
-  // limits per batch only while the webhook holds it below full speed, so a gap means "not paced".
+  // A container publishes its requests/s limit per batch only while the webhook holds it below
+  // full speed, so a gap means "not paced".
   dashboard.addWidgets(
     new cloudwatch.GraphWidget({
       title: 'Webhook pace',

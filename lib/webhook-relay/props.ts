@@ -51,7 +51,7 @@ export interface WebhookRelayProps {
   readonly requestConcurrency?: number;
   /**
    * `PACING`: each container adapts its pace (requests per second and in flight, never above
-   * {@link requestConcurrency}) to what the webhook answers: slower on `429`, `503` and timeouts,
+   * {@link requestConcurrency}) to what the webhook answers: slower on `429`, `503`, `504`, `408` and timeouts,
    * faster on success; `false` sends as fast as {@link requestConcurrency} allows.
    * @default true
    */

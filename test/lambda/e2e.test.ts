@@ -50,12 +50,12 @@ describe('delivery', () => {
     expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
 
-  test('pacing off: 429 with Retry-After: 2 hides the message for 2 s: invisible at 1 s, visible again at 3 s', async () => {
+  test('429 with Retry-After: 2 hides the message for 2 s: invisible at 1 s, visible again at 3 s', async () => {
     webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '2' } }));
     await emulator.send('later');
     const event = await emulator.receiveEvent();
     const started = Date.now();
-    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, PACING: 'false' }), event);
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
     await sleep(1_000 - (Date.now() - started));
     expect(await emulator.receive(emulator.queue)).toEqual([]);

@@ -93,7 +93,7 @@ describe('within the window', () => {
     // 100 receives, 3 kept for crashes, 95 used: 2 left to the relay, 10 hours of window left.
     const event = aged(await emulator.receiveEvent(), 14, 95);
     const invokedAt = Date.now();
-    const response = await invoke(relayFor(env({ PACING: 'false' })), event);
+    const response = await invoke(relayFor(env()), event);
     expect(response.batchItemFailures).toHaveLength(1);
     const [entry] = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
     // At least half the 10 hours left (the spread of the last two), far more than the 1 s asked.
@@ -159,23 +159,19 @@ describe('past the window', () => {
   });
 });
 
-describe('waiting out a short Retry-After within the invocation', () => {
-  test('each try counts as an attempt in X-Carrier-Receive-Count; pacing off returns the record instead', async () => {
+describe('a refusal with a short Retry-After', () => {
+  test('is handed back for it, not waited out: every attempt is a receive, and X-Carrier-Receive-Count counts them', async () => {
     let calls = 0;
     webhook.respondWith(() => (++calls <= 2 ? { status: 429, headers: { 'Retry-After': '1' } } : { status: 200 }));
     await emulator.send('patience');
-    const event = await emulator.receiveEvent();
-    const response = await invoke(relayFor(env()), event);
-    expect(response.batchItemFailures).toEqual([]);
+    const handler = relayFor(env());
+    for (let receive = 1; receive <= 3; receive += 1) {
+      const event = await emulator.receiveEvent(10, 5);
+      const response = await invoke(handler, event);
+      expect(response.batchItemFailures).toHaveLength(receive < 3 ? 1 : 0);
+      await acknowledge(emulator.sqs, emulator.queue.url, event, response);
+    }
     expect(webhook.requests.map((request) => request.headers['x-carrier-receive-count'])).toEqual(['1', '2', '3']);
-    await acknowledge(emulator.sqs, emulator.queue.url, event, response);
-
-    calls = 0;
-    webhook.requests.length = 0;
-    await emulator.send('returned');
-    const second = await emulator.receiveEvent();
-    const off = await invoke(relayFor(env({ PACING: 'false' })), second);
-    expect(off.batchItemFailures).toHaveLength(1);
-    expect(webhook.requests).toHaveLength(1);
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
 });
