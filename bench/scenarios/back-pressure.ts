@@ -104,7 +104,6 @@ async function runOnce(
       refused: webhook.refused(),
     };
   } finally {
-    if (process.env.BENCH_RELAY_LOG) (await import('node:fs')).writeFileSync(`${process.env.BENCH_RELAY_LOG}.${env.PACING ?? 'on'}`, relay.output());
     sqs?.destroy();
     // A settled relay stops at once; one still retrying at the deadline is not waited for.
     await Promise.race([stopRelay(relay), new Promise((resolve) => setTimeout(resolve, 10_000))]);
