@@ -606,8 +606,8 @@ describe('simulation: 5 containers × 10 in flight against a webhook taking R re
   // Issue 21's goal: at most 10 % of requests refused and at least 80 % of R achieved, here over
   // 15 s after a 5 s warm-up. The bounds hold for every seed from 1 to 10, not just the one used.
   // A webhook bucket under 0.1 s of R leaves 'batches' short of 80 %: each invocation waits for its
-  // slowest record (a refused one waits out its Retry-After), and no constant fixes that. With a
-  // bucket of one request, 5 uncoordinated containers get nowhere near R whatever the constants.
+  // slowest record (a refused one waits out its Retry-After), and no constant tried fixes that. With
+  // a bucket of one request, the 5 containers' uncoordinated requests bunch: a small share of R.
   test.each([
     // mode, R, webhook burst (s of R), latency ms: at least this share of R, at most this share refused
     ['batches', 200, 0.1, 20, 0.8, 0.05],
