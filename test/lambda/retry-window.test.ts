@@ -1,0 +1,299 @@
+/**
+ * Unit and property tests of lambda/retry-window.ts (docs/webhook-owners.md, "Outages"): the
+ * backstop derived from the window, where a window starts, and the spacing of retries that keeps
+ * the relay's own returns from reaching the backstop before the window ends.
+ */
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import {
+  backstopReceiveCount,
+  CRASH_RESERVE_RECEIVES,
+  delayInWindow,
+  MAX_BACKSTOP_RECEIVES,
+  MIN_BACKSTOP_RECEIVES,
+  minimumRetryDelaySeconds,
+  retryWindowMarginSeconds,
+  windowStartOf,
+} from '../../lambda/retry-window';
+import { clampVisibility, MAX_VISIBILITY_SECONDS, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
+
+const HOUR = 3600;
+const DAY = 24 * HOUR;
+/** The longest one return can park a message, as the relay's clamp allows it with no time elapsed. */
+const LONGEST_PARK = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS;
+/** The stack's largest visibility timeout: 6 × Lambda's 900 s timeout + the 300 s batching window. */
+const STACK_MAX_VISIBILITY = 6 * 900 + 300;
+
+describe('backstopReceiveCount', () => {
+  test.each([
+    [0, 180, MIN_BACKSTOP_RECEIVES],
+    [60, 180, MIN_BACKSTOP_RECEIVES],
+    [HOUR, 180, 23], // 20 visibility timeouts + the reserve
+    [DAY, 180, 483],
+    [DAY, 1, MAX_BACKSTOP_RECEIVES],
+    [14 * DAY, STACK_MAX_VISIBILITY, 216],
+    [DAY, 0, MAX_BACKSTOP_RECEIVES], // a visibility of 0 counts as 1 s, not a division by zero
+  ])('window %d s, visibility %d s → %d', (windowSeconds, visibilitySeconds, expected) => {
+    expect(backstopReceiveCount(windowSeconds, visibilitySeconds)).toBe(expected);
+  });
+
+  test('property: within 10 … 1,000, at least the reserve above one receive per visibility timeout, monotone in the window', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 14 * DAY }),
+        fc.integer({ min: 0, max: 14 * DAY }),
+        fc.integer({ min: 0, max: MAX_VISIBILITY_SECONDS }),
+        (a, b, visibility) => {
+          const count = backstopReceiveCount(a, visibility);
+          expect(Number.isInteger(count)).toBe(true);
+          expect(count).toBeGreaterThanOrEqual(MIN_BACKSTOP_RECEIVES);
+          expect(count).toBeLessThanOrEqual(MAX_BACKSTOP_RECEIVES);
+          // Crashing once per visibility timeout, a message spans its window before the backstop (unless capped at 1,000).
+          if (count < MAX_BACKSTOP_RECEIVES) expect((count - CRASH_RESERVE_RECEIVES) * Math.max(1, visibility)).toBeGreaterThanOrEqual(a);
+          if (a <= b) expect(count).toBeLessThanOrEqual(backstopReceiveCount(b, visibility));
+        },
+      ),
+    );
+  });
+
+  test('property: for any stack visibility timeout, the derived backstop leaves the relay enough 12-hour parks to span the window', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 60, max: 14 * DAY }),
+        fc.integer({ min: 1, max: STACK_MAX_VISIBILITY }),
+        (windowSeconds, visibility) => {
+          const receivesForTheRelay = backstopReceiveCount(windowSeconds, visibility) - CRASH_RESERVE_RECEIVES - 1;
+          expect(receivesForTheRelay * (LONGEST_PARK - 1)).toBeGreaterThanOrEqual(windowSeconds);
+        },
+      ),
+    );
+  });
+});
+
+describe('retryWindowMarginSeconds', () => {
+  test('12 hours for the last park plus one visibility timeout', () => {
+    expect(retryWindowMarginSeconds(180)).toBe(MAX_VISIBILITY_SECONDS + 180);
+    expect(retryWindowMarginSeconds(0)).toBe(MAX_VISIBILITY_SECONDS);
+  });
+});
+
+describe('windowStartOf', () => {
+  const now = 1_700_000_000_000;
+  test.each([
+    ['the first receive', { ApproximateFirstReceiveTimestamp: '1000', SentTimestamp: '500' }, 1000],
+    ['the send time when the first receive is missing', { SentTimestamp: '500' }, 500],
+    ['the send time when the first receive is 0', { ApproximateFirstReceiveTimestamp: '0', SentTimestamp: '500' }, 500],
+    ['the send time when the first receive is garbage', { ApproximateFirstReceiveTimestamp: 'soon', SentTimestamp: '500' }, 500],
+    ['the send time when the first receive is negative', { ApproximateFirstReceiveTimestamp: '-5', SentTimestamp: '500' }, 500],
+    ['now when neither is usable', { ApproximateFirstReceiveTimestamp: '', SentTimestamp: 'Infinity' }, now],
+    ['now when there are no timestamps', {}, now],
+  ])('%s', (_, attributes, expected) => {
+    expect(windowStartOf({ attributes: attributes as never }, now)).toBe(expected);
+  });
+
+  test('now when the record has no attributes at all', () => {
+    expect(windowStartOf({ attributes: undefined as never }, now)).toBe(now);
+  });
+});
+
+describe('minimumRetryDelaySeconds', () => {
+  test('nothing once the window is over', () => {
+    expect(minimumRetryDelaySeconds(0, 1, 100)).toBe(0);
+    expect(minimumRetryDelaySeconds(-5, 1, 100)).toBe(0);
+    expect(minimumRetryDelaySeconds(Number.NaN, 1, 100)).toBe(0);
+  });
+
+  test('all that is left when one receive (or none) is left to the relay', () => {
+    const max = 20;
+    expect(minimumRetryDelaySeconds(500, max - CRASH_RESERVE_RECEIVES - 1, max)).toBe(500);
+    expect(minimumRetryDelaySeconds(500, max - CRASH_RESERVE_RECEIVES, max)).toBe(500);
+    expect(minimumRetryDelaySeconds(500, max, max)).toBe(500);
+  });
+
+  test('half of what is left with two receives left; next to nothing while receives are plentiful', () => {
+    const max = 20;
+    expect(minimumRetryDelaySeconds(500, max - CRASH_RESERVE_RECEIVES - 2, max)).toBe(250);
+    expect(minimumRetryDelaySeconds(DAY, 1, 1000)).toBeLessThan(1e-200);
+  });
+
+  test('enough that the receives left can each park 12 hours and no more', () => {
+    // 3 receives left, 40 hours left: at least 40 h − 2 × 11 h 55 min gone now (more than a quarter of it).
+    const delay = minimumRetryDelaySeconds(40 * HOUR, 20 - CRASH_RESERVE_RECEIVES - 3, 20);
+    expect(delay).toBeGreaterThanOrEqual(40 * HOUR - 2 * LONGEST_PARK);
+    expect(delay).toBeLessThan(40 * HOUR - 2 * LONGEST_PARK + 3); // a second or two of margin at most
+  });
+});
+
+describe('delayInWindow', () => {
+  test('a backoff delay past the window is cut to its end (whole seconds, rounded up), and that attempt is the last', () => {
+    expect(delayInWindow(3600, false, 100.2, 1, 1000)).toEqual({ delaySeconds: 101, lastInWindow: true });
+  });
+
+  test('a Retry-After past the window is kept, and that attempt is the last', () => {
+    expect(delayInWindow(3600, true, 100, 1, 1000)).toEqual({ delaySeconds: 3600, lastInWindow: true });
+  });
+
+  test('no requested delay and plentiful receives: a second at most, not the last', () => {
+    const fitted = delayInWindow(undefined, false, DAY, 1, 1000);
+    expect(fitted.lastInWindow).toBe(false);
+    expect(fitted.delaySeconds).toBeLessThanOrEqual(1);
+  });
+
+  test('the window is over: a backoff delay is cut to nothing (the next attempt gives up), a Retry-After kept; none asked, the queue default', () => {
+    expect(delayInWindow(undefined, false, -1, 1, 1000)).toEqual({ delaySeconds: undefined, lastInWindow: false });
+    expect(delayInWindow(30, false, -1, 1, 1000)).toEqual({ delaySeconds: 0, lastInWindow: true });
+    expect(delayInWindow(30, true, -1, 1, 1000)).toEqual({ delaySeconds: 30, lastInWindow: true });
+  });
+
+  const requested = fc.option(fc.integer({ min: 0, max: MAX_VISIBILITY_SECONDS }), { nil: undefined });
+  const timeLeft = fc.double({ min: 1e-3, max: 14 * DAY, noNaN: true });
+  const receives = fc
+    .integer({ min: MIN_BACKSTOP_RECEIVES, max: MAX_BACKSTOP_RECEIVES })
+    .chain((max) => fc.tuple(fc.integer({ min: 1, max: max + 5 }), fc.constant(max)));
+
+  test('property: a Retry-After is never shortened; any delay is at least the minimum', () => {
+    fc.assert(
+      fc.property(requested, fc.boolean(), timeLeft, receives, (delay, honoured, left, [receiveCount, max]) => {
+        const fitted = delayInWindow(delay, honoured, left, receiveCount, max);
+        const minimum = minimumRetryDelaySeconds(left, receiveCount, max);
+        if (honoured && delay !== undefined) expect(fitted.delaySeconds).toBeGreaterThanOrEqual(delay);
+        expect(fitted.delaySeconds ?? 0).toBeGreaterThanOrEqual(minimum);
+        // A backoff delay is cut at the window's end, never below it.
+        if (!honoured && delay !== undefined && delay > left) expect(fitted.delaySeconds).toBe(Math.ceil(left));
+      }),
+    );
+  });
+
+  test('property: lastInWindow exactly when the next attempt is at or after the window end', () => {
+    fc.assert(
+      fc.property(requested, fc.boolean(), timeLeft, receives, (delay, honoured, left, [receiveCount, max]) => {
+        const fitted = delayInWindow(delay, honoured, left, receiveCount, max);
+        expect(fitted.delaySeconds).toBeDefined(); // some delay whenever time is left: the minimum is positive
+        expect(fitted.lastInWindow).toBe((fitted.delaySeconds as number) >= left);
+      }),
+    );
+  });
+});
+
+describe('lastInWindow as SQS carries it out (delayInWindow, then clampVisibility)', () => {
+  // The same rounding bug: the delay of what is left (fractional) is rounded to the nearest second,
+  // so an attempt flagged as the last can come back just before the window ends, and not be the last.
+  test.fails('property: where the 12-hour clamp does not cut the delay, lastInWindow exactly when SQS brings it back at or after the end', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: 0, max: MAX_VISIBILITY_SECONDS }), { nil: undefined }),
+        fc.boolean(),
+        fc.double({ min: 1e-3, max: 14 * DAY, noNaN: true }),
+        fc.integer({ min: MIN_BACKSTOP_RECEIVES, max: MAX_BACKSTOP_RECEIVES }),
+        fc.integer({ min: 1, max: MAX_BACKSTOP_RECEIVES }),
+        fc.double({ min: 0, max: 900, noNaN: true }),
+        (requested, honoured, left, max, receiveCount, elapsedSeconds) => {
+          const fitted = delayInWindow(requested, honoured, left, receiveCount, max);
+          const delay = fitted.delaySeconds as number;
+          fc.pre(delay <= LONGEST_PARK - Math.ceil(elapsedSeconds));
+          expect(fitted.lastInWindow).toBe(clampVisibility(delay, elapsedSeconds) >= left);
+        },
+      ),
+      { seed: 21 },
+    );
+  });
+});
+
+/** One return of a message: how long its invocation took, what it asked for, and how much later than asked SQS gave it back. */
+interface Return {
+  readonly elapsedSeconds: number;
+  readonly requested: number | undefined;
+  readonly honoured: boolean;
+  readonly lateSeconds: number;
+}
+
+/**
+ * Follows one message that fails every attempt, returned as the relay returns it (delayInWindow,
+ * then clampVisibility), from its first receive to its window's end. Returns the receives it had
+ * before the window ended.
+ */
+function receivesBeforeWindowEnd(windowSeconds: number, maxReceiveCount: number, returns: readonly Return[]): number {
+  let at = 0; // seconds since the first receive
+  let receiveCount = 1;
+  for (let i = 0; at < windowSeconds; i += 1) {
+    const step = returns[i % returns.length] as Return;
+    const returnedAt = at + step.elapsedSeconds;
+    const left = windowSeconds - returnedAt;
+    if (left <= 0) break; // the relay gives up on it (dead-letters it) in this invocation
+    const fitted = delayInWindow(step.requested, step.honoured, left, receiveCount, maxReceiveCount);
+    at = returnedAt + clampVisibility(fitted.delaySeconds ?? 0, step.elapsedSeconds) + step.lateSeconds;
+    if (at < windowSeconds) receiveCount += 1;
+  }
+  return receiveCount;
+}
+
+describe('the backstop is not reached before the window ends', () => {
+  /** Windows and backstops where the relay's receives can span the window at all: (max − reserve − 1) parks of at most 12 h. */
+  const windowAndBackstop = fc
+    .tuple(fc.integer({ min: 60, max: 14 * DAY }), fc.integer({ min: MIN_BACKSTOP_RECEIVES, max: MAX_BACKSTOP_RECEIVES }))
+    .filter(([windowSeconds, max]) => windowSeconds <= (max - CRASH_RESERVE_RECEIVES - 1) * (LONGEST_PARK - 1));
+  const returnOf = (elapsed: fc.Arbitrary<number>, late: fc.Arbitrary<number>): fc.Arbitrary<Return> =>
+    fc.record({
+      elapsedSeconds: elapsed,
+      requested: fc.option(fc.oneof(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: MAX_VISIBILITY_SECONDS })), {
+        nil: undefined,
+      }),
+      honoured: fc.boolean(),
+      lateSeconds: late,
+    });
+
+  test('property: whole-second invocation times; any delays asked', () => {
+    fc.assert(
+      fc.property(
+        windowAndBackstop,
+        fc.array(
+          returnOf(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 900 })), fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 10 }))),
+          {
+            minLength: 1,
+            maxLength: 20,
+          },
+        ),
+        ([windowSeconds, max], returns) => {
+          expect(receivesBeforeWindowEnd(windowSeconds, max, returns)).toBeLessThan(max - CRASH_RESERVE_RECEIVES);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  // BUG (lambda/retry-window.ts): the minimum delay is fractional and clampVisibility rounds it to the
+  // nearest second, and its ceiling takes a whole second off for any fraction of a second elapsed.
+  // So the last return (delay = time left) can bring a message back up to a second early, and the
+  // ones after it with under half a second left come back at once: the reserve goes in a burst.
+  // Fix: Math.ceil the minimum in delayInWindow, and LONGEST_PARK_SECONDS one second shorter.
+  test.fails('property: any invocation times (fractions of a second); any delays asked', () => {
+    fc.assert(
+      fc.property(
+        windowAndBackstop,
+        fc.array(
+          returnOf(
+            fc.oneof(fc.constant(0), fc.double({ min: 0, max: 900, noNaN: true })),
+            fc.oneof(fc.constant(0), fc.double({ min: 0, max: 10, noNaN: true })),
+          ),
+          {
+            minLength: 1,
+            maxLength: 20,
+          },
+        ),
+        ([windowSeconds, max], returns) => {
+          expect(receivesBeforeWindowEnd(windowSeconds, max, returns)).toBeLessThan(max - CRASH_RESERVE_RECEIVES);
+        },
+      ),
+      { numRuns: 2000, seed: 21 },
+    );
+  });
+
+  // The same bug on the defaults (24-hour window, 180 s visibility → backstop 483): a webhook failing
+  // in 250 ms every time. The 479th return asks for the 24,916.25 s left and gets 24,916 s, so
+  // receive 480 (one of the reserve's) comes a quarter of a second before the window ends.
+  test.fails('example: a 24-hour window with the derived backstop, each invocation taking 250 ms', () => {
+    const max = backstopReceiveCount(DAY, 180);
+    const receives = receivesBeforeWindowEnd(DAY, max, [{ elapsedSeconds: 0.25, requested: undefined, honoured: false, lateSeconds: 0 }]);
+    expect(receives).toBeLessThan(max - CRASH_RESERVE_RECEIVES);
+  });
+});
