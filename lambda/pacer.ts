@@ -250,7 +250,8 @@ export class Pacer {
     // Decrease from what was really sent: a limit far above it (the batches, not the pace, were
     // what held the container back) would not slow anything down.
     const offered = Math.max(MIN_REQUESTS_PER_SECOND, this.started.perSecond(now));
-    const base = Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered);
+    const current = this.effectiveRate();
+    const base = Math.min(current, Math.max(OFFERED_HEADROOM * offered, current === Number.POSITIVE_INFINITY ? 0 : current / 2));
     this.rate = Math.max(MIN_REQUESTS_PER_SECOND, base * DECREASE_FACTOR);
     this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
     this.tokens = Math.min(this.tokens, this.capacity());

@@ -15,7 +15,8 @@ export const MIN_BACKSTOP_RECEIVES = 10;
 /** SQS's largest `maxReceiveCount`. */
 export const MAX_BACKSTOP_RECEIVES = 1_000;
 /** The longest a returned message can be parked by one visibility change. */
-const LONGEST_PARK_SECONDS = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS;
+// A second short of what clampVisibility allows, which rounds and shrinks by the seconds already elapsed.
+const LONGEST_PARK_SECONDS = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS - 1;
 
 /**
  * The redrive policy's `maxReceiveCount` for a window: as many receives as crashes at one per
@@ -81,7 +82,8 @@ export function delayInWindow(
   receiveCount: number,
   maxReceiveCount: number,
 ): WindowedDelay {
-  const minimum = minimumRetryDelaySeconds(timeLeftSeconds, receiveCount, maxReceiveCount);
+  // Whole seconds, rounded up: rounded down, the last return could land just short of the window's end.
+  const minimum = Math.ceil(minimumRetryDelaySeconds(timeLeftSeconds, receiveCount, maxReceiveCount));
   let delay = requested === undefined ? (minimum > 0 ? minimum : undefined) : Math.max(requested, minimum);
   if (delay !== undefined && !honoured && delay > timeLeftSeconds) delay = Math.max(0, Math.ceil(timeLeftSeconds));
   return { delaySeconds: delay, lastInWindow: delay !== undefined && delay >= timeLeftSeconds };
