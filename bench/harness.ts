@@ -188,11 +188,17 @@ export function sideClient(
 }
 
 /** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles. */
-export function startSide(bench: Bench, side: Side, concurrency: number, asDeployed = false): Promise<ClientProcess> {
+export function startSide(
+  bench: Bench,
+  side: Side,
+  concurrency: number,
+  asDeployed = false,
+  env: Readonly<Record<string, string>> = {},
+): Promise<ClientProcess> {
   const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
   const profile = PROFILE && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const options = sideClient(bench, side, concurrency, asDeployed);
-  return startClientProcess(bench.compiled, { ...options, execArgv: [...options.execArgv, ...profile] });
+  return startClientProcess(bench.compiled, { ...options, env: { ...options.env, ...env }, execArgv: [...options.execArgv, ...profile] });
 }
 
 const eventFiles = new Map<number, string>();
