@@ -227,26 +227,19 @@ export class BatchRelay {
   }
 
   /**
-   * One record: sent once, then given up on (dead-lettered) if it is still failing past its retry
-   * window. A refusal's `Retry-After` is never waited out here but handed to SQS as the record's
-   * visibility: each attempt is then a receive, and `X-Carrier-Receive-Count` counts attempts. Never throws.
-   * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
-   * @param latenciesMs the batch's request latencies, to which this one's is added
-   * @param requestsEnd when requests, secret reads and dead-letter copies are abandoned (the record is then retried)
+   * The outcome as it stands or, for a record still failing past its retry window, its
+   * dead-lettering. Synchronous but for that: no extra promise per record.
    */
-  private async attempt(
+  private ended(
     record: SQSRecord,
-    timeoutMs: () => number,
-    latenciesMs: number[],
+    outcome: AttemptOutcome,
+    attempt: number,
     requestsEnd: Deadline,
-  ): Promise<AttemptOutcome | NotAttempted> {
-    const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
-    const outcome = await this.attemptOnce(record, receiveCount, timeoutMs, latenciesMs, requestsEnd);
-    if (outcome.kind !== 'retry' && outcome.kind !== 'held') return outcome;
-    const windowSeconds = this.config.retryWindowSeconds;
+  ): AttemptOutcome | Promise<AttemptOutcome> {
+    if ((outcome.kind !== 'retry' && outcome.kind !== 'held') || this.config.retryWindowSeconds === 0) return outcome;
     const now = Date.now();
-    if (windowSeconds === 0 || now < windowStartOf(record, now) + windowSeconds * 1000) return outcome;
-    return this.giveUp(record, outcome, receiveCount, requestsEnd);
+    if (now < windowStartOf(record, now) + this.config.retryWindowSeconds * 1000) return outcome;
+    return this.giveUp(record, outcome, attempt, requestsEnd);
   }
 
   /**
@@ -281,22 +274,27 @@ export class BatchRelay {
   }
 
   /**
-   * One try: ask the breaker and the pacer, build, send, classify, and dead-letter if permanent.
-   * @param attempt the record's receive count: this try's number
+   * One record: ask the breaker and the pacer, build, send once, classify, and dead-letter it if
+   * the webhook refused it for good or it is still failing past its retry window. A refusal's
+   * `Retry-After` is never waited out here but handed to SQS as the record's visibility: each
+   * attempt is a receive, and `X-Carrier-Receive-Count` counts attempts. Never throws.
+   * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
+   * @param latenciesMs the batch's request latencies, to which this one's is added
+   * @param requestsEnd when requests, secret reads and dead-letter copies are abandoned (the record is then retried)
    */
-  private async attemptOnce(
+  private async attempt(
     record: SQSRecord,
-    attempt: number,
     timeoutMs: () => number,
     latenciesMs: number[],
     requestsEnd: Deadline,
   ): Promise<AttemptOutcome | NotAttempted> {
+    const attempt = Number(record.attributes?.ApproximateReceiveCount) || 1;
     let permit = this.breaker.permit(Date.now());
     while (permit === 'wait') {
       await this.breaker.probeSettled();
       permit = this.breaker.permit(Date.now());
     }
-    if (permit === 'hold') return { kind: 'held', delaySeconds: this.breaker.holdSeconds };
+    if (permit === 'hold') return this.ended(record, { kind: 'held', delaySeconds: this.breaker.holdSeconds }, attempt, requestsEnd);
     let judged = false;
     let paced = false;
     try {
@@ -326,18 +324,19 @@ export class BatchRelay {
       paced = false;
       const outage = isOutage(result);
       if (result.kind === 'transport-error') {
-        return {
+        const retry: AttemptOutcome = {
           kind: 'retry',
           delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined,
           delaySource: 'backoff',
           error: `${result.error}: ${result.message}`,
           outage,
         };
+        return this.ended(record, retry, attempt, requestsEnd);
       }
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
       if (verdict.kind === 'retry') {
-        return {
+        const retry: AttemptOutcome = {
           kind: 'retry',
           delaySeconds: verdict.delaySeconds,
           delaySource: verdict.delaySource,
@@ -345,6 +344,7 @@ export class BatchRelay {
           response: result.excerpt,
           outage,
         };
+        return this.ended(record, retry, attempt, requestsEnd);
       }
       // A copy abandoned at the deadline leaves the original to be retried, never acknowledged without it.
       const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, result.excerpt, {
@@ -361,7 +361,8 @@ export class BatchRelay {
         error: `dead-letter copy failed, will retry: ${copied.error}`,
       };
     } catch (error) {
-      return { kind: 'retry', delaySeconds: this.backoff(attempt), delaySource: 'backoff', error: errorText(error) };
+      const retry: AttemptOutcome = { kind: 'retry', delaySeconds: this.backoff(attempt), delaySource: 'backoff', error: errorText(error) };
+      return this.ended(record, retry, attempt, requestsEnd);
     } finally {
       // A slot taken for a request that never went (an error building or sending it) is given back without a verdict.
       if (paced) this.pacer.release('neutral', 0);

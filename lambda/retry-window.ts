@@ -10,6 +10,8 @@ import { RECEIVE_TO_INVOKE_SLACK_SECONDS } from './retry-timing';
 
 /** Receives kept for invocations that crash or time out: the relay's own returns never use them. */
 export const CRASH_RESERVE_RECEIVES = 3;
+/** A minimum delay below this is none: not rounded up to a whole second. */
+const NEGLIGIBLE_SECONDS = 0.001;
 /** The smallest backstop the stack derives, whatever the window. */
 export const MIN_BACKSTOP_RECEIVES = 10;
 /** SQS's largest `maxReceiveCount`. */
@@ -82,8 +84,10 @@ export function delayInWindow(
   receiveCount: number,
   maxReceiveCount: number,
 ): WindowedDelay {
-  // Whole seconds, rounded up: rounded down, the last return could land just short of the window's end.
-  const minimum = Math.ceil(minimumRetryDelaySeconds(timeLeftSeconds, receiveCount, maxReceiveCount));
+  // Whole seconds, rounded up (rounded down, the last return could land just short of the window's
+  // end); the vanishing minimum of a message with receives to spare stays nothing.
+  const exact = minimumRetryDelaySeconds(timeLeftSeconds, receiveCount, maxReceiveCount);
+  const minimum = exact < NEGLIGIBLE_SECONDS && timeLeftSeconds > 1 ? 0 : Math.ceil(exact);
   let delay = requested === undefined ? (minimum > 0 ? minimum : undefined) : Math.max(requested, minimum);
   if (delay !== undefined && !honoured && delay > timeLeftSeconds) delay = Math.max(0, Math.ceil(timeLeftSeconds));
   return { delaySeconds: delay, lastInWindow: delay !== undefined && delay >= timeLeftSeconds };

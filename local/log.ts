@@ -107,7 +107,14 @@ export function renderHandlerEntry(
         : typeof delaySeconds === 'number'
           ? `retry in ${delaySeconds} s`
           : 'retry after the visibility timeout';
-    const last = level === 'WARN' ? styles.yellow('last receive: SQS moves it to the DLQ next') : undefined;
+    const last =
+      level !== 'WARN'
+        ? undefined
+        : styles.yellow(
+            String(message).includes('retry window')
+              ? 'next attempt is the last in its retry window'
+              : 'last receive: SQS moves it to the DLQ next',
+          );
     const cause = typeof error === 'string' ? error : typeof reason === 'string' ? reason : undefined;
     return `${styles.yellow(`↻ ${when}`)}  ${String(messageId)}  ${tail([receive, http, cause, last])}`;
   }

@@ -104,6 +104,16 @@ describe("the handler's lines on a terminal", () => {
     expect(
       render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 }),
     ).toBe('↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
+    expect(
+      render('WARN', {
+        message: 'Message not delivered; its next attempt is the last in its retry window',
+        messageId: 'm-5',
+        outcome: 'retry',
+        receiveCount: 7,
+        status: 503,
+        delaySeconds: 36,
+      }),
+    ).toBe('↻ retry in 36 s  m-5  receive 7 · HTTP 503 · next attempt is the last in its retry window');
     expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe(
       '↻ retry after the visibility timeout  m-3  receive 1 · HTTP 500',
     );
