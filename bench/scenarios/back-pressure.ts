@@ -6,9 +6,9 @@
  * `PACING=false`. `recovery`: a webhook answering `503` (the breaker's case) or `500` (each attempt
  * spends a receive) without `Retry-After` for 40 s, then 2xx. Neither needs the bundle.
  */
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { defaultBurst, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
-import { QUIET_SDK_LOGGER, readyLine, sendMessages, settle, startRelayProcess, stopRelay } from '../../test/local/relay-process';
+import { readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../test/local/relay-process';
 import { log, QUICK } from '../harness';
 import { median } from '../stats';
 import { scenario } from './scenario';
@@ -85,12 +85,7 @@ async function runOnce(
   let sqs: SQSClient | undefined;
   try {
     const ready = await readyLine(relay);
-    sqs = new SQSClient({
-      endpoint: ready.sqsEndpoint,
-      region: ready.region,
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      logger: QUIET_SDK_LOGGER,
-    });
+    sqs = sqsClientFor(ready);
     const startedAt = Date.now();
     await sendMessages(sqs, ready.queueUrl, count);
     const end = await settle(sqs, ready, count, () => webhook.delivered.size, startedAt + deadlineMs);

@@ -5,10 +5,10 @@
  * invocations do. Only where each message ends is asserted: delivered exactly once, the DLQ and
  * the queue empty; how fast is bench/scenarios/back-pressure.ts's business.
  */
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { type RateLimitedWebhook, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
-import { QUIET_SDK_LOGGER, readyLine, type RelayProcess, sendMessages, settle, startRelayProcess, stopRelay } from './relay-process';
+import { readyLine, type RelayProcess, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from './relay-process';
 
 let relay: RelayProcess | undefined;
 let webhook: RateLimitedWebhook | undefined;
@@ -25,12 +25,7 @@ async function flood(count: number, options: RateLimitedWebhookOptions): Promise
   webhook = await startRateLimitedWebhook(options);
   relay = startRelayProcess({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' });
   const ready = await readyLine(relay);
-  sqs = new SQSClient({
-    endpoint: ready.sqsEndpoint,
-    region: ready.region,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    logger: QUIET_SDK_LOGGER,
-  });
+  sqs = sqsClientFor(ready);
   const ids = await sendMessages(sqs, ready.queueUrl, count);
   const hook = webhook;
   const { deadLettered, left } = await settle(sqs, ready, count, () => hook.delivered.size);

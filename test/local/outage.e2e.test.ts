@@ -4,10 +4,19 @@
  * once and the DLQ stays empty; with it switched off (the same scenario) messages are
  * dead-lettered, which shows the test can fail. Then Carrier's health check.
  */
-import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
-import { queueCounts, type ReadyLine, readyLine, type RelayProcess, startRelayProcess, stopRelay, until } from './relay-process';
+import {
+  queueCounts,
+  type ReadyLine,
+  readyLine,
+  type RelayProcess,
+  sqsClientFor,
+  startRelayProcess,
+  stopRelay,
+  until,
+} from './relay-process';
 
 const OUTAGE_MS = 20_000;
 const SCENARIO = {
@@ -29,9 +38,6 @@ afterEach(async () => {
   relay = webhook = sqs = undefined;
 });
 
-const clientFor = (ready: ReadyLine): SQSClient =>
-  new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-
 /** Runs the scenario; returns what the webhook saw and how the queues ended. */
 async function outageScenario(env: Record<string, string>): Promise<{
   requests: ReceivedRequest[];
@@ -47,7 +53,7 @@ async function outageScenario(env: Record<string, string>): Promise<{
   webhook = await startWebhook(() => (Date.now() < upAt ? { resetBeforeResponse: true } : { status: 200 }));
   relay = startRelayProcess({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', ...SCENARIO, ...env });
   const ready = await readyLine(relay);
-  sqs = clientFor(ready);
+  sqs = sqsClientFor(ready);
   const client = sqs;
   // 100 messages arrive during the outage: 10 a second for the first 10 seconds.
   for (let batch = 0; batch < 10; batch += 1) {
@@ -118,7 +124,7 @@ describe('WEBHOOK_HEALTH_CHECK_URL', () => {
       LOG_FORMAT: 'json',
     });
     const ready = await readyLine(relay);
-    sqs = clientFor(ready);
+    sqs = sqsClientFor(ready);
     await sqs.send(new SendMessageBatchCommand({ QueueUrl: ready.queueUrl, Entries: [{ Id: 'a', MessageBody: 'waits for health' }] }));
     const hook = webhook;
     const deliveries = (): ReceivedRequest[] => hook.requests.filter((request) => request.path === '/hook');

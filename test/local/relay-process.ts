@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 
 /** The repository root (where `npm start` runs). */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -154,6 +154,16 @@ export async function until(predicate: () => boolean | Promise<boolean>): Promis
 }
 
 /** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
+/** An SQS client for the emulator a relay's ready line names (its test credentials, the SDK's chatter silenced). */
+export function sqsClientFor(ready: ReadyLine): SQSClient {
+  return new SQSClient({
+    endpoint: ready.sqsEndpoint,
+    region: ready.region,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    logger: QUIET_SDK_LOGGER,
+  });
+}
+
 export const QUIET_SDK_LOGGER = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), `message <i>` each; returns their ids. */
