@@ -175,3 +175,27 @@ describe('a refusal with a short Retry-After', () => {
     expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
 });
+
+describe('the pace, seen by the operator', () => {
+  test('refusals lower it: one INFO line for the change, and the pace and the refusals as metrics of the batch; an unpaced batch publishes no rate', async () => {
+    const telemetry = capturedTelemetry();
+    const handler = relayFor(env(), telemetry);
+    for (let i = 0; i < 5; i += 1) await emulator.send(`fine ${i}`);
+    const calm = await emulator.receiveEvent();
+    await acknowledge(emulator.sqs, emulator.queue.url, calm, await invoke(handler, calm));
+    expect(telemetry.emf.at(-1)).toMatchObject({ PaceInFlightLimit: 10, RequestsRefused: 0 });
+    expect(telemetry.emf.at(-1)).not.toHaveProperty('PaceRequestsPerSecond');
+
+    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '30' } }));
+    for (let i = 0; i < 4; i += 1) await emulator.send(`refused ${i}`);
+    const refused = await emulator.receiveEvent();
+    await invoke(handler, refused);
+    const metrics = telemetry.emf.at(-1) as Record<string, unknown>;
+    expect(metrics.RequestsRefused).toBe(4);
+    expect(metrics.PaceRequestsPerSecond).toBeGreaterThan(0);
+    expect(metrics.PaceInFlightLimit).toBeLessThan(10);
+    const paceLines = telemetry.lines.filter((line) => String(line.message).startsWith('Webhook asked to slow down'));
+    expect(paceLines).toHaveLength(1);
+    expect(paceLines[0]).toMatchObject({ level: 'INFO', previousRequestsPerSecond: 'unlimited' });
+  });
+});

@@ -8,6 +8,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { type RateLimitedWebhook, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
+import { startWebhook } from '../support/webhook';
 import { readyLine, type RelayProcess, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from './relay-process';
 
 let relay: RelayProcess | undefined;
@@ -60,4 +61,32 @@ describe('a webhook that answers 500 for 40 s (a bad deploy), then recovers', ()
     expectDeliveredOnce(ids);
     expect(await stopRelay(relay as RelayProcess)).toBe(0);
   }, 240_000);
+});
+
+describe('MAX_REQUESTS_PER_SECOND=20, shared by 2 pollers as by 2 concurrent invocations', () => {
+  test('120 messages to a webhook that takes everything: no second sees more than the ceiling (and a request of burst per poller)', async () => {
+    const open = await startWebhook();
+    try {
+      relay = startRelayProcess({
+        WEBHOOK_URL: open.url,
+        LOG_FORMAT: 'json',
+        POLLERS: '2',
+        MAX_CONCURRENCY: '10',
+        BATCH_SIZE: '10',
+        MAX_REQUESTS_PER_SECOND: '20',
+      });
+      const ready = await readyLine(relay);
+      sqs = sqsClientFor(ready);
+      await sendMessages(sqs, ready.queueUrl, 120);
+      const delivered = (): number => new Set(open.requests.map((request) => request.headers['x-carrier-message-id'])).size;
+      const { deadLettered, left } = await settle(sqs, ready, 120, delivered, Date.now() + 60_000);
+      expect({ deadLettered, left, delivered: delivered() }).toEqual({ deadLettered: 0, left: 0, delivered: 120 });
+      // An upper bound only: a slow machine sends fewer, never more.
+      const times = open.requests.map((request) => request.receivedAt).sort((a, b) => a - b);
+      const busiestSecond = Math.max(...times.map((start) => times.filter((t) => t >= start && t < start + 1000).length));
+      expect(busiestSecond).toBeLessThanOrEqual(20 + 2);
+    } finally {
+      await open.close();
+    }
+  }, 120_000);
 });
