@@ -82,14 +82,6 @@ export type DeadLetterResult =
  */
 const REFUSED_BY_SQS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
-/** True when SQS accepts every character of `text` in a message. */
-export function isSqsLegalText(text: string): boolean {
-  REFUSED_BY_SQS.lastIndex = 0;
-  const refused = REFUSED_BY_SQS.test(text);
-  REFUSED_BY_SQS.lastIndex = 0;
-  return !refused;
-}
-
 /** `text` with every character SQS refuses replaced by U+FFFD (as SQS itself does in bodies), and how many were. */
 export function sanitizeForSqs(text: string): { readonly text: string; readonly replaced: number } {
   let replaced = 0;

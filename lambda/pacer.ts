@@ -211,9 +211,9 @@ export class Pacer {
   /**
    * Ends a request started with {@link acquire} and adapts the pace to its answer.
    * @param retryAfterSeconds the answer's `Retry-After`, when it named one
+   * @param now when it was answered, if the caller has read the clock already
    */
-  release(signal: PaceSignal, latencyMs: number, retryAfterSeconds?: number): void {
-    const now = this.clock();
+  release(signal: PaceSignal, latencyMs: number, retryAfterSeconds?: number, now: number = this.clock()): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? latencyMs : this.latencyMs * 0.8 + latencyMs * 0.2;
     if (signal === 'slow-down') this.refused += 1;

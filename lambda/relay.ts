@@ -320,6 +320,7 @@ export class BatchRelay {
         paceSignalOf(result),
         result.latencyMs,
         verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
+        answeredAt,
       );
       paced = false;
       const outage = isOutage(result);
