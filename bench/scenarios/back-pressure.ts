@@ -8,7 +8,7 @@
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { defaultBurst, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
-import { readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../test/local/relay-process';
+import { readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
 import { log, QUICK } from '../harness';
 import { median } from '../stats';
 import { scenario } from './scenario';

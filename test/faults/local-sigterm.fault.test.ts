@@ -11,7 +11,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { startWebhook, type TestWebhook } from '../support/webhook';
-import { childEnv, closedPort, QUIET_SDK_LOGGER, ROOT, until } from '../local/relay-process';
+import { childEnv, closedPort, QUIET_SDK_LOGGER, ROOT, until } from '../../testkit/relay-process';
 
 /** A launcher (npm, npx, node) in a process group of its own, so the test can always clean up. */
 interface Launched {

@@ -9,7 +9,15 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { type RateLimitedWebhook, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
 import { startWebhook } from '../support/webhook';
-import { readyLine, type RelayProcess, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from './relay-process';
+import {
+  readyLine,
+  type RelayProcess,
+  sendMessages,
+  settle,
+  sqsClientFor,
+  startRelayProcess,
+  stopRelay,
+} from '../../testkit/relay-process';
 
 let relay: RelayProcess | undefined;
 let webhook: RateLimitedWebhook | undefined;

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { promisify } from 'node:util';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
-import { childEnv, closedPort, QUIET_SDK_LOGGER, type RelayProcess, ROOT, startRelayProcess, stopRelay } from './relay-process';
+import { childEnv, closedPort, QUIET_SDK_LOGGER, type RelayProcess, ROOT, startRelayProcess, stopRelay } from '../../testkit/relay-process';
 
 let relay: RelayProcess | undefined;
 afterEach(async () => {

@@ -16,7 +16,7 @@ import {
   startRelayProcess,
   stopRelay,
   until,
-} from './relay-process';
+} from '../../testkit/relay-process';
 
 const OUTAGE_MS = 20_000;
 const SCENARIO = {

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, redactUrl } from '../../lambda/config';
 import { sqsStartupError } from '../../local/errors';
 import { maskSecret, printableHeaders } from '../../local/sandbox/sandbox';
 import { loadLocalSettings } from '../../local/settings';
-import { QUIET_SDK_LOGGER, type RelayProcess, readyLine, startRelayProcess, stopRelay } from './relay-process';
+import { QUIET_SDK_LOGGER, type RelayProcess, readyLine, startRelayProcess, stopRelay } from '../../testkit/relay-process';
 
 const TOKEN = 'Bearer sk_live_0123456789abcdefSECRET';
 const SIGNING_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

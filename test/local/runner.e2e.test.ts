@@ -7,7 +7,15 @@ import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQS
 import { afterEach, describe, expect, test } from 'vitest';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
-import { queueCounts, type ReadyLine, readyLine, type RelayProcess, startRelayProcess, stopRelay, until } from './relay-process';
+import {
+  queueCounts,
+  type ReadyLine,
+  readyLine,
+  type RelayProcess,
+  startRelayProcess,
+  stopRelay,
+  until,
+} from '../../testkit/relay-process';
 
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 // Short, exact retry delays keep the retry paths quick and the outcome deterministic.

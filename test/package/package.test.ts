@@ -26,7 +26,7 @@ import { loadConfig } from '../../lambda/config';
 import type { Env } from '../../lambda/env';
 import { loadLocalSettings } from '../../local/settings';
 import { version } from '../../package.json';
-import { childEnv, until } from '../local/relay-process';
+import { childEnv, until } from '../../testkit/relay-process';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { startWebhook, type TestWebhook } from '../support/webhook';
 

@@ -1,5 +1,5 @@
 /**
- * `npm start` as a user runs it, for the local-mode tests: a child process on free ports whose
+ * `npm start` as a user runs it, for the local-mode tests and the back-pressure bench: a child process on free ports whose
  * output is collected, whose "ready" line tells the queue URLs, and that is stopped with a signal.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 
 /** The repository root (where `npm start` runs). */
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Variables the parent's environment must not leak into the relay under test. */
 const OWN_VARIABLES =
