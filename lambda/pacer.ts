@@ -194,7 +194,6 @@ export class Pacer {
       if (wait > 0) {
         const earliestDeadline = Math.min(...this.waiters.map((w) => w.deadlineMs));
         this.timer = setTimeout(() => this.pump(), Math.max(1, Math.min(wait, earliestDeadline - now)));
-        this.timer.unref();
         return;
       }
       this.take(now);
@@ -204,7 +203,6 @@ export class Pacer {
       // Waiting on a free slot, which release() signals; the timer only enforces the deadlines.
       const earliestDeadline = Math.min(...this.waiters.map((w) => w.deadlineMs));
       this.timer = setTimeout(() => this.pump(), Math.max(1, earliestDeadline - now));
-      this.timer.unref();
     }
   }
 

@@ -6,7 +6,11 @@
  * Time is vitest's fake clock throughout: nothing here waits for real.
  */
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
 import {
   DECREASE_FACTOR,
   HOLD_AFTER_REFUSALS,
@@ -655,5 +659,24 @@ describe('simulation: 5 containers × 10 in flight against a webhook taking R re
   test('the comparison: PACING=false floods the webhook (most requests refused)', async () => {
     const measured = await simulate({ mode: 'batches', rate: 200, burstSeconds: 0.1, latencyMs: 20, adaptive: false }, 5000, 15_000);
     expect(measured.refused).toBeGreaterThan(0.5);
+  });
+});
+
+describe('in a process with nothing else to do (a Lambda invocation whose requests all wait on the pace)', () => {
+  test('a waiting acquire keeps the process alive until its slot: the runtime would otherwise exit mid-invocation', () => {
+    vi.useRealTimers();
+    const script = join(mkdtempSync(join(inject('scratchDir'), 'pacer-')), 'alone.mts');
+    const pacer = pathToFileURL(join(import.meta.dirname, '../../lambda/pacer.ts')).href;
+    writeFileSync(
+      script,
+      [
+        `import { Pacer } from ${JSON.stringify(pacer)};`,
+        'const pacer = new Pacer({ adaptive: true, maxInFlight: 10, maxRequestsPerSecond: 2 });',
+        'pacer.acquire(Date.now() + 5000); // the one token',
+        'console.log(`started: ${await pacer.acquire(Date.now() + 5000)}`); // the next, half a second later',
+      ].join('\n'),
+    );
+    const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 30_000 });
+    expect({ status: child.status, stdout: child.stdout.trim() }).toEqual({ status: 0, stdout: 'started: true' });
   });
 });
