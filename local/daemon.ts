@@ -18,7 +18,7 @@ import { webhookFor } from './sandbox/sandbox';
  * @throws a ConfigError or StartupError whose message is the line to print
  */
 export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise<LocalRelay> {
-  const { settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
+  const { functionEnv, settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
   const queueUrl = settings.queueUrl;
   if (queueUrl === undefined) throw new Error('startDaemon needs QUEUE_URL (bin/local.ts starts the sandbox without it)');
   const connection = connectionFor(queueUrl, env);
@@ -41,7 +41,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
     );
   }
   maxReceiveCount ??= settings.maxReceiveCount;
-  const windowSeconds = retryWindowSeconds(env);
+  const windowSeconds = retryWindowSeconds(functionEnv);
   const backstop = backstopReceiveCount(windowSeconds, described.visibilityTimeoutSeconds);
   if (windowSeconds > 0 && maxReceiveCount !== undefined && maxReceiveCount < backstop) {
     log.line(
@@ -61,13 +61,11 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
   return withCleanup(async (onClose, closeAll) => {
     const { webhookUrl, demoWebhook } = await webhookFor(settings, preliminary, log, onClose);
     const config = loadConfig({
-      ...env,
+      ...functionEnv,
       DLQ_URL: dlqUrl,
       WEBHOOK_URL: webhookUrl,
       MAX_RECEIVE_COUNT:
         settings.maxReceiveCount === undefined && maxReceiveCount !== undefined ? String(maxReceiveCount) : env.MAX_RECEIVE_COUNT,
-      // Each poller is a container of its own: they share MAX_REQUESTS_PER_SECOND as concurrent invocations do.
-      CONCURRENT_INVOCATIONS: String(settings.pollers),
     });
     return startRunner({
       config,

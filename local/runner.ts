@@ -72,7 +72,12 @@ export interface Telemetry {
 
 /** What both entries start from: the runner's settings, its log, and the handler's names. */
 export interface LocalStart {
-  readonly env: Env;
+  /**
+   * The environment as the handler reads it here: the given one, with `CONCURRENT_INVOCATIONS` set
+   * to `POLLERS` (each poller is a container of its own, sharing `MAX_REQUESTS_PER_SECOND` as
+   * concurrent invocations do).
+   */
+  readonly functionEnv: Env;
   readonly settings: LocalSettings;
   readonly log: LocalLog;
   readonly telemetry: Telemetry;
@@ -95,7 +100,8 @@ export const STANDALONE_WAIT_TIME_SECONDS = 5;
 export function prepareLocalStart(env: Env, io: RunnerIo): LocalStart {
   const settings = loadLocalSettings(env, io.isTerminal);
   const log = createLocalLog(settings.logFormat, settings.logLevel, io.out, settings.logFormat === 'pretty' ? io.styles : PLAIN);
-  const preliminary = loadConfig({ ...env, WEBHOOK_URL: settings.webhookUrl ?? 'http://127.0.0.1/webhook' });
+  const functionEnv: Env = { ...env, CONCURRENT_INVOCATIONS: String(settings.pollers) };
+  const preliminary = loadConfig({ ...functionEnv, WEBHOOK_URL: settings.webhookUrl ?? 'http://127.0.0.1/webhook' });
   // EMF lines are for CloudWatch; here they would bury the log. POWERTOOLS_METRICS_DISABLED=false brings them back.
   // Powertools' Metrics reads this only from process.env (no constructor option), hence the one write.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -103,7 +109,7 @@ export function prepareLocalStart(env: Env, io: RunnerIo): LocalStart {
     serviceName: env.POWERTOOLS_SERVICE_NAME || DEFAULT_SERVICE_NAME,
     namespace: env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE,
   };
-  return { env, settings, log, telemetry, preliminary };
+  return { functionEnv, settings, log, telemetry, preliminary };
 }
 
 /** Runs `start` and, when it throws, closes in reverse order whatever it registered with `onClose`. */

@@ -88,13 +88,13 @@ export async function webhookFor(
  * @throws a ConfigError, StartupError or port-in-use error whose message is the line to print
  */
 export async function startSandbox(io: RunnerIo, env: Env = process.env): Promise<LocalRelay> {
-  const { settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
+  const { functionEnv, settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
   return withCleanup(async (onClose, closeAll) => {
     const visibilityTimeoutSeconds = visibilityTimeoutSecondsFor(settings.functionTimeoutSeconds, settings.maxBatchingWindowSeconds);
     // As the stack does: a backstop derived from the retry window, or SQS's count when the window is off.
     // MAX_RECEIVE_COUNT alone asks for SQS's count semantics, as `maxReceiveCount` does in the stack.
-    const countOnly = settings.maxReceiveCount !== undefined && read(env, 'RETRY_WINDOW_HOURS') === undefined;
-    const windowSeconds = countOnly ? 0 : retryWindowSeconds(env);
+    const countOnly = settings.maxReceiveCount !== undefined && read(functionEnv, 'RETRY_WINDOW_HOURS') === undefined;
+    const windowSeconds = countOnly ? 0 : retryWindowSeconds(functionEnv);
     const maxReceiveCount =
       settings.maxReceiveCount ??
       (windowSeconds > 0 ? backstopReceiveCount(windowSeconds, visibilityTimeoutSeconds) : FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default);
@@ -110,13 +110,11 @@ export async function startSandbox(io: RunnerIo, env: Env = process.env): Promis
 
     // The handler's view of the sandbox: the emulator's DLQ and receive count, the demo's URL.
     const config = loadConfig({
-      ...env,
+      ...functionEnv,
       DLQ_URL: emulator.dlq.url,
       MAX_RECEIVE_COUNT: String(maxReceiveCount),
       RETRY_WINDOW_HOURS: String(windowSeconds / 3600),
       WEBHOOK_URL: webhookUrl,
-      // Each poller is a container of its own: they share MAX_REQUESTS_PER_SECOND as concurrent invocations do.
-      CONCURRENT_INVOCATIONS: String(settings.pollers),
     });
     return startRunner({
       config,
