@@ -12,14 +12,12 @@ import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE 
 import { parseSigningKeys } from './signing';
 import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
 import type { PacingSettings } from './pacer';
+import { MAX_BACKSTOP_RECEIVES } from './retry-window';
 import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type Setting } from './settings';
 
 export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
 // The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
 export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
-
-/** SQS's largest `maxReceiveCount`: what the function assumes, with the retry window on, when it is not told the queue's. */
-const MAX_RECEIVE_COUNT_LIMIT = FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.max;
 
 /** One of {@link PERMANENT_FAILURE_MODES}. */
 export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
@@ -243,8 +241,9 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     },
     permanentFailure: choice<PermanentFailureMode>(env, 'PERMANENT_FAILURE'),
     deadLetterQueueUrl: read(env, 'DLQ_URL'),
+    // Not told the queue's count, with the retry window on: SQS's largest, a backstop only.
     maxReceiveCount:
-      read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_RECEIVE_COUNT_LIMIT : int(env, 'MAX_RECEIVE_COUNT'),
+      read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_BACKSTOP_RECEIVES : int(env, 'MAX_RECEIVE_COUNT'),
     retryWindowSeconds: windowSeconds,
     pacing: pacingSettings(env),
     userAgent: `sqs-webhook-relay/${version}`,

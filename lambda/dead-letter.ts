@@ -54,7 +54,7 @@ export interface DeadLetterReason {
   readonly originalMessageIdSeal?: string;
   readonly sourceQueue: string;
   readonly receiveCount: number;
-  /** Requests the relay made for the message, the last included: its receives, and the attempts made within one invocation (see `X-Carrier-Receive-Count`). */
+  /** Requests the relay made for the message, the last included: its receive count, since every attempt is a receive. */
   readonly attempts: number;
   /** ISO-8601 time of the dead-lettering. */
   readonly deadLetteredAt: string;
@@ -171,8 +171,6 @@ function copyAttributes(record: SQSRecord): Record<string, MessageAttributeValue
 export interface DeadLetterIdentity {
   /** Default: `refused permanently`. */
   readonly cause?: DeadLetterCause;
-  /** Default: the receive count. */
-  readonly attempts?: number;
   /** The id the webhook saw (`DeliveryRequest.id`): the first message's for a verified redriven copy. Default: the SQS id. */
   readonly originalId?: string;
   /** The webhook signing keys: the first seals the original id (none: the copy is not sealed). */
@@ -213,7 +211,7 @@ export class DeadLetterWriter {
         ...(seal === undefined ? {} : { originalMessageIdSeal: seal }),
         sourceQueue: queueNameOfArn(record.eventSourceARN),
         receiveCount,
-        attempts: identity.attempts ?? receiveCount,
+        attempts: receiveCount,
         deadLetteredAt: now.toISOString(),
       };
       // The producer's own attributes come first: with all ten slots taken there is no room for ours.

@@ -51,8 +51,6 @@ export type AttemptOutcome =
       readonly status: number;
       readonly response: string;
       readonly cause: DeadLetterCause;
-      /** Requests made for the message, the last included. */
-      readonly attempts: number;
     }
   | {
       readonly kind: 'retry';
@@ -230,26 +228,20 @@ export class BatchRelay {
    * The outcome as it stands or, for a record still failing past its retry window, its
    * dead-lettering. Synchronous but for that: no extra promise per record.
    */
-  private ended(
-    record: SQSRecord,
-    outcome: AttemptOutcome,
-    attempt: number,
-    requestsEnd: Deadline,
-  ): AttemptOutcome | Promise<AttemptOutcome> {
+  private ended(record: SQSRecord, outcome: AttemptOutcome, requestsEnd: Deadline): AttemptOutcome | Promise<AttemptOutcome> {
     if ((outcome.kind !== 'retry' && outcome.kind !== 'held') || this.config.retryWindowSeconds === 0) return outcome;
     const now = Date.now();
     if (now < windowStartOf(record, now) + this.config.retryWindowSeconds * 1000) return outcome;
-    return this.giveUp(record, outcome, attempt, requestsEnd);
+    return this.giveUp(record, outcome, requestsEnd);
   }
 
   /**
    * Dead-letters a record whose failures outlasted its retry window, its reason naming the
-   * attempts and the last answer. If the copy fails, the record is returned as it was.
+   * attempts (its receive count) and the last answer. If the copy fails, the record is returned as it was.
    */
   private async giveUp(
     record: SQSRecord,
     outcome: Extract<AttemptOutcome, { kind: 'retry' | 'held' }>,
-    attempts: number,
     requestsEnd: Deadline,
   ): Promise<AttemptOutcome> {
     const status = outcome.kind === 'retry' ? (outcome.status ?? 0) : 0;
@@ -264,9 +256,8 @@ export class BatchRelay {
         originalId: id,
         signingKeys: credentials.signingKeys,
         cause: 'retry window exhausted',
-        attempts,
       });
-      if (copied.ok) return { kind: 'dead-lettered', status, response, cause: 'retry window exhausted', attempts };
+      if (copied.ok) return { kind: 'dead-lettered', status, response, cause: 'retry window exhausted' };
       return { ...outcome, error: `retry window exhausted, but the dead-letter copy failed: ${copied.error}` };
     } catch (error) {
       return { ...outcome, error: `retry window exhausted, but the dead-letter copy failed: ${errorText(error)}` };
@@ -294,7 +285,7 @@ export class BatchRelay {
       await this.breaker.probeSettled();
       permit = this.breaker.permit(Date.now());
     }
-    if (permit === 'hold') return this.ended(record, { kind: 'held', delaySeconds: this.breaker.holdSeconds }, attempt, requestsEnd);
+    if (permit === 'hold') return this.ended(record, { kind: 'held', delaySeconds: this.breaker.holdSeconds }, requestsEnd);
     let judged = false;
     let paced = false;
     try {
@@ -332,7 +323,7 @@ export class BatchRelay {
           error: `${result.error}: ${result.message}`,
           outage,
         };
-        return this.ended(record, retry, attempt, requestsEnd);
+        return this.ended(record, retry, requestsEnd);
       }
       const { status } = result;
       if (verdict.kind === 'delivered') return { kind: 'delivered', status };
@@ -345,15 +336,14 @@ export class BatchRelay {
           response: result.excerpt,
           outage,
         };
-        return this.ended(record, retry, attempt, requestsEnd);
+        return this.ended(record, retry, requestsEnd);
       }
       // A copy abandoned at the deadline leaves the original to be retried, never acknowledged without it.
       const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, result.excerpt, {
         originalId: request.id,
         signingKeys: credentials.signingKeys,
-        attempts: attempt,
       });
-      if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt, cause: 'refused permanently', attempts: attempt };
+      if (copied.ok) return { kind: 'dead-lettered', status, response: result.excerpt, cause: 'refused permanently' };
       return {
         kind: 'retry',
         delaySeconds: this.backoff(attempt),
@@ -363,7 +353,7 @@ export class BatchRelay {
       };
     } catch (error) {
       const retry: AttemptOutcome = { kind: 'retry', delaySeconds: this.backoff(attempt), delaySource: 'backoff', error: errorText(error) };
-      return this.ended(record, retry, attempt, requestsEnd);
+      return this.ended(record, retry, requestsEnd);
     } finally {
       // A slot taken for a request that never went (an error building or sending it) is given back without a verdict.
       if (paced) this.pacer.release('neutral', 0);
@@ -527,7 +517,7 @@ export class BatchRelay {
       const line: Record<string, unknown> = { messageId: record.messageId, outcome: outcome.kind, receiveCount };
       if (outcome.kind === 'dead-lettered') {
         counts.deadLettered += 1;
-        Object.assign(line, { status: outcome.status, response: outcome.response, attempts: outcome.attempts });
+        Object.assign(line, { status: outcome.status, response: outcome.response, attempts: receiveCount });
         this.logger.warn(
           outcome.cause === 'retry window exhausted'
             ? 'Message dead-lettered: still failing at the end of its retry window'

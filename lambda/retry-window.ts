@@ -7,6 +7,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { MAX_VISIBILITY_SECONDS } from './aws-limits';
 import { RECEIVE_TO_INVOKE_SLACK_SECONDS } from './retry-timing';
+import { FUNCTION_SETTINGS } from './settings';
 
 /** Receives kept for invocations that crash or time out: the relay's own returns never use them. */
 export const CRASH_RESERVE_RECEIVES = 3;
@@ -14,10 +15,12 @@ export const CRASH_RESERVE_RECEIVES = 3;
 const NEGLIGIBLE_SECONDS = 0.001;
 /** The smallest backstop the stack derives, whatever the window. */
 export const MIN_BACKSTOP_RECEIVES = 10;
-/** SQS's largest `maxReceiveCount`. */
-export const MAX_BACKSTOP_RECEIVES = 1_000;
-/** The longest a returned message can be parked by one visibility change. */
-// A second short of what clampVisibility allows, which rounds and shrinks by the seconds already elapsed.
+/** SQS's largest `maxReceiveCount` (the registry's bound of `MAX_RECEIVE_COUNT`). */
+export const MAX_BACKSTOP_RECEIVES: number = FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.max;
+/**
+ * The longest a returned message can be parked by one visibility change: a second short of what
+ * clampVisibility allows, which rounds and shrinks by the seconds already elapsed.
+ */
 const LONGEST_PARK_SECONDS = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS - 1;
 
 /**
