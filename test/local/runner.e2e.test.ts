@@ -173,6 +173,10 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     expect(answeredAt).toBeGreaterThan(0);
     expect(answeredAt).toBeLessThanOrEqual(exitedAt);
     const messages = relay.jsonLines().map((line) => line.message);
+    // A redrive count of 5 cannot back a 24-hour retry window (its 30 s visibility asks for 1,000): said at start.
+    expect(messages).toContain(
+      "The queue's maxReceiveCount (5) is small for a 24-hour retry window: retries are spaced far apart to keep clear of it. Raise it to 1000, or set RETRY_WINDOW_HOURS=0 for SQS's count semantics",
+    );
     expect(messages).toContain('Stopping: finishing 1 batch(es) in flight');
     expect(messages.indexOf('Batch relayed')).toBeLessThan(messages.indexOf('Stopped'));
     // Deleted before the exit: nothing left to come back, now or after any visibility timeout.
