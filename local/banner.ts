@@ -2,6 +2,7 @@
  * What `npm start` prints once it is ready: where SQS is, the queue and DLQ URLs, where messages
  * go, and commands to send one that can be pasted as they are (with no AWS CLI installed, too).
  */
+import { durationText } from '../lambda/duration-text';
 import type { Styles } from './log';
 
 /** Everything the ready banner (or the JSON "ready" line) tells. */
@@ -30,9 +31,8 @@ export interface ReadyInfo {
 /** When a failing message goes to the DLQ: after its retry window, or after the receive count. */
 function givenUpAfter(info: Pick<ReadyInfo, 'retryWindowSeconds' | 'maxReceiveCount'>): string | undefined {
   if (info.retryWindowSeconds > 0) {
-    const hours = Math.round((info.retryWindowSeconds / 3600) * 100) / 100;
     const backstop = info.maxReceiveCount === undefined ? '' : `, or ${info.maxReceiveCount} receives`;
-    return `after ${hours} hour${hours === 1 ? '' : 's'} of failures${backstop}`;
+    return `after ${durationText(info.retryWindowSeconds, 'hours')} of failures${backstop}`;
   }
   return info.maxReceiveCount === undefined ? undefined : `after ${info.maxReceiveCount} receives`;
 }

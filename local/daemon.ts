@@ -6,6 +6,7 @@
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig, retryWindowSeconds } from '../lambda/config';
+import { durationText } from '../lambda/duration-text';
 import { backstopReceiveCount } from '../lambda/retry-window';
 import type { Env } from '../lambda/env';
 import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue } from './existing-queue';
@@ -46,7 +47,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
   if (windowSeconds > 0 && maxReceiveCount !== undefined && maxReceiveCount < backstop) {
     log.line(
       'WARN',
-      `The queue's maxReceiveCount (${maxReceiveCount}) is small for a ${windowSeconds / 3600}-hour retry window: retries are spaced far apart to keep clear of it. Raise it to ${backstop}, or set RETRY_WINDOW_HOURS=0 for SQS's count semantics`,
+      `The queue's maxReceiveCount (${maxReceiveCount}) is small for a retry window of ${durationText(windowSeconds, 'hours')}: retries are spaced far apart to keep clear of it. Raise it to ${backstop}, or set RETRY_WINDOW_HOURS=0 for SQS's count semantics`,
     );
   }
   if (described.dlqProblem !== undefined) log.line('WARN', `No dead-letter queue: ${described.dlqProblem}`);

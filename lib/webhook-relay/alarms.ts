@@ -8,6 +8,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
+import { durationText } from '../../lambda/duration-text';
 import type { RelayMetricFactory, MonitoredRelay } from './metrics';
 import { RELAY_METRICS } from './props';
 
@@ -21,24 +22,15 @@ export interface RelayAlarms {
 
 /** The thresholds of the alarms. */
 export interface AlarmThresholds {
-  readonly ageThreshold: Duration;
   readonly ageThresholdSeconds: number;
-  readonly breakerAlarmThreshold: Duration;
   readonly breakerAlarmSeconds: number;
-}
-
-/** The retry window as the alarms and the dashboard word it: "24 hours", "90 minutes". */
-export function windowText(window: Duration): string {
-  const totalSeconds = window.toSeconds();
-  if (totalSeconds % 3600 === 0) return `${totalSeconds / 3600} ${totalSeconds === 3600 ? 'hour' : 'hours'}`;
-  return window.toHumanString();
 }
 
 /** Why a message ends in the DLQ other than a permanent refusal, in words: its retry window ran out, or its receives did. */
 export function givenUpText(relay: Pick<MonitoredRelay, 'retryWindow' | 'maxReceiveCount'>): string {
   return relay.retryWindow === undefined
     ? `failed ${relay.maxReceiveCount} times`
-    : `kept failing for their whole retry window (${windowText(relay.retryWindow)})`;
+    : `kept failing for their whole retry window (${durationText(relay.retryWindow.toSeconds(), 'hours')})`;
 }
 
 /** Creates the alarms in `scope` (their ids are the template's logical ids: keep them). */
@@ -82,7 +74,7 @@ export function createAlarms(
       threshold: thresholds.ageThresholdSeconds,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       alarmDescription:
-        `The oldest message in the queue of ${relay.name} is older than ${thresholds.ageThreshold.toHumanString()}: the webhook is down or pushing back (429/503), or the relay cannot keep up. ` +
+        `The oldest message in the queue of ${relay.name} is older than ${durationText(thresholds.ageThresholdSeconds)}: the webhook is down or pushing back (429/503), or the relay cannot keep up. ` +
         'Check the dashboard (retried vs delivered, webhook latency, function errors).',
     }),
     functionErrors: alarm('FunctionErrorsAlarm', 'function-errors', {
@@ -98,10 +90,10 @@ export function createAlarms(
       threshold: thresholds.breakerAlarmSeconds,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       alarmDescription:
-        `The webhook of ${relay.name} has looked down for ${thresholds.breakerAlarmThreshold.toHumanString()} (connection errors, timeouts, 502/503/504): the circuit breaker is holding messages back, one probe per interval. ` +
+        `The webhook of ${relay.name} has looked down for ${durationText(thresholds.breakerAlarmSeconds)} (connection errors, timeouts, 502/503/504): the circuit breaker is holding messages back, one probe per interval. ` +
         (relay.retryWindow === undefined
           ? `Nothing is lost while messages have receives left (maxReceiveCount ${relay.maxReceiveCount}); restore the webhook before the DLQ alarm follows, or switch to a retry window (leave maxReceiveCount unset).`
-          : `Nothing is dead-lettered for the outage within the retry window (${windowText(relay.retryWindow)}); restore the webhook before it runs out.`),
+          : `Nothing is dead-lettered for the outage within the retry window (${durationText(relay.retryWindow.toSeconds(), 'hours')}); restore the webhook before it runs out.`),
     }),
   };
 }

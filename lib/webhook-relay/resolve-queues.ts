@@ -10,6 +10,7 @@ import { MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR, visibilityTimeoutSec
 import type { BreakerSettings } from '../../lambda/breaker';
 import { backoffDelay } from '../../lambda/retry-timing';
 import { backstopReceiveCount, retryWindowMarginSeconds } from '../../lambda/retry-window';
+import { durationText } from '../../lambda/duration-text';
 import { BACKOFF_POLICIES, SETTINGS } from '../../lambda/settings';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { check, seconds, wholeNumber } from './checks';
@@ -115,14 +116,14 @@ export function resolveQueues(
     check(
       retentionSeconds >= retryWindow + margin,
       'retentionPeriod',
-      `(${retention.toHumanString()}) is shorter than retryWindow (${inHours(retryWindow)}) plus its margin of ${humanSeconds(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${humanSeconds(retryWindow + margin)} (up to 14 days) or shorten retryWindow`,
+      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(retryWindow + margin)} (up to 14 days) or shorten retryWindow`,
     );
   } else {
     const span = countedRetrySpanSeconds(props, maxReceiveCount, visibility, breaker);
     check(
       retentionSeconds >= span,
       'retentionPeriod',
-      `(${retention.toHumanString()}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${Math.ceil(span / 3600)} hours): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
+      `(${durationText(retentionSeconds)}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${durationText(span)}): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
     );
   }
   return {
@@ -141,30 +142,6 @@ function retryWindowOf(window: Duration): number {
     "cannot be 0: to give up after a number of receives instead (SQS's count semantics), leave retryWindow unset and set maxReceiveCount",
   );
   return seconds(window, 'retryWindow', Duration.minutes(1), Duration.hours(max));
-}
-
-/** Seconds as hours for a message: "24 hours", "0.5 hours". */
-function inHours(totalSeconds: number): string {
-  const hours = Number((totalSeconds / 3600).toFixed(2));
-  return `${hours} ${hours === 1 ? 'hour' : 'hours'}`;
-}
-
-/** Seconds in words, every unit kept ("4 days 6 hours 3 minutes"; CDK's `toHumanString` stops at two). */
-function humanSeconds(totalSeconds: number): string {
-  const units: [number, string][] = [
-    [86_400, 'day'],
-    [3600, 'hour'],
-    [60, 'minute'],
-    [1, 'second'],
-  ];
-  let left = totalSeconds;
-  const parts: string[] = [];
-  for (const [size, name] of units) {
-    const count = Math.floor(left / size);
-    left -= count * size;
-    if (count > 0) parts.push(`${count} ${name}${count === 1 ? '' : 's'}`);
-  }
-  return parts.join(' ') || '0 seconds';
 }
 
 function resolveExistingQueues(
@@ -243,7 +220,7 @@ function resolveExistingQueues(
   if (maxReceiveCount < backstop) {
     warnings.push({
       id: 'sqs-webhook-relay:backstopBelowWindow',
-      message: `The queue's redrive policy moves a message to the DLQ after ${maxReceiveCount} receives, fewer than the ${backstop} a retry window of ${inHours(retryWindow)} takes at a visibility timeout of ${visibility} s: the window may end at the backstop first (retries are spread thin, and invocations that crash or time out dead-letter a message early). Raise the redrive policy's maxReceiveCount to ${backstop}, or shorten retryWindow.`,
+      message: `The queue's redrive policy moves a message to the DLQ after ${maxReceiveCount} receives, fewer than the ${backstop} a retry window of ${durationText(retryWindow, 'hours')} takes at a visibility timeout of ${visibility} s: the window may end at the backstop first (retries are spread thin, and invocations that crash or time out dead-letter a message early). Raise the redrive policy's maxReceiveCount to ${backstop}, or shorten retryWindow.`,
     });
   }
   // The queue is the caller's: a short retention is told, not refused.
@@ -251,7 +228,7 @@ function resolveExistingQueues(
   if (knownRetention !== undefined && knownRetention < needed) {
     warnings.push({
       id: 'sqs-webhook-relay:retentionBelowWindow',
-      message: `The queue keeps a message ${humanSeconds(knownRetention)}, less than the retry window (${inHours(retryWindow)}) plus its margin (${humanSeconds(needed - retryWindow)}): a message could expire before it is dead-lettered. Give the queue a retention of at least ${humanSeconds(needed)}, or shorten retryWindow.`,
+      message: `The queue keeps a message ${durationText(knownRetention)}, less than the retry window (${durationText(retryWindow, 'hours')}) plus its margin (${durationText(needed - retryWindow)}): a message could expire before it is dead-lettered. Give the queue a retention of at least ${durationText(needed)}, or shorten retryWindow.`,
     });
   }
   return { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount };

@@ -92,7 +92,9 @@ describe('resolveSettings', () => {
   it('with maxReceiveCount, refuses a retention shorter than the longest its receives can take', () => {
     const error = rejection({ backoff: 'schedule', maxReceiveCount: 10, retentionPeriod: Duration.days(1) });
     expect(error.prop).toBe('retentionPeriod');
-    expect(error.message).toMatch(/shorter than the longest 10 receives can take with these settings \(\d+ hours\)/);
+    // Each receive parks a message for the longest of its delay (+25 % jitter at most), the breaker's longest interval (15 min)
+    // and the visibility timeout (3 min), SQS's 12 h at most: 900 + 900 + 4,500 + 7 × 43,200 = 308,700 s.
+    expect(error.message).toContain('shorter than the longest 10 receives can take with these settings (3 days 13 hours 45 minutes)');
   });
 
   it('refuses what SQS or Lambda would: a low visibility timeout, FIFO batches above 10, a window on FIFO, a big batch without a window', () => {

@@ -721,7 +721,8 @@ describe('WebhookRelay outages', () => {
     [
       'with maxReceiveCount, a retention shorter than its receives can take',
       { backoff: 'schedule' as const, maxReceiveCount: 20, retentionPeriod: Duration.days(2) },
-      /retentionPeriod \(2 days\) is shorter than the longest 20 receives can take with these settings \(\d+ hours\)/,
+      // 15 min (the breaker's longest interval) twice, 1 h + 25 % jitter, then SQS's 12 h seventeen times.
+      /retentionPeriod \(2 days\) is shorter than the longest 20 receives can take with these settings \(8 days 13 hours 45 minutes\)/,
     ],
     ['an outage interval above 12 hours', { outageBackoffMax: Duration.hours(13) }, /outageBackoffMax must be from 1 second to 12 hours/],
   ])('rejects %s', (_name, props, message) => {
@@ -797,5 +798,21 @@ describe('WebhookRelay outages', () => {
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       TreatMissingData: 'notBreaching',
     });
+  });
+
+  it("words a window of hours and minutes in hours, and thresholds with every unit (not the two of CDK's toHumanString)", () => {
+    const { stack, template } = relay({
+      retryWindow: Duration.minutes(90 * 60 + 30),
+      retentionPeriod: Duration.days(14),
+      oldestMessageAgeThreshold: Duration.minutes(24 * 60 + 61),
+      breakerOpenAlarmThreshold: Duration.minutes(61),
+    });
+    const descriptions = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).map((a) => String(a.Properties.AlarmDescription));
+    const all = descriptions.join('\n');
+    expect(all).toContain('kept failing for their whole retry window (90 hours 30 minutes)');
+    expect(all).toContain('is older than 1 day 1 hour 1 minute:');
+    expect(all).toContain('has looked down for 1 hour 1 minute (');
+    expect(all).toContain('within the retry window (90 hours 30 minutes);');
+    expect(dashboardWidgets(stack).find((w) => w.type === 'text')?.markdown).toContain('whole retry window (90 hours 30 minutes)');
   });
 });

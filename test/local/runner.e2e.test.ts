@@ -175,7 +175,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     const messages = relay.jsonLines().map((line) => line.message);
     // A redrive count of 5 cannot back a 24-hour retry window (its 30 s visibility asks for 1,000): said at start.
     expect(messages).toContain(
-      "The queue's maxReceiveCount (5) is small for a 24-hour retry window: retries are spaced far apart to keep clear of it. Raise it to 1000, or set RETRY_WINDOW_HOURS=0 for SQS's count semantics",
+      "The queue's maxReceiveCount (5) is small for a retry window of 24 hours: retries are spaced far apart to keep clear of it. Raise it to 1000, or set RETRY_WINDOW_HOURS=0 for SQS's count semantics",
     );
     expect(messages).toContain('Stopping: finishing 1 batch(es) in flight');
     expect(messages.indexOf('Batch relayed')).toBeLessThan(messages.indexOf('Stopped'));

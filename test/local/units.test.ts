@@ -7,7 +7,7 @@ import { getEventListeners } from 'node:events';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
-import { awsCliCommand, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
+import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
@@ -206,6 +206,17 @@ describe('the printed send commands', () => {
     ).toBe(
       `aws sqs send-message --region eu-west-1 --queue-url https://sqs.eu-west-1.amazonaws.com/1/q.fifo --message-body '{"hello":"world"}' --message-group-id demo`,
     );
+  });
+
+  test("the banner's DLQ row says when a failing message goes there: after its retry window, worded in hours, or its receives", () => {
+    const dlqRow = (change: Partial<ReadyInfo>): string | undefined =>
+      formatBanner({ ...info, ...change }, PLAIN)
+        .split('\n')
+        .find((line) => line.startsWith('  DLQ URL'));
+    expect(dlqRow({ retryWindowSeconds: 0 })).toMatch(/webhook-relay-dlq {2}after 5 receives$/);
+    expect(dlqRow({ retryWindowSeconds: 86_400, maxReceiveCount: 483 })).toMatch(/ {2}after 24 hours of failures, or 483 receives$/);
+    expect(dlqRow({ retryWindowSeconds: 1800, maxReceiveCount: undefined })).toMatch(/ {2}after 30 minutes of failures$/);
+    expect(dlqRow({ retryWindowSeconds: 130_500, maxReceiveCount: undefined })).toMatch(/ {2}after 36 hours 15 minutes of failures$/);
   });
 });
 
