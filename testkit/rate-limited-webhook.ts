@@ -1,12 +1,11 @@
 /**
- * A webhook with a capacity, for the back-pressure bench scenarios and tests (issue 21): an HTTP
- * server on 127.0.0.1 that takes `requestsPerSecond` through a token bucket and answers `429` +
- * `Retry-After: 1` above it, and optionally `503` (or another status) without `Retry-After` for
- * its first seconds (a restart, a bad deploy). It records each delivered message id, so a caller can check that
- * every message arrived exactly once, and counts what it refused.
+ * A webhook with a capacity, for the back-pressure bench scenarios and tests (issue 21): a responder
+ * for `startWebhook` (webhook.ts) that takes `requestsPerSecond` through a token bucket and answers `429` +
+ * `Retry-After: 1` above it, and optionally `503` (or another status) without `Retry-After` for its
+ * first seconds (a restart, a bad deploy). It records each delivered message id, so a caller can
+ * check that every message arrived exactly once, and counts what it refused.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { ReceivedRequest, Responder, WebhookReply } from './webhook';
 
 /** How the webhook answers. */
 export interface RateLimitedWebhookOptions {
@@ -25,29 +24,26 @@ export interface RateLimitedWebhookOptions {
   readonly headerPrefix?: string;
 }
 
-/** A running {@link startRateLimitedWebhook}. */
-export interface RateLimitedWebhook {
-  readonly url: string;
+/** A {@link rateLimitedResponder}: give `respond` to `startWebhook`; the rest tells what it answered. */
+export interface RateLimitedResponder {
+  readonly respond: Responder;
   /** The bucket's size as used. */
   readonly burst: number;
   /** Accepted (2xx) requests by message id: 1 each when every message arrived exactly once. */
   readonly delivered: ReadonlyMap<string, number>;
   /** Requests answered `429` or `unavailableStatus`. */
   refused(): number;
-  /** Every request answered. */
-  requests(): number;
   /** Accepted requests beyond each message's first. */
   duplicates(): number;
   /** When the last request was accepted (`Date.now()`), or undefined. */
   lastDeliveryAt(): number | undefined;
-  close(): Promise<void>;
 }
 
 /** The bucket's default size: a tenth of a second's worth of requests, at least 1. */
 export const defaultBurst = (requestsPerSecond: number): number => Math.max(1, requestsPerSecond / 10);
 
-/** Starts the webhook on a free port of 127.0.0.1 (see {@link RateLimitedWebhookOptions}). */
-export async function startRateLimitedWebhook(options: RateLimitedWebhookOptions = {}): Promise<RateLimitedWebhook> {
+/** A responder with a capacity (see {@link RateLimitedWebhookOptions}); one per webhook, as it keeps the bucket and the counts. */
+export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): RateLimitedResponder {
   const rate = options.requestsPerSecond;
   const burst = rate === undefined ? Number.POSITIVE_INFINITY : (options.burst ?? defaultBurst(rate));
   const idHeader = `${options.headerPrefix ?? 'X-Carrier-'}Message-Id`.toLowerCase();
@@ -56,7 +52,6 @@ export async function startRateLimitedWebhook(options: RateLimitedWebhookOptions
   let filledAt = performance.now();
   let firstAt: number | undefined;
   let refused = 0;
-  let requests = 0;
   let duplicates = 0;
   let lastDeliveryAt: number | undefined;
 
@@ -69,48 +64,30 @@ export async function startRateLimitedWebhook(options: RateLimitedWebhookOptions
     tokens -= 1;
     return true;
   };
-  const answer = (req: IncomingMessage, body: string): [number, Record<string, string>] => {
-    requests += 1;
+  const respond = (request: ReceivedRequest): WebhookReply => {
     firstAt ??= Date.now();
-    if (options.unavailableForMs !== undefined && Date.now() - firstAt < options.unavailableForMs)
-      return [options.unavailableStatus ?? 503, {}];
-    if (!take()) return [429, { 'Retry-After': '1' }];
-    const header = req.headers[idHeader];
-    const id = typeof header === 'string' ? header : body;
+    if (options.unavailableForMs !== undefined && Date.now() - firstAt < options.unavailableForMs) {
+      refused += 1;
+      return { status: options.unavailableStatus ?? 503 };
+    }
+    if (!take()) {
+      refused += 1;
+      return { status: 429, headers: { 'Retry-After': '1' } };
+    }
+    const header = request.headers[idHeader];
+    const id = typeof header === 'string' ? header : request.body.toString();
     const count = (delivered.get(id) ?? 0) + 1;
     delivered.set(id, count);
     if (count > 1) duplicates += 1;
     lastDeliveryAt = Date.now();
-    return [200, {}];
+    return { status: 200 };
   };
-
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const [status, headers] = answer(req, Buffer.concat(chunks).toString());
-      if (status !== 200) refused += 1;
-      res.writeHead(status, headers).end();
-    });
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    respond,
     burst,
     delivered,
     refused: () => refused,
-    requests: () => requests,
     duplicates: () => duplicates,
     lastDeliveryAt: () => lastDeliveryAt,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
   };
 }

@@ -153,9 +153,8 @@ export async function until(predicate: () => boolean | Promise<boolean>): Promis
   while (!(await predicate())) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
-/** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
 /** An SQS client for the emulator a relay's ready line names (its test credentials, the SDK's chatter silenced). */
-export function sqsClientFor(ready: ReadyLine): SQSClient {
+export function sqsClientFor(ready: Pick<ReadyLine, 'sqsEndpoint' | 'region'>): SQSClient {
   return new SQSClient({
     endpoint: ready.sqsEndpoint,
     region: ready.region,
@@ -164,6 +163,7 @@ export function sqsClientFor(ready: ReadyLine): SQSClient {
   });
 }
 
+/** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
 export const QUIET_SDK_LOGGER = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), `message <i>` each; returns their ids. */

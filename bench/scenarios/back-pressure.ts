@@ -1,14 +1,15 @@
 /**
  * Back-pressure (issue 21), the relay as a user runs it: `npm start` (local mode, its own emulator)
  * with the stack's fan-out, N messages sent at once to a webhook with a capacity
- * (testkit/rate-limited-webhook.ts), each run in a fresh relay process. `backPressure`: a token
+ * (testkit/rate-limited-webhook.ts's responder), each run in a fresh relay process. `backPressure`: a token
  * bucket of R requests/s answering `429` + `Retry-After: 1` above it, the defaults against
  * `PACING=false`. `recovery`: a webhook answering `503` (the breaker's case) or `500` (each attempt
  * spends a receive) without `Retry-After` for 40 s, then 2xx. Neither needs the bundle.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { defaultBurst, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
+import { defaultBurst, type RateLimitedWebhookOptions, rateLimitedResponder } from '../../testkit/rate-limited-webhook';
 import { readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
+import { startWebhook } from '../../testkit/webhook';
 import { log, QUICK } from '../harness';
 import { median } from '../stats';
 import { scenario } from './scenario';
@@ -80,7 +81,8 @@ async function runOnce(
   env: Readonly<Record<string, string>>,
   deadlineMs: number,
 ): Promise<BackPressureRun> {
-  const webhook = await startRateLimitedWebhook(webhookOptions);
+  const limit = rateLimitedResponder(webhookOptions);
+  const webhook = await startWebhook(limit.respond);
   const relay = startRelayProcess({ ...RELAY_ENV, ...env, WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json' });
   let sqs: SQSClient | undefined;
   try {
@@ -88,15 +90,15 @@ async function runOnce(
     sqs = sqsClientFor(ready);
     const startedAt = Date.now();
     await sendMessages(sqs, ready.queueUrl, count);
-    const end = await settle(sqs, ready, count, () => webhook.delivered.size, startedAt + deadlineMs);
+    const end = await settle(sqs, ready, count, () => limit.delivered.size, startedAt + deadlineMs);
     return {
-      drainSeconds: ((webhook.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000,
-      delivered: webhook.delivered.size,
-      duplicates: webhook.duplicates(),
+      drainSeconds: ((limit.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000,
+      delivered: limit.delivered.size,
+      duplicates: limit.duplicates(),
       deadLettered: end.deadLettered,
       left: end.left,
-      requests: webhook.requests(),
-      refused: webhook.refused(),
+      requests: webhook.requests.length,
+      refused: limit.refused(),
     };
   } finally {
     sqs?.destroy();

@@ -14,41 +14,24 @@ import {
 } from '@aws-sdk/client-sqs';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { FIFO_SUFFIX } from '../../lambda/sqs-util';
-import { type Emulator, type QueueRef, startEmulator } from '../../testkit/emulator';
+import type { Emulator, QueueRef } from '../../testkit/emulator';
+import type { SqsProxy } from '../../testkit/sqs-proxy';
+import { signatureHeadersOf } from '../../testkit/webhook';
+import { emulatorForFile, sqsProxyForFile, webhookForFile } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, type LogLine, relayFor } from '../support/relay';
-import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
-import { signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('the dead-letter fault key, 32 b.').toString('base64')}`;
 
-let webhook: TestWebhook;
-let standard: Emulator;
-let fifo: Emulator;
-let standardProxy: SqsProxy;
-let fifoProxy: SqsProxy;
-
-beforeAll(async () => {
-  webhook = await startWebhook();
-  standard = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
-  fifo = await startEmulator({ fifo: true, keepEnvironment: true, maxReceiveCount: 5 });
-  // SQS's rule for attribute characters, which fauxqs does not check, enforced in front of it.
-  standardProxy = await startSqsProxy(standard.endpoint, standard.region, { enforceAttributeCharacters: true });
-  fifoProxy = await startSqsProxy(fifo.endpoint, fifo.region, { enforceAttributeCharacters: true });
-});
-afterAll(async () => {
-  await Promise.all([standardProxy.close(), fifoProxy.close(), webhook.close()]);
-  await Promise.all([standard.stop(), fifo.stop()]);
-});
-afterEach(() => {
-  standard.server.reset();
-  fifo.server.reset();
-  webhook.requests.length = 0;
-  webhook.respondWith(() => ({ status: 200 }));
-});
+const webhook = await webhookForFile();
+const standard = await emulatorForFile({ keepEnvironment: true, maxReceiveCount: 5 });
+const fifo = await emulatorForFile({ fifo: true, keepEnvironment: true, maxReceiveCount: 5 });
+// SQS's rule for attribute characters, which fauxqs does not check, enforced in front of it.
+const standardProxy = await sqsProxyForFile(standard, { enforceAttributeCharacters: true });
+const fifoProxy = await sqsProxyForFile(fifo, { enforceAttributeCharacters: true });
 
 /** One invocation of the relay (signing on, as the stack deploys it) on what the queue holds now, and Lambda's deletes after it. */
 async function relayOnce(
@@ -207,8 +190,6 @@ describe('a response excerpt holding characters SQS refuses in attribute values'
     await expect(send({ MessageAttributes: { reason: { DataType: 'String', StringValue: 'bad\uFFFDinput' } } })).resolves.toMatchObject({
       MessageId: expect.any(String),
     });
-    standardProxy.reset();
-    standardProxy.refusals.clear();
     expect(await drain(standard, standard.dlq)).toHaveLength(1);
   });
 

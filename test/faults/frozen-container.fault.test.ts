@@ -24,7 +24,7 @@ import type { Emulator } from '../../testkit/emulator';
 import { acknowledge, sleep } from '../support/relay';
 import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
 import { type LoadedBundle, startBundle, type SynthesizedBundle, synthesizeBundle, templateQueues } from '../../testkit/synth';
-import { startWebhook, type TestWebhook } from '../support/webhook';
+import { startWebhook, type TestWebhook } from '../../testkit/webhook';
 
 /** Idle time after which the relay in front of the webhook forgets a connection. */
 const FORGET_AFTER_MS = 300;

@@ -8,14 +8,12 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeEach, describe, expect, test } from 'vitest';
 import type { RelayHandler } from '../../lambda/relay';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { signatureHeadersOf } from '../../testkit/webhook';
+import { emulatorForFile, secretsManagerForFile, sqsProxyForFile, webhookForFile } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
-import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
-import { type SilentEndpoint, startSilentEndpoint } from '../support/silent-endpoint';
-import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
-import { signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
+import { startSilentEndpoint } from '../support/silent-endpoint';
 
 /** The function's timeout in these tests, and the margin kept for the SQS calls after the requests. */
 const DEADLINE_MS = 2_000;
@@ -25,11 +23,6 @@ const QUEUE_VISIBILITY_SECONDS = 3;
 const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
 const SECRET_ID = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:hung-signing';
 
-let emulator: Emulator;
-let proxy: SqsProxy;
-let webhook: TestWebhook;
-let silent: SilentEndpoint;
-let secretsManager: FakeSecretsManager;
 /** Bodies the webhook refuses with a 404 (a permanent failure). */
 const refused = new Set<string>();
 /** While true the webhook answers 500 to every body starting with "flaky". */
@@ -37,40 +30,24 @@ let flaky = true;
 /** 2xx answers given, by body. */
 const delivered = new Map<string, number>();
 
-beforeAll(async () => {
-  emulator = await startEmulator({ visibilityTimeout: QUEUE_VISIBILITY_SECONDS });
-  proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-  // The relay builds its own SQS client (with its timeouts) from the environment: through the proxy.
-  process.env.AWS_ENDPOINT_URL_SQS = proxy.endpoint;
-  silent = await startSilentEndpoint();
-  secretsManager = await startSecretsManager();
-  webhook = await startWebhook((request) => {
-    const body = request.body.toString();
-    if (refused.has(body)) return { status: 404, body: 'no such tenant' };
-    if (flaky && body.startsWith('flaky')) return { status: 500 };
-    delivered.set(body, (delivered.get(body) ?? 0) + 1);
-    return { status: 200 };
-  });
-});
-afterAll(async () => {
-  await webhook.close();
-  await secretsManager.close();
-  await silent.close();
-  await proxy.close();
-  await emulator.stop();
+const emulator = await emulatorForFile({ visibilityTimeout: QUEUE_VISIBILITY_SECONDS });
+const proxy = await sqsProxyForFile(emulator);
+// The relay builds its own SQS client (with its timeouts) from the environment: through the proxy.
+process.env.AWS_ENDPOINT_URL_SQS = proxy.endpoint;
+const silent = await startSilentEndpoint();
+afterAll(() => silent.close());
+const secretsManager = await secretsManagerForFile();
+const webhook = await webhookForFile((request) => {
+  const body = request.body.toString();
+  if (refused.has(body)) return { status: 404, body: 'no such tenant' };
+  if (flaky && body.startsWith('flaky')) return { status: 500 };
+  delivered.set(body, (delivered.get(body) ?? 0) + 1);
+  return { status: 200 };
 });
 beforeEach(() => {
-  emulator.server.reset();
-  proxy.reset();
   refused.clear();
   delivered.clear();
   flaky = true;
-  webhook.requests.length = 0;
-});
-afterEach(() => {
-  proxy.hung.clear();
-  proxy.answersWithheld.clear();
-  proxy.releaseHung();
 });
 
 /** Invokes with a {@link DEADLINE_MS} deadline; fails if the handler is still running well after it. */

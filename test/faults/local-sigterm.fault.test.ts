@@ -7,11 +7,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
-import { startWebhook, type TestWebhook } from '../support/webhook';
-import { childEnv, closedPort, QUIET_SDK_LOGGER, ROOT, until } from '../../testkit/relay-process';
+import { childEnv, closedPort, ROOT, sqsClientFor, until } from '../../testkit/relay-process';
+import { emulatorForTest, webhookForTest } from '../support/fixtures';
 
 /** A launcher (npm, npx, node) in a process group of its own, so the test can always clean up. */
 interface Launched {
@@ -25,9 +24,7 @@ interface Launched {
 }
 
 const launched: Launched[] = [];
-const webhooks: TestWebhook[] = [];
-const emulators: Emulator[] = [];
-afterEach(async () => {
+afterEach(() => {
   for (const { pid } of launched.splice(0)) {
     try {
       process.kill(-pid, 'SIGKILL');
@@ -35,8 +32,6 @@ afterEach(async () => {
       // the group is gone: what the tests want
     }
   }
-  for (const webhook of webhooks.splice(0)) await webhook.close();
-  for (const emulator of emulators.splice(0)) await emulator.stop();
 });
 
 function launch(command: string, args: string[], env: Record<string, string>): Launched {
@@ -101,20 +96,14 @@ async function readyOf(relay: Launched): Promise<{ queueUrl: string; sqsEndpoint
 async function stopWithSigtermToLauncher(command: string, args: string[]): Promise<{ relay: Launched; exit: number | string; id: string }> {
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
-  const webhook = await startWebhook(async () => {
+  const webhook = await webhookForTest(async () => {
     await held;
     return { status: 200 };
   });
-  webhooks.push(webhook);
   const port = await closedPort();
   const relay = launch(command, args, { WEBHOOK_URL: webhook.url, SQS_PORT: String(port), LOG_FORMAT: 'json', LOG_LEVEL: 'DEBUG' });
   const ready = await readyOf(relay);
-  const sqs = new SQSClient({
-    endpoint: ready.sqsEndpoint,
-    region: ready.region,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    logger: QUIET_SDK_LOGGER,
-  });
+  const sqs = sqsClientFor(ready);
   const { MessageId } = await sqs.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: '{"order":1}' }));
   sqs.destroy();
   await until(() => webhook.requests.length === 1);
@@ -154,10 +143,8 @@ describe('SIGTERM to the launcher only', () => {
 describe('a stop strands no message', () => {
   test('a message a pending long poll receives after the stop is handed back at once, not after the visibility timeout', async () => {
     // The queue outlives the relay: a standalone relay on an existing queue (QUEUE_URL).
-    const emulator = await startEmulator({ keepEnvironment: true, visibilityTimeout: 600 });
-    emulators.push(emulator);
-    const webhook = await startWebhook();
-    webhooks.push(webhook);
+    const emulator = await emulatorForTest({ keepEnvironment: true, visibilityTimeout: 600 });
+    const webhook = await webhookForTest();
     const relay = launch(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
       QUEUE_URL: emulator.queue.url,
       AWS_ENDPOINT_URL_SQS: emulator.endpoint,

@@ -7,37 +7,21 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { describe, expect, test } from 'vitest';
 import { sqsRecord } from '../../testkit/records';
+import { type ReceivedRequest, signatureHeadersOf } from '../../testkit/webhook';
+import { emulatorForFile, secretsManagerForFile, webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
-import { type ReceivedRequest, signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
 
 const GOOD = `whsec_${Buffer.from('the signing key before rotation').toString('base64')}`;
 const NEXT = `whsec_${Buffer.from('the signing key after a good rotation').toString('base64')}`;
 /** Not base64: a rotation that pasted the wrong thing. */
 const BAD = 'whsec_this-is-not*base64!';
 
-let emulator: Emulator;
-let webhook: TestWebhook;
-let secretsManager: FakeSecretsManager;
+const emulator = await emulatorForFile();
+const webhook = await webhookForFile();
+const secretsManager = await secretsManagerForFile();
 let nextIndex = 0;
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  webhook = await startWebhook();
-  secretsManager = await startSecretsManager();
-});
-afterAll(async () => {
-  await secretsManager.close();
-  await webhook.close();
-  await emulator.stop();
-});
-beforeEach(() => {
-  webhook.requests.length = 0;
-  secretsManager.failing = false;
-});
 
 /** `count` new records of the emulator's queue (so that the relay's SQS calls about them can succeed). */
 function records(count: number): SQSRecord[] {

@@ -4,33 +4,22 @@
  * silent endpoint on 127.0.0.1 (accepts, never answers) and the SQS emulator.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { beforeDeadline, Deadline, DeadlineExceededError } from '../../lambda/deadline';
 import { QueueDirectory } from '../../lambda/queues';
 import { secretsManagerReader } from '../../lambda/secrets';
 import { SqsGateway } from '../../lambda/sqs-gateway';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { emulatorForFile, sqsProxyForFile } from '../support/fixtures';
 import { sleep } from '../support/relay';
-import { type SilentEndpoint, startSilentEndpoint } from '../support/silent-endpoint';
-import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
+import { startSilentEndpoint } from '../support/silent-endpoint';
 
-let silent: SilentEndpoint;
-let emulator: Emulator;
-let proxy: SqsProxy;
-
-beforeAll(async () => {
-  silent = await startSilentEndpoint();
-  emulator = await startEmulator({ keepEnvironment: true });
-  proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-  process.env.AWS_REGION = 'us-east-1';
-  process.env.AWS_ACCESS_KEY_ID = 'test';
-  process.env.AWS_SECRET_ACCESS_KEY = 'test';
-});
-afterAll(async () => {
-  await proxy.close();
-  await emulator.stop();
-  await silent.close();
-});
+const silent = await startSilentEndpoint();
+afterAll(() => silent.close());
+const emulator = await emulatorForFile({ keepEnvironment: true });
+const proxy = await sqsProxyForFile(emulator);
+process.env.AWS_REGION = 'us-east-1';
+process.env.AWS_ACCESS_KEY_ID = 'test';
+process.env.AWS_SECRET_ACCESS_KEY = 'test';
 
 const clientOf = (endpoint: string): SQSClient =>
   new SQSClient({

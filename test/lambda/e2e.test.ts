@@ -5,29 +5,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { emulatorForFile, sqsProxyForFile, webhookForFile } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
-import { startWebhook, type TestWebhook } from '../support/webhook';
 
-let emulator: Emulator;
-let webhook: TestWebhook;
-
-beforeAll(async () => {
-  emulator = await startEmulator({ visibilityTimeout: 30, maxReceiveCount: 5 });
-  webhook = await startWebhook();
-});
-afterAll(async () => {
-  await webhook.close();
-  await emulator.stop();
-});
-afterEach(() => {
-  emulator.server.reset();
-  webhook.requests.length = 0;
-  webhook.respondWith(() => ({ status: 200 }));
-});
+const emulator = await emulatorForFile({ visibilityTimeout: 30, maxReceiveCount: 5 });
+const webhook = await webhookForFile();
+/** Between the handler and the emulator where a test passes `proxy.sqs`: it refuses the calls a test names. */
+const proxy = await sqsProxyForFile(emulator);
 
 /** Visible messages of the main queue right now, without receiving them. */
 const ready = (): number => emulator.counts(emulator.queue).ready;
@@ -139,13 +125,6 @@ describe('nothing is lost when', () => {
 });
 
 describe('when SQS refuses', () => {
-  let proxy: SqsProxy;
-  beforeAll(async () => {
-    proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-  });
-  afterAll(async () => proxy.close());
-  afterEach(() => proxy.refused.clear());
-
   test('the visibility call: the record stays failed, in flight with the queue default, and the failure is logged', async () => {
     proxy.refused.add('ChangeMessageVisibilityBatch');
     webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '0' } }));

@@ -2,16 +2,12 @@
  * A batch of 10,000 records, the most Lambda hands over: every record delivered once, never
  * more than MAX_CONCURRENCY requests open at the webhook, and one metric line for the batch.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { sqsRecord } from '../../testkit/records';
+import { webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor, sleep, unreachableSqs } from '../support/relay';
-import { startWebhook, type TestWebhook } from '../support/webhook';
 
-let webhook: TestWebhook;
-beforeAll(async () => {
-  webhook = await startWebhook();
-});
-afterAll(async () => webhook.close());
+const webhook = await webhookForFile();
 
 test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in flight', async () => {
   let open = 0;

@@ -3,21 +3,12 @@
  * breaker opens after OUTAGE_THRESHOLD failures, holds the rest of the batch back with the open
  * interval as visibility, lets one probe through per interval, and closes on the first answer.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { expect, test } from 'vitest';
+import { emulatorForFile, webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { startWebhook, type TestWebhook } from '../support/webhook';
 
-let emulator: Emulator;
-let webhook: TestWebhook;
-beforeAll(async () => {
-  emulator = await startEmulator({ visibilityTimeout: 60 });
-  webhook = await startWebhook();
-});
-afterAll(async () => {
-  await webhook.close();
-  await emulator.stop();
-});
+const emulator = await emulatorForFile({ visibilityTimeout: 60 });
+const webhook = await webhookForFile();
 
 test('opens after 3 outage failures, holds the rest, probes once per interval, closes when the webhook answers', async () => {
   for (let i = 0; i < 20; i += 1) await emulator.send(`m${i}`);
@@ -74,8 +65,6 @@ test('opens after 3 outage failures, holds the rest, probes once per interval, c
 });
 
 test('OUTAGE_THRESHOLD=0 switches the breaker off: every record is tried', async () => {
-  emulator.server.reset();
-  webhook.requests.length = 0;
   webhook.respondWith(() => ({ status: 503 }));
   for (let i = 0; i < 10; i += 1) await emulator.send(`n${i}`);
   const event = await emulator.receiveEvent(10);

@@ -9,13 +9,16 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
 import { clampVisibility } from '../../lambda/retry-timing';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { sqsRecord } from '../../testkit/records';
+import type { WebhookReply } from '../../testkit/webhook';
+import { emulatorForFile, webhookForFile } from '../support/fixtures';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';
-import { startWebhook, type TestWebhook, type WebhookReply } from '../support/webhook';
+
+const emulator = await emulatorForFile({ visibilityTimeout: 900 });
+const webhook = await webhookForFile();
 
 /** What the webhook does with one record, as the property chooses. */
 type Reply =
@@ -61,17 +64,6 @@ function expectedVisibility(reply: Reply, elapsedSeconds: number): number {
 }
 
 describe('against fauxqs and a real webhook', () => {
-  let emulator: Emulator;
-  let webhook: TestWebhook;
-  beforeAll(async () => {
-    emulator = await startEmulator({ visibilityTimeout: 900 });
-    webhook = await startWebhook();
-  });
-  afterAll(async () => {
-    await webhook.close();
-    await emulator.stop();
-  });
-
   /** Sends one message per reply and receives them all back as one Lambda batch. */
   async function batchFor(replies: readonly Reply[]): Promise<SQSRecord[]> {
     emulator.server.reset();
@@ -186,12 +178,6 @@ describe('against fauxqs and a real webhook', () => {
 });
 
 describe('FIFO ordering', () => {
-  let webhook: TestWebhook;
-  beforeAll(async () => {
-    webhook = await startWebhook();
-  });
-  afterAll(async () => webhook.close());
-
   test('no record is sent after an earlier record of its group was not acknowledged; other groups go on', async () => {
     // The queue calls are not the subject here; an unreachable SQS endpoint makes every
     // visibility change fail, which must not change which records are reported.

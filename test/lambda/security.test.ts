@@ -8,37 +8,18 @@ import type { AddressInfo } from 'node:net';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { describe, expect, test } from 'vitest';
 import { sqsRecord } from '../../testkit/records';
+import { signatureHeadersOf } from '../../testkit/webhook';
+import { emulatorForFile, secretsManagerForFile, webhookForFile, webhookForTest } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
-import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
-import { signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
 
 const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
 const ROTATED = `whsec_${Buffer.from('the next signing key, after rotation').toString('base64')}`;
 
-let emulator: Emulator;
-let webhook: TestWebhook;
-let secretsManager: FakeSecretsManager;
-
-beforeAll(async () => {
-  emulator = await startEmulator();
-  webhook = await startWebhook();
-  secretsManager = await startSecretsManager();
-});
-afterAll(async () => {
-  await secretsManager.close();
-  await webhook.close();
-  await emulator.stop();
-});
-afterEach(() => {
-  emulator.server.reset();
-  webhook.requests.length = 0;
-  webhook.respondWith(() => ({ status: 200 }));
-  secretsManager.failing = false;
-  secretsManager.delayMs = 0;
-});
+const emulator = await emulatorForFile();
+const webhook = await webhookForFile();
+const secretsManager = await secretsManagerForFile();
 
 /** Record `index` of the emulator's queue (its ARN, so SQS calls about it can succeed). */
 function syntheticRecord(index: number, body: string, messageAttributes: SQSRecord['messageAttributes'] = {}): SQSRecord {
@@ -225,18 +206,14 @@ describe('hostile webhooks', () => {
   });
 
   test('a redirect to another host is not followed: the other host gets nothing, the message is dead-lettered', async () => {
-    const other = await startWebhook();
-    try {
-      webhook.respondWith(() => ({ status: 307, headers: { Location: other.url } }));
-      await emulator.send('redirected');
-      const event = await emulator.receiveEvent();
-      const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
-      expect(other.requests).toHaveLength(0);
-      expect(response.batchItemFailures).toEqual([]);
-      expect(emulator.counts(emulator.dlq).ready).toBe(1);
-    } finally {
-      await other.close();
-    }
+    const other = await webhookForTest();
+    webhook.respondWith(() => ({ status: 307, headers: { Location: other.url } }));
+    await emulator.send('redirected');
+    const event = await emulator.receiveEvent();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
+    expect(other.requests).toHaveLength(0);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(emulator.counts(emulator.dlq).ready).toBe(1);
   });
 });
 

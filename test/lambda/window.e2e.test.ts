@@ -4,28 +4,13 @@
  * `ApproximateFirstReceiveTimestamp`, set back here to stand for a message received hours ago.
  */
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
+import { emulatorForFile, webhookForFile } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
-import { startWebhook, type TestWebhook } from '../support/webhook';
 
-let emulator: Emulator;
-let webhook: TestWebhook;
-
-beforeAll(async () => {
-  emulator = await startEmulator({ visibilityTimeout: 30, maxReceiveCount: 100 });
-  webhook = await startWebhook();
-});
-afterAll(async () => {
-  await webhook.close();
-  await emulator.stop();
-});
-afterEach(() => {
-  emulator.server.reset();
-  webhook.requests.length = 0;
-  webhook.respondWith(() => ({ status: 200 }));
-});
+const emulator = await emulatorForFile({ visibilityTimeout: 30, maxReceiveCount: 100 });
+const webhook = await webhookForFile();
 
 const HOUR_MS = 3_600_000;
 

@@ -21,7 +21,7 @@ import {
   templateQueues,
 } from '../../testkit/synth';
 import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
-import { signatureHeadersOf, startWebhook, type TestWebhook } from '../support/webhook';
+import { signatureHeadersOf, startWebhook, type TestWebhook } from '../../testkit/webhook';
 import { Webhook } from 'standardwebhooks';
 
 /** The body decides what the webhook answers. */

@@ -5,57 +5,45 @@
  * invocations do. Only where each message ends is asserted: delivered exactly once, the DLQ and
  * the queue empty; how fast is bench/scenarios/back-pressure.ts's business.
  */
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, describe, expect, test } from 'vitest';
-import { type RateLimitedWebhook, type RateLimitedWebhookOptions, startRateLimitedWebhook } from '../../testkit/rate-limited-webhook';
-import { startWebhook } from '../support/webhook';
-import {
-  readyLine,
-  type RelayProcess,
-  sendMessages,
-  settle,
-  sqsClientFor,
-  startRelayProcess,
-  stopRelay,
-} from '../../testkit/relay-process';
-
-let relay: RelayProcess | undefined;
-let webhook: RateLimitedWebhook | undefined;
-let sqs: SQSClient | undefined;
-afterEach(async () => {
-  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
-  await webhook?.close();
-  sqs?.destroy();
-  relay = webhook = sqs = undefined;
-});
+import { describe, expect, test } from 'vitest';
+import { type RateLimitedResponder, type RateLimitedWebhookOptions, rateLimitedResponder } from '../../testkit/rate-limited-webhook';
+import { type RelayProcess, sendMessages, settle, stopRelay } from '../../testkit/relay-process';
+import { localRelayForTest, webhookForTest } from '../support/fixtures';
 
 /** Sends `count` messages at once to a relay with the stack's fan-out (5 pollers × 10 in flight), and waits for each to end somewhere. */
-async function flood(count: number, options: RateLimitedWebhookOptions): Promise<{ ids: string[]; deadLettered: number; left: number }> {
-  webhook = await startRateLimitedWebhook(options);
-  relay = startRelayProcess({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' });
-  const ready = await readyLine(relay);
-  sqs = sqsClientFor(ready);
+async function flood(
+  count: number,
+  options: RateLimitedWebhookOptions,
+): Promise<{ ids: string[]; deadLettered: number; left: number; limit: RateLimitedResponder; relay: RelayProcess }> {
+  const limit = rateLimitedResponder(options);
+  const webhook = await webhookForTest(limit.respond);
+  const { relay, ready, sqs } = await localRelayForTest({
+    WEBHOOK_URL: webhook.url,
+    LOG_FORMAT: 'json',
+    POLLERS: '5',
+    MAX_CONCURRENCY: '10',
+    BATCH_SIZE: '10',
+  });
   const ids = await sendMessages(sqs, ready.queueUrl, count);
-  const hook = webhook;
-  const { deadLettered, left } = await settle(sqs, ready, count, () => hook.delivered.size);
+  const { deadLettered, left } = await settle(sqs, ready, count, () => limit.delivered.size);
   console.info(
-    `back-pressure e2e: ${hook.delivered.size} of ${count} delivered, ${deadLettered} dead-lettered, ${hook.refused()} of ${hook.requests()} requests refused`,
+    `back-pressure e2e: ${limit.delivered.size} of ${count} delivered, ${deadLettered} dead-lettered, ${limit.refused()} of ${webhook.requests.length} requests refused`,
   );
-  return { ids, deadLettered, left };
+  return { ids, deadLettered, left, limit, relay };
 }
 
-function expectDeliveredOnce(ids: readonly string[]): void {
-  expect(webhook?.duplicates()).toBe(0);
-  expect(new Set(webhook?.delivered.keys())).toEqual(new Set(ids));
+function expectDeliveredOnce(limit: RateLimitedResponder, ids: readonly string[]): void {
+  expect(limit.duplicates()).toBe(0);
+  expect(new Set(limit.delivered.keys())).toEqual(new Set(ids));
 }
 
 describe('a webhook that takes 50 requests/s and answers 429 + Retry-After: 1 above it', () => {
   test('300 messages sent at once: every one delivered exactly once, none dead-lettered, nothing left on the queue', async () => {
-    const { ids, deadLettered, left } = await flood(300, { requestsPerSecond: 50 });
+    const { ids, deadLettered, left, limit, relay } = await flood(300, { requestsPerSecond: 50 });
     expect(deadLettered).toBe(0);
     expect(left).toBe(0);
-    expectDeliveredOnce(ids);
-    expect(await stopRelay(relay as RelayProcess)).toBe(0);
+    expectDeliveredOnce(limit, ids);
+    expect(await stopRelay(relay)).toBe(0);
   }, 180_000);
 });
 
@@ -63,38 +51,32 @@ describe('a webhook that answers 500 for 40 s (a bad deploy), then recovers', ()
   // 500, not 503: a webhook that answers is up, so the circuit breaker stays closed and each attempt spends a receive.
   // 40 s outlasts five attempts with the default backoff (2, 4, 8, 16 s plus up to 25 % jitter): a receive count of 5 gives up.
   test('50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async () => {
-    const { ids, deadLettered, left } = await flood(50, { unavailableForMs: 40_000, unavailableStatus: 500 });
+    const { ids, deadLettered, left, limit, relay } = await flood(50, { unavailableForMs: 40_000, unavailableStatus: 500 });
     expect(deadLettered).toBe(0);
     expect(left).toBe(0);
-    expectDeliveredOnce(ids);
-    expect(await stopRelay(relay as RelayProcess)).toBe(0);
+    expectDeliveredOnce(limit, ids);
+    expect(await stopRelay(relay)).toBe(0);
   }, 240_000);
 });
 
 describe('MAX_REQUESTS_PER_SECOND=20, shared by 2 pollers as by 2 concurrent invocations', () => {
   test('120 messages to a webhook that takes everything: no second sees more than the ceiling (and a request of burst per poller)', async () => {
-    const open = await startWebhook();
-    try {
-      relay = startRelayProcess({
-        WEBHOOK_URL: open.url,
-        LOG_FORMAT: 'json',
-        POLLERS: '2',
-        MAX_CONCURRENCY: '10',
-        BATCH_SIZE: '10',
-        MAX_REQUESTS_PER_SECOND: '20',
-      });
-      const ready = await readyLine(relay);
-      sqs = sqsClientFor(ready);
-      await sendMessages(sqs, ready.queueUrl, 120);
-      const delivered = (): number => new Set(open.requests.map((request) => request.headers['x-carrier-message-id'])).size;
-      const { deadLettered, left } = await settle(sqs, ready, 120, delivered, Date.now() + 60_000);
-      expect({ deadLettered, left, delivered: delivered() }).toEqual({ deadLettered: 0, left: 0, delivered: 120 });
-      // An upper bound only: a slow machine sends fewer, never more.
-      const times = open.requests.map((request) => request.receivedAt).sort((a, b) => a - b);
-      const busiestSecond = Math.max(...times.map((start) => times.filter((t) => t >= start && t < start + 1000).length));
-      expect(busiestSecond).toBeLessThanOrEqual(20 + 2);
-    } finally {
-      await open.close();
-    }
+    const open = await webhookForTest();
+    const { ready, sqs } = await localRelayForTest({
+      WEBHOOK_URL: open.url,
+      LOG_FORMAT: 'json',
+      POLLERS: '2',
+      MAX_CONCURRENCY: '10',
+      BATCH_SIZE: '10',
+      MAX_REQUESTS_PER_SECOND: '20',
+    });
+    await sendMessages(sqs, ready.queueUrl, 120);
+    const delivered = (): number => new Set(open.requests.map((request) => request.headers['x-carrier-message-id'])).size;
+    const { deadLettered, left } = await settle(sqs, ready, 120, delivered, Date.now() + 60_000);
+    expect({ deadLettered, left, delivered: delivered() }).toEqual({ deadLettered: 0, left: 0, delivered: 120 });
+    // An upper bound only: a slow machine sends fewer, never more.
+    const times = open.requests.map((request) => request.receivedAt).sort((a, b) => a - b);
+    const busiestSecond = Math.max(...times.map((start) => times.filter((t) => t >= start && t < start + 1000).length));
+    expect(busiestSecond).toBeLessThanOrEqual(20 + 2);
   }, 120_000);
 });

@@ -5,18 +5,10 @@
  * dead-lettered, which shows the test can fail. Then Carrier's health check.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, describe, expect, test } from 'vitest';
-import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
-import {
-  queueCounts,
-  type ReadyLine,
-  readyLine,
-  type RelayProcess,
-  sqsClientFor,
-  startRelayProcess,
-  stopRelay,
-  until,
-} from '../../testkit/relay-process';
+import { describe, expect, test } from 'vitest';
+import { queueCounts, type ReadyLine, type RelayProcess, stopRelay, until } from '../../testkit/relay-process';
+import type { ReceivedRequest } from '../../testkit/webhook';
+import { localRelayForTest, webhookForTest } from '../support/fixtures';
 
 const OUTAGE_MS = 20_000;
 const SCENARIO = {
@@ -28,16 +20,6 @@ const SCENARIO = {
   MAX_CONCURRENCY: '10',
 };
 
-let relay: RelayProcess | undefined;
-let webhook: TestWebhook | undefined;
-let sqs: SQSClient | undefined;
-afterEach(async () => {
-  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
-  await webhook?.close();
-  sqs?.destroy();
-  relay = webhook = sqs = undefined;
-});
-
 /** Runs the scenario; returns what the webhook saw and how the queues ended. */
 async function outageScenario(env: Record<string, string>): Promise<{
   requests: ReceivedRequest[];
@@ -46,15 +28,13 @@ async function outageScenario(env: Record<string, string>): Promise<{
   dlq: number;
   client: SQSClient;
   ready: ReadyLine;
+  relay: RelayProcess;
 }> {
   const startedAt = Date.now();
   const upAt = startedAt + OUTAGE_MS;
   // Down: every connection is reset (the requests are still counted, unlike a refused connect).
-  webhook = await startWebhook(() => (Date.now() < upAt ? { resetBeforeResponse: true } : { status: 200 }));
-  relay = startRelayProcess({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', ...SCENARIO, ...env });
-  const ready = await readyLine(relay);
-  sqs = sqsClientFor(ready);
-  const client = sqs;
+  const webhook = await webhookForTest(() => (Date.now() < upAt ? { resetBeforeResponse: true } : { status: 200 }));
+  const { relay, ready, sqs: client } = await localRelayForTest({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', ...SCENARIO, ...env });
   // 100 messages arrive during the outage: 10 a second for the first 10 seconds.
   for (let batch = 0; batch < 10; batch += 1) {
     await client.send(
@@ -65,11 +45,10 @@ async function outageScenario(env: Record<string, string>): Promise<{
     );
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
-  const hook = webhook;
   const delivered = new Map<string, number>();
   const tally = (): number => {
     delivered.clear();
-    for (const request of hook.requests) {
+    for (const request of webhook.requests) {
       if (request.receivedAt >= upAt) delivered.set(request.body.toString(), (delivered.get(request.body.toString()) ?? 0) + 1);
     }
     return delivered.size;
@@ -82,12 +61,12 @@ async function outageScenario(env: Record<string, string>): Promise<{
     return main.visible + main.inFlight + main.delayed === 0 && delivered.size + dlq.visible === 100;
   });
   const dlq = (await queueCounts(client, ready.dlqUrl)).visible;
-  return { requests: hook.requests, upAt, delivered, dlq, client, ready };
+  return { requests: webhook.requests, upAt, delivered, dlq, client, ready, relay };
 }
 
 describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
   test('with the breaker: every message delivered exactly once, DLQ empty, a handful of requests during the outage', async () => {
-    const { requests, upAt, delivered, dlq } = await outageScenario({});
+    const { requests, upAt, delivered, dlq, relay } = await outageScenario({});
     expect(dlq).toBe(0);
     expect(delivered.size).toBe(100);
     expect([...delivered.values()].every((count) => count === 1)).toBe(true);
@@ -95,11 +74,11 @@ describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
     // The first batch's requests are all in flight (MAX_CONCURRENCY of them) before the fifth
     // failure opens the breaker; after that only one probe per interval goes out.
     expect(duringOutage.length).toBeLessThanOrEqual(Number(SCENARIO.MAX_CONCURRENCY) + 3);
-    const lines = relay?.jsonLines() ?? [];
+    const lines = relay.jsonLines();
     expect(lines.some((line) => line.level === 'WARN' && String(line.message).includes('circuit breaker opened'))).toBe(true);
     expect(lines.some((line) => String(line.message).includes('circuit breaker closed'))).toBe(true);
     console.info(`outage e2e (breaker on): ${duringOutage.length} requests during the 20 s outage, ${requests.length} in all, DLQ ${dlq}`);
-    expect(await stopRelay(relay as RelayProcess)).toBe(0);
+    expect(await stopRelay(relay)).toBe(0);
   }, 150_000);
 
   test('the same scenario with the breaker off (OUTAGE_THRESHOLD=0) dead-letters messages', async () => {
@@ -115,20 +94,17 @@ describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
 describe('WEBHOOK_HEALTH_CHECK_URL', () => {
   test('polling waits while the health check fails, and starts once it passes', async () => {
     let healthy = false;
-    webhook = await startWebhook((request) => (request.path === '/health' ? { status: healthy ? 200 : 503 } : { status: 200 }));
+    const webhook = await webhookForTest((request) => (request.path === '/health' ? { status: healthy ? 200 : 503 } : { status: 200 }));
     const healthUrl = webhook.url.replace('/hook', '/health');
-    relay = startRelayProcess({
+    const { relay, ready, sqs } = await localRelayForTest({
       WEBHOOK_URL: webhook.url,
       WEBHOOK_HEALTH_CHECK_URL: healthUrl,
       HEALTH_CHECK_INTERVAL_SECONDS: '1',
       LOG_FORMAT: 'json',
     });
-    const ready = await readyLine(relay);
-    sqs = sqsClientFor(ready);
     await sqs.send(new SendMessageBatchCommand({ QueueUrl: ready.queueUrl, Entries: [{ Id: 'a', MessageBody: 'waits for health' }] }));
-    const hook = webhook;
-    const deliveries = (): ReceivedRequest[] => hook.requests.filter((request) => request.path === '/hook');
-    await until(() => hook.requests.filter((request) => request.path === '/health').length >= 3);
+    const deliveries = (): ReceivedRequest[] => webhook.requests.filter((request) => request.path === '/hook');
+    await until(() => webhook.requests.filter((request) => request.path === '/health').length >= 3);
     expect(deliveries()).toHaveLength(0);
     expect(await queueCounts(sqs, ready.queueUrl)).toMatchObject({ visible: 1 });
     expect(relay.jsonLines().some((line) => line.level === 'WARN' && String(line.message).includes('polling paused'))).toBe(true);

@@ -3,13 +3,13 @@
  * and `webhook-signature`, and a configuration error or a log line shows a URL without its
  * user:password, query string or fragment.
  */
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, describe, expect, test } from 'vitest';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig, redactUrl } from '../../lambda/config';
 import { sqsStartupError } from '../../local/errors';
 import { maskSecret, printableHeaders } from '../../local/sandbox/sandbox';
 import { loadLocalSettings } from '../../local/settings';
-import { QUIET_SDK_LOGGER, type RelayProcess, readyLine, startRelayProcess, stopRelay } from '../../testkit/relay-process';
+import { localRelayForTest } from '../support/fixtures';
 
 const TOKEN = 'Bearer sk_live_0123456789abcdefSECRET';
 const SIGNING_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -76,26 +76,9 @@ describe('the demo webhook', () => {
     ]);
   });
 
-  let relay: RelayProcess | undefined;
-  afterEach(async () => {
-    if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
-    relay = undefined;
-  });
-
   test('prints a signed, authorized request without the Authorization value or the signature', async () => {
-    relay = startRelayProcess({ LOG_FORMAT: 'json', AUTH_HEADER: TOKEN, SIGNING_SECRET });
-    const ready = await readyLine(relay);
-    const sqs = new SQSClient({
-      endpoint: ready.sqsEndpoint,
-      region: ready.region,
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      logger: QUIET_SDK_LOGGER,
-    });
-    try {
-      await sqs.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: '{"hello":"world"}' }));
-    } finally {
-      sqs.destroy();
-    }
+    const { relay, ready, sqs } = await localRelayForTest({ LOG_FORMAT: 'json', AUTH_HEADER: TOKEN, SIGNING_SECRET });
+    await sqs.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: '{"hello":"world"}' }));
     await relay.waitForOutput(/"message":"Demo webhook received a request"/);
     const line = relay.jsonLines().find((entry) => entry.message === 'Demo webhook received a request') as {
       headers: Record<string, string>;

@@ -3,41 +3,14 @@
  * real handler, messages sent with the AWS SDK to the queue URL it printed, a real webhook on
  * 127.0.0.1, and the queues observed through the SQS API afterwards.
  */
-import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, describe, expect, test } from 'vitest';
-import { type Emulator, startEmulator } from '../../testkit/emulator';
-import { type ReceivedRequest, startWebhook, type TestWebhook } from '../support/webhook';
-import {
-  queueCounts,
-  type ReadyLine,
-  readyLine,
-  type RelayProcess,
-  startRelayProcess,
-  stopRelay,
-  until,
-} from '../../testkit/relay-process';
+import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, test } from 'vitest';
+import { queueCounts, stopRelay, until } from '../../testkit/relay-process';
+import type { ReceivedRequest } from '../../testkit/webhook';
+import { emulatorForTest, localRelayForTest, webhookForTest } from '../support/fixtures';
 
-const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 // Short, exact retry delays keep the retry paths quick and the outcome deterministic.
 const FAST_RETRIES = { BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1', BACKOFF_JITTER: 'false' };
-
-let relay: RelayProcess | undefined;
-let webhook: TestWebhook | undefined;
-let emulator: Emulator | undefined;
-let sqs: SQSClient | undefined;
-
-afterEach(async () => {
-  if (relay !== undefined) await stopRelay(relay, 'SIGKILL');
-  await webhook?.close();
-  await emulator?.stop();
-  sqs?.destroy();
-  relay = webhook = emulator = sqs = undefined;
-});
-
-/** A client configured as the banner says: the printed endpoint and region, any credentials. */
-function clientFor(ready: ReadyLine): SQSClient {
-  return new SQSClient({ endpoint: ready.sqsEndpoint, region: ready.region, credentials: CREDENTIALS });
-}
 
 const receiveCount = (request: ReceivedRequest): number => Number(request.headers['x-carrier-receive-count']);
 const messageId = (request: ReceivedRequest): string => String(request.headers['x-carrier-message-id']);
@@ -45,17 +18,15 @@ const messageId = (request: ReceivedRequest): string => String(request.headers['
 describe('npm start with the emulator', () => {
   test('200 messages through 429 Retry-After and 500 retries: each delivered exactly once, both queues end empty', async () => {
     const answers: { n: number; status: number }[] = [];
-    webhook = await startWebhook((request) => {
+    const webhook = await webhookForTest((request) => {
       const { n } = JSON.parse(request.body.toString()) as { n: number };
       const first = receiveCount(request) === 1;
       const status = first && n % 3 === 0 ? 429 : first && n % 3 === 1 ? 500 : 200;
       answers.push({ n, status });
       return status === 429 ? { status, headers: { 'Retry-After': '1' } } : { status };
     });
-    relay = startRelayProcess({ WEBHOOK_URL: webhook.url, POLLERS: '2', ...FAST_RETRIES });
-    const ready = await readyLine(relay);
-    sqs = clientFor(ready);
-    const client = sqs;
+    // The client as the banner says: the printed endpoint and region, any credentials.
+    const { relay, ready, sqs: client } = await localRelayForTest({ WEBHOOK_URL: webhook.url, POLLERS: '2', ...FAST_RETRIES });
     const bodies = Array.from({ length: 200 }, (_, n) => JSON.stringify({ n }));
     await Promise.all(
       Array.from({ length: 20 }, (_, chunk) =>
@@ -88,16 +59,12 @@ describe('npm start with the emulator', () => {
 
   test('a poison message reaches the DLQ after maxReceiveCount receives, body intact, while others keep flowing', async () => {
     const poison = '{"poison":true,"note":"ünïcödé ✓ \\"quoted\\""}\n  trailing spaces  ';
-    webhook = await startWebhook((request) =>
+    const webhook = await webhookForTest((request) =>
       request.body.toString() === poison ? { status: 500, body: 'still broken' } : { status: 200 },
     );
-    relay = startRelayProcess({ WEBHOOK_URL: webhook.url, MAX_RECEIVE_COUNT: '3', ...FAST_RETRIES });
-    const ready = await readyLine(relay);
+    const { relay, ready, sqs: client } = await localRelayForTest({ WEBHOOK_URL: webhook.url, MAX_RECEIVE_COUNT: '3', ...FAST_RETRIES });
     expect(ready.maxReceiveCount).toBe(3);
-    sqs = clientFor(ready);
-    const client = sqs;
-    const hook = webhook;
-    const poisonAttempts = (): ReceivedRequest[] => hook.requests.filter((request) => request.body.toString() === poison);
+    const poisonAttempts = (): ReceivedRequest[] => webhook.requests.filter((request) => request.body.toString() === poison);
 
     await client.send(new SendMessageCommand({ QueueUrl: ready.queueUrl, MessageBody: poison }));
     await until(() => poisonAttempts().length === 1);
@@ -123,7 +90,7 @@ describe('npm start with the emulator', () => {
     // The others were each delivered once, and before the poison had used up its receives.
     const lastPoisonAttempt = poisonAttempts()[2]?.receivedAt ?? 0;
     for (const body of others) {
-      const requests = hook.requests.filter((request) => request.body.toString() === body);
+      const requests = webhook.requests.filter((request) => request.body.toString() === body);
       expect(requests, body).toHaveLength(1);
       expect(requests[0]?.receivedAt).toBeLessThan(lastPoisonAttempt);
     }
@@ -139,9 +106,9 @@ describe('npm start with the emulator', () => {
 
 describe('npm start with QUEUE_URL (standalone relay)', () => {
   test('SIGTERM during a slow delivery: exits 0 once the request completes, and the message is not redelivered', async () => {
-    emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
+    const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
     let answeredAt = 0;
-    webhook = await startWebhook(
+    const webhook = await webhookForTest(
       () =>
         new Promise((resolve) =>
           setTimeout(() => {
@@ -150,7 +117,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
           }, 1_500),
         ),
     );
-    relay = startRelayProcess({
+    const { relay, ready } = await localRelayForTest({
       QUEUE_URL: emulator.queue.url,
       AWS_ENDPOINT_URL_SQS: emulator.endpoint,
       AWS_REGION: emulator.region,
@@ -158,13 +125,11 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
       AWS_SECRET_ACCESS_KEY: 'test',
       WEBHOOK_URL: webhook.url,
     });
-    const ready = await readyLine(relay);
     // What Lambda's mapping knows from its configuration, read from the queue itself.
     expect(ready).toMatchObject({ queueUrl: emulator.queue.url, dlqUrl: emulator.dlq.url, maxReceiveCount: 5 });
 
     await emulator.send('slow one');
-    const hook = webhook;
-    await until(() => hook.requests.length === 1);
+    await until(() => webhook.requests.length === 1);
     const exit = stopRelay(relay, 'SIGTERM');
     const code = await exit;
     const exitedAt = Date.now();

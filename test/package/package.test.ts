@@ -28,7 +28,7 @@ import { loadLocalSettings } from '../../local/settings';
 import { version } from '../../package.json';
 import { childEnv, until } from '../../testkit/relay-process';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
-import { startWebhook, type TestWebhook } from '../support/webhook';
+import { startWebhook, type TestWebhook } from '../../testkit/webhook';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);

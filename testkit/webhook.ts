@@ -1,11 +1,12 @@
 /**
- * A real HTTP webhook on 127.0.0.1 for end-to-end tests: every request is recorded, and a
- * test-supplied responder decides what each one gets (status, headers, body, a delay, a hang,
- * or a connection reset mid-response).
+ * A real HTTP webhook on 127.0.0.1 for the end-to-end tests and the bench: every request is recorded,
+ * and a responder decides what each one gets (status, headers, body, a delay, a hang, or a
+ * connection reset mid-response); rate-limited-webhook.ts is one such responder.
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
+/** One request as the webhook received it. */
 export interface ReceivedRequest {
   readonly method: string;
   readonly path: string;
@@ -24,13 +25,18 @@ export type WebhookReply =
   /** Destroy the socket without answering at all. */
   | { readonly resetBeforeResponse: true };
 
+/** Decides the reply to each request; `index` counts the requests from 0. */
 export type Responder = (request: ReceivedRequest, index: number) => WebhookReply | Promise<WebhookReply>;
 
+/** A running {@link startWebhook}. */
 export interface TestWebhook {
   readonly url: string;
+  /** Every request received, in order. */
   readonly requests: ReceivedRequest[];
   /** Replace how requests are answered. */
   respondWith(responder: Responder): void;
+  /** Forget the requests and answer with the responder it was started with again (between tests). */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -65,6 +71,10 @@ export async function startWebhook(responder: Responder = () => ({ status: 200 }
     requests,
     respondWith(next) {
       respond = next;
+    },
+    reset() {
+      requests.length = 0;
+      respond = responder;
     },
     async close() {
       for (const socket of sockets) socket.destroy();
