@@ -3,9 +3,14 @@ import { relative } from 'node:path';
 import { weighAsset } from '../bundle';
 import { SCRATCH_DIR } from '../children';
 import { clientEnv, DEADLINE_MS, eventFile, log, QUICK, RELAY, scratchModule, startSide, timeImport } from '../harness';
-import type { LoadTiming } from '../results';
 import { median } from '../stats';
 import { scenario } from './scenario';
+
+/** The median of each figure over `runs`. */
+function medians<K extends string>(runs: readonly Readonly<Record<K, number>>[]): Record<K, number> {
+  const keys = Object.keys(runs[0] ?? {}) as K[];
+  return Object.fromEntries(keys.map((key) => [key, median(runs.map((run) => run[key]))])) as Record<K, number>;
+}
 
 export default scenario('coldStart', async (bench) => {
   log('cold start: asset weight, load time in fresh processes');
@@ -21,46 +26,29 @@ export default scenario('coldStart', async (bench) => {
     { name: 'not the bundle: only the Node.js built-ins it imports at load', env, file: builtins, dir: SCRATCH_DIR },
   ];
   const runs = QUICK ? 5 : 15;
-  const loads: LoadTiming[] = [];
+  const loads = [];
   for (const variant of variants) {
-    const bundleRuns: { processMs: number; importMs: number }[] = [];
-    const emptyRuns: number[] = [];
+    const timings = [];
     for (let run = 0; run < runs; run += 1) {
-      emptyRuns.push((await timeImport(empty, variant.env, SCRATCH_DIR)).processMs);
-      bundleRuns.push(await timeImport(variant.file, variant.env, variant.dir));
+      const emptyProcessMs = (await timeImport(empty, variant.env, SCRATCH_DIR)).processMs;
+      const { processMs: bundleProcessMs, importMs } = await timeImport(variant.file, variant.env, variant.dir);
+      timings.push({ bundleProcessMs, emptyProcessMs, importMs });
     }
-    const bundleProcessMs = median(bundleRuns.map((run) => run.processMs));
-    loads.push({
-      variant: variant.name,
-      bundleProcessMs,
-      emptyProcessMs: median(emptyRuns),
-      importMs: median(bundleRuns.map((run) => run.importMs)),
-      runs,
-    });
+    loads.push({ variant: variant.name, ...medians(timings), runs });
   }
   log('cold start: first invocations in fresh processes');
-  const first: { importMs: number; firstMs: number; secondMs: number }[] = [];
+  const first = [];
   for (let run = 0; run < (QUICK ? 2 : 5); run += 1) {
     const client = await startSide(bench, RELAY, 10, true);
     try {
       await bench.webhook.reset('ok');
-      const one = await client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
-      const two = await client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
+      const invoke = () => client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
+      const [one, two] = [await invoke(), await invoke()];
       if (one.failures + two.failures > 0) bench.notes.push('cold start: a first invocation failed');
       first.push({ importMs: client.importMs, firstMs: one.wallMs, secondMs: two.wallMs });
     } finally {
       await client.stop();
     }
   }
-  const medianOf = (figure: (run: (typeof first)[number]) => number): number => median(first.map(figure));
-  return {
-    weight,
-    loads,
-    firstInvocation: {
-      importMs: medianOf((run) => run.importMs),
-      firstMs: medianOf((run) => run.firstMs),
-      secondMs: medianOf((run) => run.secondMs),
-      processes: first.length,
-    },
-  };
+  return { weight, loads, firstInvocation: { ...medians(first), processes: first.length } };
 });

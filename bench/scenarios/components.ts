@@ -8,7 +8,7 @@ import { scenario } from './scenario';
 export default scenario('components', async () => {
   log('components: per-record steps timed alone');
   const env = { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'INFO', AWS_LAMBDA_FUNCTION_NAME: 'bench' };
-  const { out } = await runNode(['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'components.ts'), '--json'], env, PROJECT_ROOT, 120_000);
+  const { out } = await runNode(['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'components.ts')], env, PROJECT_ROOT, 120_000);
   const line = out.split('\n').find((candidate) => candidate.startsWith(RESULT_MARKER));
   if (line === undefined) throw new Error('components printed no result line');
   return JSON.parse(line.slice(RESULT_MARKER.length)) as ComponentCost[];

@@ -1,29 +1,59 @@
 /** Instructions per record of the relay and its limits, counted by callgrind (bench/instructions.ts; BENCHMARKS.md says why). */
-import { BARE_SIGNING, BARE_UNSIGNED, eventFile, log, QUICK, RELAY, RELAY_UNSIGNED, SIMULATE_CACHES, sideClient } from '../harness';
-import { countInstructions } from '../instructions';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { SCRATCH_DIR, startClientProcess } from '../children';
+import { BARE_SIGNING, BARE_UNSIGNED, eventFile, log, QUICK, RELAY, RELAY_UNSIGNED, sideClient } from '../harness';
+import { dumpCounts, type InstructionCount, type InstructionsSection, valgrindVersion } from '../instructions';
 import { scenario } from './scenario';
 
 /** Records per counted invocation under valgrind (about 50× slower than natively). */
-const COUNTED_RECORDS = QUICK ? 500 : 2_000;
-/** Uninstrumented invocations first: on Node.js 24 the counts settle from the tenth on. */
+const RECORDS = QUICK ? 500 : 2_000;
+/** Uninstrumented invocations first: under valgrind V8 optimizes later; on Node.js 24 the counts settle from the tenth on. */
 const WARM_UP_RUNS = QUICK ? 2 : 10;
+const COUNTED_RUNS = QUICK ? 1 : 6;
+const CONCURRENCY = 10;
+const RUN_TIMEOUT_MS = 3_600_000;
 
-export default scenario('instructions', async (bench) => {
+export default scenario('instructions', async (bench): Promise<InstructionsSection> => {
+  const section = { concurrency: CONCURRENCY, records: RECORDS, warmUpRuns: WARM_UP_RUNS };
+  const valgrind = valgrindVersion();
+  if (valgrind === undefined)
+    return { ...section, sides: [], skipped: 'valgrind (with callgrind_control and callgrind_annotate) is not installed' };
   const sides = [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED];
-  const concurrency = 10;
-  log(`instructions per record (callgrind), concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
+  log(`instructions per record (callgrind), concurrency ${CONCURRENCY}: ${sides.map((side) => side.name).join(', ')}`);
   await bench.webhook.reset('ok');
-  return countInstructions(
-    bench.compiled,
-    sides.map((side) => ({ name: side.name, client: sideClient(bench, side, concurrency) })),
-    {
-      concurrency,
-      records: COUNTED_RECORDS,
-      eventFile: eventFile(COUNTED_RECORDS),
-      warmUpRuns: WARM_UP_RUNS,
-      countedRuns: QUICK ? 1 : 6,
-      simulateCaches: SIMULATE_CACHES,
-      log,
-    },
-  );
+  const dir = join(SCRATCH_DIR, 'callgrind');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const request = { eventFile: eventFile(RECORDS), timeoutMs: RUN_TIMEOUT_MS };
+  const counts: InstructionCount[] = [];
+  // One side at a time, each in a client process of its own under callgrind, same flags and environment as its throughput runs.
+  for (const side of sides) {
+    const { execPath, execArgv, ...options } = sideClient(bench, side, CONCURRENCY);
+    const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv];
+    const client = await startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
+    try {
+      for (let run = 0; run < WARM_UP_RUNS; run += 1) await client.run(request, RUN_TIMEOUT_MS);
+      const perRecord: number[] = [];
+      const sha256PerRecord: number[] = [];
+      for (let run = 1; run <= COUNTED_RUNS; run += 1) {
+        const result = await client.run({ ...request, countInstructions: true }, RUN_TIMEOUT_MS);
+        if (result.failures > 0) throw new Error(`${side.name}: ${result.failures} records failed under valgrind`);
+        // Callgrind numbers a process's dumps from 1; the client dumps once per counted run.
+        const { total, sha256 } = dumpCounts(join(dir, `cg.${client.pid}.${run}`));
+        perRecord.push(total / result.records);
+        sha256PerRecord.push(sha256 / result.records);
+      }
+      const text = (values: number[]): string => values.map((value) => Math.round(value).toLocaleString('en-US')).join(', ');
+      log(`  instructions: ${side.name} ${text(perRecord)} per record (SHA-256 blocks: ${text(sha256PerRecord)})`);
+      counts.push({ side: side.name, perRecord, sha256PerRecord });
+    } finally {
+      await client.stop();
+    }
+  }
+  const cpuinfo = '/proc/cpuinfo';
+  const hostHasShaExtensions = existsSync(cpuinfo)
+    ? /^(?:flags|Features)\s*:.*\b(?:sha_ni|sha2)\b/m.test(readFileSync(cpuinfo, 'utf8'))
+    : undefined;
+  return { ...section, sides: counts, valgrind, ...(hostHasShaExtensions === undefined ? {} : { hostHasShaExtensions }) };
 });
