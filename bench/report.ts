@@ -8,14 +8,8 @@ import { join } from 'node:path';
 import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
 import type { InstructionCount, InstructionsSection } from './instructions';
 import type { BenchResults, SideSummary, ThroughputRun, ThroughputSection, WarmMemoryRow } from './results';
-import {
-  type BackPressureRun,
-  type BackPressureSection,
-  DRAIN_GOAL_FACTOR,
-  goalMet,
-  medianDrain,
-  REFUSED_GOAL,
-} from './scenarios/back-pressure';
+import type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
+import { DRAIN_GOAL_FACTOR, goalMet, medianDrain, REFUSED_GOAL } from './scenarios/back-pressure';
 import { fmt, median, medianInterval, range, ratio } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
@@ -210,9 +204,9 @@ function countComparisons(section: InstructionsSection) {
     const lowest = Math.min(...baseline.perRecord) / Math.min(...relay.perRecord);
     const asides = [
       spreadOut && `of the lowest counts: ${ratio(lowest, 1)}`,
-      hashing && `SHA-256 left out: ${ratio(sha256LeftOut ?? 0, 1)}`,
+      sha256LeftOut !== undefined && `SHA-256 left out: ${ratio(sha256LeftOut, 1)}`,
     ];
-    const work = baselinePerRecord / relayPerRecord;
+    const countRatio = baselinePerRecord / relayPerRecord;
     return [
       {
         label,
@@ -220,8 +214,8 @@ function countComparisons(section: InstructionsSection) {
         baseline,
         relayPerRecord,
         baselinePerRecord,
-        work,
-        meetsGoal: work >= 0.9,
+        countRatio,
+        meetsGoal: countRatio >= 0.9,
         spreadOut,
         lowest,
         sha256LeftOut,
@@ -282,6 +276,7 @@ function backPressureFigures({ backPressure: pressure, recovery }: Pick<BenchRes
     section.sides.map((summary) => {
       const of = (figure: (run: BackPressureRun) => number): number => median(summary.runs.map(figure));
       const metRuns = summary.runs.filter((run) => goalMet(section, run)).length;
+      const refused = of((run) => run.refused / run.requests);
       return {
         ...summary,
         runs: summary.runs.map((run, index) => ({
@@ -297,18 +292,16 @@ function backPressureFigures({ backPressure: pressure, recovery }: Pick<BenchRes
         // A drain is only worth reading beside where the messages went: a relay that dead-letters half of them drains fast.
         medianDrain: medianDrain(summary),
         medianDeadLettered: of((run) => run.deadLettered),
-        medianRefused: share(
-          of((run) => run.refused / run.requests),
-          1,
-        ),
+        medianRefused: share(refused, 1),
       };
     });
-  const [paced, unpaced] = pressure === undefined ? [] : sides(pressure);
+  const pressureSides = pressure === undefined ? [] : sides(pressure);
+  const [paced, unpaced] = pressureSides;
   return {
     env: (pressure ?? recovery)?.relayEnv ?? {},
     pressure: pressure && {
       ...pressure,
-      sides: sides(pressure),
+      sides: pressureSides,
       paced,
       unpaced,
       pacedVsUnpaced: paced && unpaced && paced.medianDrain / unpaced.medianDrain,
@@ -371,7 +364,7 @@ function figures(results: BenchResults) {
     countedSides: instructions.sides.map((count) => ({
       ...count,
       spread: spread(count.perRecord),
-      limit: counts.find((c) => c.relay === count),
+      limit: counts.find((comparison) => comparison.relay === count),
     })),
     counts: counts.map((count, index) => ({ ...count, first: index === 0 })),
     clients: results.clientChoice.sides.map((summary) => ({
@@ -428,20 +421,17 @@ export function consoleTable(results: BenchResults): string {
   const [header = [], ...rows] = figures(results)
     .summaryTable.split('\n')
     .filter((_, index) => index !== 1)
-    .map((line) =>
-      line
-        .replace(/\*\*|`/g, '')
-        .slice(2, -2)
-        .split(' | '),
-    );
+    .map((line) => line.replace(/^\| | \|$|\*\*|`/g, '').split(' | '));
   if (results.instructions.skipped !== undefined)
     rows.push(['instructions per record', 'skipped', results.instructions.skipped, '', '', '']);
   const widths = header.map((_, column) => Math.max(...[header, ...rows].map((row) => row[column]?.length ?? 0)));
-  const line = (row: readonly string[]): string => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ');
+  const line = (row: readonly string[]): string =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
   const notes = results.notes.length === 0 ? [] : ['notes:', bullets(results.notes)];
-  return [line(header).trimEnd(), line(widths.map((width) => '-'.repeat(width))), ...rows.map((row) => line(row).trimEnd()), ...notes].join(
-    '\n',
-  );
+  return [header, widths.map((width) => '-'.repeat(width)), ...rows].map(line).concat(notes).join('\n');
 }
 
 /** `BENCHMARKS.md`. */
