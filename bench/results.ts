@@ -34,8 +34,8 @@ export interface SideSummary {
 export interface ThroughputSection {
   readonly concurrency: number;
   readonly records: number;
-  /** Measured invocations of each side in a round, after its warm-ups (each side has rounds × this many runs); absent before, when it was 1. */
-  readonly measuredRunsPerRound?: number;
+  /** Measured invocations of each side in a round, after its warm-ups (each side has rounds × this many runs). */
+  readonly measuredRunsPerRound: number;
   readonly sides: readonly SideSummary[];
 }
 
@@ -155,14 +155,13 @@ export interface BenchResults {
   readonly relayConfig: Readonly<Record<string, string>>;
   readonly throughput: readonly ThroughputSection[];
   readonly instructions: InstructionsSection;
-  readonly clientChoice: ClientChoice | undefined;
+  readonly clientChoice: ClientChoice;
   readonly latency: readonly LatencySection[];
   readonly latencyBound: readonly LatencyBoundRun[];
   readonly memory: readonly MemoryRow[];
-  /** Absent from results written before it was measured. */
-  readonly warmMemory?: WarmMemorySection;
+  readonly warmMemory: WarmMemorySection;
   readonly coldStart: ColdStartSection;
-  readonly mixed: MixedSection | undefined;
+  readonly mixed: MixedSection;
   readonly components: readonly ComponentCost[];
   readonly notes: readonly string[];
 }
