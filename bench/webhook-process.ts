@@ -9,8 +9,8 @@
  *
  * Listens on 127.0.0.1 only; exits when its parent goes.
  */
-import { createServer, type Socket } from 'node:net';
-import type { FromWebhook, ToWebhook, WebhookMode } from './protocol';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { serveParent, type WebhookApi, type WebhookMode } from './protocol';
 import { indexOfMessageId, RETRY_AFTER_SECONDS, RETRY_MARKER_BYTE } from './records';
 
 const OK = Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n', 'latin1');
@@ -31,10 +31,6 @@ let requests = 0;
 let connections = 0;
 let status429 = 0;
 let cpuAtReset = process.cpuUsage();
-
-function send(message: FromWebhook): void {
-  process.send?.(message);
-}
 
 function serve(socket: Socket): void {
   connections += 1;
@@ -81,32 +77,27 @@ function serve(socket: Socket): void {
   socket.on('error', () => socket.destroy());
 }
 
-const server = createServer(serve);
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  send({ type: 'listening', port: typeof address === 'object' && address !== null ? address.port : 0 });
-});
-
-process.on('message', (raw) => {
-  const message = raw as ToWebhook;
-  if (message.type === 'exit') process.exit(0);
-  if (message.type === 'reset') {
-    mode = message.mode;
-    delayMs = message.delayMs;
-    received = message.stampSize > 0 ? new BigInt64Array(message.stampSize) : undefined;
+const api: WebhookApi = {
+  async reset(newMode, stampSize, newDelayMs) {
+    mode = newMode;
+    delayMs = newDelayMs;
+    received = stampSize > 0 ? new BigInt64Array(stampSize) : undefined;
     requests = 0;
     connections = 0;
     status429 = 0;
     cpuAtReset = process.cpuUsage();
-    send({ type: 'done', id: message.id });
-  } else if (message.type === 'stats') {
+  },
+  async stats() {
     const cpu = process.cpuUsage(cpuAtReset);
-    send({
-      type: 'done',
-      id: message.id,
-      stats: { requests, connections, status429, cpuMicros: cpu.user + cpu.system, ...(received === undefined ? {} : { received }) },
-    });
-  }
-});
-// Never outlive the benchmark.
-process.on('disconnect', () => process.exit(0));
+    return { requests, connections, status429, cpuMicros: cpu.user + cpu.system, ...(received && { received }) };
+  },
+};
+
+serveParent<WebhookApi, { port: number }>(
+  () =>
+    new Promise((resolve) => {
+      const server = createServer(serve).listen(0, '127.0.0.1', () =>
+        resolve({ ready: { port: (server.address() as AddressInfo).port }, api }),
+      );
+    }),
+);
