@@ -61,7 +61,10 @@ export async function compileChildren(): Promise<CompiledChildren> {
 export const CPU_PINNING: { readonly client: number; readonly webhook: number } | undefined =
   availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0 ? { client: 0, webhook: availableParallelism() - 1 } : undefined;
 
-/** Node.js flags of client processes measured for speed (not memory): held to one CPU, V8's parallel scavenger made random processes slow (BENCHMARKS.md's method). */
+/**
+ * Node.js flags of client processes measured for speed (memory is measured as deployed): held to one
+ * CPU with its helper threads, V8's parallel scavenger slowed processes picked at random (BENCHMARKS.md's method).
+ */
 export const SPEED_NODE_FLAGS: readonly string[] = CPU_PINNING === undefined ? [] : ['--single-threaded-gc'];
 
 type Functions<Api> = { readonly [K in keyof Api]: (...args: never[]) => Promise<unknown> };
@@ -138,7 +141,6 @@ async function startChild<Api extends Functions<Api>, Ready>(
 /** The webhook process. */
 export interface WebhookProcess {
   readonly url: string;
-  readonly pid: number;
   /** Clears counters, sets what it answers and how late (`delayMs`), and (`stampSize` > 0) records arrival times by record index. */
   reset(mode: WebhookMode, options?: { stampSize?: number; delayMs?: number }): Promise<void>;
   stats(): Promise<WebhookStats>;
@@ -154,7 +156,6 @@ export async function startWebhookProcess(compiled: CompiledChildren, execPath =
   });
   return {
     url: `http://127.0.0.1:${child.ready.port}/hook`,
-    pid: child.process.pid ?? 0,
     reset: (mode, { stampSize = 0, delayMs = 0 } = {}) => child.call('reset', [mode, stampSize, delayMs], 30_000),
     stats: () => child.call('stats', [], 30_000),
     stop: child.stop,
@@ -177,7 +178,6 @@ export interface ClientOptions {
 
 /** A client process, initialised (the relay's bundle imported). */
 export interface ClientProcess {
-  readonly kind: ClientKind;
   readonly pid: number;
   /** The client's initialisation in the child (the handler module's import), ms. */
   readonly importMs: number;
@@ -207,7 +207,6 @@ export async function startClientProcess(compiled: CompiledChildren, options: Cl
     },
   });
   return {
-    kind,
     pid: child.process.pid ?? 0,
     importMs: child.ready.importMs,
     initRssKiB: child.ready.maxRssKiB,

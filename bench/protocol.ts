@@ -11,7 +11,6 @@ export interface WebhookStats {
   readonly requests: number;
   /** TCP connections accepted since the reset (keep-alive reuse shows as few). */
   readonly connections: number;
-  readonly status429: number;
   /** CPU the webhook used since the reset, µs (user + system). */
   readonly cpuMicros: number;
   /** Per record index: `process.hrtime.bigint()` when its request was complete at the webhook (0 if none). */

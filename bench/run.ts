@@ -15,19 +15,17 @@
  * concurrency-10 throughput figures; default 9, 2 with `--quick`), `--report-only` (rewrites the
  * reports from the last run's `.bench-tmp/results.json`, measuring nothing), `--only=<names>` (only
  * these scenarios, e.g. `--only=back-pressure,recovery`: figures printed and written to
- * `.bench-tmp/results.only.json`, no report). `BENCH_ASSEMBLY=<dir>` reuses a cloud assembly from an
- * earlier `cdk synth` (the bundle must be current: for trying bench changes only). A run on another
- * Node.js major than Lambda's writes `BENCHMARKS.node<major>.md` and leaves docs/performance.md
- * alone; quick runs write their reports to `.bench-tmp/`.
+ * `.bench-tmp/results.only.json`, no report). A run on another Node.js major than Lambda's writes
+ * `BENCHMARKS.node<major>.md` and leaves docs/performance.md alone; quick runs write their reports to `.bench-tmp/`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
 import { startEmulator } from '../testkit/emulator';
 import { startSecretsManager } from '../testkit/secrets-manager';
 import { startSqsProxy } from '../testkit/sqs-proxy';
-import { PROJECT_ROOT, readBundle, synthesizeBundle, templateQueues } from '../testkit/synth';
+import { PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
 import { deployedEnvironment, machineInfo } from './environment';
 import { badOption, type Bench, childNode, clientEnv, log, ONLY, QUICK, RELAY, scenarioName } from './harness';
@@ -92,29 +90,22 @@ async function main(): Promise<void> {
   const started = Date.now();
   const machine = machineInfo(childNode());
   log(`${machine.cpu}, ${machine.cores} cores, Node ${machine.node}${QUICK ? ' (quick)' : ''}`);
-  const reuse = process.env.BENCH_ASSEMBLY;
-  log(reuse ? `reusing the assembly in ${reuse}` : 'cdk synth (the deployable bundle)…');
-  const bundle = reuse ? readBundle(reuse) : await synthesizeBundle();
-  const cleanUps: (() => Promise<void> | void)[] = [];
-  if (!reuse) cleanUps.push(() => rmSync(bundle.assemblyDir, { recursive: true, force: true }));
-  /** Starts a stand-in and stops it at the end of the run. */
-  const standIn = async <T>(start: Promise<T>, stop: (started: T) => Promise<void> | void): Promise<T> => {
-    const value = await start;
-    cleanUps.push(() => stop(value));
-    return value;
-  };
+  log('cdk synth (the deployable bundle)…');
+  const bundle = await synthesizeBundle();
+  const cleanUps: (() => Promise<void> | void)[] = [() => rmSync(bundle.assemblyDir, { recursive: true, force: true })];
   try {
     rmSync(join(SCRATCH_DIR, 'profiles'), { recursive: true, force: true });
-    mkdirSync(SCRATCH_DIR, { recursive: true });
     const compiled = await compileChildren();
     const queues = templateQueues(bundle.template);
-    const { maxReceiveCount, visibilityTimeout } = queues;
-    const emulator = await standIn(startEmulator({ keepEnvironment: true, visibilityTimeout, maxReceiveCount }), (started) =>
-      started.stop(),
-    );
-    const proxy = await standIn(startSqsProxy(emulator.endpoint, emulator.region), (started) => started.close());
-    const secrets = await standIn(startSecretsManager(), (started) => started.close());
-    const webhook = await standIn(startWebhookProcess(compiled, childNode()), (started) => started.stop());
+    const { visibilityTimeout, maxReceiveCount } = queues;
+    const emulator = await startEmulator({ keepEnvironment: true, visibilityTimeout, maxReceiveCount });
+    cleanUps.push(() => emulator.stop());
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    cleanUps.push(() => proxy.close());
+    const secrets = await startSecretsManager();
+    cleanUps.push(() => secrets.close());
+    const webhook = await startWebhookProcess(compiled, childNode());
+    cleanUps.push(() => webhook.stop());
     const relayEnv = deployedEnvironment(bundle, {
       region: emulator.region,
       sqsEndpoint: proxy.endpoint,
@@ -122,10 +113,8 @@ async function main(): Promise<void> {
       queues: { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq },
     });
     // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
-    const signingSecret = randomBytes(96)
-      .toString('base64')
-      .replace(/[^A-Za-z0-9]/g, '')
-      .slice(0, 48);
+    const randomBase64 = randomBytes(96).toString('base64');
+    const signingSecret = randomBase64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
     if (relayEnv.SIGNING_SECRET_ARN !== undefined) secrets.secrets.set(relayEnv.SIGNING_SECRET_ARN, signingSecret);
     const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
 
