@@ -179,7 +179,6 @@ export function startSide(
   return startClientProcess(bench.compiled, { ...options, env: { ...options.env, ...env }, execArgv: [...options.execArgv, ...profile] });
 }
 
-const writtenEvents = new Set<string>();
 /** Starts the clients one after another, runs `use` with them, and stops every one started, whatever happens. */
 export async function withClients<const Starts extends readonly (() => Promise<ClientProcess>)[], T>(
   starts: Starts,
@@ -194,6 +193,7 @@ export async function withClients<const Starts extends readonly (() => Promise<C
   }
 }
 
+const writtenEvents = new Set<string>();
 /** A file with the event of `count` synthetic records as JSON (written once per size). */
 export function eventFile(count: number): string {
   const file = join(SCRATCH_DIR, 'events', `event-${count}.json`);
