@@ -1,12 +1,12 @@
 /**
- * The environment the deployed function would run with, on this machine: what Lambda's runtime
- * sets, the template's own variables (intrinsics resolved to local stand-ins), and the endpoints
- * of the local SQS and Secrets Manager. Every benchmark child of kind `relay` gets this.
+ * The environment the deployed function would run with, on this machine (what Lambda's runtime
+ * sets, the template's own variables with their intrinsics resolved to local stand-ins), its heap
+ * limits, and the machine the figures come from.
  */
-import { cpus, totalmem, release } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { type CfnValue, PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../testkit/synth';
-import { SPEED_NODE_FLAGS, CPU_PINNING } from './children';
+import { cpus, release, totalmem } from 'node:os';
+import { PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../testkit/synth';
+import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 
 /** Local stand-ins for the resources the template's environment refers to. */
 export interface StandIns {
@@ -15,55 +15,25 @@ export interface StandIns {
   readonly sqsEndpoint: string;
   /** `AWS_ENDPOINT_URL_SECRETS_MANAGER`. */
   readonly secretsEndpoint: string;
-  /** URL of each SQS queue by logical id. */
-  readonly queueUrls: Readonly<Record<string, string>>;
-  /** ARN of each queue by logical id. */
-  readonly queueArns: Readonly<Record<string, string>>;
-}
-
-/** The ARN the benchmark gives a Secrets Manager secret of the template (the fake serves it). */
-export function secretArnOf(logicalId: string): string {
-  return `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`;
+  /** Each SQS queue of the template by logical id. */
+  readonly queues: Readonly<Record<string, { readonly url: string; readonly arn: string }>>;
 }
 
 /**
- * The template's function environment with every `{ Ref }`/`{ Fn::GetAtt }` resolved: queues to
- * the emulator's, secrets to ARNs the fake Secrets Manager answers for.
- * @throws for an intrinsic of a resource type it does not know (the template grew something new)
+ * What Lambda's Node.js runtime sets for every function, credentials, the local endpoints, and the
+ * template's function environment with every `{ Ref }`/`{ Fn::GetAtt }` resolved: queues to the
+ * stand-ins, secrets to ARNs the fake Secrets Manager is to answer for.
+ * @throws for an intrinsic it has no value for (the template grew something new)
  */
-export function functionEnvironment(bundle: SynthesizedBundle, standIns: StandIns): Record<string, string> {
+export function deployedEnvironment(bundle: SynthesizedBundle, standIns: StandIns): NodeJS.ProcessEnv {
   const values: Record<string, string> = {};
-  const refs = (value: CfnValue): string[] => {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return [];
-    const ref = value.Ref;
-    const getAtt = value['Fn::GetAtt'];
-    if (typeof ref === 'string') return [ref];
-    if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') return [getAtt[0]];
-    return [];
-  };
-  for (const value of Object.values(bundle.environment)) {
-    for (const logicalId of refs(value)) {
-      const type = bundle.template.Resources[logicalId]?.Type;
-      if (type === 'AWS::SQS::Queue') {
-        values[logicalId] = standIns.queueUrls[logicalId] ?? `http://127.0.0.1:9/000000000000/${logicalId}`;
-        values[`${logicalId}.Arn`] = standIns.queueArns[logicalId] ?? `arn:aws:sqs:${standIns.region}:000000000000:${logicalId}`;
-      } else if (type === 'AWS::SecretsManager::Secret') {
-        values[logicalId] = secretArnOf(logicalId);
-      }
-    }
+  for (const [logicalId, { Type }] of Object.entries(bundle.template.Resources)) {
+    const queue = standIns.queues[logicalId];
+    if (Type === 'AWS::SQS::Queue' && queue !== undefined)
+      Object.assign(values, { [logicalId]: queue.url, [`${logicalId}.Arn`]: queue.arn });
+    if (Type === 'AWS::SecretsManager::Secret')
+      values[logicalId] = `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`;
   }
-  return resolveEnvironment(bundle.environment, values);
-}
-
-/** The logical ids of the template's Secrets Manager secrets. */
-export function templateSecrets(bundle: SynthesizedBundle): string[] {
-  return Object.entries(bundle.template.Resources)
-    .filter(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret')
-    .map(([logicalId]) => logicalId);
-}
-
-/** What Lambda's Node.js runtime sets for every function, plus credentials and the local endpoints. */
-export function lambdaEnvironment(bundle: SynthesizedBundle, standIns: StandIns, functionEnv: Record<string, string>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     TZ: ':UTC',
@@ -81,7 +51,7 @@ export function lambdaEnvironment(bundle: SynthesizedBundle, standIns: StandIns,
     AWS_SESSION_TOKEN: 'test',
     AWS_ENDPOINT_URL_SQS: standIns.sqsEndpoint,
     AWS_ENDPOINT_URL_SECRETS_MANAGER: standIns.secretsEndpoint,
-    ...functionEnv,
+    ...resolveEnvironment(bundle.environment, values),
   };
 }
 
@@ -110,18 +80,12 @@ export interface MachineInfo {
 
 /** @param node the Node.js binary the children run on */
 export function machineInfo(node: string = process.execPath): MachineInfo {
-  let commit = 'unknown';
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
+  let commit = 'unknown'; // not a git checkout
   try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
-    const dirty =
-      execFileSync('git', ['status', '--porcelain', '--', 'lambda', 'lib', 'bin', 'package.json'], {
-        cwd: PROJECT_ROOT,
-        encoding: 'utf8',
-      }).trim() !== '';
-    commit = dirty ? `${head} + uncommitted changes` : head;
-  } catch {
-    // not a git checkout: leave it unknown
-  }
+    const dirty = git('status', '--porcelain', '--', 'lambda', 'lib', 'bin', 'package.json') !== '';
+    commit = `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' + uncommitted changes' : ''}`;
+  } catch {}
   return {
     cpu: cpus()[0]?.model ?? 'unknown',
     cores: cpus().length,

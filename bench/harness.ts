@@ -11,7 +11,7 @@ import { lambdaNodePath, lambdaNodeUnavailable } from '../bin/lambda-node';
 import type { Emulator } from '../testkit/emulator';
 import type { FakeSecretsManager } from '../testkit/secrets-manager';
 import type { SqsProxy } from '../testkit/sqs-proxy';
-import { type SynthesizedBundle, templateQueues } from '../testkit/synth';
+import type { SynthesizedBundle } from '../testkit/synth';
 import {
   type ClientOptions,
   type ClientProcess,
@@ -21,27 +21,24 @@ import {
   startClientProcess,
   type WebhookProcess,
 } from './children';
-import { functionEnvironment, lambdaEnvironment } from './environment';
 import type { ClientKind } from './protocol';
 import { eventJson } from './records';
 import type { SideSummary, ThroughputRun } from './results';
 import { median } from './stats';
 
-const flag = (name: string): boolean => process.argv.includes(name);
 const option = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`${name}=`))?.slice(name.length + 1);
 
+/** Stops the run on a bad option, in one line, before it synthesizes anything. */
+export function badOption(message: string): never {
+  process.stderr.write(`npm run bench: ${message}\n`);
+  process.exit(2);
+}
+
 /** `--quick`: fewer and smaller runs, for trying changes (figures not for publishing). */
-export const QUICK = flag('--quick');
-/** `--profile`: the relay's children write V8 CPU profiles to `.bench-tmp/profiles/`. */
-const PROFILE = flag('--profile');
-/** `--simulate-caches`: callgrind also simulates caches and branches (instructions.ts). */
-export const SIMULATE_CACHES = flag('--simulate-caches');
-/**
- * `--only=<names>`: run only these scenarios, comma-separated, each its key in kebab case
- * (`back-pressure`, `recovery`, `cold-start`…); their figures are printed, no report is written.
- */
+export const QUICK = process.argv.includes('--quick');
+/** `--only=<names>`: run only these scenarios (see {@link scenarioName}); their figures are printed, no report is written. */
 export const ONLY = option('--only')?.split(',');
-/** A scenario's name for `--only`: its key in kebab case. */
+/** A scenario's name for `--only`: its key in kebab case (`back-pressure`, `cold-start`…). */
 export const scenarioName = (key: string): string => key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 /** Records of the big batch: the most Lambda hands one invocation. */
 export const BATCH = QUICK ? 2_000 : 10_000;
@@ -52,15 +49,10 @@ const WARM_UP_RUNS = QUICK ? 1 : 4;
 /** Measured invocations of each side per round: three triple the pairs for about 40 % more time. */
 export const MEASURED_RUNS = QUICK ? 1 : 3;
 export const DEADLINE_MS = 15 * 60_000;
-
 /** `--rounds=<n>`: rounds of the concurrency-10 throughput figures (each narrows the ratio's interval). */
-export const ROUNDS = ((): number => {
-  const rounds = option('--rounds');
+export const ROUNDS = ((rounds = option('--rounds')): number => {
   if (rounds === undefined) return QUICK ? 2 : 9;
-  if (/^[1-9]\d*$/.test(rounds)) return Number(rounds);
-  // Bad options stop the run before it synthesizes anything, in one line.
-  process.stderr.write(`npm run bench: --rounds=${rounds}: expected a whole number of rounds, at least 1\n`);
-  process.exit(2);
+  return /^[1-9]\d*$/.test(rounds) ? Number(rounds) : badOption(`--rounds=${rounds}: expected a whole number of rounds, at least 1`);
 })();
 
 export function log(message: string): void {
@@ -70,10 +62,9 @@ export function log(message: string): void {
 let childNodePath: string | undefined;
 /** The Node.js of every child: `--node=<path>`, else `--this-node`, else Lambda's release (worked out on first use). */
 export function childNode(): string {
-  childNodePath ??= ((): string => {
-    const path = option('--node');
+  childNodePath ??= ((path = option('--node')): string => {
     if (path !== undefined && path !== '') return path;
-    if (flag('--this-node')) return process.execPath;
+    if (process.argv.includes('--this-node')) return process.execPath;
     const unavailable = lambdaNodeUnavailable();
     if (unavailable === undefined) return lambdaNodePath();
     log(`the children run on this Node.js, ${process.version}: ${unavailable}`);
@@ -85,6 +76,8 @@ export function childNode(): string {
 /** Everything the scenarios share. */
 export interface Bench {
   readonly bundle: SynthesizedBundle;
+  /** The deployed function's environment here (environment.ts): the relay's, as the template sets it. */
+  readonly relayEnv: NodeJS.ProcessEnv;
   readonly compiled: CompiledChildren;
   readonly webhook: WebhookProcess;
   readonly emulator: Emulator;
@@ -107,66 +100,56 @@ export interface Side {
   readonly signInLoop?: boolean;
 }
 
-const sideOf = (name: string, kind: ClientKind, description: string, extra: Partial<Side> = {}): Side => ({
+const side = (name: string, kind: ClientKind, description: string, extra: Partial<Side> = {}): Side => ({
   name,
   kind,
   description,
   ...extra,
 });
-export const RELAY = sideOf('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)');
-export const RELAY_UNSIGNED = sideOf('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true });
-export const BARE = sideOf(
+export const RELAY = side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)');
+export const RELAY_UNSIGNED = side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true });
+export const BARE = side(
   'bare node:http',
   'bare-http',
   "bare loop: node:http keep-alive Agent, the relay's signed POSTs with their signatures computed before the clock starts: the HTTP exchange alone (no real client can do this: a signature covers the time it is sent)",
 );
-export const BARE_SIGNING = sideOf(
+export const BARE_SIGNING = side(
   'bare node:http, signing',
   'bare-http',
   "the same loop signing each request as it sends it (createHmac), as any client sending the relay's POSTs must: **the limit for the relay**",
   { signInLoop: true },
 );
-export const BARE_UNSIGNED = sideOf(
+export const BARE_UNSIGNED = side(
   'bare node:http, unsigned',
   'bare-http',
   'the same loop sending the unsigned relay’s POSTs: the limit for the relay with signing off',
   { unsigned: true },
 );
-export const PEER = sideOf(
+export const PEER = side(
   'peer (Powertools + fetch)',
   'peer',
   'Powertools BatchProcessor + processPartialResponse + fetch, same concurrency limit',
 );
-export const TRANSMITTER = sideOf(
+export const TRANSMITTER = side(
   'relay transmitter',
   'transmitter',
   "the bare loop through the relay's own WebhookTransmitter (lambda/transmitter.ts): its cost over node:http",
 );
-export const UNDICI = sideOf('bare undici Pool', 'bare-undici', 'bare loop: undici 7 Pool.request');
-export const FETCH = sideOf('bare fetch', 'bare-fetch', 'bare loop: global fetch (Node’s bundled undici)');
-export const NOOP = sideOf('no-op handler', 'noop', 'a handler that returns at once (the event alone)');
+export const UNDICI = side('bare undici Pool', 'bare-undici', 'bare loop: undici 7 Pool.request');
+export const FETCH = side('bare fetch', 'bare-fetch', 'bare loop: global fetch (Node’s bundled undici)');
+export const NOOP = side('no-op handler', 'noop', 'a handler that returns at once (the event alone)');
 
 /** The deployed function's environment for `side`; only the webhook (this machine's) and the concurrency (the figure's) change. */
 export function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.ProcessEnv {
-  const { bundle, emulator } = bench;
-  const queues = templateQueues(bundle.template);
-  const standIns = {
-    region: emulator.region,
-    sqsEndpoint: bench.proxy.endpoint,
-    secretsEndpoint: bench.secrets.endpoint,
-    queueUrls: { [queues.queueLogicalId]: emulator.queue.url, [queues.deadLetterQueueLogicalId]: emulator.dlq.url },
-    queueArns: { [queues.queueLogicalId]: emulator.queue.arn, [queues.deadLetterQueueLogicalId]: emulator.dlq.arn },
-  };
-  const functionEnv = functionEnvironment(bundle, standIns);
-  const signed = side.unsigned !== true;
-  if (!signed) delete functionEnv.SIGNING_SECRET_ARN;
+  const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
+  const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
   return {
-    ...lambdaEnvironment(bundle, standIns, functionEnv),
+    ...(signed ? bench.relayEnv : unsigned),
     WEBHOOK_URL: bench.webhook.url,
     MAX_CONCURRENCY: String(concurrency),
-    BENCH_HANDLER_FILE: bundle.handlerFile,
-    BENCH_HANDLER_EXPORT: bundle.handlerExport,
-    ...(signed && functionEnv.SIGNING_SECRET_ARN !== undefined ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
+    BENCH_HANDLER_FILE: bench.bundle.handlerFile,
+    BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
+    ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
     ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
   };
 }
@@ -178,38 +161,46 @@ export function sideClient(
   concurrency: number,
   asDeployed = false,
 ): ClientOptions & { execPath: string; execArgv: readonly string[] } {
-  return {
-    execPath: childNode(),
-    kind: side.kind,
-    env: clientEnv(bench, side, concurrency),
-    cwd: bench.bundle.bundleDir,
-    execArgv: asDeployed ? [] : SPEED_NODE_FLAGS,
-  };
+  const execArgv = asDeployed ? [] : SPEED_NODE_FLAGS;
+  return { execPath: childNode(), kind: side.kind, env: clientEnv(bench, side, concurrency), cwd: bench.bundle.bundleDir, execArgv };
 }
 
-/** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles. */
+/** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles to `.bench-tmp/profiles/`. */
 export function startSide(
   bench: Bench,
   side: Side,
   concurrency: number,
   asDeployed = false,
-  env: Readonly<Record<string, string>> = {},
+  env: Record<string, string> = {},
 ): Promise<ClientProcess> {
-  const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
-  const profile = PROFILE && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const options = sideClient(bench, side, concurrency, asDeployed);
+  const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
+  const profile = process.argv.includes('--profile') && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   return startClientProcess(bench.compiled, { ...options, env: { ...options.env, ...env }, execArgv: [...options.execArgv, ...profile] });
 }
 
-const eventFiles = new Map<number, string>();
+/** Starts the clients one after another, runs `use` with them, and stops every one started, whatever happens. */
+export async function withClients<const Starts extends readonly (() => Promise<ClientProcess>)[], T>(
+  starts: Starts,
+  use: (clients: { -readonly [K in keyof Starts]: ClientProcess }) => Promise<T>,
+): Promise<T> {
+  const clients: ClientProcess[] = [];
+  try {
+    for (const start of starts) clients.push(await start());
+    return await use(clients as { -readonly [K in keyof Starts]: ClientProcess });
+  } finally {
+    await Promise.all(clients.map((client) => client.stop()));
+  }
+}
+
+const writtenEvents = new Set<string>();
 /** A file with the event of `count` synthetic records as JSON (written once per size). */
 export function eventFile(count: number): string {
-  let file = eventFiles.get(count);
-  if (file === undefined) {
-    file = join(SCRATCH_DIR, 'events', `event-${count}.json`);
+  const file = join(SCRATCH_DIR, 'events', `event-${count}.json`);
+  if (!writtenEvents.has(file)) {
     mkdirSync(join(SCRATCH_DIR, 'events'), { recursive: true });
     writeFileSync(file, eventJson(count));
-    eventFiles.set(count, file);
+    writtenEvents.add(file);
   }
   return file;
 }
@@ -244,13 +235,11 @@ export async function warmUp(bench: Bench, clients: readonly ClientProcess[]): P
  */
 export function roundOrder(sideCount: number, round: number): number[] {
   const pairs = Math.ceil(sideCount / 2);
-  const order: number[] = [];
-  for (let step = 0; step < pairs; step += 1) {
+  return Array.from({ length: pairs }, (_, step) => {
     const first = ((round + step) % pairs) * 2;
     const pair = first + 1 < sideCount ? [first, first + 1] : [first];
-    order.push(...(round % 2 === 0 ? pair : pair.reverse()));
-  }
-  return order;
+    return round % 2 === 0 ? pair : pair.reverse();
+  }).flat();
 }
 
 /** `rounds` rounds, each in fresh processes (a fresh draw of each process's luck): warm up, then `measuredRuns` in {@link roundOrder}. */
@@ -264,34 +253,32 @@ export async function compare(
 ): Promise<SideSummary[]> {
   const runs: ThroughputRun[][] = sides.map(() => []);
   for (let round = 0; round < rounds; round += 1) {
-    const clients: ClientProcess[] = [];
-    try {
-      for (const side of sides) clients.push(await startSide(bench, side, concurrency));
-      await warmUp(bench, clients);
-      // Every side's n-th run of the round sits at the same index of its runs: the pairs the ratios are made of.
-      for (let repeat = 0; repeat < measuredRuns; repeat += 1) {
-        for (const index of roundOrder(sides.length, round * measuredRuns + repeat)) {
-          (runs[index] as ThroughputRun[]).push(await throughputRun(bench, clients[index] as ClientProcess, count));
+    await withClients(
+      sides.map((side) => () => startSide(bench, side, concurrency)),
+      async (clients) => {
+        await warmUp(bench, clients);
+        // Every side's n-th run of the round sits at the same index of its runs: the pairs the ratios are made of.
+        for (let repeat = 0; repeat < measuredRuns; repeat += 1) {
+          for (const index of roundOrder(sides.length, round * measuredRuns + repeat)) {
+            runs[index]?.push(await throughputRun(bench, clients[index] as ClientProcess, count));
+          }
         }
-      }
-    } finally {
-      await Promise.all(clients.map((client) => client.stop()));
-    }
-    log(
-      `  c=${concurrency} round ${round + 1}/${rounds}: ${sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`).join(', ')}`,
+      },
     );
+    const rates = sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`);
+    log(`  c=${concurrency} round ${round + 1}/${rounds}: ${rates.join(', ')}`);
   }
   return sides.map((side, index) => {
-    const own = runs[index] as ThroughputRun[];
-    const medianOf = (figure: (run: ThroughputRun) => number): number => median(own.map(figure));
+    const own = runs[index] ?? [];
+    const medianOf = (figure: keyof ThroughputRun): number => median(own.map((run) => run[figure]));
     return {
       side: side.name,
       description: side.description,
       runs: own,
-      recordsPerSecond: medianOf((run) => run.recordsPerSecond),
-      cpuMicrosPerRecord: medianOf((run) => run.cpuMicrosPerRecord),
-      clientCores: medianOf((run) => run.clientCores),
-      webhookCores: medianOf((run) => run.webhookCores),
+      recordsPerSecond: medianOf('recordsPerSecond'),
+      cpuMicrosPerRecord: medianOf('cpuMicrosPerRecord'),
+      clientCores: medianOf('clientCores'),
+      webhookCores: medianOf('webhookCores'),
     };
   });
 }

@@ -5,29 +5,16 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { sqsRecord } from '../testkit/records';
 
-/** Bytes of every message body. */
-export const BODY_BYTES = 1024;
-/** The queue the synthetic records claim to come from. */
-export const BENCH_QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:bench-relay';
-/** Share of records the mixed-outcome webhook answers `429`: indexes with `index % 10 < 3`. */
-export const RETRY_SHARE = 0.3;
 /** The `Retry-After` the webhook gives a record it refuses (seconds): long enough that no handle expires mid-bench. */
 export const RETRY_AFTER_SECONDS = 600;
+/** Byte 2 of a body: `r` for a record the mixed webhook refuses. */
+export const RETRY_MARKER_BYTE = 'r'.charCodeAt(0);
 
-/** True for the records the mixed-outcome webhook answers `429`. */
-export function isRetryIndex(index: number): boolean {
-  return index % 10 < RETRY_SHARE * 10;
-}
+/** True for the 30 % of records the mixed-outcome webhook answers `429`: indexes with `index % 10 < 3`. */
+export const isRetryIndex = (index: number): boolean => index % 10 < 3;
 
-/** A message id that carries its index, so the webhook can match a request to its record. */
-export function messageIdOf(index: number): string {
-  return `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`;
-}
-
-/** The index a {@link messageIdOf} id carries (the last 12 digits). */
-export function indexOfMessageId(messageId: string): number {
-  return Number.parseInt(messageId.slice(-12), 10);
-}
+/** The index a record's message id carries (its last 12 digits), so the webhook can match a request to its record. */
+export const indexOfMessageId = (messageId: string): number => Number.parseInt(messageId.slice(-12), 10);
 
 /**
  * A 1 KB JSON body. Bodies of records to be refused begin `{"retry":true`, so the webhook can
@@ -35,26 +22,19 @@ export function indexOfMessageId(messageId: string): number {
  */
 export function bodyOf(index: number, retry = false): string {
   const head = retry ? `{"retry":true,"i":${index},"pad":"` : `{"i":${index},"pad":"`;
-  const tail = '"}';
-  return head + 'x'.repeat(BODY_BYTES - head.length - tail.length) + tail;
+  return `${head}${'x'.repeat(1024 - head.length - 2)}"}`;
 }
 
-/** Byte 2 of a body: `r` for a record the mixed webhook refuses. */
-export const RETRY_MARKER_BYTE = 'r'.charCodeAt(0);
-
-const SENT = '1700000000000';
-const FIRST_RECEIVE = '1700000000500';
-
 /** One record as Lambda's SQS event source delivers it. */
-export function recordOf(index: number, retry = false): SQSRecord {
+export function recordOf(index: number): SQSRecord {
   return sqsRecord(index, {
-    messageId: messageIdOf(index),
+    messageId: `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`,
     // Real receipt handles are a few hundred characters of base64.
     receiptHandle: `AQEB${Buffer.from(`handle-${index}-`.repeat(12)).toString('base64')}`,
-    body: bodyOf(index, retry),
-    attributes: { SentTimestamp: SENT, SenderId: 'AIDAIENQZJOLO23YVJ4VO', ApproximateFirstReceiveTimestamp: FIRST_RECEIVE },
+    body: bodyOf(index),
+    attributes: { SentTimestamp: '1700000000000', SenderId: 'AIDAIENQZJOLO23YVJ4VO', ApproximateFirstReceiveTimestamp: '1700000000500' },
     md5OfBody: '0'.repeat(32),
-    eventSourceARN: BENCH_QUEUE_ARN,
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:bench-relay',
   });
 }
 

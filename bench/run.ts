@@ -12,40 +12,27 @@
  * Options: `--quick` (fewer and smaller runs, figures not for publishing), `--profile` (V8 CPU
  * profiles of the relay's children in `.bench-tmp/profiles/`), `--this-node` (the children on the
  * Node.js running npm), `--node=<path>` (on another binary), `--rounds=<n>` (rounds of the
- * concurrency-10 throughput figures; default 9, 2 with `--quick`), `--simulate-caches` (callgrind
- * also estimates cycles: see instructions.ts), `--report-only` (rewrites the reports from the last
- * run's `.bench-tmp/results.json`, measuring nothing), `--only=<names>` (only these scenarios, e.g.
- * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`,
- * no report). `BENCH_ASSEMBLY=<dir>` reuses a cloud
- * assembly from an earlier `cdk synth` (the bundle must be current: for trying bench changes only).
- * A run on another Node.js major than Lambda's writes `BENCHMARKS.node<major>.md` and leaves
- * docs/performance.md alone; quick runs write their reports to `.bench-tmp/`.
+ * concurrency-10 throughput figures; default 9, 2 with `--quick`), `--report-only` (rewrites the
+ * reports from the last run's `.bench-tmp/results.json`, measuring nothing), `--only=<names>` (only
+ * these scenarios, e.g. `--only=back-pressure,recovery`: figures printed and written to
+ * `.bench-tmp/results.only.json`, no report). A run on another Node.js major than Lambda's writes
+ * `BENCHMARKS.node<major>.md` and leaves docs/performance.md alone; quick runs write their reports to `.bench-tmp/`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
 import { startEmulator } from '../testkit/emulator';
 import { startSecretsManager } from '../testkit/secrets-manager';
 import { startSqsProxy } from '../testkit/sqs-proxy';
-import { PROJECT_ROOT, readBundle, synthesizeBundle, templateQueues } from '../testkit/synth';
+import { PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
-import { machineInfo, secretArnOf, templateSecrets } from './environment';
-import { type Bench, childNode, clientEnv, log, ONLY, QUICK, RELAY, scenarioName } from './harness';
+import { deployedEnvironment, machineInfo } from './environment';
+import { badOption, type Bench, childNode, clientEnv, log, ONLY, QUICK, RELAY, scenarioName } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import type { BenchResults } from './results';
 import { SCENARIOS } from './scenarios';
 import type { Figures } from './scenarios/scenario';
-
-/** The signing key as Secrets Manager would generate it for the stack: letters and digits, valid base64. */
-function generatedSigningKey(): string {
-  let key = '';
-  while (key.length < 48)
-    key += randomBytes(48)
-      .toString('base64')
-      .replace(/[^A-Za-z0-9]/g, '');
-  return key.slice(0, 48);
-}
 
 /** The relay's settings the report names: the template's values the children ran with. */
 const REPORTED_SETTINGS =
@@ -82,16 +69,16 @@ function writeReports(results: BenchResults): void {
   log(`wrote ${markdownFile} and ${sectionFile}`);
 }
 
-/** The scenarios to run: all, or those `--only` names (checked before anything starts). */
+/** The scenarios to run: all, or those `--only` names; options checked before anything starts. */
 function selectedScenarios(): typeof SCENARIOS {
-  if (ONLY === undefined) return SCENARIOS;
-  const names = SCENARIOS.map((scenario) => scenarioName(scenario.key));
-  const unknown = ONLY.filter((name) => !names.includes(name));
-  if (unknown.length > 0) {
-    process.stderr.write(`npm run bench: --only=${unknown.join(',')}: no such scenario; there are ${names.join(', ')}\n`);
-    process.exit(2);
+  for (const arg of process.argv.slice(2)) {
+    if (!/^--(quick|profile|this-node|report-only|(only|rounds|node)=.*)$/.test(arg))
+      badOption(`${arg}: no such option (bench/run.ts lists them)`);
   }
-  return SCENARIOS.filter((scenario) => ONLY?.includes(scenarioName(scenario.key)));
+  const names = SCENARIOS.map((scenario) => scenarioName(scenario.key));
+  const unknown = ONLY?.filter((name) => !names.includes(name)) ?? [];
+  if (unknown.length > 0) badOption(`--only=${unknown.join(',')}: no such scenario; there are ${names.join(', ')}`);
+  return SCENARIOS.filter((scenario) => ONLY === undefined || ONLY.includes(scenarioName(scenario.key)));
 }
 
 async function main(): Promise<void> {
@@ -103,31 +90,33 @@ async function main(): Promise<void> {
   const started = Date.now();
   const machine = machineInfo(childNode());
   log(`${machine.cpu}, ${machine.cores} cores, Node ${machine.node}${QUICK ? ' (quick)' : ''}`);
-  const reuse = process.env.BENCH_ASSEMBLY;
-  log(reuse ? `reusing the assembly in ${reuse}` : 'cdk synth (the deployable bundle)…');
-  const bundle = reuse ? readBundle(reuse) : await synthesizeBundle();
-  const cleanUps: (() => Promise<void> | void)[] = [];
-  if (!reuse) cleanUps.push(() => rmSync(bundle.assemblyDir, { recursive: true, force: true }));
+  log('cdk synth (the deployable bundle)…');
+  const bundle = await synthesizeBundle();
+  const cleanUps: (() => Promise<void> | void)[] = [() => rmSync(bundle.assemblyDir, { recursive: true, force: true })];
   try {
     rmSync(join(SCRATCH_DIR, 'profiles'), { recursive: true, force: true });
-    mkdirSync(SCRATCH_DIR, { recursive: true });
     const compiled = await compileChildren();
     const queues = templateQueues(bundle.template);
-    const emulator = await startEmulator({
-      keepEnvironment: true,
-      visibilityTimeout: queues.visibilityTimeout,
-      maxReceiveCount: queues.maxReceiveCount,
-    });
+    const { visibilityTimeout, maxReceiveCount } = queues;
+    const emulator = await startEmulator({ keepEnvironment: true, visibilityTimeout, maxReceiveCount });
     cleanUps.push(() => emulator.stop());
     const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
     cleanUps.push(() => proxy.close());
     const secrets = await startSecretsManager();
     cleanUps.push(() => secrets.close());
-    const signingSecret = generatedSigningKey();
-    for (const logicalId of templateSecrets(bundle)) secrets.secrets.set(secretArnOf(logicalId), signingSecret);
     const webhook = await startWebhookProcess(compiled, childNode());
     cleanUps.push(() => webhook.stop());
-    const bench: Bench = { bundle, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
+    const relayEnv = deployedEnvironment(bundle, {
+      region: emulator.region,
+      sqsEndpoint: proxy.endpoint,
+      secretsEndpoint: secrets.endpoint,
+      queues: { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq },
+    });
+    // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
+    const randomBase64 = randomBytes(96).toString('base64');
+    const signingSecret = randomBase64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
+    if (relayEnv.SIGNING_SECRET_ARN !== undefined) secrets.secrets.set(relayEnv.SIGNING_SECRET_ARN, signingSecret);
+    const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
 
     const figures: Partial<Figures> = {};
     for (const scenario of scenarios) (figures as Record<string, unknown>)[scenario.key] = await scenario.run(bench, figures);
@@ -137,14 +126,12 @@ async function main(): Promise<void> {
       log(`wrote ${join(SCRATCH_DIR, 'results.only.json')}; done in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
-    const relayConfig = Object.fromEntries(
-      Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name)),
-    ) as Record<string, string>;
+    const relaySettings = Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,
       durationSeconds: (Date.now() - started) / 1000,
-      relayConfig,
+      relayConfig: Object.fromEntries(relaySettings) as Record<string, string>,
       ...(figures as Figures),
       notes: bench.notes,
     } satisfies BenchResults;

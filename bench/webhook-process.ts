@@ -5,12 +5,12 @@
  * `Content-Length` body) to answer each request the moment it is complete, keeps connections
  * alive, and costs a fraction of `node:http`'s server per request, so on a 2-core machine the
  * client under test, not the webhook, is what runs out of CPU. Clients here always send a
- * `Content-Length` (chunked bodies are refused with a 400 and counted).
+ * `Content-Length` (a request without one is answered 400 and its connection closed).
  *
  * Listens on 127.0.0.1 only; exits when its parent goes.
  */
-import { createServer, type Socket } from 'node:net';
-import type { FromWebhook, ToWebhook, WebhookMode } from './protocol';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { serveParent, type WebhookApi, type WebhookMode } from './protocol';
 import { indexOfMessageId, RETRY_AFTER_SECONDS, RETRY_MARKER_BYTE } from './records';
 
 const OK = Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n', 'latin1');
@@ -29,12 +29,7 @@ let delayMs = 0;
 let received: BigInt64Array | undefined;
 let requests = 0;
 let connections = 0;
-let status429 = 0;
 let cpuAtReset = process.cpuUsage();
-
-function send(message: FromWebhook): void {
-  process.send?.(message);
-}
 
 function serve(socket: Socket): void {
   connections += 1;
@@ -64,12 +59,7 @@ function serve(socket: Socket): void {
         const index = id === undefined ? -1 : indexOfMessageId(id);
         if (index >= 0 && index < received.length) received[index] = now;
       }
-      if (mode === 'mixed' && data[bodyStart + 2] === RETRY_MARKER_BYTE) {
-        status429 += 1;
-        replies.push(TOO_MANY);
-      } else {
-        replies.push(OK);
-      }
+      replies.push(mode === 'mixed' && data[bodyStart + 2] === RETRY_MARKER_BYTE ? TOO_MANY : OK);
       offset = bodyEnd;
     }
     pending = offset < data.length ? data.subarray(offset) : undefined;
@@ -81,32 +71,26 @@ function serve(socket: Socket): void {
   socket.on('error', () => socket.destroy());
 }
 
-const server = createServer(serve);
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  send({ type: 'listening', port: typeof address === 'object' && address !== null ? address.port : 0 });
-});
-
-process.on('message', (raw) => {
-  const message = raw as ToWebhook;
-  if (message.type === 'exit') process.exit(0);
-  if (message.type === 'reset') {
-    mode = message.mode;
-    delayMs = message.delayMs;
-    received = message.stampSize > 0 ? new BigInt64Array(message.stampSize) : undefined;
+const api: WebhookApi = {
+  async reset(newMode, stampSize, newDelayMs) {
+    mode = newMode;
+    delayMs = newDelayMs;
+    received = stampSize > 0 ? new BigInt64Array(stampSize) : undefined;
     requests = 0;
     connections = 0;
-    status429 = 0;
     cpuAtReset = process.cpuUsage();
-    send({ type: 'done', id: message.id });
-  } else if (message.type === 'stats') {
+  },
+  async stats() {
     const cpu = process.cpuUsage(cpuAtReset);
-    send({
-      type: 'done',
-      id: message.id,
-      stats: { requests, connections, status429, cpuMicros: cpu.user + cpu.system, ...(received === undefined ? {} : { received }) },
-    });
-  }
-});
-// Never outlive the benchmark.
-process.on('disconnect', () => process.exit(0));
+    return { requests, connections, cpuMicros: cpu.user + cpu.system, ...(received && { received }) };
+  },
+};
+
+serveParent<WebhookApi, { port: number }>(
+  () =>
+    new Promise((resolve) => {
+      const server = createServer(serve).listen(0, '127.0.0.1', () =>
+        resolve({ ready: { port: (server.address() as AddressInfo).port }, api }),
+      );
+    }),
+);

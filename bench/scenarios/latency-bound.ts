@@ -1,5 +1,7 @@
 /** The relay and the bare loop against a webhook that takes `delayMs` per request: measured against concurrency ÷ latency. */
-import { BARE, DEADLINE_MS, eventFile, log, QUICK, RELAY, startSide } from '../harness';
+import { BARE, DEADLINE_MS, eventFile, log, QUICK, RELAY, startSide, withClients } from '../harness';
+import type { ClientProcess } from '../children';
+import type { RunResult } from '../protocol';
 import type { LatencyBoundRun } from '../results';
 import { scenario } from './scenario';
 
@@ -20,16 +22,15 @@ export default scenario('latencyBound', async (bench) => {
     const records = Math.max(200, Math.round(model)); // about one second of traffic at the model's rate
     const rates: number[] = [];
     for (const side of [RELAY, BARE]) {
-      const client = await startSide(bench, side, concurrency);
-      try {
+      const run = async (client: ClientProcess, count: number): Promise<RunResult> => {
         await bench.webhook.reset('ok', { delayMs });
-        await client.run({ eventFile: eventFile(Math.min(records, 500)), timeoutMs: DEADLINE_MS });
-        await bench.webhook.reset('ok', { delayMs });
-        const result = await client.run({ eventFile: eventFile(records), timeoutMs: DEADLINE_MS });
-        rates.push((result.records / result.wallMs) * 1000);
-      } finally {
-        await client.stop();
-      }
+        return client.run({ eventFile: eventFile(count), timeoutMs: DEADLINE_MS });
+      };
+      const result = await withClients([() => startSide(bench, side, concurrency)], async ([client]) => {
+        await run(client, Math.min(records, 500)); // warm-up
+        return run(client, records);
+      });
+      rates.push((result.records / result.wallMs) * 1000);
     }
     results.push({
       delayMs,

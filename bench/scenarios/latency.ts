@@ -2,51 +2,46 @@
  * The latency the relay adds per record: the client stamps `process.hrtime.bigint()` when it starts
  * a record, the webhook when the request is complete (CLOCK_MONOTONIC: one clock for all processes).
  */
-import { BARE, type Bench, DEADLINE_MS, eventFile, log, QUICK, RELAY, startSide, warmUp } from '../harness';
+import { BARE, type Bench, DEADLINE_MS, eventFile, log, QUICK, RELAY, startSide, warmUp, withClients } from '../harness';
 import type { LatencySection, LatencySide } from '../results';
 import { median, percentile } from '../stats';
 import { scenario } from './scenario';
 
 type RunPercentiles = { p50: number; p99: number; samples: number };
 
-function latencySide(side: string, perRun: readonly RunPercentiles[]): LatencySide {
-  return {
-    side,
-    p50Micros: median(perRun.map((run) => run.p50)),
-    p99Micros: median(perRun.map((run) => run.p99)),
-    samples: perRun.reduce((sum, run) => sum + run.samples, 0),
-  };
-}
-
 async function section(bench: Bench, concurrency: number): Promise<LatencySection> {
   const records = QUICK ? 500 : 2_000;
   const runs = QUICK ? 2 : 3;
   log(`latency, concurrency ${concurrency}`);
   const sides = [RELAY, BARE];
-  const clients = [await startSide(bench, RELAY, concurrency), await startSide(bench, BARE, concurrency)];
-  try {
-    const perRun: RunPercentiles[][] = [[], []];
-    await warmUp(bench, clients);
-    for (let round = 0; round < runs; round += 1) {
-      for (const [index, client] of clients.entries()) {
-        await bench.webhook.reset('ok', { stampSize: records });
-        const result = await client.run({ eventFile: eventFile(records), stamp: true, timeoutMs: DEADLINE_MS });
-        const { received } = await bench.webhook.stats();
-        const deltas: number[] = [];
-        for (let record = 0; record < records; record += 1) {
-          const start = result.started?.[record] ?? 0n;
-          const end = received?.[record] ?? 0n;
-          if (start > 0n && end > 0n) deltas.push(Number(end - start) / 1000);
+  const perRun: RunPercentiles[][] = sides.map(() => []);
+  await withClients(
+    sides.map((side) => () => startSide(bench, side, concurrency)),
+    async (clients) => {
+      await warmUp(bench, clients);
+      for (let round = 0; round < runs; round += 1) {
+        for (const [index, client] of clients.entries()) {
+          await bench.webhook.reset('ok', { stampSize: records });
+          const { started } = await client.run({ eventFile: eventFile(records), stamp: true, timeoutMs: DEADLINE_MS });
+          const { received } = await bench.webhook.stats();
+          const deltas: number[] = [];
+          for (let record = 0; record < records; record += 1) {
+            const [start = 0n, end = 0n] = [started?.[record], received?.[record]];
+            if (start > 0n && end > 0n) deltas.push(Number(end - start) / 1000);
+          }
+          if (deltas.length !== records)
+            bench.notes.push(`latency c=${concurrency} ${sides[index]?.name}: ${deltas.length} of ${records} records matched`);
+          perRun[index]?.push({ p50: percentile(deltas, 50), p99: percentile(deltas, 99), samples: deltas.length });
         }
-        if (deltas.length !== records)
-          bench.notes.push(`latency c=${concurrency} ${sides[index]?.name}: ${deltas.length} of ${records} records matched`);
-        perRun[index]?.push({ p50: percentile(deltas, 50), p99: percentile(deltas, 99), samples: deltas.length });
       }
-    }
-    return { concurrency, records, runs, relay: latencySide(RELAY.name, perRun[0] ?? []), bare: latencySide(BARE.name, perRun[1] ?? []) };
-  } finally {
-    await Promise.all(clients.map((client) => client.stop()));
-  }
+    },
+  );
+  const [relay, bare] = sides.map(({ name }, index): LatencySide => {
+    const own = perRun[index] ?? [];
+    const p50Micros = median(own.map((run) => run.p50));
+    return { side: name, p50Micros, p99Micros: median(own.map((run) => run.p99)), samples: own.reduce((sum, run) => sum + run.samples, 0) };
+  }) as [LatencySide, LatencySide];
+  return { concurrency, records, runs, relay, bare };
 }
 
 export default scenario('latency', async (bench) => [await section(bench, 1), await section(bench, 10)]);

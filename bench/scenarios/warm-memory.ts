@@ -3,9 +3,9 @@
  * limits Lambda gives the template's memory size and no other flag, invocations back to back.
  */
 import { readFileSync } from 'node:fs';
-import { startClientProcess } from '../children';
+import { type ClientProcess, startClientProcess } from '../children';
 import { lambdaHeapFlags } from '../environment';
-import { BATCH, DEADLINE_MS, eventFile, log, NOOP, RELAY, sideClient } from '../harness';
+import { BATCH, DEADLINE_MS, eventFile, log, NOOP, RELAY, sideClient, withClients } from '../harness';
 import { eventJson } from '../records';
 import type { WarmMemoryRow } from '../results';
 import { scenario } from './scenario';
@@ -31,21 +31,21 @@ export default scenario('warmMemory', async (bench) => {
     const file = eventFile(records);
     const eventBytes = readFileSync(file).length;
     for (const side of [NOOP, RELAY]) {
-      const client = await startClientProcess(bench.compiled, { ...sideClient(bench, side, 10, true), execArgv: heapFlags });
-      try {
-        const peakMiBByInvocation: number[] = [];
+      const start = (): Promise<ClientProcess> =>
+        startClientProcess(bench.compiled, { ...sideClient(bench, side, 10, true), execArgv: heapFlags });
+      const peakMiBByInvocation = await withClients([start], async ([client]) => {
+        const peaks: number[] = [];
         for (let invocation = 0; invocation < INVOCATIONS; invocation += 1) {
           await bench.webhook.reset('ok');
           const result = await client.run({ eventFile: file, timeoutMs: DEADLINE_MS });
           const delivered = (await bench.webhook.stats()).requests;
           if (side.kind !== 'noop' && (result.failures > 0 || delivered !== records))
             bench.notes.push(`warm memory ${side.name}: ${result.failures} failures, ${delivered} of ${records} delivered`);
-          peakMiBByInvocation.push(result.maxRssKiB / 1024);
+          peaks.push(result.maxRssKiB / 1024);
         }
-        rows.push({ side: side.name, records, eventBytes, peakMiBByInvocation });
-      } finally {
-        await client.stop();
-      }
+        return peaks;
+      });
+      rows.push({ side: side.name, records, eventBytes, peakMiBByInvocation });
     }
   }
   return { memorySizeMb: bench.bundle.memorySize, heapFlags, rows };
