@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, release, totalmem } from 'node:os';
-import { PROJECT_ROOT, resolveEnvironment, type SynthesizedBundle } from '../testkit/synth';
+import { lambdaRuntimeEnvironment, PROJECT_ROOT, type SynthesizedBundle, templateEnvironment } from '../testkit/synth';
 import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 
 /** Local stand-ins for the resources the template's environment refers to. */
@@ -20,38 +20,21 @@ export interface StandIns {
 }
 
 /**
- * What Lambda's Node.js runtime sets for every function, credentials, the local endpoints, and the
- * template's function environment with every `{ Ref }`/`{ Fn::GetAtt }` resolved: queues to the
- * stand-ins, secrets to ARNs the fake Secrets Manager is to answer for.
- * @throws for an intrinsic it has no value for (the template grew something new)
+ * What Lambda's Node.js runtime sets for every function, the local endpoints, and the template's
+ * function environment with every `{ Ref }`/`{ Fn::GetAtt }` resolved: queues to the stand-ins,
+ * the secret to an ARN the fake Secrets Manager is to answer for.
  */
 export function deployedEnvironment(bundle: SynthesizedBundle, standIns: StandIns): NodeJS.ProcessEnv {
-  const values: Record<string, string> = {};
-  for (const [logicalId, { Type }] of Object.entries(bundle.template.Resources)) {
-    const queue = standIns.queues[logicalId];
-    if (Type === 'AWS::SQS::Queue' && queue !== undefined)
-      Object.assign(values, { [logicalId]: queue.url, [`${logicalId}.Arn`]: queue.arn });
-    if (Type === 'AWS::SecretsManager::Secret')
-      values[logicalId] = `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`;
-  }
+  const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: standIns.region };
   return {
-    PATH: process.env.PATH,
-    TZ: ':UTC',
-    LANG: 'en_US.UTF-8',
-    LAMBDA_TASK_ROOT: bundle.bundleDir,
-    _HANDLER: `index.${bundle.handlerExport}`,
-    AWS_EXECUTION_ENV: `AWS_Lambda_${bundle.runtime}`,
-    AWS_LAMBDA_FUNCTION_NAME: bundle.stackName,
-    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(bundle.memorySize),
-    AWS_REGION: standIns.region,
-    AWS_DEFAULT_REGION: standIns.region,
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
-    AWS_SESSION_TOKEN: 'test',
+    ...lambdaRuntimeEnvironment(bundle, place),
     AWS_ENDPOINT_URL_SQS: standIns.sqsEndpoint,
     AWS_ENDPOINT_URL_SECRETS_MANAGER: standIns.secretsEndpoint,
-    ...resolveEnvironment(bundle.environment, values),
+    ...templateEnvironment(
+      bundle,
+      standIns.queues,
+      (logicalId) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`,
+    ),
   };
 }
 

@@ -11,7 +11,7 @@ import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { build } from 'esbuild';
@@ -206,7 +206,7 @@ export function readBundle(assemblyDir: string, output = ''): SynthesizedBundle 
  * @param values by `LogicalId` for `{ Ref }` and `LogicalId.Attribute` for `{ 'Fn::GetAtt' }`
  * @throws naming the variable, for an intrinsic no value was given for
  */
-export function resolveEnvironment(
+function resolveEnvironment(
   environment: Readonly<Record<string, CfnValue>>,
   values: Readonly<Record<string, string>>,
 ): Record<string, string> {
@@ -228,6 +228,58 @@ export function resolveEnvironment(
     resolved[name] = replacement;
   }
   return resolved;
+}
+
+/** Where the function runs: its code's directory and handler file (a copy of the bundle's, or the bundle's own), its name and region. */
+export interface LambdaRuntimePlace {
+  readonly taskRoot: string;
+  readonly handlerFile: string;
+  readonly functionName: string;
+  readonly region: string;
+}
+
+/**
+ * What Lambda's Node.js runtime sets for every function (task root, handler, function name,
+ * version and memory, region), with stand-in credentials: the environment around the template's
+ * own variables, for every process that runs the bundle as deployed (tests and bench alike).
+ */
+export function lambdaRuntimeEnvironment(bundle: SynthesizedBundle, place: LambdaRuntimePlace): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    TZ: ':UTC',
+    LANG: 'en_US.UTF-8',
+    LAMBDA_TASK_ROOT: place.taskRoot,
+    _HANDLER: `${relative(place.taskRoot, place.handlerFile).replace(/\.[cm]?js$/, '')}.${bundle.handlerExport}`,
+    AWS_EXECUTION_ENV: `AWS_Lambda_${bundle.runtime}`,
+    AWS_LAMBDA_FUNCTION_NAME: place.functionName,
+    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(bundle.memorySize),
+    AWS_REGION: place.region,
+    AWS_DEFAULT_REGION: place.region,
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_SESSION_TOKEN: 'test',
+  };
+}
+
+/**
+ * The template's function environment with its `Ref`s and `GetAtt`s resolved to stand-ins: each
+ * queue (by logical id) to its URL and ARN, each secret to the ARN `secretArnOf` gives its logical id.
+ * @throws for an intrinsic it has no value for (the template grew something new)
+ */
+export function templateEnvironment(
+  bundle: SynthesizedBundle,
+  queues: Readonly<Record<string, { readonly url: string; readonly arn: string }>>,
+  secretArnOf: (logicalId: string) => string,
+): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const [logicalId, { Type }] of Object.entries(bundle.template.Resources)) {
+    const queue = queues[logicalId];
+    if (Type === 'AWS::SQS::Queue' && queue !== undefined)
+      Object.assign(values, { [logicalId]: queue.url, [`${logicalId}.Arn`]: queue.arn });
+    if (Type === 'AWS::SecretsManager::Secret') values[logicalId] = secretArnOf(logicalId);
+  }
+  return resolveEnvironment(bundle.environment, values);
 }
 
 /** The relay's queues as the template declares them. */
@@ -281,7 +333,7 @@ export interface LoadedBundle {
 
 /** Options of {@link startBundle}. */
 export interface StartBundleOptions {
-  /** The function's environment, tokens resolved (see {@link resolveEnvironment}). */
+  /** The function's environment, tokens resolved (see {@link templateEnvironment}). */
   readonly environment: Readonly<Record<string, string>>;
   /** Endpoint, region and credentials of the SQS the function talks to (an emulator). */
   readonly aws: { readonly endpoint: string; readonly region: string };
@@ -376,21 +428,7 @@ export async function startBundle(bundle: SynthesizedBundle, options: StartBundl
 
   const functionName = options.functionName ?? bundle.stackName;
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    // What Lambda's runtime sets for every function.
-    TZ: ':UTC',
-    LANG: 'en_US.UTF-8',
-    LAMBDA_TASK_ROOT: taskRoot,
-    _HANDLER: `${handlerFile.slice(taskRoot.length + 1).replace(/\.[cm]?js$/, '')}.${bundle.handlerExport}`,
-    AWS_EXECUTION_ENV: `AWS_Lambda_${bundle.runtime}`,
-    AWS_LAMBDA_FUNCTION_NAME: functionName,
-    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(bundle.memorySize),
-    AWS_REGION: options.aws.region,
-    AWS_DEFAULT_REGION: options.aws.region,
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
-    AWS_SESSION_TOKEN: 'test',
+    ...lambdaRuntimeEnvironment(bundle, { taskRoot, handlerFile, functionName, region: options.aws.region }),
     // The one difference from Lambda: SQS is the emulator.
     AWS_ENDPOINT_URL_SQS: options.aws.endpoint,
     ...options.environment,

@@ -673,7 +673,7 @@ describe('in a process with nothing else to do (a Lambda invocation whose reques
         `import { Pacer } from ${JSON.stringify(pacer)};`,
         'const pacer = new Pacer({ adaptive: true, maxInFlight: 10, maxRequestsPerSecond: 2 });',
         'pacer.acquire(Date.now() + 5000); // the one token',
-        'console.log(`started: ${await pacer.acquire(Date.now() + 5000)}`); // the next, half a second later',
+        'console.log("started: " + (await pacer.acquire(Date.now() + 5000))); // the next, half a second later',
       ].join('\n'),
     );
     const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 30_000 });

@@ -4,7 +4,7 @@
  * template's references pointing at the stand-ins. Shared by the tests that run the bundle.
  */
 import { type Emulator, startEmulator } from '../../testkit/emulator';
-import { resolveEnvironment, type SynthesizedBundle, type TemplateQueues } from '../../testkit/synth';
+import { type SynthesizedBundle, type TemplateQueues, templateEnvironment } from '../../testkit/synth';
 
 /** An emulator whose queue pair has the template's redrive count, visibility timeout and kind; `process.env` left alone. */
 export function startTemplateEmulator(queues: TemplateQueues): Promise<Emulator> {
@@ -28,16 +28,6 @@ export function deployedEnvironment(
   signingSecretArn: string,
   overrides: Readonly<Record<string, string>>,
 ): Record<string, string> {
-  const [signingSecretId] =
-    Object.entries(bundle.template.Resources).find(([, resource]) => resource.Type === 'AWS::SecretsManager::Secret') ?? [];
-  return {
-    ...resolveEnvironment(bundle.environment, {
-      [queues.queueLogicalId]: emulator.queue.url,
-      [`${queues.queueLogicalId}.Arn`]: emulator.queue.arn,
-      [queues.deadLetterQueueLogicalId]: emulator.dlq.url,
-      [`${queues.deadLetterQueueLogicalId}.Arn`]: emulator.dlq.arn,
-      [String(signingSecretId)]: signingSecretArn,
-    }),
-    ...overrides,
-  };
+  const standIns = { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq };
+  return { ...templateEnvironment(bundle, standIns, () => signingSecretArn), ...overrides };
 }
