@@ -411,7 +411,7 @@ function figures(results: BenchResults) {
     componentsTotal: sum(results.components.filter((cost) => cost.per === 'record').map((cost) => cost.nanos / 1000)),
     ...capacityFigures(results, cpu('relay')),
     ...backPressureFigures(results),
-    backPressure: backPressureText(results),
+    backPressure: backPressureText(results)?.trimEnd(),
   };
   return { ...values, summaryTable: fill('summary', values).trimEnd(), capacity: fill('capacity', values) };
 }
