@@ -118,7 +118,9 @@ export interface WebhookRelayProps {
    * whole seconds; the queue's retention must cover it plus 12 hours and one visibility timeout.
    * The redrive policy's count is then only a backstop for crashes, derived from the window (see
    * {@link maxReceiveCount}). To give up after a number of receives instead, set
-   * {@link maxReceiveCount} and leave this unset: the window is then off.
+   * {@link maxReceiveCount} and leave this unset: the window is then off. With an existing
+   * {@link queue}, whose redrive policy is its own, `Duration.seconds(0)` switches the window off
+   * instead: the queue's count alone decides.
    * @default 24 hours
    */
   readonly retryWindow?: Duration;
@@ -126,7 +128,8 @@ export interface WebhookRelayProps {
    * Receives before SQS moves a message to the DLQ (the redrive policy); also `MAX_RECEIVE_COUNT`.
    * Setting it on a created queue chooses SQS's count semantics: the retry window is off
    * (`RETRY_WINDOW_HOURS=0`), so it may not be given with {@link retryWindow}. With an existing
-   * {@link queue} it states that queue's redrive policy instead, and the window stays on.
+   * {@link queue} it states that queue's redrive policy instead, and the window stays on unless
+   * {@link retryWindow} is 0.
    * @default derived from the retry window: the window over the visibility timeout, plus 3, within 10 to 1,000 (483 with the defaults)
    */
   readonly maxReceiveCount?: number;

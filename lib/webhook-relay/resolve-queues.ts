@@ -46,7 +46,7 @@ export interface ResolvedQueues {
   readonly queues: QueuesToCreate | ExistingQueues;
   /** The redrive policy's receive count: the window's backstop, or SQS's count semantics. */
   readonly maxReceiveCount: number;
-  /** The retry window, whole seconds; 0 when it is off (`maxReceiveCount` given for a created queue). */
+  /** The retry window, whole seconds; 0 when it is off (`maxReceiveCount` given for a created queue, `retryWindow` 0 for an existing one). */
   readonly retryWindowSeconds: number;
 }
 
@@ -62,8 +62,10 @@ export function resolveQueues(
   const minimumVisibility = visibilityTimeoutSecondsFor(timeoutSeconds, windowSeconds);
 
   if (props.queue !== undefined) {
-    // The queue's redrive policy is given, not chosen here: its count is the window's backstop.
-    const retryWindow = retryWindowOf(props.retryWindow ?? d.retryWindow);
+    // The queue's redrive policy is given, not chosen here: its count is the window's backstop,
+    // or, with the window switched off (0), what gives up on a message (SQS's count semantics).
+    const off = props.retryWindow !== undefined && props.retryWindow.toMilliseconds({ integral: false }) === 0;
+    const retryWindow = off ? 0 : retryWindowOf(props.retryWindow ?? d.retryWindow);
     const existing = resolveExistingQueues(props, props.queue, timeoutSeconds, minimumVisibility, retryWindow, warnings);
     return { ...existing, retryWindowSeconds: retryWindow };
   }
@@ -133,7 +135,7 @@ export function resolveQueues(
   };
 }
 
-/** The retry window in whole seconds: 1 minute to the registry's longest (14 days); 0 is how the variable, not the prop, says "off". */
+/** The retry window in whole seconds, 1 minute to the registry's longest (14 days): a created queue's window is switched off by `maxReceiveCount`, not by 0. */
 function retryWindowOf(window: Duration): number {
   const { max } = SETTINGS.RETRY_WINDOW_HOURS;
   check(
@@ -214,13 +216,15 @@ function resolveExistingQueues(
     `must be of the same kind as the queue (${queue.fifo ? 'FIFO' : 'standard'}), as SQS requires`,
   );
   wholeNumber(maxReceiveCount, 'maxReceiveCount', SETTINGS.MAX_RECEIVE_COUNT.min, SETTINGS.MAX_RECEIVE_COUNT.max);
+  const result = { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount } as const;
+  if (retryWindow === 0) return result; // SQS's count semantics: the queue's count is the rule, not a backstop
   // An imported queue's visibility timeout is unknown here: judge by the one it should have.
   const visibility = knownVisibility ?? minimumVisibility;
   const backstop = backstopReceiveCount(retryWindow, visibility);
   if (maxReceiveCount < backstop) {
     warnings.push({
       id: 'sqs-webhook-relay:backstopBelowWindow',
-      message: `The queue's redrive policy moves a message to the DLQ after ${maxReceiveCount} receives, fewer than the ${backstop} a retry window of ${durationText(retryWindow, 'hours')} takes at a visibility timeout of ${visibility} s: the window may end at the backstop first (retries are spread thin, and invocations that crash or time out dead-letter a message early). Raise the redrive policy's maxReceiveCount to ${backstop}, or shorten retryWindow.`,
+      message: `The queue's redrive policy moves a message to the DLQ after ${maxReceiveCount} receives, fewer than the ${backstop} a retry window of ${durationText(retryWindow, 'hours')} takes at a visibility timeout of ${visibility} s: the window may end at the backstop first (retries are spread thin, and invocations that crash or time out dead-letter a message early). Raise the redrive policy's maxReceiveCount to ${backstop}, shorten retryWindow, or set it to 0 for SQS's count semantics (the queue's count alone decides).`,
     });
   }
   // The queue is the caller's: a short retention is told, not refused.
@@ -231,7 +235,7 @@ function resolveExistingQueues(
       message: `The queue keeps a message ${durationText(knownRetention)}, less than the retry window (${durationText(retryWindow, 'hours')}) plus its margin (${durationText(needed - retryWindow)}): a message could expire before it is dead-lettered. Give the queue a retention of at least ${durationText(needed)}, or shorten retryWindow.`,
     });
   }
-  return { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount };
+  return result;
 }
 
 /**

@@ -6,16 +6,17 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import type { Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../lib/app';
 import { CONTEXT_KEYS, ContextError, DEFAULT_STACK_NAME } from '../../lib/context';
 import { offlineEnvironment, PROJECT_ROOT } from '../../testkit/synth';
 import { onlyResource, testApp } from './helpers';
 
-function synth(context: Record<string, unknown>): { stackName: string; template: Template } {
+function synth(context: Record<string, unknown>): { stackName: string; template: Template; stack: Stack } {
   const stack = buildApp(testApp(context));
-  return { stackName: stack.stackName, template: Template.fromStack(stack) };
+  return { stackName: stack.stackName, template: Template.fromStack(stack), stack };
 }
 
 function environmentOf(template: Template): Record<string, unknown> {
@@ -136,6 +137,19 @@ describe('context keys', () => {
     });
     template.resourceCountIs('AWS::SQS::Queue', 0);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: 'arn:aws:sqs:eu-west-1:111122223333:q' });
+  });
+
+  it("an existing queue with retryWindowHours=0: SQS's count semantics, the queue's maxReceiveCount the rule", () => {
+    const { template, stack } = synth({
+      webhookUrl: 'https://hooks.example.com/x',
+      queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q',
+      deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d',
+      maxReceiveCount: '5',
+      retryWindowHours: '0',
+    });
+    expect(environmentOf(template)).toMatchObject({ RETRY_WINDOW_HOURS: '0', MAX_RECEIVE_COUNT: '5' });
+    // No "redrive count too small for the window" warning: there is no window.
+    Annotations.fromStack(stack).hasNoWarning('*', Match.stringLikeRegexp('retry window'));
   });
 
   it.each<[Record<string, unknown>, RegExp]>([

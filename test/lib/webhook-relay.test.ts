@@ -769,6 +769,29 @@ describe('WebhookRelay outages', () => {
     Annotations.fromStack(existing(483).stack).hasNoWarning('*', Match.anyValue());
   });
 
+  it("an existing queue with retryWindow 0: SQS's count semantics, its redrive count the rule, no window warnings", () => {
+    const {
+      template,
+      stack,
+      relay: r,
+    } = relay({ retryWindow: Duration.seconds(0) }, (s) => ({
+      queue: new sqs.Queue(s, 'Own', {
+        visibilityTimeout: Duration.seconds(180),
+        retentionPeriod: Duration.hours(1),
+        deadLetterQueue: { queue: new sqs.Queue(s, 'OwnDlq', { enforceSSL: true }), maxReceiveCount: 5 },
+        enforceSSL: true,
+      }),
+    }));
+    expect(environmentOf(template)).toMatchObject({ RETRY_WINDOW_HOURS: '0', MAX_RECEIVE_COUNT: '5' });
+    expect(r.retryWindow).toBeUndefined();
+    // Neither the backstop nor the retention (1 hour) is judged against a window that is off.
+    Annotations.fromStack(stack).hasNoWarning('*', Match.anyValue());
+    const descriptions = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).map((a) => String(a.Properties.AlarmDescription));
+    expect(descriptions.join(' ')).toContain('failed 5 times');
+    // A created queue is switched to count semantics by maxReceiveCount, not by a zero window.
+    expect(() => relay({ retryWindow: Duration.seconds(0) })).toThrow(/retryWindow cannot be 0: .* set maxReceiveCount/);
+  });
+
   it("warns when an existing queue's retention is shorter than the window plus its margin", () => {
     const { stack } = relay({ retryWindow: Duration.hours(48) }, (s) => ({
       queue: new sqs.Queue(s, 'Own', {
