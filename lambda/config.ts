@@ -190,7 +190,7 @@ function breakerSettings(env: Env): BreakerSettings {
 }
 
 /** `RETRY_WINDOW_HOURS` in whole seconds (0: off). */
-export function retryWindowSeconds(env: Env): number {
+function retryWindowSeconds(env: Env): number {
   const { default: fallback, min, max } = FUNCTION_SETTINGS.RETRY_WINDOW_HOURS;
   return Math.round(decimal(env, 'RETRY_WINDOW_HOURS', fallback, min, max) * 3600);
 }

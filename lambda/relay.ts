@@ -71,6 +71,11 @@ export type AttemptOutcome =
 /** What happened to one record of a batch. */
 export type RecordOutcome = AttemptOutcome | NotAttempted;
 
+/** The record's receive count (`ApproximateReceiveCount`), this receive included: 1 when the event lacks it. */
+function receiveCountOf(record: SQSRecord): number {
+  return Number(record.attributes?.ApproximateReceiveCount) || 1;
+}
+
 /** True when the record must go back to the queue (it is in `batchItemFailures`). */
 export function isFailure(outcome: RecordOutcome): boolean {
   return outcome.kind === 'retry' || outcome.kind === 'not-attempted' || outcome.kind === 'held';
@@ -279,7 +284,7 @@ export class BatchRelay {
     latenciesMs: number[],
     requestsEnd: Deadline,
   ): Promise<AttemptOutcome | NotAttempted> {
-    const attempt = Number(record.attributes?.ApproximateReceiveCount) || 1;
+    const attempt = receiveCountOf(record);
     let permit = this.breaker.permit(Date.now());
     while (permit === 'wait') {
       await this.breaker.probeSettled();
@@ -465,7 +470,7 @@ export class BatchRelay {
         requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
       if (windowSeconds > 0 && isFailure(outcome)) {
         const timeLeftSeconds = (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000;
-        const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+        const receiveCount = receiveCountOf(record);
         const honoured = outcome.kind === 'retry' && outcome.delaySource === 'retry-after';
         const fitted = delayInWindow(requested, honoured, timeLeftSeconds, receiveCount, this.config.maxReceiveCount);
         requested = fitted.delaySeconds;
@@ -513,7 +518,7 @@ export class BatchRelay {
         counts.delivered += 1;
         return;
       }
-      const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || 1;
+      const receiveCount = receiveCountOf(record);
       const line: Record<string, unknown> = { messageId: record.messageId, outcome: outcome.kind, receiveCount };
       if (outcome.kind === 'dead-lettered') {
         counts.deadLettered += 1;

@@ -5,7 +5,7 @@
  * (`local/runner.ts`) polls it.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { loadConfig, retryWindowSeconds } from '../lambda/config';
+import { loadConfig } from '../lambda/config';
 import { durationText } from '../lambda/duration-text';
 import { backstopReceiveCount } from '../lambda/retry-window';
 import type { Env } from '../lambda/env';
@@ -42,7 +42,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
     );
   }
   maxReceiveCount ??= settings.maxReceiveCount;
-  const windowSeconds = retryWindowSeconds(functionEnv);
+  const windowSeconds = preliminary.retryWindowSeconds;
   const backstop = backstopReceiveCount(windowSeconds, described.visibilityTimeoutSeconds);
   if (windowSeconds > 0 && maxReceiveCount !== undefined && maxReceiveCount < backstop) {
     log.line(

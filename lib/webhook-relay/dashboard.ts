@@ -8,7 +8,6 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type { Construct } from 'constructs';
 import { givenUpText, type RelayAlarms } from './alarms';
 import type { MonitoredRelay, RelayMetricFactory } from './metrics';
-import { METRIC_NAMES } from '../../lambda/metric-names';
 import { RELAY_METRICS } from './props';
 
 /** The figures the dashboard draws as lines on its graphs. */
@@ -90,11 +89,11 @@ export function createDashboard(
     new cloudwatch.GraphWidget({
       title: 'Webhook pace',
       left: [
-        relayMetric(METRIC_NAMES.paceRequestsPerSecond, 'requests/s limit (average)', cloudwatch.Stats.AVERAGE),
-        relayMetric(METRIC_NAMES.paceRequestsPerSecond, 'requests/s limit (slowest container)', cloudwatch.Stats.MINIMUM),
-        relayMetric(METRIC_NAMES.paceInFlightLimit, 'in-flight limit (average)', cloudwatch.Stats.AVERAGE),
+        relayMetric(RELAY_METRICS.paceRequestsPerSecond, 'requests/s limit (average)', cloudwatch.Stats.AVERAGE),
+        relayMetric(RELAY_METRICS.paceRequestsPerSecond, 'requests/s limit (slowest container)', cloudwatch.Stats.MINIMUM),
+        relayMetric(RELAY_METRICS.paceInFlightLimit, 'in-flight limit (average)', cloudwatch.Stats.AVERAGE),
       ],
-      right: [relayMetric(METRIC_NAMES.requestsRefused, 'refused (429/503/504/408/timeout, per minute)', cloudwatch.Stats.SUM)],
+      right: [relayMetric(RELAY_METRICS.requestsRefused, 'refused (429/503/504/408/timeout, per minute)', cloudwatch.Stats.SUM)],
       leftYAxis: { min: 0, showUnits: false },
       rightYAxis: { min: 0, showUnits: false },
       width: 24,

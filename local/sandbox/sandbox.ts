@@ -3,7 +3,7 @@
  * holds the queue, its DLQ and the redrive policy (no AWS account needed), and without
  * `WEBHOOK_URL` a demo webhook prints what arrives. Then the runner (`local/runner.ts`) polls it.
  */
-import { loadConfig, type RelayConfig, retryWindowSeconds } from '../../lambda/config';
+import { loadConfig, type RelayConfig } from '../../lambda/config';
 import { backstopReceiveCount } from '../../lambda/retry-window';
 import { type Env, read } from '../../lambda/env';
 import type { DemoReply, DemoRequest } from './demo-webhook';
@@ -94,7 +94,7 @@ export async function startSandbox(io: RunnerIo, env: Env = process.env): Promis
     // As the stack does: a backstop derived from the retry window, or SQS's count when the window is off.
     // MAX_RECEIVE_COUNT alone asks for SQS's count semantics, as `maxReceiveCount` does in the stack.
     const countOnly = settings.maxReceiveCount !== undefined && read(functionEnv, 'RETRY_WINDOW_HOURS') === undefined;
-    const windowSeconds = countOnly ? 0 : retryWindowSeconds(functionEnv);
+    const windowSeconds = countOnly ? 0 : preliminary.retryWindowSeconds;
     const maxReceiveCount =
       settings.maxReceiveCount ??
       (windowSeconds > 0 ? backstopReceiveCount(windowSeconds, visibilityTimeoutSeconds) : FUNCTION_SETTINGS.MAX_RECEIVE_COUNT.default);
