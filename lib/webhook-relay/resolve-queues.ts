@@ -1,8 +1,8 @@
 /**
  * The queues' part of resolving the props: the queues to create or the ones passed in, the retry
  * window, the redrive policy's receive count (the window's backstop, or SQS's count semantics when
- * `maxReceiveCount` is given), the visibility timeout and the retention checked against the time a
- * message can take.
+ * `maxReceiveCount` is given for a created queue or the window is 0 for an existing one), the
+ * visibility timeout and the retention checked against the time a message can take.
  */
 import { Duration, Token } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -64,8 +64,7 @@ export function resolveQueues(
   if (props.queue !== undefined) {
     // The queue's redrive policy is given, not chosen here: its count is the window's backstop,
     // or, with the window switched off (0), what gives up on a message (SQS's count semantics).
-    const off = props.retryWindow !== undefined && props.retryWindow.toMilliseconds({ integral: false }) === 0;
-    const retryWindow = off ? 0 : retryWindowOf(props.retryWindow ?? d.retryWindow);
+    const retryWindow = retryWindowOf(props.retryWindow ?? d.retryWindow, true);
     const existing = resolveExistingQueues(props, props.queue, timeoutSeconds, minimumVisibility, retryWindow, warnings);
     return { ...existing, retryWindowSeconds: retryWindow };
   }
@@ -79,7 +78,7 @@ export function resolveQueues(
     'retryWindow',
     "and maxReceiveCount are two ways of giving up on a message; give one: retryWindow (a time; maxReceiveCount is then derived as a backstop for crashes) or maxReceiveCount alone (SQS's count semantics, the window off)",
   );
-  const retryWindow = props.maxReceiveCount === undefined ? retryWindowOf(props.retryWindow ?? d.retryWindow) : 0;
+  const retryWindow = props.maxReceiveCount === undefined ? retryWindowOf(props.retryWindow ?? d.retryWindow, false) : 0;
   const fifo = props.fifo ?? d.fifo;
   const retention = props.retentionPeriod ?? d.retentionPeriod;
   const retentionSeconds = seconds(retention, 'retentionPeriod', Duration.minutes(1), DLQ_RETENTION);
@@ -135,14 +134,21 @@ export function resolveQueues(
   };
 }
 
-/** The retry window in whole seconds, 1 minute to the registry's longest (14 days): a created queue's window is switched off by `maxReceiveCount`, not by 0. */
-function retryWindowOf(window: Duration): number {
+/**
+ * The retry window in whole seconds, 1 minute to the registry's longest (14 days), or 0 (off).
+ * @param zeroMeansOff an existing queue's window may be 0, leaving its own count to decide; a
+ *   created queue's is switched off by `maxReceiveCount` instead, and 0 is refused
+ */
+function retryWindowOf(window: Duration, zeroMeansOff: boolean): number {
   const { max } = SETTINGS.RETRY_WINDOW_HOURS;
-  check(
-    window.toMilliseconds({ integral: false }) !== 0,
-    'retryWindow',
-    "cannot be 0: to give up after a number of receives instead (SQS's count semantics), leave retryWindow unset and set maxReceiveCount",
-  );
+  if (window.toMilliseconds({ integral: false }) === 0) {
+    check(
+      zeroMeansOff,
+      'retryWindow',
+      "cannot be 0: to give up after a number of receives instead (SQS's count semantics), leave retryWindow unset and set maxReceiveCount",
+    );
+    return 0;
+  }
   return seconds(window, 'retryWindow', Duration.minutes(1), Duration.hours(max));
 }
 
