@@ -1,6 +1,4 @@
 /** The shape of one benchmark run's figures: what the scenarios (bench/scenarios/) measure and `report.ts` writes. */
-import type { AssetWeight } from './bundle';
-import type { ComponentCost } from './components';
 import type { InstructionsSection } from './instructions';
 import type { MachineInfo } from './environment';
 
@@ -67,15 +65,6 @@ export interface LatencyBoundRun {
   readonly modelRecordsPerSecond: number;
 }
 
-export interface MemoryRow {
-  readonly side: string;
-  readonly description: string;
-  /** maxRSS after initialisation (the handler imported), MiB. */
-  readonly initMiB: number;
-  /** maxRSS after the 10,000-record invocation, MiB. */
-  readonly peakMiB: number;
-}
-
 /**
  * One side in a warm container as deployed: back-to-back invocations in one process, with the heap
  * limits Lambda's Node.js runtime gives a function of the stack's memory size.
@@ -98,22 +87,27 @@ export interface WarmMemorySection {
   readonly rows: readonly WarmMemoryRow[];
 }
 
+/** A fresh `node` process importing the bundle against one importing an empty module, medians over `runs` each, ms. */
 export interface LoadTiming {
   readonly variant: string;
-  /** Median wall time of a fresh `node` process importing the bundle, ms. */
   readonly bundleProcessMs: number;
-  /** Median wall time of a fresh `node` process importing an empty module, ms. */
   readonly emptyProcessMs: number;
-  /** Median time of the `import()` itself, measured inside the process, ms. */
+  /** The `import()` itself, timed inside the process. */
   readonly importMs: number;
   readonly runs: number;
 }
 
+/** The asset as a cold start sees it: what importing the handler module loads, and the whole. */
+export interface AssetWeight {
+  /** The handler module and every module it imports statically, entry first. */
+  readonly atImport: { readonly files: readonly string[]; readonly bytes: number };
+  readonly total: { readonly modules: number; readonly moduleBytes: number; readonly mapBytes: number };
+}
+
 export interface ColdStartSection {
   readonly weight: AssetWeight;
+  /** The first is the function as deployed (its `NODE_OPTIONS`). */
   readonly loads: readonly LoadTiming[];
-  /** Fresh processes: the import, then the first and second invocation (1 record), medians, ms. */
-  readonly firstInvocation: { readonly importMs: number; readonly firstMs: number; readonly secondMs: number; readonly processes: number };
 }
 
 export interface MixedRun {
@@ -127,25 +121,9 @@ export interface MixedRun {
 export interface MixedSection {
   readonly records: number;
   readonly expectedRetries: number;
-  readonly setupMs: number;
   readonly runs: readonly MixedRun[];
   /** The same records all answered 200, same warm process, ms. */
   readonly allOkMs: number;
-  /** Retried messages found in flight with the webhook's delay, after the first run. */
-  readonly visibilityVerified: number;
-  /** Log lines the first mixed run wrote, by message. */
-  readonly logLines: Readonly<Record<string, number>>;
-  readonly peakMiB: number;
-}
-
-/** Alternatives for the transmitter's HTTP client, bare loops at one concurrency. */
-export interface ClientChoice {
-  readonly concurrency: number;
-  readonly sides: readonly SideSummary[];
-  /** Bytes a minified, bundled `Pool` from undici adds to the handler file. */
-  readonly undiciBundleBytes: number;
-  /** What loading that file adds to a fresh process, ms. */
-  readonly undiciLoadMs: number;
 }
 
 export interface BenchResults {
@@ -155,13 +133,10 @@ export interface BenchResults {
   readonly relayConfig: Readonly<Record<string, string>>;
   readonly throughput: readonly ThroughputSection[];
   readonly instructions: InstructionsSection;
-  readonly clientChoice: ClientChoice;
   readonly latency: readonly LatencySection[];
   readonly latencyBound: readonly LatencyBoundRun[];
-  readonly memory: readonly MemoryRow[];
   readonly warmMemory: WarmMemorySection;
   readonly coldStart: ColdStartSection;
   readonly mixed: MixedSection;
-  readonly components: readonly ComponentCost[];
   readonly notes: readonly string[];
 }
