@@ -54,17 +54,9 @@ const FORMATS: Readonly<Record<string, (value: never) => string>> = {
   kilo: (count: number) => `${int(count / 1000)}k`,
   /** A difference with its sign: "+61.2 µs", "−12.0 µs". */
   deltaUs: (value: number) => (value < 0 ? `−${us(-value)}` : `+${us(value)}`),
-  ns: (nanos: number) => us(nanos / 1000),
   ints: (values: readonly number[]) => values.map((value) => int(value)).join(', '),
   mean: (values: readonly number[] | undefined) => (values === undefined ? 'not counted' : int(meanOf(values))),
   span: (values: readonly number[]) => (values.length === 0 ? '' : `${Math.min(...values)}–${Math.max(...values)}`),
-  /** The three largest origins of a composition, with their bytes: "@smithy/core 112 KB, …". */
-  origins: (parts: readonly { origin: string; bytes: number }[]) =>
-    parts
-      .slice(0, 3)
-      .map((part) => `${part.origin} ${kb(part.bytes)}`)
-      .join(', '),
-  code: (names: readonly string[]) => names.map((name) => `\`${name}\``).join(', '),
   words: (words: readonly string[]) => words.join(' '),
   settings: (env: Record<string, string>) => listed(env, (name, value) => `\`${name}=${value}\``).join(', '),
   env: (env: Record<string, string>) => listed(env, (name, value) => `${name}=${value}`).join(' '),
@@ -149,8 +141,6 @@ const withRange = (summary: SideSummary) => {
 };
 
 function throughputFigures(section: ThroughputSection) {
-  const cpu = (name: string): number => side(section, name)?.cpuMicrosPerRecord ?? Number.NaN;
-  const [relay, unsigned, transmitter, exchange] = [cpu('relay'), cpu('relay, unsigned'), cpu('relay transmitter'), cpu('bare node:http')];
   return {
     ...section,
     sides: section.sides.map((summary) => {
@@ -166,15 +156,6 @@ function throughputFigures(section: ThroughputSection) {
         outputBytes: median(runs((run) => run.outputBytes)),
       };
     }),
-    // Where the relay's CPU goes, step by step, where every side of that was measured.
-    breakdown: [relay, unsigned, transmitter, exchange].every(Number.isFinite) && {
-      relay,
-      exchange,
-      transmitterDelta: transmitter - exchange,
-      restDelta: unsigned - transmitter,
-      signingDelta: relay - unsigned,
-      bareSigningDelta: cpu('bare node:http, signing') - exchange,
-    },
     comparisons: comparisonsOf(section),
   };
 }
@@ -320,7 +301,7 @@ export function backPressureText(results: Pick<BenchResults, 'backPressure' | 'r
 
 /** The run's figures and those derived from them, as the templates name them; with the summary table and the capacity text. */
 function figures(results: BenchResults) {
-  const { machine, throughput, instructions, mixed, coldStart, memory } = results;
+  const { machine, throughput, instructions, mixed, coldStart } = results;
   // The headline figures: concurrency 10.
   const tens = throughput.find((section) => section.concurrency === 10);
   const headline = Object.fromEntries(comparisonsOf(tens).map((comparison) => [comparison.key, comparison]));
@@ -332,9 +313,7 @@ function figures(results: BenchResults) {
   const warmMs = median(mixed.runs.slice(1).map((run) => run.wallMs));
   const { weight, loads } = coldStart;
   const atImport = weight.atImport;
-  const otherBytes = sum(atImport.composition.slice(12).map((entry) => entry.bytes));
   const load = (loads[0]?.bundleProcessMs ?? Number.NaN) - (loads[0]?.emptyProcessMs ?? Number.NaN);
-  const freshPeak = (name: string): number => memory.find((row) => row.side === name)?.peakMiB ?? Number.NaN;
   const latency = results.latency.map((section) => ({
     ...section,
     added50: section.relay.p50Micros - section.bare.p50Micros,
@@ -352,7 +331,6 @@ function figures(results: BenchResults) {
       // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
       overOne: Math.max(headline.signed?.relative ?? Number.NaN, headline.unsigned?.relative ?? 0) > 1,
       cpuCap: 1e6 / cpu('relay'),
-      unsignedOverExchange: cpu('relay, unsigned') - cpu('bare node:http'),
       latencyAdded: latency.find((section) => section.concurrency === 10)?.added50,
     },
     relayCpu: cpu('relay'),
@@ -367,13 +345,7 @@ function figures(results: BenchResults) {
       limit: counts.find((comparison) => comparison.relay === count),
     })),
     counts: counts.map((count, index) => ({ ...count, first: index === 0 })),
-    clients: results.clientChoice.sides.map((summary) => ({
-      ...withRange(summary),
-      vsHttp: summary.recordsPerSecond / (side(results.clientChoice, 'bare node:http')?.recordsPerSecond ?? Number.NaN),
-      undici: summary.side === 'bare undici Pool',
-    })),
     mixedCalls: {
-      setupSeconds: mixed.setupMs / 1000,
       retried,
       visibility,
       goal: Math.ceil(retried / 10),
@@ -384,23 +356,16 @@ function figures(results: BenchResults) {
       warmMs,
       warmVsAllOk: warmMs / mixed.allOkMs,
     },
-    logLines: Object.entries(mixed.logLines)
-      .sort((a, b) => b[1] - a[1])
-      .map(([line, count]) => ({ line, count })),
     weight,
     atImport,
     bundle: {
       chunks: atImport.files.length - 1,
       oneChunk: atImport.files.length === 2,
-      otherBytes,
-      otherShare: share(otherBytes, atImport.bytes),
       atImportMet: atImport.bytes < 500 * 1024,
       load,
       loadMet: load < 100,
     },
-    composition: atImport.composition.slice(0, 12).map((entry) => ({ ...entry, share: share(entry.bytes, atImport.bytes) })),
     loads: loads.map((timing) => ({ ...timing, difference: timing.bundleProcessMs - timing.emptyProcessMs })),
-    fresh: { relay: freshPeak('relay'), noop: freshPeak('no-op handler'), met: freshPeak('relay') < MEMORY_GOAL_MIB },
     ...warmFigures(results),
     latency,
     latencyBound: results.latencyBound.map((run) => ({
@@ -408,7 +373,6 @@ function figures(results: BenchResults) {
       vsBare: run.recordsPerSecond / run.bareRecordsPerSecond,
       vsModel: run.recordsPerSecond / run.modelRecordsPerSecond,
     })),
-    componentsTotal: sum(results.components.filter((cost) => cost.per === 'record').map((cost) => cost.nanos / 1000)),
     ...capacityFigures(results, cpu('relay')),
     ...backPressureFigures(results),
     backPressure: backPressureText(results)?.trimEnd(),
@@ -416,22 +380,10 @@ function figures(results: BenchResults) {
   return { ...values, summaryTable: fill('summary', values).trimEnd(), capacity: fill('capacity', values) };
 }
 
-/** The console summary: BENCHMARKS.md's summary table as plain text, and the run's notes. */
+/** What the run prints: BENCHMARKS.md's summary table, and the run's notes. */
 export function consoleTable(results: BenchResults): string {
-  const [header = [], ...rows] = figures(results)
-    .summaryTable.split('\n')
-    .filter((_, index) => index !== 1)
-    .map((line) => line.replace(/^\| | \|$|\*\*|`/g, '').split(' | '));
-  if (results.instructions.skipped !== undefined)
-    rows.push(['instructions per record', 'skipped', results.instructions.skipped, '', '', '']);
-  const widths = header.map((_, column) => Math.max(...[header, ...rows].map((row) => row[column]?.length ?? 0)));
-  const line = (row: readonly string[]): string =>
-    row
-      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-      .join('  ')
-      .trimEnd();
-  const notes = results.notes.length === 0 ? [] : ['notes:', bullets(results.notes)];
-  return [header, widths.map((width) => '-'.repeat(width)), ...rows].map(line).concat(notes).join('\n');
+  const notes = results.notes.length === 0 ? '' : `\nnotes:\n${bullets(results.notes)}`;
+  return `${figures(results).summaryTable}${notes}`;
 }
 
 /** `BENCHMARKS.md`. */

@@ -3,7 +3,7 @@
  * moved into templates (expected/*.md was rendered by that code, with testkit/ paths; the
  * intervals and other-Node.js fixtures' by the report as it was before its tables moved there too):
  * a changed figure, a lost sentence or a misplaced blank line fails here, not in a published
- * BENCHMARKS.md. The console table is the summary table as plain text (expected/*.console.txt).
+ * BENCHMARKS.md. What the run prints is the summary table and the notes (expected/*.console.txt).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
