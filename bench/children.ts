@@ -21,9 +21,18 @@ export interface CompiledChildren {
 
 /** Compiles the child entry points; packages stay external (resolved from the project's node_modules). */
 export async function compileChildren(): Promise<CompiledChildren> {
-  const entryPoints = { webhook: join(PROJECT_ROOT, 'bench/webhook-process.ts'), client: join(PROJECT_ROOT, 'bench/client-process.ts') };
-  const options = { outdir: SCRATCH_DIR, outExtension: { '.js': '.mjs' }, platform: 'node', format: 'esm', target: 'node20' } as const;
-  await build({ ...options, entryPoints, bundle: true, packages: 'external', logLevel: 'silent' });
+  const entry = (name: string): string => join(PROJECT_ROOT, 'bench', `${name}-process.ts`);
+  await build({
+    entryPoints: { webhook: entry('webhook'), client: entry('client') },
+    outdir: SCRATCH_DIR,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'silent',
+  });
   return { webhook: join(SCRATCH_DIR, 'webhook.mjs'), client: join(SCRATCH_DIR, 'client.mjs') };
 }
 
