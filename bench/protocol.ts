@@ -1,106 +1,75 @@
 /**
- * What crosses between the benchmark's orchestrator and its children, the webhook
- * (`webhook-process.ts`) and the clients (`client-process.ts`): each child serves a few async
- * functions ({@link serveParent}), which the orchestrator calls (`children.ts`). Children are forked
- * with `serialization: 'advanced'`, so bigints and typed arrays cross as they are.
+ * What crosses between the orchestrator (children.ts) and its children, the webhook and the clients, which each serve a few async
+ * functions ({@link serveParent}). Children are forked with `serialization: 'advanced'`: bigints and typed arrays cross as they are.
  */
+
 /** What the webhook answers: `ok`, `200` to everything; `mixed`, `429` + `Retry-After` to bodies marked for retry (records.ts). */
 export type WebhookMode = 'ok' | 'mixed';
 
+/** The webhook's counts since its reset: CPU in µs (user + system); `received`, per record index, when its request was complete. */
 export interface WebhookStats {
   readonly requests: number;
-  /** TCP connections accepted since the reset (keep-alive reuse shows as few). */
+  /** TCP connections accepted (keep-alive reuse shows as few). */
   readonly connections: number;
-  /** CPU the webhook used since the reset, µs (user + system). */
   readonly cpuMicros: number;
-  /** Per record index: `process.hrtime.bigint()` when its request was complete at the webhook (0 if none). */
   readonly received?: BigInt64Array;
 }
 
 /** The webhook's functions; it is ready with the port it listens on. */
 export interface WebhookApi {
-  /** Clears the counters, sets what it answers and how late, and (`stampSize` > 0) records arrival times by record index. */
   reset(mode: WebhookMode, stampSize: number, delayMs: number): Promise<void>;
   stats(): Promise<WebhookStats>;
 }
 
 /**
- * The implementations a client process can run: `relay`, the handler from the synthesized bundle;
- * `peer`, Powertools' BatchProcessor + fetch (peer.ts); `noop`, a handler that returns at once; and
- * bare loops sending the relay's POSTs and nothing else: `bare-http` (node:http keep-alive Agent,
- * the relay's transport), `transmitter` (the relay's own WebhookTransmitter in that loop),
- * `bare-undici` (undici `Pool.request`), `bare-fetch` (global `fetch`).
+ * What a client process runs: `relay`, the handler from the synthesized bundle; `peer`, Powertools' BatchProcessor + fetch
+ * (peer.ts); `noop`, a handler that returns at once; `bare-http`, a loop sending the relay's POSTs with node:http and nothing else.
  */
-export type ClientKind = 'relay' | 'peer' | 'noop' | 'bare-http' | 'transmitter' | 'bare-undici' | 'bare-fetch';
+export type ClientKind = 'relay' | 'peer' | 'noop' | 'bare-http';
 
-/** One invocation: its event, a JSON file read once and parsed for every run (as Lambda's runtime parses every event), and its deadline. */
+/** One invocation: its event (a JSON file, parsed for every run as Lambda's runtime does), its deadline, and what else to record. */
 export interface RunRequest {
   readonly eventFile: string;
   readonly timeoutMs: number;
   /** Record when each record is started (latency runs). */
   readonly stamp?: boolean;
-  /**
-   * Count the invocation's instructions: the client runs under `valgrind --tool=callgrind
-   * --instr-atstart=no`, and switches instrumentation on, zeroes the counters, and dumps them
-   * (`callgrind_control`) around exactly the part that `wallMs` times.
-   */
+  /** Count instructions (the client runs under `valgrind --tool=callgrind --instr-atstart=no`) over exactly the part `wallMs` times. */
   readonly countInstructions?: boolean;
 }
 
+/**
+ * One invocation's measures: CPU of the process in µs (user + system); records the handler reported failed (non-2xx for the bare loop);
+ * `started`, per record index, when the client started it (stamp runs); `maxRSS` after the run.
+ */
 export interface RunResult {
   readonly records: number;
-  /** Wall time of the invocation, ms. */
   readonly wallMs: number;
-  /** CPU of the process during the invocation, µs (user + system). */
   readonly cpuMicros: number;
-  /** Records the handler reported failed (`batchItemFailures`), or non-2xx for the bare clients. */
   readonly failures: number;
-  /** Per record index: `process.hrtime.bigint()` when the handler started it (stamp runs). */
   readonly started?: BigInt64Array;
-  /** `process.resourceUsage().maxRSS` after the run, KiB. */
   readonly maxRssKiB: number;
 }
 
-/** A client's functions; it is ready with {@link ClientReady}. */
+/** A client's function; it is ready with nothing. */
 export interface ClientApi {
   run(request: RunRequest): Promise<RunResult>;
 }
 
-export interface ClientReady {
-  /** The client's initialisation (the handler module's import), ms. */
-  readonly importMs: number;
-  /** `maxRSS` right after initialisation, KiB. */
-  readonly maxRssKiB: number;
-}
-
-/** A call from the orchestrator (one at a time), or its request that the child exit. */
-export type Call = { readonly method: string; readonly args: readonly unknown[] } | 'exit';
-/** The child's answer to its start (what it is ready with), then to each call in turn. */
+/** A call from the orchestrator (one at a time), and the child's answer to it; the child's first answer is what it is ready with. */
+export type Call = { readonly method: string; readonly args: readonly unknown[] };
 export type Answer = { readonly value: unknown } | { readonly error: string };
 
-const describe = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
-const answer = (message: Answer, then = (): void => undefined): boolean | undefined => process.send?.(message, then);
-
-/**
- * The child's side: `start` sets the child up; what it is ready with is sent, then each call runs
- * one of `api`'s functions. The child exits when asked, when its start fails, or when the
- * orchestrator goes away (the IPC channel closes).
- */
-export function serveParent<Api extends object, Ready>(start: () => Promise<{ readonly ready: Ready; readonly api: Api }>): void {
+/** The child's side: answers with what it is `ready` with, then serves `api`'s functions; exits when the orchestrator disconnects. */
+export function serveParent<Api extends object>(api: Api, ready: Promise<unknown>): void {
+  const functions = api as Record<string, (...args: readonly unknown[]) => unknown>;
+  const answer = (work: Promise<unknown>): void => {
+    work.then(
+      (value) => process.send?.({ value } satisfies Answer),
+      (error: unknown) =>
+        process.send?.({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies Answer),
+    );
+  };
   process.on('disconnect', () => process.exit(0));
-  start().then(
-    ({ ready, api }) => {
-      process.on('message', (call: Call) => {
-        if (call === 'exit') process.exit(0);
-        Promise.resolve()
-          .then(() => (api as Record<string, (...args: readonly unknown[]) => Promise<unknown>>)[call.method]?.(...call.args))
-          .then(
-            (value) => answer({ value }),
-            (error: unknown) => answer({ error: describe(error) }),
-          );
-      });
-      answer({ value: ready });
-    },
-    (error: unknown) => answer({ error: describe(error) }, () => process.exit(1)),
-  );
+  process.on('message', ({ method, args }: Call) => answer(Promise.resolve().then(() => functions[method]?.(...args))));
+  answer(ready);
 }

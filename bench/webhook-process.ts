@@ -1,14 +1,10 @@
 /**
- * The benchmark's webhook, in a process of its own so it never shares the client's event loop.
- *
- * A minimal HTTP/1.1 server straight on `node:net`: it parses just enough (the head, the
- * `Content-Length` body) to answer each request the moment it is complete, keeps connections
- * alive, and costs a fraction of `node:http`'s server per request, so on a 2-core machine the
- * client under test, not the webhook, is what runs out of CPU. Clients here always send a
- * `Content-Length` (a request without one is answered 400 and its connection closed).
- *
- * Listens on 127.0.0.1 only; exits when its parent goes.
+ * The benchmark's webhook, in a process of its own. A minimal HTTP/1.1 server on `node:net`, far cheaper per request than node:http's
+ * (so the client under test, not the webhook, runs out of CPU): it parses the head and the `Content-Length` body, answers each request
+ * as soon as it is complete, and keeps connections alive. A request without `Content-Length` gets a 400 and its connection closed.
+ * Listens on 127.0.0.1 only.
  */
+import { once } from 'node:events';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { serveParent, type WebhookApi, type WebhookMode } from './protocol';
 import { indexOfMessageId, RETRY_AFTER_SECONDS, RETRY_MARKER_BYTE } from './records';
@@ -23,16 +19,14 @@ const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const CONTENT_LENGTH = /\r\ncontent-length:[ \t]*([0-9]+)/i;
 const MESSAGE_ID = /\r\nx-carrier-message-id:[ \t]*([^\r]+)/i;
 
+/** What the webhook answers, how late (0: at once), arrival stamps by record index, and its counts since the reset. */
 let mode: WebhookMode = 'ok';
-/** Answer this long after the request is complete (a webhook's own latency); 0: at once. */
 let delayMs = 0;
 let received: BigInt64Array | undefined;
-let requests = 0;
-let connections = 0;
-let cpuAtReset = process.cpuUsage();
+let counts = { requests: 0, connections: 0, cpuAtReset: process.cpuUsage() };
 
 function serve(socket: Socket): void {
-  connections += 1;
+  counts.connections += 1;
   socket.setNoDelay(true);
   let pending: Buffer | undefined;
   socket.on('data', (chunk: Buffer) => {
@@ -46,14 +40,13 @@ function serve(socket: Socket): void {
       const head = data.toString('latin1', offset, headEnd);
       const length = CONTENT_LENGTH.exec(head)?.[1];
       if (length === undefined) {
-        replies.push(BAD);
-        socket.end(Buffer.concat(replies));
+        socket.end(Buffer.concat([...replies, BAD]));
         return;
       }
       const bodyStart = headEnd + 4;
       const bodyEnd = bodyStart + Number(length);
       if (data.length < bodyEnd) break;
-      requests += 1;
+      counts.requests += 1;
       if (received !== undefined) {
         const id = MESSAGE_ID.exec(head)?.[1];
         const index = id === undefined ? -1 : indexOfMessageId(id);
@@ -76,21 +69,15 @@ const api: WebhookApi = {
     mode = newMode;
     delayMs = newDelayMs;
     received = stampSize > 0 ? new BigInt64Array(stampSize) : undefined;
-    requests = 0;
-    connections = 0;
-    cpuAtReset = process.cpuUsage();
+    counts = { requests: 0, connections: 0, cpuAtReset: process.cpuUsage() };
   },
   async stats() {
+    const { requests, connections, cpuAtReset } = counts;
     const cpu = process.cpuUsage(cpuAtReset);
     return { requests, connections, cpuMicros: cpu.user + cpu.system, ...(received && { received }) };
   },
 };
 
-serveParent<WebhookApi, { port: number }>(
-  () =>
-    new Promise((resolve) => {
-      const server = createServer(serve).listen(0, '127.0.0.1', () =>
-        resolve({ ready: { port: (server.address() as AddressInfo).port }, api }),
-      );
-    }),
-);
+const server = createServer(serve).listen(0, '127.0.0.1');
+const listening = once(server, 'listening').then(() => ({ port: (server.address() as AddressInfo).port }));
+serveParent<WebhookApi>(api, listening);
