@@ -1,7 +1,4 @@
-/**
- * Instructions per record, counted by valgrind's callgrind (scenarios/instructions.ts; BENCHMARKS.md
- * says why): the figures' shape, and what is read from valgrind and its dumps.
- */
+/** Instructions per record, counted by valgrind's callgrind (scenarios/instructions.ts): the figures, and what is read from valgrind. */
 import { spawnSync } from 'node:child_process';
 
 /** One side's counts. */
@@ -9,14 +6,14 @@ export interface InstructionCount {
   readonly side: string;
   /** Instructions per record of each counted invocation. */
   readonly perRecord: readonly number[];
-  /** Of those, the instructions in OpenSSL's SHA-256 block functions; absent from results written before they were counted. */
+  /** Of those, OpenSSL's SHA-256 block functions'; absent from results written before they were counted. */
   readonly sha256PerRecord?: readonly number[];
 }
 
 /** The section's figures, or why there are none. */
 export interface InstructionsSection {
   readonly concurrency: number;
-  /** Records per invocation (valgrind runs a program about 50× slower: a smaller batch than the throughput runs'). */
+  /** Records per invocation (smaller than the throughput runs': valgrind runs a program about 50× slower). */
   readonly records: number;
   readonly warmUpRuns: number;
   readonly sides: readonly InstructionCount[];
@@ -36,10 +33,7 @@ export function valgrindVersion(): string | undefined {
   return versions.every((version) => version.error === undefined) ? versions[0]?.stdout.trim() : undefined;
 }
 
-/**
- * The program's instructions and, of those, OpenSSL's SHA-256 block functions' (`sha256_block_data_order`
- * and its CPU-specific variants), from `callgrind_annotate --show=Ir --show-percs=no`'s listing of a dump.
- */
+/** The program's instructions and OpenSSL's SHA-256 block functions' (any CPU variant), from `callgrind_annotate --show=Ir`'s listing. */
 export function annotatedCounts(listing: string): { readonly total: number; readonly sha256: number } {
   const count = (digits: string | undefined): number => Number(digits?.replaceAll(',', '') ?? Number.NaN);
   const total = count(/^\s*([\d,]+)\s+PROGRAM TOTALS/m.exec(listing)?.[1]);

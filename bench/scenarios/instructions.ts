@@ -2,9 +2,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCRATCH_DIR, startClientProcess } from '../children';
-import { BARE_SIGNING, BARE_UNSIGNED, eventFile, log, QUICK, RELAY, RELAY_UNSIGNED, sideClient } from '../harness';
+import { BARE_SIGNING, BARE_UNSIGNED, eventFile, log, QUICK, RELAY, RELAY_UNSIGNED, sideClient, type Bench } from '../harness';
 import { dumpCounts, type InstructionCount, type InstructionsSection, valgrindVersion } from '../instructions';
-import { scenario } from './scenario';
 
 /** Records per counted invocation under valgrind (about 50× slower than natively). */
 const RECORDS = QUICK ? 500 : 2_000;
@@ -14,7 +13,7 @@ const COUNTED_RUNS = QUICK ? 1 : 6;
 const CONCURRENCY = 10;
 const RUN_TIMEOUT_MS = 3_600_000;
 
-export default scenario('instructions', async (bench): Promise<InstructionsSection> => {
+export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const section = { concurrency: CONCURRENCY, records: RECORDS, warmUpRuns: WARM_UP_RUNS };
   const valgrind = valgrindVersion();
   if (valgrind === undefined)
@@ -51,9 +50,8 @@ export default scenario('instructions', async (bench): Promise<InstructionsSecti
       await client.stop();
     }
   }
-  const cpuinfo = '/proc/cpuinfo';
-  const hostHasShaExtensions = existsSync(cpuinfo)
-    ? /^(?:flags|Features)\s*:.*\b(?:sha_ni|sha2)\b/m.test(readFileSync(cpuinfo, 'utf8'))
-    : undefined;
-  return { ...section, sides: counts, valgrind, ...(hostHasShaExtensions === undefined ? {} : { hostHasShaExtensions }) };
-});
+  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : undefined;
+  const hostHasShaExtensions =
+    cpuinfo === undefined ? {} : { hostHasShaExtensions: /^(?:flags|Features)\s*:.*\b(?:sha_ni|sha2)\b/m.test(cpuinfo) };
+  return { ...section, sides: counts, valgrind, ...hostHasShaExtensions };
+}

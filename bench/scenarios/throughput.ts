@@ -14,22 +14,18 @@ import {
   RELAY_UNSIGNED,
   ROUNDS,
   type Side,
-  TRANSMITTER,
 } from '../harness';
 import type { ThroughputSection } from '../results';
-import { scenario } from './scenario';
 
 async function section(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
-  return {
-    concurrency,
-    records: BATCH,
-    measuredRunsPerRound: MEASURED_RUNS,
-    sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH),
-  };
+  const summaries = await compare(bench, sides, concurrency, rounds);
+  return { concurrency, records: BATCH, measuredRunsPerRound: MEASURED_RUNS, sides: summaries };
 }
 
-export default scenario('throughput', async (bench) => [
-  await section(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, TRANSMITTER, BARE, PEER], ROUNDS),
-  ...(QUICK ? [] : [await section(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 7)]),
-]);
+export async function throughput(bench: Bench): Promise<ThroughputSection[]> {
+  return [
+    await section(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, BARE, PEER], ROUNDS),
+    ...(QUICK ? [] : [await section(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 7)]),
+  ];
+}
