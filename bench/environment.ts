@@ -1,34 +1,8 @@
-/** The environment the deployed function would run with on this machine, its heap limits, and the machine the figures come from. */
+/** The deployed function's heap limits, and the machine the figures come from. */
 import { execFileSync } from 'node:child_process';
 import { cpus, release, totalmem } from 'node:os';
-import { lambdaRuntimeEnvironment, PROJECT_ROOT, type SynthesizedBundle, templateEnvironment } from '../testkit/synth';
+import { PROJECT_ROOT } from '../testkit/synth';
 import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
-
-/**
- * What Lambda's Node.js runtime sets for every function, the local endpoints, and the template's function environment with every
- * `{ Ref }`/`{ Fn::GetAtt }` resolved: each queue (by logical id) to its stand-in, the secret to an ARN the fake Secrets Manager answers for.
- */
-export function deployedEnvironment(
-  bundle: SynthesizedBundle,
-  standIns: {
-    readonly region: string;
-    readonly sqsEndpoint: string;
-    readonly secretsEndpoint: string;
-    readonly queues: Readonly<Record<string, { readonly url: string; readonly arn: string }>>;
-  },
-): NodeJS.ProcessEnv {
-  const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: standIns.region };
-  return {
-    ...lambdaRuntimeEnvironment(bundle, place),
-    AWS_ENDPOINT_URL_SQS: standIns.sqsEndpoint,
-    AWS_ENDPOINT_URL_SECRETS_MANAGER: standIns.secretsEndpoint,
-    ...templateEnvironment(
-      bundle,
-      standIns.queues,
-      (logicalId) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`,
-    ),
-  };
-}
 
 /** The V8 heap limits Lambda's runtime bootstrap derives from the memory size (shell integer arithmetic): a tenth young, half per semi-space. */
 export function lambdaHeapFlags(memorySizeMb: number): string[] {

@@ -16,8 +16,7 @@ import {
 } from './children';
 import type { ClientKind } from './protocol';
 import { eventJson } from './records';
-import type { SideSummary, ThroughputRun } from './results';
-import { median } from './stats';
+import type { ThroughputRun } from './results';
 
 const option = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`${name}=`))?.slice(name.length + 1);
 
@@ -38,8 +37,6 @@ export const BATCH = QUICK ? 2_000 : 10_000;
 const WARM_UP = QUICK ? 500 : 10_000;
 /** On Node.js 24 V8 still optimizes the relay during the third warm-up invocation. */
 const WARM_UP_RUNS = QUICK ? 1 : 4;
-/** Measured invocations of each side per round: three triple the pairs for about 40 % more time. */
-export const MEASURED_RUNS = QUICK ? 1 : 3;
 export const DEADLINE_MS = 15 * 60_000;
 /** `--rounds=<n>`: rounds of the concurrency-10 throughput figures. */
 export const ROUNDS = ((rounds = option('--rounds')): number => {
@@ -68,7 +65,7 @@ export function childNode(): string {
 /** Everything the scenarios share. */
 export interface Bench {
   readonly bundle: SynthesizedBundle;
-  /** The deployed function's environment here (environment.ts). */
+  /** The deployed function's environment here (run.ts). */
   readonly relayEnv: NodeJS.ProcessEnv;
   readonly compiled: CompiledChildren;
   readonly webhook: WebhookProcess;
@@ -94,8 +91,9 @@ export interface Side {
 const side = (name: string, kind: ClientKind, description: string, extra?: Partial<Side>): Side => ({ name, kind, description, ...extra });
 export const RELAY = side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)');
 export const RELAY_UNSIGNED = side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true });
-/** No real client can send a signature computed before the clock starts (it covers the time it is sent): the HTTP exchange alone. */
-export const BARE = side('bare node:http', 'bare-http', "node:http keep-alive loop, the relay's POSTs signed before the clock starts");
+const PRESIGNED =
+  "node:http keep-alive loop, the relay's POSTs signed before the clock starts (no real client can: a signature covers its time)";
+export const BARE = side('bare node:http', 'bare-http', PRESIGNED);
 const SIGNING_LOOP = 'the same loop signing each request as it sends it: **the limit for the relay**';
 export const BARE_SIGNING = side('bare node:http, signing', 'bare-http', SIGNING_LOOP, { signInLoop: true });
 export const BARE_UNSIGNED = side('bare node:http, unsigned', 'bare-http', 'the same loop, unsigned: the limit with signing off', {
@@ -104,11 +102,19 @@ export const BARE_UNSIGNED = side('bare node:http, unsigned', 'bare-http', 'the 
 export const PEER = side('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch');
 export const NOOP = side('no-op handler', 'noop', 'a handler that returns at once (the event alone)');
 
-/** The deployed function's environment for `side`; only the webhook (this machine's) and the concurrency (the figure's) change. */
-export function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.ProcessEnv {
+/**
+ * How `side`'s client starts: the deployed function's environment, only the webhook (this machine's) and the concurrency (the figure's)
+ * changed; `execArgv` {@link SPEED_NODE_FLAGS} for speed figures, else the function's own (none, or its heap limits).
+ */
+export function sideClient(
+  bench: Bench,
+  side: Side,
+  concurrency: number,
+  execArgv: readonly string[] = SPEED_NODE_FLAGS,
+): ClientOptions & { execPath: string; env: NodeJS.ProcessEnv; execArgv: readonly string[] } {
   const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
   const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
-  return {
+  const env = {
     ...(signed ? bench.relayEnv : unsigned),
     WEBHOOK_URL: bench.webhook.url,
     MAX_CONCURRENCY: String(concurrency),
@@ -117,16 +123,7 @@ export function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS
     ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
     ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
   };
-}
-
-/** How `side`'s client starts: `execArgv` {@link SPEED_NODE_FLAGS} for speed figures, the function's own (none) or its heap limits for the rest. */
-export function sideClient(
-  bench: Bench,
-  side: Side,
-  concurrency: number,
-  execArgv: readonly string[] = SPEED_NODE_FLAGS,
-): ClientOptions & { execPath: string; execArgv: readonly string[] } {
-  return { execPath: childNode(), kind: side.kind, env: clientEnv(bench, side, concurrency), cwd: bench.bundle.bundleDir, execArgv };
+  return { execPath: childNode(), kind: side.kind, env, cwd: bench.bundle.bundleDir, execArgv };
 }
 
 /** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles to `.bench-tmp/profiles/`. */
@@ -208,38 +205,4 @@ export function roundOrder(sideCount: number, round: number): number[] {
     const pair = first + 1 < sideCount ? [first, first + 1] : [first];
     return round % 2 === 0 ? pair : pair.reverse();
   }).flat();
-}
-
-/** `rounds` rounds, each in fresh processes (a fresh draw of each one's luck): warm up, then `measuredRuns` in {@link roundOrder}. */
-export async function compare(bench: Bench, sides: readonly Side[], concurrency: number, rounds: number): Promise<SideSummary[]> {
-  const runs: ThroughputRun[][] = sides.map(() => []);
-  for (let round = 0; round < rounds; round += 1) {
-    await withClients(
-      sides.map((side) => () => startSide(bench, side, concurrency)),
-      async (clients) => {
-        await warmUp(bench, clients);
-        // Every side's n-th run sits at the same index of its runs: the pairs the ratios are made of.
-        for (let repeat = 0; repeat < MEASURED_RUNS; repeat += 1) {
-          for (const index of roundOrder(sides.length, round * MEASURED_RUNS + repeat)) {
-            runs[index]?.push(await throughputRun(bench, clients[index] as ClientProcess, BATCH));
-          }
-        }
-      },
-    );
-    const rates = sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`);
-    log(`  c=${concurrency} round ${round + 1}/${rounds}: ${rates.join(', ')}`);
-  }
-  return sides.map(({ name, description }, index) => {
-    const own = runs[index] ?? [];
-    const medianOf = (figure: keyof ThroughputRun): number => median(own.map((run) => run[figure]));
-    return {
-      side: name,
-      description,
-      runs: own,
-      recordsPerSecond: medianOf('recordsPerSecond'),
-      cpuMicrosPerRecord: medianOf('cpuMicrosPerRecord'),
-      clientCores: medianOf('clientCores'),
-      webhookCores: medianOf('webhookCores'),
-    };
-  });
 }

@@ -1,14 +1,12 @@
 /**
- * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine.
- * Everything runs on 127.0.0.1 in processes of its own (webhook, each client under test with the bundle `cdk synth` produces and
- * the template's environment, the SQS emulator behind a counting proxy, a stand-in Secrets Manager), the children on the Node.js
- * standing in for Lambda's runtime (bin/lambda-node.ts). Prints a table and writes `BENCHMARKS.md` and docs/performance.md's figures.
+ * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
+ * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
+ * Writes `BENCHMARKS.md` and docs/performance.md's figures (`BENCHMARKS.node<major>.md` on another Node.js major than Lambda's).
  *
- * Options: `--quick` (fewer and smaller runs, reports to `.bench-tmp/`), `--profile` (CPU profiles of the relay's children in
- * `.bench-tmp/profiles/`), `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10
- * throughput figures; 9, or 2 with `--quick`), `--report-only` (the reports from the last `.bench-tmp/results.json`, nothing measured),
- * `--only=<names>` (these scenarios only, e.g. `--only=back-pressure,recovery`: figures printed and written to
- * `.bench-tmp/results.only.json`, no report). On another Node.js major than Lambda's the report is `BENCHMARKS.node<major>.md`.
+ * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
+ * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
+ * `--report-only` (the reports from the last `.bench-tmp/results.json`), `--only=<names>` (these scenarios only, e.g.
+ * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,10 +15,10 @@ import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
 import { startEmulator } from '../testkit/emulator';
 import { startSecretsManager } from '../testkit/secrets-manager';
 import { startSqsProxy } from '../testkit/sqs-proxy';
-import { PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
+import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateEnvironment, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
-import { deployedEnvironment, machineInfo } from './environment';
-import { badOption, type Bench, childNode, clientEnv, log, ONLY, QUICK, RELAY, scenarioName } from './harness';
+import { machineInfo } from './environment';
+import { badOption, type Bench, childNode, log, ONLY, QUICK, RELAY, scenarioName, sideClient } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import type { BenchResults } from './results';
 import { backPressure, recovery } from './scenarios/back-pressure';
@@ -35,10 +33,7 @@ import { warmMemory } from './scenarios/warm-memory';
 /** The figures the scenarios measure: everything in the results but the run's own facts. */
 type Figures = Omit<BenchResults, 'machine' | 'quick' | 'durationSeconds' | 'relayConfig' | 'notes'>;
 
-/**
- * Every scenario, by the figures it measures, in the order they run: a new one is a file in bench/scenarios/ and a line here. Its figures
- * are a field of `BenchResults` (in results.ts or declared in its own file); the report shows them once bench/templates/ and report.ts do.
- */
+/** Every scenario by the figures it measures (a field of `BenchResults`), in the order they run: a file in bench/scenarios/ and a line here. */
 const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery } satisfies {
   readonly [K in keyof Figures]-?: (bench: Bench) => Promise<Figures[K]>;
 };
@@ -101,17 +96,19 @@ async function main(): Promise<void> {
     cleanUps.push(() => secrets.close());
     const webhook = await startWebhookProcess(compiled, childNode());
     cleanUps.push(() => webhook.stop());
-    const relayEnv = deployedEnvironment(bundle, {
-      region: emulator.region,
-      sqsEndpoint: proxy.endpoint,
-      secretsEndpoint: secrets.endpoint,
-      queues: { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq },
-    });
+    // The deployed function's environment here: what Lambda's runtime sets, the local endpoints, and the template's own
+    // variables with each `{ Ref }`/`{ Fn::GetAtt }` resolved to a stand-in (the secret: an ARN the fake Secrets Manager answers for).
+    const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
+    const standIns = { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq };
+    const relayEnv: NodeJS.ProcessEnv = {
+      ...lambdaRuntimeEnvironment(bundle, place),
+      AWS_ENDPOINT_URL_SQS: proxy.endpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+      ...templateEnvironment(bundle, standIns, (logicalId) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`),
+    };
     // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
-    const signingSecret = randomBytes(96)
-      .toString('base64')
-      .replace(/[^A-Za-z0-9]/g, '')
-      .slice(0, 48);
+    const base64 = randomBytes(96).toString('base64');
+    const signingSecret = base64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
     if (relayEnv.SIGNING_SECRET_ARN !== undefined) secrets.secrets.set(relayEnv.SIGNING_SECRET_ARN, signingSecret);
     const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, signingSecret, notes: [] };
 
@@ -127,7 +124,7 @@ async function main(): Promise<void> {
       log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
-    const relaySettings = Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name));
+    const relaySettings = Object.entries(sideClient(bench, RELAY, 10).env).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,

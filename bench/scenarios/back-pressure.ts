@@ -8,22 +8,21 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { defaultBurst, type RateLimitedWebhookOptions, rateLimitedResponder } from '../../testkit/rate-limited-webhook';
 import { readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
 import { startWebhook } from '../../testkit/webhook';
-import { log, QUICK } from '../harness';
+import { log, QUICK, roundOrder } from '../harness';
 import { median } from '../stats';
 
-/** One run: N messages sent at once, until each is delivered or dead-lettered (or the run's deadline). */
+/**
+ * One run: N messages sent at once, until each is delivered or dead-lettered (or the run's deadline). `drainSeconds`: from the first send
+ * to the last accepted request (NaN if none); `delivered`: distinct messages accepted; `duplicates`: accepted requests beyond each
+ * message's first; `left`: messages on the main queue at the deadline (0 when settled); `refused`: requests answered 429 / 5xx.
+ */
 export interface BackPressureRun {
-  /** From the first send to the last accepted request, s (NaN when none was). */
   readonly drainSeconds: number;
-  /** Distinct messages the webhook accepted. */
   readonly delivered: number;
-  /** Accepted requests beyond each message's first. */
   readonly duplicates: number;
   readonly deadLettered: number;
-  /** Messages still on the main queue at the run's deadline (0 when it settled). */
   readonly left: number;
   readonly requests: number;
-  /** Requests answered 429 / 5xx. */
   readonly refused: number;
 }
 
@@ -71,7 +70,7 @@ export const REFUSED_GOAL = 0.1;
 /** A configuration to measure: the relay's variables and the webhook's behaviour. */
 type SideSpec = Omit<BackPressureSide, 'runs'> & { readonly webhook: RateLimitedWebhookOptions };
 
-/** One run against a fresh webhook and a fresh relay; it ends once settled, or `deadlineMs` after the first send. */
+/** One run against a fresh webhook and a fresh relay. */
 async function runOnce(count: number, { webhook: options, env }: SideSpec, deadlineMs: number): Promise<BackPressureRun> {
   const limit = rateLimitedResponder(options);
   const webhook = await startWebhook(limit.respond);
@@ -103,20 +102,19 @@ async function runOnce(count: number, { webhook: options, env }: SideSpec, deadl
   }
 }
 
-/** `runs` runs of each side, the sides' order alternating from run to run. */
+/** `runs` runs of each side, the sides' order alternating from run to run; a run ends once settled, or `deadlineMs` after the first send. */
 async function measure(
   name: string,
+  section: Omit<BackPressureSection, 'sides'>,
   runs: number,
   sides: readonly SideSpec[],
-  count: number,
   deadlineMs: number,
-): Promise<BackPressureSide[]> {
+): Promise<BackPressureSection> {
   const results = sides.map(() => [] as BackPressureRun[]);
   for (let run = 0; run < runs; run += 1) {
-    const order = sides.map((_, index) => index);
-    for (const index of run % 2 === 0 ? order : order.reverse()) {
+    for (const index of roundOrder(sides.length, run)) {
       const side = sides[index] as SideSpec;
-      const result = await runOnce(count, side, deadlineMs);
+      const result = await runOnce(section.messages, side, deadlineMs);
       results[index]?.push(result);
       log(
         `  ${name}, ${side.side}, run ${run + 1}/${runs}: drain ${result.drainSeconds.toFixed(1)} s, delivered ${result.delivered}, ` +
@@ -124,12 +122,7 @@ async function measure(
       );
     }
   }
-  return sides.map(({ side, env, status }, index) => ({
-    side,
-    env,
-    ...(status === undefined ? {} : { status }),
-    runs: results[index] ?? [],
-  }));
+  return { ...section, sides: sides.map(({ webhook, ...side }, index) => ({ ...side, runs: results[index] ?? [] })) };
 }
 
 /** Whether one run met issue 21's goal (the drain and refused bounds only where the webhook has a rate). */
@@ -154,9 +147,8 @@ export async function backPressure(): Promise<BackPressureSection> {
     { side: 'PACING=false', env: { PACING: 'false' }, webhook },
   ];
   // Ten times the goal: a relay that floods the webhook still ends, by delivering or dead-lettering.
-  const deadlineMs = (10 * 1000 * MESSAGES) / REQUESTS_PER_SECOND;
-  const measured = await measure('back-pressure', QUICK ? 1 : 3, sides, MESSAGES, deadlineMs);
-  return { messages: MESSAGES, requestsPerSecond: REQUESTS_PER_SECOND, burst, relayEnv: RELAY_ENV, sides: measured };
+  const section = { messages: MESSAGES, requestsPerSecond: REQUESTS_PER_SECOND, burst, relayEnv: RELAY_ENV };
+  return measure('back-pressure', section, QUICK ? 1 : 3, sides, (10 * 1000 * MESSAGES) / REQUESTS_PER_SECOND);
 }
 
 /** A webhook unavailable for {@link UNAVAILABLE_SECONDS}, then healthy with no limit. */
@@ -169,6 +161,6 @@ export async function recovery(): Promise<BackPressureSection> {
     webhook: { unavailableForMs: UNAVAILABLE_SECONDS * 1000, unavailableStatus: status },
   }));
   // One run each: the figure is where the messages end, not a time.
-  const measured = await measure('recovery', 1, sides, RECOVERY_MESSAGES, (UNAVAILABLE_SECONDS + 300) * 1000);
-  return { messages: RECOVERY_MESSAGES, unavailableSeconds: UNAVAILABLE_SECONDS, relayEnv: RELAY_ENV, sides: measured };
+  const section = { messages: RECOVERY_MESSAGES, unavailableSeconds: UNAVAILABLE_SECONDS, relayEnv: RELAY_ENV };
+  return measure('recovery', section, 1, sides, (UNAVAILABLE_SECONDS + 300) * 1000);
 }

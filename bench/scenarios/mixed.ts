@@ -9,39 +9,36 @@ import { BATCH, type Bench, DEADLINE_MS, log, QUICK, RELAY, scratchFile, startSi
 import { bodyOf, isRetryIndex } from '../records';
 import type { MixedRun, MixedSection } from '../results';
 
-/** `workers` loops running `step` until it returns false. */
-const loops = (workers: number, step: () => Promise<boolean>): Promise<unknown> =>
-  Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (await step());
-    }),
-  );
-
 /** Fills the emulator's queue with the batch (16 sends in flight) and receives it all (8 receives), as the event source would. */
 async function receiveBatch({ emulator: { sqs, queue } }: Bench, count: number): Promise<SQSRecord[]> {
   let sent = 0;
-  await loops(16, async () => {
-    const start = sent;
-    if (start >= count) return false;
-    sent += 10;
-    const Entries = Array.from({ length: Math.min(10, count - start) }, (_, offset) => ({
-      Id: `m${offset}`,
-      MessageBody: bodyOf(start + offset, isRetryIndex(start + offset)),
-    }));
-    const { Failed = [] } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries }));
-    if (Failed.length > 0) throw new Error(`SendMessageBatch failed for ${Failed.length} entries`);
-    return true;
-  });
+  const send = async (): Promise<void> => {
+    for (let start = sent; start < count; start = sent) {
+      sent += 10;
+      const indexes = Array.from({ length: Math.min(10, count - start) }, (_, offset) => start + offset);
+      const Entries = indexes.map((index) => ({ Id: `m${index}`, MessageBody: bodyOf(index, isRetryIndex(index)) }));
+      const { Failed = [] } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries }));
+      if (Failed.length > 0) throw new Error(`SendMessageBatch failed for ${Failed.length} entries`);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, send));
   const records: SQSRecord[] = [];
   const deadline = Date.now() + 120_000;
-  const receive = { QueueUrl: queue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 1_800, ...RECEIVE_ALL_ATTRIBUTES };
-  await loops(8, async () => {
-    if (records.length >= count) return false;
-    if (Date.now() > deadline) throw new Error(`received ${records.length} of ${count} messages in 120 s`);
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand(receive));
-    records.push(...Messages.map((message) => toSqsRecord(message, queue.arn)));
-    return true;
-  });
+  const receive = async (): Promise<void> => {
+    while (records.length < count) {
+      if (Date.now() > deadline) throw new Error(`received ${records.length} of ${count} messages in 120 s`);
+      const input = {
+        QueueUrl: queue.url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 1_800,
+        ...RECEIVE_ALL_ATTRIBUTES,
+      };
+      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand(input));
+      records.push(...Messages.map((message) => toSqsRecord(message, queue.arn)));
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, receive));
   return records.slice(0, count);
 }
 
