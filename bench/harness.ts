@@ -89,18 +89,19 @@ export interface Side {
 }
 
 const side = (name: string, kind: ClientKind, description: string, extra?: Partial<Side>): Side => ({ name, kind, description, ...extra });
-export const RELAY = side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)');
-export const RELAY_UNSIGNED = side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true });
 const PRESIGNED =
   "node:http keep-alive loop, the relay's POSTs signed before the clock starts (no real client can: a signature covers its time)";
-export const BARE = side('bare node:http', 'bare-http', PRESIGNED);
 const SIGNING_LOOP = 'the same loop signing each request as it sends it: **the limit for the relay**';
-export const BARE_SIGNING = side('bare node:http, signing', 'bare-http', SIGNING_LOOP, { signInLoop: true });
-export const BARE_UNSIGNED = side('bare node:http, unsigned', 'bare-http', 'the same loop, unsigned: the limit with signing off', {
-  unsigned: true,
-});
-export const PEER = side('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch');
-export const NOOP = side('no-op handler', 'noop', 'a handler that returns at once (the event alone)');
+/** The sides the scenarios compare, by the names the report knows them by. */
+export const SIDES = {
+  relay: side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)'),
+  relayUnsigned: side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true }),
+  bare: side('bare node:http', 'bare-http', PRESIGNED),
+  bareSigning: side('bare node:http, signing', 'bare-http', SIGNING_LOOP, { signInLoop: true }),
+  bareUnsigned: side('bare node:http, unsigned', 'bare-http', 'the same loop, unsigned: the limit with signing off', { unsigned: true }),
+  peer: side('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch'),
+  noop: side('no-op handler', 'noop', 'a handler that returns at once (the event alone)'),
+};
 
 /**
  * How `side`'s client starts: the deployed function's environment, only the webhook (this machine's) and the concurrency (the figure's)

@@ -18,7 +18,7 @@ import { startSqsProxy } from '../testkit/sqs-proxy';
 import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateEnvironment, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
 import { machineInfo } from './environment';
-import { badOption, type Bench, childNode, log, ONLY, QUICK, RELAY, scenarioName, sideClient } from './harness';
+import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName, sideClient, SIDES } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import type { BenchResults } from './results';
 import { backPressure, recovery } from './scenarios/back-pressure';
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
       log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
-    const relaySettings = Object.entries(sideClient(bench, RELAY, 10).env).filter(([name]) => REPORTED_SETTINGS.test(name));
+    const relaySettings = Object.entries(sideClient(bench, SIDES.relay, 10).env).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,

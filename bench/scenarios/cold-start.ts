@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { assetFiles, moduleGraph, staticClosure } from '../../testkit/asset';
 import { SCRATCH_DIR } from '../children';
-import { type Bench, childNode, log, QUICK, RELAY, scratchFile, sideClient } from '../harness';
+import { type Bench, childNode, log, QUICK, scratchFile, sideClient, SIDES } from '../harness';
 import type { ColdStartSection } from '../results';
 import { median } from '../stats';
 
@@ -36,7 +36,7 @@ export async function coldStart(bench: Bench): Promise<ColdStartSection> {
     moduleBytes: bytesOf(files.filter((name) => !name.endsWith('.map'))),
     mapBytes: bytesOf(files.filter((name) => name.endsWith('.map'))),
   };
-  const { env } = sideClient(bench, RELAY, 10);
+  const { env } = sideClient(bench, SIDES.relay, 10);
   const empty = scratchFile('empty.mjs', 'export {};\n');
   const runs = QUICK ? 5 : 15;
   // Interleaved, so a slower stretch of the machine falls on both.

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCRATCH_DIR, startClientProcess } from '../children';
-import { BARE_SIGNING, BARE_UNSIGNED, eventFile, log, QUICK, RELAY, RELAY_UNSIGNED, sideClient, type Bench, withClients } from '../harness';
+import { eventFile, log, QUICK, sideClient, type Bench, withClients, SIDES } from '../harness';
 import { annotatedCounts, type InstructionCount, type InstructionsSection } from '../instructions';
 
 /** Records per counted invocation under valgrind (about 50× slower than natively). */
@@ -22,7 +22,7 @@ export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const valgrind = tools.every((tool) => tool.error === undefined) ? tools[0]?.stdout.trim() : undefined;
   if (valgrind === undefined)
     return { ...section, sides: [], skipped: 'valgrind (with callgrind_control and callgrind_annotate) is not installed' };
-  const sides = [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED];
+  const sides = [SIDES.relay, SIDES.bareSigning, SIDES.relayUnsigned, SIDES.bareUnsigned];
   log(`instructions per record (callgrind), concurrency ${CONCURRENCY}: ${sides.map((side) => side.name).join(', ')}`);
   await bench.webhook.reset('ok');
   const dir = join(SCRATCH_DIR, 'callgrind');

@@ -1,5 +1,5 @@
 /** The relay and the bare loop against a webhook that takes `delayMs` per request: measured against concurrency ÷ latency. */
-import { BARE, DEADLINE_MS, eventFile, log, QUICK, RELAY, type Side, type Bench, startSide, withClients } from '../harness';
+import { DEADLINE_MS, eventFile, log, QUICK, type Side, type Bench, startSide, withClients, SIDES } from '../harness';
 import type { LatencyBoundRun } from '../results';
 
 const CASES = QUICK
@@ -28,8 +28,8 @@ export async function latencyBound(bench: Bench): Promise<LatencyBoundRun[]> {
       delayMs,
       concurrency,
       records,
-      recordsPerSecond: await rate(RELAY),
-      bareRecordsPerSecond: await rate(BARE),
+      recordsPerSecond: await rate(SIDES.relay),
+      bareRecordsPerSecond: await rate(SIDES.bare),
       modelRecordsPerSecond,
     });
   }

@@ -2,14 +2,14 @@
  * The latency the relay adds per record: the client stamps `process.hrtime.bigint()` when it starts
  * a record, the webhook when the request is complete (CLOCK_MONOTONIC: one clock for all processes).
  */
-import { BARE, type Bench, DEADLINE_MS, eventFile, log, QUICK, RELAY, startSide, warmUp, withClients } from '../harness';
+import { type Bench, DEADLINE_MS, eventFile, log, QUICK, startSide, warmUp, withClients, SIDES } from '../harness';
 import type { LatencySection, LatencySide } from '../results';
 import { median, percentile } from '../stats';
 
 async function section(bench: Bench, concurrency: number): Promise<LatencySection> {
   const [records, runs] = QUICK ? [500, 2] : [2_000, 3];
   log(`latency, concurrency ${concurrency}`);
-  const sides = [RELAY, BARE];
+  const sides = [SIDES.relay, SIDES.bare];
   const perRun = sides.map(() => [] as { p50: number; p99: number; samples: number }[]);
   await withClients(
     sides.map((side) => () => startSide(bench, side, concurrency)),

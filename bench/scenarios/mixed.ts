@@ -5,7 +5,7 @@
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../../local/event-source';
-import { BATCH, type Bench, DEADLINE_MS, log, QUICK, RELAY, scratchFile, startSide, withClients } from '../harness';
+import { BATCH, type Bench, DEADLINE_MS, log, QUICK, scratchFile, startSide, withClients, SIDES } from '../harness';
 import { bodyOf, isRetryIndex } from '../records';
 import type { MixedRun, MixedSection } from '../results';
 
@@ -49,7 +49,7 @@ export async function mixed(bench: Bench): Promise<MixedSection> {
   const eventFile = scratchFile('received-event.json', JSON.stringify({ Records: records }));
   // Pacing off: a webhook refusing 30 % of requests would (rightly) slow the relay right down; this
   // measures what mixed outcomes cost in SQS calls and time, the back-pressure scenario the pace.
-  return withClients([() => startSide(bench, RELAY, 10, [], { PACING: 'false' })], async ([client]) => {
+  return withClients([() => startSide(bench, SIDES.relay, 10, [], { PACING: 'false' })], async ([client]) => {
     const runs: MixedRun[] = [];
     for (let round = 0; round < (QUICK ? 2 : 3); round += 1) {
       await bench.webhook.reset('mixed');

@@ -1,16 +1,10 @@
 /** Throughput and CPU per record: the relay, its limits and the peer, side by side in rounds (BENCHMARKS.md §1–2). */
 import type { ClientProcess } from '../children';
 import {
-  BARE,
-  BARE_SIGNING,
-  BARE_UNSIGNED,
   BATCH,
   type Bench,
   log,
-  PEER,
   QUICK,
-  RELAY,
-  RELAY_UNSIGNED,
   ROUNDS,
   roundOrder,
   type Side,
@@ -18,6 +12,7 @@ import {
   throughputRun,
   warmUp,
   withClients,
+  SIDES,
 } from '../harness';
 import type { ThroughputRun, ThroughputSection } from '../results';
 import { median } from '../stats';
@@ -63,7 +58,7 @@ async function section(bench: Bench, concurrency: number, sides: readonly Side[]
 
 export async function throughput(bench: Bench): Promise<ThroughputSection[]> {
   return [
-    await section(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, BARE, PEER], ROUNDS),
-    ...(QUICK ? [] : [await section(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 7)]),
+    await section(bench, 10, [SIDES.relay, SIDES.bareSigning, SIDES.relayUnsigned, SIDES.bareUnsigned, SIDES.bare, SIDES.peer], ROUNDS),
+    ...(QUICK ? [] : [await section(bench, 50, [SIDES.relay, SIDES.bareSigning, SIDES.bare, SIDES.peer], 7)]),
   ];
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { startClientProcess } from '../children';
 import { lambdaHeapFlags } from '../environment';
-import { BATCH, type Bench, DEADLINE_MS, eventFile, log, NOOP, RELAY, sideClient, withClients } from '../harness';
+import { BATCH, type Bench, DEADLINE_MS, eventFile, log, sideClient, withClients, SIDES } from '../harness';
 import { eventJson } from '../records';
 import type { WarmMemoryRow, WarmMemorySection } from '../results';
 
@@ -23,7 +23,7 @@ export async function warmMemory(bench: Bench): Promise<WarmMemorySection> {
   const rows: WarmMemoryRow[] = [];
   for (const records of deliverable < BATCH ? [BATCH, deliverable] : [BATCH]) {
     const file = eventFile(records);
-    for (const side of [NOOP, RELAY]) {
+    for (const side of [SIDES.noop, SIDES.relay]) {
       const start = () => startClientProcess(bench.compiled, sideClient(bench, side, 10, heapFlags));
       const peakMiBByInvocation = await withClients([start], async ([client]) => {
         const peaks: number[] = [];
@@ -31,7 +31,7 @@ export async function warmMemory(bench: Bench): Promise<WarmMemorySection> {
           await bench.webhook.reset('ok');
           const result = await client.run({ eventFile: file, timeoutMs: DEADLINE_MS });
           const delivered = (await bench.webhook.stats()).requests;
-          if (side !== NOOP && (result.failures > 0 || delivered !== records))
+          if (side !== SIDES.noop && (result.failures > 0 || delivered !== records))
             bench.notes.push(`warm memory ${side.name}: ${result.failures} failures, ${delivered} of ${records} delivered`);
           peaks.push(result.maxRssKiB / 1024);
         }
