@@ -1,4 +1,5 @@
 /** Instructions per record, counted by valgrind's callgrind (scenarios/instructions.ts): the figures, and how a dump is read. */
+
 /** One side's counts. */
 export interface InstructionCount {
   readonly side: string;
