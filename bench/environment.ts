@@ -1,48 +1,10 @@
-/**
- * The environment the deployed function would run with, on this machine (what Lambda's runtime
- * sets, the template's own variables with their intrinsics resolved to local stand-ins), its heap
- * limits, and the machine the figures come from.
- */
+/** The deployed function's heap limits, and the machine the figures come from. */
 import { execFileSync } from 'node:child_process';
 import { cpus, release, totalmem } from 'node:os';
-import { lambdaRuntimeEnvironment, PROJECT_ROOT, type SynthesizedBundle, templateEnvironment } from '../testkit/synth';
+import { PROJECT_ROOT } from '../testkit/synth';
 import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 
-/** Local stand-ins for the resources the template's environment refers to. */
-export interface StandIns {
-  readonly region: string;
-  /** `AWS_ENDPOINT_URL_SQS`: the counting proxy in front of the emulator. */
-  readonly sqsEndpoint: string;
-  /** `AWS_ENDPOINT_URL_SECRETS_MANAGER`. */
-  readonly secretsEndpoint: string;
-  /** Each SQS queue of the template by logical id. */
-  readonly queues: Readonly<Record<string, { readonly url: string; readonly arn: string }>>;
-}
-
-/**
- * What Lambda's Node.js runtime sets for every function, the local endpoints, and the template's
- * function environment with every `{ Ref }`/`{ Fn::GetAtt }` resolved: queues to the stand-ins,
- * the secret to an ARN the fake Secrets Manager is to answer for.
- */
-export function deployedEnvironment(bundle: SynthesizedBundle, standIns: StandIns): NodeJS.ProcessEnv {
-  const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: standIns.region };
-  return {
-    ...lambdaRuntimeEnvironment(bundle, place),
-    AWS_ENDPOINT_URL_SQS: standIns.sqsEndpoint,
-    AWS_ENDPOINT_URL_SECRETS_MANAGER: standIns.secretsEndpoint,
-    ...templateEnvironment(
-      bundle,
-      standIns.queues,
-      (logicalId) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`,
-    ),
-  };
-}
-
-/**
- * The V8 heap limits Lambda's Node.js runtime starts a function with, derived from its memory
- * size by the runtime's bootstrap (shell integer arithmetic): a tenth of the memory for the young
- * generation, half of that per semi-space, the rest for the old generation.
- */
+/** The V8 heap limits Lambda's runtime bootstrap derives from the memory size (shell integer arithmetic): a tenth young, half per semi-space. */
 export function lambdaHeapFlags(memorySizeMb: number): string[] {
   const youngMb = Math.floor(memorySizeMb / 10);
   return [`--max-semi-space-size=${Math.floor(youngMb / 2)}`, `--max-old-space-size=${memorySizeMb - youngMb}`];
@@ -57,7 +19,7 @@ export interface MachineInfo {
   readonly node: string;
   readonly date: string;
   readonly commit: string;
-  /** Where the children ran: e.g. "clients on CPU 0, the webhook on CPU 1", or "wherever the scheduler put them". */
+  /** Where the children ran (CPU pinning). */
   readonly placement?: string;
 }
 

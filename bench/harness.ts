@@ -1,15 +1,8 @@
-/**
- * What every scenario shares: the run's options, the stand-ins (webhook, emulator, proxy, Secrets
- * Manager), the sides a scenario can start, and the timed all-200 invocation most of them are
- * made of. BENCHMARKS.md's method section says why each choice was made.
- */
-import { spawn } from 'node:child_process';
+/** What every scenario shares: the run's options, the stand-ins, the sides, and the timed all-200 invocation (BENCHMARKS.md says why). */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { lambdaNodePath, lambdaNodeUnavailable } from '../bin/lambda-node';
 import type { Emulator } from '../testkit/emulator';
-import type { FakeSecretsManager } from '../testkit/secrets-manager';
 import type { SqsProxy } from '../testkit/sqs-proxy';
 import type { SynthesizedBundle } from '../testkit/synth';
 import {
@@ -23,8 +16,7 @@ import {
 } from './children';
 import type { ClientKind } from './protocol';
 import { eventJson } from './records';
-import type { SideSummary, ThroughputRun } from './results';
-import { median } from './stats';
+import type { ThroughputRun } from './results';
 
 const option = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`${name}=`))?.slice(name.length + 1);
 
@@ -36,20 +28,17 @@ export function badOption(message: string): never {
 
 /** `--quick`: fewer and smaller runs, for trying changes (figures not for publishing). */
 export const QUICK = process.argv.includes('--quick');
-/** `--only=<names>`: run only these scenarios (see {@link scenarioName}); their figures are printed, no report is written. */
+/** `--only=<names>`: only these scenarios (see {@link scenarioName}); figures printed, no report written. */
 export const ONLY = option('--only')?.split(',');
 /** A scenario's name for `--only`: its key in kebab case (`back-pressure`, `cold-start`…). */
 export const scenarioName = (key: string): string => key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 /** Records of the big batch: the most Lambda hands one invocation. */
 export const BATCH = QUICK ? 2_000 : 10_000;
-/** Records of each warm-up invocation (JIT, connections). */
 const WARM_UP = QUICK ? 500 : 10_000;
-/** Warm-up invocations before the measured ones: on Node.js 24 V8 still optimizes the relay during the third. */
+/** On Node.js 24 V8 still optimizes the relay during the third warm-up invocation. */
 const WARM_UP_RUNS = QUICK ? 1 : 4;
-/** Measured invocations of each side per round: three triple the pairs for about 40 % more time. */
-export const MEASURED_RUNS = QUICK ? 1 : 3;
 export const DEADLINE_MS = 15 * 60_000;
-/** `--rounds=<n>`: rounds of the concurrency-10 throughput figures (each narrows the ratio's interval). */
+/** `--rounds=<n>`: rounds of the concurrency-10 throughput figures. */
 export const ROUNDS = ((rounds = option('--rounds')): number => {
   if (rounds === undefined) return QUICK ? 2 : 9;
   return /^[1-9]\d*$/.test(rounds) ? Number(rounds) : badOption(`--rounds=${rounds}: expected a whole number of rounds, at least 1`);
@@ -76,14 +65,13 @@ export function childNode(): string {
 /** Everything the scenarios share. */
 export interface Bench {
   readonly bundle: SynthesizedBundle;
-  /** The deployed function's environment here (environment.ts): the relay's, as the template sets it. */
+  /** The deployed function's environment here (run.ts). */
   readonly relayEnv: NodeJS.ProcessEnv;
   readonly compiled: CompiledChildren;
   readonly webhook: WebhookProcess;
   readonly emulator: Emulator;
   readonly proxy: SqsProxy;
-  readonly secrets: FakeSecretsManager;
-  /** The signing key the fake Secrets Manager serves (48 letters and digits, as the stack generates). */
+  /** The signing key the fake Secrets Manager serves. */
   readonly signingSecret: string;
   /** What went wrong without stopping the run, for the report. */
   readonly notes: string[];
@@ -94,56 +82,40 @@ export interface Side {
   readonly name: string;
   readonly description: string;
   readonly kind: ClientKind;
-  /** Leave the template's signing secret out (the stack's `signing: false`); a bare loop then sends unsigned POSTs. */
+  /** Without the template's signing secret (the stack's `signing: false`); a bare loop then sends unsigned POSTs. */
   readonly unsigned?: boolean;
   /** A bare loop that signs each request inside the timing. */
   readonly signInLoop?: boolean;
 }
 
-const side = (name: string, kind: ClientKind, description: string, extra: Partial<Side> = {}): Side => ({
-  name,
-  kind,
-  description,
-  ...extra,
-});
-export const RELAY = side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)');
-export const RELAY_UNSIGNED = side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true });
-export const BARE = side(
-  'bare node:http',
-  'bare-http',
-  "bare loop: node:http keep-alive Agent, the relay's signed POSTs with their signatures computed before the clock starts: the HTTP exchange alone (no real client can do this: a signature covers the time it is sent)",
-);
-export const BARE_SIGNING = side(
-  'bare node:http, signing',
-  'bare-http',
-  "the same loop signing each request as it sends it (createHmac), as any client sending the relay's POSTs must: **the limit for the relay**",
-  { signInLoop: true },
-);
-export const BARE_UNSIGNED = side(
-  'bare node:http, unsigned',
-  'bare-http',
-  'the same loop sending the unsigned relay’s POSTs: the limit for the relay with signing off',
-  { unsigned: true },
-);
-export const PEER = side(
-  'peer (Powertools + fetch)',
-  'peer',
-  'Powertools BatchProcessor + processPartialResponse + fetch, same concurrency limit',
-);
-export const TRANSMITTER = side(
-  'relay transmitter',
-  'transmitter',
-  "the bare loop through the relay's own WebhookTransmitter (lambda/transmitter.ts): its cost over node:http",
-);
-export const UNDICI = side('bare undici Pool', 'bare-undici', 'bare loop: undici 7 Pool.request');
-export const FETCH = side('bare fetch', 'bare-fetch', 'bare loop: global fetch (Node’s bundled undici)');
-export const NOOP = side('no-op handler', 'noop', 'a handler that returns at once (the event alone)');
+const side = (name: string, kind: ClientKind, description: string, extra?: Partial<Side>): Side => ({ name, kind, description, ...extra });
+const PRESIGNED =
+  "node:http keep-alive loop, the relay's POSTs signed before the clock starts (no real client can: a signature covers its time)";
+const SIGNING_LOOP = 'the same loop signing each request as it sends it: **the limit for the relay**';
+/** The sides the scenarios compare, by the names the report knows them by. */
+export const SIDES = {
+  relay: side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)'),
+  relayUnsigned: side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true }),
+  bare: side('bare node:http', 'bare-http', PRESIGNED),
+  bareSigning: side('bare node:http, signing', 'bare-http', SIGNING_LOOP, { signInLoop: true }),
+  bareUnsigned: side('bare node:http, unsigned', 'bare-http', 'the same loop, unsigned: the limit with signing off', { unsigned: true }),
+  peer: side('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch'),
+  noop: side('no-op handler', 'noop', 'a handler that returns at once (the event alone)'),
+};
 
-/** The deployed function's environment for `side`; only the webhook (this machine's) and the concurrency (the figure's) change. */
-export function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS.ProcessEnv {
+/**
+ * How `side`'s client starts: the deployed function's environment, only the webhook (this machine's) and the concurrency (the figure's)
+ * changed; `execArgv` {@link SPEED_NODE_FLAGS} for speed figures, else the function's own (none, or its heap limits).
+ */
+export function sideClient(
+  bench: Bench,
+  side: Side,
+  concurrency: number,
+  execArgv: readonly string[] = SPEED_NODE_FLAGS,
+): ClientOptions & { execPath: string; env: NodeJS.ProcessEnv; execArgv: readonly string[] } {
   const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
   const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
-  return {
+  const env = {
     ...(signed ? bench.relayEnv : unsigned),
     WEBHOOK_URL: bench.webhook.url,
     MAX_CONCURRENCY: String(concurrency),
@@ -152,17 +124,7 @@ export function clientEnv(bench: Bench, side: Side, concurrency: number): NodeJS
     ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
     ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
   };
-}
-
-/** How `side`'s client starts: with {@link SPEED_NODE_FLAGS} for speed figures, or `asDeployed` with the function's flags only. */
-export function sideClient(
-  bench: Bench,
-  side: Side,
-  concurrency: number,
-  asDeployed = false,
-): ClientOptions & { execPath: string; execArgv: readonly string[] } {
-  const execArgv = asDeployed ? [] : SPEED_NODE_FLAGS;
-  return { execPath: childNode(), kind: side.kind, env: clientEnv(bench, side, concurrency), cwd: bench.bundle.bundleDir, execArgv };
+  return { execPath: childNode(), kind: side.kind, env, cwd: bench.bundle.bundleDir, execArgv };
 }
 
 /** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles to `.bench-tmp/profiles/`. */
@@ -170,10 +132,10 @@ export function startSide(
   bench: Bench,
   side: Side,
   concurrency: number,
-  asDeployed = false,
+  execArgv?: readonly string[],
   env: Record<string, string> = {},
 ): Promise<ClientProcess> {
-  const options = sideClient(bench, side, concurrency, asDeployed);
+  const options = sideClient(bench, side, concurrency, execArgv);
   const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
   const profile = process.argv.includes('--profile') && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   return startClientProcess(bench.compiled, { ...options, env: { ...options.env, ...env }, execArgv: [...options.execArgv, ...profile] });
@@ -193,15 +155,19 @@ export async function withClients<const Starts extends readonly (() => Promise<C
   }
 }
 
-const writtenEvents = new Set<string>();
+/** Writes `contents` to `name` in the scratch directory; the file's path. */
+export function scratchFile(name: string, contents: string): string {
+  mkdirSync(SCRATCH_DIR, { recursive: true });
+  const file = join(SCRATCH_DIR, name);
+  writeFileSync(file, contents);
+  return file;
+}
+
+const eventFiles = new Map<number, string>();
 /** A file with the event of `count` synthetic records as JSON (written once per size). */
 export function eventFile(count: number): string {
-  const file = join(SCRATCH_DIR, 'events', `event-${count}.json`);
-  if (!writtenEvents.has(file)) {
-    mkdirSync(join(SCRATCH_DIR, 'events'), { recursive: true });
-    writeFileSync(file, eventJson(count));
-    writtenEvents.add(file);
-  }
+  const file = eventFiles.get(count) ?? scratchFile(`event-${count}.json`, eventJson(count));
+  eventFiles.set(count, file);
   return file;
 }
 
@@ -230,8 +196,8 @@ export async function warmUp(bench: Bench, clients: readonly ClientProcess[]): P
 }
 
 /**
- * The order of the sides in round `round`: pairs (0, 1), (2, 3), … run back to back, which of a
- * pair goes first alternates and the pairs' order rotates, so neither drift nor position favours a side.
+ * The sides' order in round `round`: pairs (0, 1), (2, 3), … back to back, which of a pair goes first
+ * alternating and the pairs' order rotating, so neither drift nor position favours a side.
  */
 export function roundOrder(sideCount: number, round: number): number[] {
   const pairs = Math.ceil(sideCount / 2);
@@ -240,88 +206,4 @@ export function roundOrder(sideCount: number, round: number): number[] {
     const pair = first + 1 < sideCount ? [first, first + 1] : [first];
     return round % 2 === 0 ? pair : pair.reverse();
   }).flat();
-}
-
-/** `rounds` rounds, each in fresh processes (a fresh draw of each process's luck): warm up, then `measuredRuns` in {@link roundOrder}. */
-export async function compare(
-  bench: Bench,
-  sides: readonly Side[],
-  concurrency: number,
-  rounds: number,
-  measuredRuns: number,
-  count: number,
-): Promise<SideSummary[]> {
-  const runs: ThroughputRun[][] = sides.map(() => []);
-  for (let round = 0; round < rounds; round += 1) {
-    await withClients(
-      sides.map((side) => () => startSide(bench, side, concurrency)),
-      async (clients) => {
-        await warmUp(bench, clients);
-        // Every side's n-th run of the round sits at the same index of its runs: the pairs the ratios are made of.
-        for (let repeat = 0; repeat < measuredRuns; repeat += 1) {
-          for (const index of roundOrder(sides.length, round * measuredRuns + repeat)) {
-            runs[index]?.push(await throughputRun(bench, clients[index] as ClientProcess, count));
-          }
-        }
-      },
-    );
-    const rates = sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`);
-    log(`  c=${concurrency} round ${round + 1}/${rounds}: ${rates.join(', ')}`);
-  }
-  return sides.map((side, index) => {
-    const own = runs[index] ?? [];
-    const medianOf = (figure: keyof ThroughputRun): number => median(own.map((run) => run[figure]));
-    return {
-      side: side.name,
-      description: side.description,
-      runs: own,
-      recordsPerSecond: medianOf('recordsPerSecond'),
-      cpuMicrosPerRecord: medianOf('cpuMicrosPerRecord'),
-      clientCores: medianOf('clientCores'),
-      webhookCores: medianOf('webhookCores'),
-    };
-  });
-}
-
-/** Runs `node args…` on {@link childNode} to its end: its stdout and wall time; rejects on a non-zero exit or after `timeoutMs`. */
-export function runNode(
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-  timeoutMs: number,
-): Promise<{ out: string; wallMs: number }> {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(childNode(), args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.length > 1e6) out = out.slice(-1e5); // only the last lines are read
-    });
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
-      if (code !== 0) reject(new Error(`node ${args.join(' ').slice(0, 200)} exited ${code}: ${err.slice(-2000)}`));
-      else resolve({ out, wallMs });
-    });
-  });
-}
-
-/** Wall time of a fresh `node` importing `file`, and the import's own time as the process saw it. */
-export async function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ processMs: number; importMs: number }> {
-  const script =
-    'const t = performance.now(); await import(process.argv[1]); const ms = performance.now() - t; process.stdout.write(String(ms), () => process.exit(0));';
-  const { out, wallMs } = await runNode(['--input-type=module', '-e', script, pathToFileURL(file).href], env, cwd, 30_000);
-  return { processMs: wallMs, importMs: Number(out) };
-}
-
-/** A scratch file with `contents` (an empty module, a module of built-ins…). */
-export function scratchModule(name: string, contents: string | Uint8Array): string {
-  const file = join(SCRATCH_DIR, name);
-  writeFileSync(file, contents);
-  return file;
 }

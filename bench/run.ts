@@ -1,22 +1,12 @@
 /**
- * `npm run bench`: the relay's performance against a bare HTTP client and the relay a user would
- * otherwise write, side by side in one run, on this machine. Prints a table and writes
- * `BENCHMARKS.md` and the figures of docs/performance.md (bench/report.ts, bench/templates/).
+ * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
+ * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
+ * Writes `BENCHMARKS.md` and docs/performance.md's figures (`BENCHMARKS.node<major>.md` on another Node.js major than Lambda's).
  *
- * Everything runs on 127.0.0.1 in processes of its own: the webhook, each client under test (the
- * relay's handler imported from the bundle `cdk synth` produces, with the template's environment),
- * the SQS emulator behind a counting proxy, and a stand-in Secrets Manager for the signing key. The
- * children run on the Node.js standing in for Lambda's runtime (bin/lambda-node.ts). Each
- * measurement is a scenario in bench/scenarios/; loops are bounded; the run stops by itself.
- *
- * Options: `--quick` (fewer and smaller runs, figures not for publishing), `--profile` (V8 CPU
- * profiles of the relay's children in `.bench-tmp/profiles/`), `--this-node` (the children on the
- * Node.js running npm), `--node=<path>` (on another binary), `--rounds=<n>` (rounds of the
- * concurrency-10 throughput figures; default 9, 2 with `--quick`), `--report-only` (rewrites the
- * reports from the last run's `.bench-tmp/results.json`, measuring nothing), `--only=<names>` (only
- * these scenarios, e.g. `--only=back-pressure,recovery`: figures printed and written to
- * `.bench-tmp/results.only.json`, no report). A run on another Node.js major than Lambda's writes
- * `BENCHMARKS.node<major>.md` and leaves docs/performance.md alone; quick runs write their reports to `.bench-tmp/`.
+ * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
+ * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
+ * `--report-only` (the reports from the last `.bench-tmp/results.json`), `--only=<names>` (these scenarios only, e.g.
+ * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,34 +15,34 @@ import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
 import { startEmulator } from '../testkit/emulator';
 import { startSecretsManager } from '../testkit/secrets-manager';
 import { startSqsProxy } from '../testkit/sqs-proxy';
-import { PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
+import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateEnvironment, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
-import { deployedEnvironment, machineInfo } from './environment';
-import { badOption, type Bench, childNode, clientEnv, log, ONLY, QUICK, RELAY, scenarioName } from './harness';
+import { machineInfo } from './environment';
+import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName, sideClient, SIDES } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import type { BenchResults } from './results';
-import { SCENARIOS } from './scenarios';
-import type { Figures } from './scenarios/scenario';
+import { backPressure, recovery } from './scenarios/back-pressure';
+import { coldStart } from './scenarios/cold-start';
+import { instructions } from './scenarios/instructions';
+import { latency } from './scenarios/latency';
+import { latencyBound } from './scenarios/latency-bound';
+import { mixed } from './scenarios/mixed';
+import { throughput } from './scenarios/throughput';
+import { warmMemory } from './scenarios/warm-memory';
+
+/** The figures the scenarios measure: everything in the results but the run's own facts. */
+type Figures = Omit<BenchResults, 'machine' | 'quick' | 'durationSeconds' | 'relayConfig' | 'notes'>;
+
+/** Every scenario by the figures it measures (a field of `BenchResults`), in the order they run: a file in bench/scenarios/ and a line here. */
+const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery } satisfies {
+  readonly [K in keyof Figures]-?: (bench: Bench) => Promise<Figures[K]>;
+};
 
 /** The relay's settings the report names: the template's values the children ran with. */
 const REPORTED_SETTINGS =
   /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
 
-/** Rewrites the figures between the markers of docs/performance.md; the text around them is written by hand. */
-function writePerformanceDoc(section: string): string {
-  const file = join(PROJECT_ROOT, PERFORMANCE_DOC.path);
-  const text = readFileSync(file, 'utf8');
-  const start = text.indexOf(PERFORMANCE_DOC.start);
-  const end = text.indexOf(PERFORMANCE_DOC.end);
-  if (start < 0 || end < start) throw new Error(`${PERFORMANCE_DOC.path} has no ${PERFORMANCE_DOC.start} … ${PERFORMANCE_DOC.end} markers`);
-  writeFileSync(file, `${text.slice(0, start + PERFORMANCE_DOC.start.length)}\n${section.trim()}\n${text.slice(end)}`);
-  return file;
-}
-
-/**
- * The reports: a run on Lambda's Node.js major writes `BENCHMARKS.md` and docs/performance.md; on
- * another major, a report of its own beside it; a quick run, into the scratch directory.
- */
+/** The reports: on Lambda's Node.js major `BENCHMARKS.md` and docs/performance.md's figures; else files of their own. */
 function writeReports(results: BenchResults): void {
   process.stdout.write(`${consoleTable(results)}\n`);
   const major = nodeMajor(results.machine.node);
@@ -61,28 +51,28 @@ function writeReports(results: BenchResults): void {
     ? join(SCRATCH_DIR, 'BENCHMARKS.quick.md')
     : join(PROJECT_ROOT, published ? 'BENCHMARKS.md' : `BENCHMARKS.node${major}.md`);
   writeFileSync(markdownFile, markdown(results));
-  const section = performanceSection(results);
-  const sectionFile = published
-    ? writePerformanceDoc(section)
-    : join(SCRATCH_DIR, results.quick ? 'README-performance.quick.md' : `README-performance.node${major}.md`);
-  if (!published) writeFileSync(sectionFile, section);
+  const section = performanceSection(results).trim();
+  let sectionFile = join(SCRATCH_DIR, results.quick ? 'README-performance.quick.md' : `README-performance.node${major}.md`);
+  if (published) {
+    // Only the figures between the markers are rewritten; the text around them is written by hand.
+    sectionFile = join(PROJECT_ROOT, PERFORMANCE_DOC.path);
+    const text = readFileSync(sectionFile, 'utf8');
+    const [start, end] = [text.indexOf(PERFORMANCE_DOC.start), text.indexOf(PERFORMANCE_DOC.end)];
+    if (start < 0 || end < start)
+      throw new Error(`${PERFORMANCE_DOC.path} has no ${PERFORMANCE_DOC.start} … ${PERFORMANCE_DOC.end} markers`);
+    writeFileSync(sectionFile, `${text.slice(0, start + PERFORMANCE_DOC.start.length)}\n${section}\n${text.slice(end)}`);
+  } else writeFileSync(sectionFile, `${section}\n`);
   log(`wrote ${markdownFile} and ${sectionFile}`);
 }
 
-/** The scenarios to run: all, or those `--only` names; options checked before anything starts. */
-function selectedScenarios(): typeof SCENARIOS {
+async function main(): Promise<void> {
   for (const arg of process.argv.slice(2)) {
     if (!/^--(quick|profile|this-node|report-only|(only|rounds|node)=.*)$/.test(arg))
       badOption(`${arg}: no such option (bench/run.ts lists them)`);
   }
-  const names = SCENARIOS.map((scenario) => scenarioName(scenario.key));
+  const names = Object.keys(SCENARIOS).map(scenarioName);
   const unknown = ONLY?.filter((name) => !names.includes(name)) ?? [];
   if (unknown.length > 0) badOption(`--only=${unknown.join(',')}: no such scenario; there are ${names.join(', ')}`);
-  return SCENARIOS.filter((scenario) => ONLY === undefined || ONLY.includes(scenarioName(scenario.key)));
-}
-
-async function main(): Promise<void> {
-  const scenarios = selectedScenarios();
   if (process.argv.includes('--report-only')) {
     writeReports(JSON.parse(readFileSync(join(SCRATCH_DIR, 'results.json'), 'utf8')) as BenchResults);
     return;
@@ -106,27 +96,35 @@ async function main(): Promise<void> {
     cleanUps.push(() => secrets.close());
     const webhook = await startWebhookProcess(compiled, childNode());
     cleanUps.push(() => webhook.stop());
-    const relayEnv = deployedEnvironment(bundle, {
-      region: emulator.region,
-      sqsEndpoint: proxy.endpoint,
-      secretsEndpoint: secrets.endpoint,
-      queues: { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq },
-    });
+    // The deployed function's environment here: what Lambda's runtime sets, the local endpoints, and the template's own
+    // variables with each `{ Ref }`/`{ Fn::GetAtt }` resolved to a stand-in (the secret: an ARN the fake Secrets Manager answers for).
+    const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
+    const standIns = { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq };
+    const relayEnv: NodeJS.ProcessEnv = {
+      ...lambdaRuntimeEnvironment(bundle, place),
+      AWS_ENDPOINT_URL_SQS: proxy.endpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+      ...templateEnvironment(bundle, standIns, (logicalId) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`),
+    };
     // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
-    const randomBase64 = randomBytes(96).toString('base64');
-    const signingSecret = randomBase64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
+    const base64 = randomBytes(96).toString('base64');
+    const signingSecret = base64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
     if (relayEnv.SIGNING_SECRET_ARN !== undefined) secrets.secrets.set(relayEnv.SIGNING_SECRET_ARN, signingSecret);
-    const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, secrets, signingSecret, notes: [] };
+    const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, signingSecret, notes: [] };
 
     const figures: Partial<Figures> = {};
-    for (const scenario of scenarios) (figures as Record<string, unknown>)[scenario.key] = await scenario.run(bench, figures);
+    for (const [key, run] of Object.entries(SCENARIOS)) {
+      if (ONLY === undefined || ONLY.includes(scenarioName(key))) (figures as Record<string, unknown>)[key] = await run(bench);
+    }
     if (ONLY !== undefined) {
-      writeFileSync(join(SCRATCH_DIR, 'results.only.json'), JSON.stringify({ machine, quick: QUICK, ...figures }, null, 2));
+      const file = join(SCRATCH_DIR, 'results.only.json');
+      writeFileSync(file, JSON.stringify({ machine, quick: QUICK, ...figures, notes: bench.notes }, null, 2));
       process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
-      log(`wrote ${join(SCRATCH_DIR, 'results.only.json')}; done in ${Math.round((Date.now() - started) / 1000)} s`);
+      for (const note of bench.notes) log(`note: ${note}`);
+      log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
-    const relaySettings = Object.entries(clientEnv(bench, RELAY, 10)).filter(([name]) => REPORTED_SETTINGS.test(name));
+    const relaySettings = Object.entries(sideClient(bench, SIDES.relay, 10).env).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,
@@ -140,11 +138,9 @@ async function main(): Promise<void> {
     log(`done in ${Math.round(results.durationSeconds)} s`);
   } finally {
     for (const cleanUp of cleanUps.reverse()) {
-      try {
-        await cleanUp();
-      } catch (error) {
-        log(`clean-up: ${error instanceof Error ? error.message : String(error)}`);
-      }
+      await Promise.resolve()
+        .then(cleanUp)
+        .catch((error: unknown) => log(`clean-up: ${error instanceof Error ? error.message : String(error)}`));
     }
   }
 }

@@ -8,21 +8,17 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
-/** A distribution-free confidence interval: two of the sorted values, and how often such an interval holds the true figure. */
+/** A confidence interval for a median: two of the sorted values, and its exact coverage (at least the confidence asked for). */
 export interface MedianInterval {
   readonly low: number;
   readonly high: number;
-  /** The interval's exact coverage (at least the confidence asked for). */
   readonly coverage: number;
 }
 
 /**
- * A confidence interval for the median of the population `values` were drawn from, assuming
- * only that they are independent draws: the k-th smallest and k-th largest value, k the largest
- * for which fewer than k of n values fall below the median with probability at most
- * (1 − `confidence`) / 2 (the binomial distribution with p = ½). No assumption of normality:
- * the benchmark's runs have long tails (a major collection, a slow second on the host).
- * `undefined` when there are too few values for any interval at that confidence (fewer than 6 at 95 %).
+ * A distribution-free interval for the median `values` were drawn from (independent draws; no normality: the runs have long tails):
+ * the k-th smallest and largest values, k the largest with P(fewer than k of n below the median) ≤ (1 − `confidence`) / 2 (Binomial(n, ½)).
+ * `undefined` with too few values (fewer than 6 at 95 %).
  */
 export function medianInterval(values: readonly number[], confidence = 0.95): MedianInterval | undefined {
   const n = values.length;

@@ -1,54 +1,56 @@
-/** Cold start: the asset's weight, its load time in fresh processes, and the first invocations of fresh processes. */
-import { relative } from 'node:path';
-import { weighAsset } from '../bundle';
+/** Cold start: what importing the handler loads, the whole asset, and a fresh process's load time as deployed against an empty module's. */
+import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { assetFiles, moduleGraph, staticClosure } from '../../testkit/asset';
 import { SCRATCH_DIR } from '../children';
-import { clientEnv, DEADLINE_MS, eventFile, log, QUICK, RELAY, scratchModule, startSide, timeImport } from '../harness';
+import { type Bench, childNode, log, QUICK, scratchFile, sideClient, SIDES } from '../harness';
+import type { ColdStartSection } from '../results';
 import { median } from '../stats';
-import { scenario } from './scenario';
 
-/** The median of each figure over `runs`. */
-function medians<K extends string>(runs: readonly Readonly<Record<K, number>>[]): Record<K, number> {
-  const keys = Object.keys(runs[0] ?? {}) as K[];
-  return Object.fromEntries(keys.map((key) => [key, median(runs.map((run) => run[key]))])) as Record<K, number>;
+// Exits once the figure is written: whatever the import left running is not part of loading.
+const IMPORT_SCRIPT =
+  'const t = performance.now(); await import(process.argv[1]); process.stdout.write(String(performance.now() - t), () => process.exit(0));';
+
+/** Wall time of a fresh `node` importing `file`, and the import's own time as the process saw it, ms. */
+function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): { processMs: number; importMs: number } {
+  const started = performance.now();
+  const args = ['--input-type=module', '-e', IMPORT_SCRIPT, pathToFileURL(file).href];
+  const child = spawnSync(childNode(), args, { env, cwd, encoding: 'utf8', timeout: 30_000 });
+  const processMs = performance.now() - started;
+  if (child.status !== 0) throw new Error(`importing ${file} ended with ${child.status ?? child.signal}: ${child.stderr.slice(-2000)}`);
+  return { processMs, importMs: Number(child.stdout) };
 }
 
-export default scenario('coldStart', async (bench) => {
+export async function coldStart(bench: Bench): Promise<ColdStartSection> {
   log('cold start: asset weight, load time in fresh processes');
   const { bundleDir, handlerFile } = bench.bundle;
-  const weight = await weighAsset(bundleDir, relative(bundleDir, handlerFile));
-  const empty = scratchModule('empty.mjs', 'export {};\n');
-  const builtins = scratchModule('builtins.mjs', weight.builtinsAtImport.map((name) => `import ${JSON.stringify(name)};\n`).join(''));
-  const env = clientEnv(bench, RELAY, 10);
-  const variants = [
-    { name: `as deployed (\`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}\`)`, env, file: handlerFile, dir: bundleDir },
-    { name: 'as deployed, without `--enable-source-maps`', env: { ...env, NODE_OPTIONS: '' }, file: handlerFile, dir: bundleDir },
-    // How much of the difference is Node.js loading its own modules rather than reading the relay.
-    { name: 'not the bundle: only the Node.js built-ins it imports at load', env, file: builtins, dir: SCRATCH_DIR },
-  ];
+  const entry = relative(bundleDir, handlerFile);
+  const graph = await moduleGraph(bundleDir, entry);
+  const atImport = [...staticClosure(graph, entry)];
+  const files = assetFiles(bundleDir);
+  const bytesOf = (names: readonly string[]): number => names.reduce((sum, name) => sum + statSync(join(bundleDir, name)).size, 0);
+  const total = {
+    modules: graph.size,
+    moduleBytes: bytesOf(files.filter((name) => !name.endsWith('.map'))),
+    mapBytes: bytesOf(files.filter((name) => name.endsWith('.map'))),
+  };
+  const { env } = sideClient(bench, SIDES.relay, 10);
+  const empty = scratchFile('empty.mjs', 'export {};\n');
   const runs = QUICK ? 5 : 15;
-  const loads = [];
-  for (const variant of variants) {
-    const timings = [];
-    for (let run = 0; run < runs; run += 1) {
-      const emptyProcessMs = (await timeImport(empty, variant.env, SCRATCH_DIR)).processMs;
-      const { processMs: bundleProcessMs, importMs } = await timeImport(variant.file, variant.env, variant.dir);
-      timings.push({ bundleProcessMs, emptyProcessMs, importMs });
-    }
-    loads.push({ variant: variant.name, ...medians(timings), runs });
-  }
-  log('cold start: first invocations in fresh processes');
-  const first = [];
-  for (let run = 0; run < (QUICK ? 2 : 5); run += 1) {
-    const client = await startSide(bench, RELAY, 10, true);
-    try {
-      await bench.webhook.reset('ok');
-      const invoke = () => client.run({ eventFile: eventFile(1), timeoutMs: DEADLINE_MS });
-      const [one, two] = [await invoke(), await invoke()];
-      if (one.failures + two.failures > 0) bench.notes.push('cold start: a first invocation failed');
-      first.push({ importMs: client.importMs, firstMs: one.wallMs, secondMs: two.wallMs });
-    } finally {
-      await client.stop();
-    }
-  }
-  return { weight, loads, firstInvocation: { ...medians(first), processes: first.length } };
-});
+  // Interleaved, so a slower stretch of the machine falls on both.
+  const timings = Array.from({ length: runs }, () => ({
+    emptyProcessMs: timeImport(empty, env, SCRATCH_DIR).processMs,
+    ...timeImport(handlerFile, env, bundleDir),
+  }));
+  const medianOf = (figure: keyof (typeof timings)[number]): number => median(timings.map((timing) => timing[figure]));
+  const load = {
+    variant: `as deployed (\`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}\`)`,
+    bundleProcessMs: medianOf('processMs'),
+    emptyProcessMs: medianOf('emptyProcessMs'),
+    importMs: medianOf('importMs'),
+    runs,
+  };
+  return { weight: { atImport: { files: atImport, bytes: bytesOf(atImport) }, total }, loads: [load] };
+}

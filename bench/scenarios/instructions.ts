@@ -1,10 +1,10 @@
 /** Instructions per record of the relay and its limits, counted by callgrind (bench/instructions.ts; BENCHMARKS.md says why). */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCRATCH_DIR, startClientProcess } from '../children';
-import { BARE_SIGNING, BARE_UNSIGNED, eventFile, log, QUICK, RELAY, RELAY_UNSIGNED, sideClient } from '../harness';
-import { dumpCounts, type InstructionCount, type InstructionsSection, valgrindVersion } from '../instructions';
-import { scenario } from './scenario';
+import { eventFile, log, QUICK, sideClient, type Bench, withClients, SIDES } from '../harness';
+import { annotatedCounts, type InstructionCount, type InstructionsSection } from '../instructions';
 
 /** Records per counted invocation under valgrind (about 50× slower than natively). */
 const RECORDS = QUICK ? 500 : 2_000;
@@ -13,13 +13,16 @@ const WARM_UP_RUNS = QUICK ? 2 : 10;
 const COUNTED_RUNS = QUICK ? 1 : 6;
 const CONCURRENCY = 10;
 const RUN_TIMEOUT_MS = 3_600_000;
+const ANNOTATE_OPTIONS = { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 } as const;
 
-export default scenario('instructions', async (bench): Promise<InstructionsSection> => {
+export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const section = { concurrency: CONCURRENCY, records: RECORDS, warmUpRuns: WARM_UP_RUNS };
-  const valgrind = valgrindVersion();
+  // Found is enough: `callgrind_annotate --version` exits 255.
+  const tools = ['valgrind', 'callgrind_control', 'callgrind_annotate'].map((tool) => spawnSync(tool, ['--version'], { encoding: 'utf8' }));
+  const valgrind = tools.every((tool) => tool.error === undefined) ? tools[0]?.stdout.trim() : undefined;
   if (valgrind === undefined)
     return { ...section, sides: [], skipped: 'valgrind (with callgrind_control and callgrind_annotate) is not installed' };
-  const sides = [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED];
+  const sides = [SIDES.relay, SIDES.bareSigning, SIDES.relayUnsigned, SIDES.bareUnsigned];
   log(`instructions per record (callgrind), concurrency ${CONCURRENCY}: ${sides.map((side) => side.name).join(', ')}`);
   await bench.webhook.reset('ok');
   const dir = join(SCRATCH_DIR, 'callgrind');
@@ -31,8 +34,8 @@ export default scenario('instructions', async (bench): Promise<InstructionsSecti
   for (const side of sides) {
     const { execPath, execArgv, ...options } = sideClient(bench, side, CONCURRENCY);
     const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv];
-    const client = await startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
-    try {
+    const start = () => startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
+    await withClients([start], async ([client]) => {
       for (let run = 0; run < WARM_UP_RUNS; run += 1) await client.run(request, RUN_TIMEOUT_MS);
       const perRecord: number[] = [];
       const sha256PerRecord: number[] = [];
@@ -40,20 +43,24 @@ export default scenario('instructions', async (bench): Promise<InstructionsSecti
         const result = await client.run({ ...request, countInstructions: true }, RUN_TIMEOUT_MS);
         if (result.failures > 0) throw new Error(`${side.name}: ${result.failures} records failed under valgrind`);
         // Callgrind numbers a process's dumps from 1; the client dumps once per counted run.
-        const { total, sha256 } = dumpCounts(join(dir, `cg.${client.pid}.${run}`));
+        const file = join(dir, `cg.${client.pid}.${run}`);
+        const annotated = spawnSync(
+          'callgrind_annotate',
+          ['--threshold=100', '--auto=no', '--show-percs=no', '--show=Ir', file],
+          ANNOTATE_OPTIONS,
+        );
+        if (annotated.status !== 0) throw new Error(`callgrind_annotate ${file} failed: ${annotated.stderr}`);
+        const { total, sha256 } = annotatedCounts(annotated.stdout);
         perRecord.push(total / result.records);
         sha256PerRecord.push(sha256 / result.records);
       }
       const text = (values: number[]): string => values.map((value) => Math.round(value).toLocaleString('en-US')).join(', ');
       log(`  instructions: ${side.name} ${text(perRecord)} per record (SHA-256 blocks: ${text(sha256PerRecord)})`);
       counts.push({ side: side.name, perRecord, sha256PerRecord });
-    } finally {
-      await client.stop();
-    }
+    });
   }
-  const cpuinfo = '/proc/cpuinfo';
-  const hostHasShaExtensions = existsSync(cpuinfo)
-    ? /^(?:flags|Features)\s*:.*\b(?:sha_ni|sha2)\b/m.test(readFileSync(cpuinfo, 'utf8'))
-    : undefined;
-  return { ...section, sides: counts, valgrind, ...(hostHasShaExtensions === undefined ? {} : { hostHasShaExtensions }) };
-});
+  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : undefined;
+  const hostHasShaExtensions =
+    cpuinfo === undefined ? {} : { hostHasShaExtensions: /^(?:flags|Features)\s*:.*\b(?:sha_ni|sha2)\b/m.test(cpuinfo) };
+  return { ...section, sides: counts, valgrind, ...hostHasShaExtensions };
+}

@@ -2,24 +2,20 @@
  * The latency the relay adds per record: the client stamps `process.hrtime.bigint()` when it starts
  * a record, the webhook when the request is complete (CLOCK_MONOTONIC: one clock for all processes).
  */
-import { BARE, type Bench, DEADLINE_MS, eventFile, log, QUICK, RELAY, startSide, warmUp, withClients } from '../harness';
+import { type Bench, DEADLINE_MS, eventFile, log, QUICK, startSide, warmUp, withClients, SIDES } from '../harness';
 import type { LatencySection, LatencySide } from '../results';
 import { median, percentile } from '../stats';
-import { scenario } from './scenario';
-
-type RunPercentiles = { p50: number; p99: number; samples: number };
 
 async function section(bench: Bench, concurrency: number): Promise<LatencySection> {
-  const records = QUICK ? 500 : 2_000;
-  const runs = QUICK ? 2 : 3;
+  const [records, runs] = QUICK ? [500, 2] : [2_000, 3];
   log(`latency, concurrency ${concurrency}`);
-  const sides = [RELAY, BARE];
-  const perRun: RunPercentiles[][] = sides.map(() => []);
+  const sides = [SIDES.relay, SIDES.bare];
+  const perRun = sides.map(() => [] as { p50: number; p99: number; samples: number }[]);
   await withClients(
     sides.map((side) => () => startSide(bench, side, concurrency)),
     async (clients) => {
       await warmUp(bench, clients);
-      for (let round = 0; round < runs; round += 1) {
+      for (let run = 0; run < runs; run += 1) {
         for (const [index, client] of clients.entries()) {
           await bench.webhook.reset('ok', { stampSize: records });
           const { started } = await client.run({ eventFile: eventFile(records), stamp: true, timeoutMs: DEADLINE_MS });
@@ -38,10 +34,12 @@ async function section(bench: Bench, concurrency: number): Promise<LatencySectio
   );
   const [relay, bare] = sides.map(({ name }, index): LatencySide => {
     const own = perRun[index] ?? [];
-    const p50Micros = median(own.map((run) => run.p50));
-    return { side: name, p50Micros, p99Micros: median(own.map((run) => run.p99)), samples: own.reduce((sum, run) => sum + run.samples, 0) };
+    const samples = own.reduce((sum, run) => sum + run.samples, 0);
+    return { side: name, p50Micros: median(own.map((run) => run.p50)), p99Micros: median(own.map((run) => run.p99)), samples };
   }) as [LatencySide, LatencySide];
   return { concurrency, records, runs, relay, bare };
 }
 
-export default scenario('latency', async (bench) => [await section(bench, 1), await section(bench, 10)]);
+export async function latency(bench: Bench): Promise<LatencySection[]> {
+  return [await section(bench, 1), await section(bench, 10)];
+}

@@ -1,35 +1,64 @@
 /** Throughput and CPU per record: the relay, its limits and the peer, side by side in rounds (BENCHMARKS.md §1–2). */
+import type { ClientProcess } from '../children';
 import {
-  BARE,
-  BARE_SIGNING,
-  BARE_UNSIGNED,
   BATCH,
   type Bench,
-  compare,
   log,
-  MEASURED_RUNS,
-  PEER,
   QUICK,
-  RELAY,
-  RELAY_UNSIGNED,
   ROUNDS,
+  roundOrder,
   type Side,
-  TRANSMITTER,
+  startSide,
+  throughputRun,
+  warmUp,
+  withClients,
+  SIDES,
 } from '../harness';
-import type { ThroughputSection } from '../results';
-import { scenario } from './scenario';
+import type { ThroughputRun, ThroughputSection } from '../results';
+import { median } from '../stats';
 
+/** Measured invocations of each side per round: three triple the pairs for about 40 % more time. */
+const MEASURED_RUNS = QUICK ? 1 : 3;
+
+/** `rounds` rounds, each in fresh processes (a fresh draw of each one's luck): warm up, then {@link MEASURED_RUNS} in `roundOrder`. */
 async function section(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
-  return {
-    concurrency,
-    records: BATCH,
-    measuredRunsPerRound: MEASURED_RUNS,
-    sides: await compare(bench, sides, concurrency, rounds, MEASURED_RUNS, BATCH),
-  };
+  const runs: ThroughputRun[][] = sides.map(() => []);
+  for (let round = 0; round < rounds; round += 1) {
+    await withClients(
+      sides.map((side) => () => startSide(bench, side, concurrency)),
+      async (clients) => {
+        await warmUp(bench, clients);
+        // Every side's n-th run sits at the same index of its runs: the pairs the ratios are made of.
+        for (let repeat = 0; repeat < MEASURED_RUNS; repeat += 1) {
+          for (const index of roundOrder(sides.length, round * MEASURED_RUNS + repeat)) {
+            runs[index]?.push(await throughputRun(bench, clients[index] as ClientProcess, BATCH));
+          }
+        }
+      },
+    );
+    const rates = sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`);
+    log(`  c=${concurrency} round ${round + 1}/${rounds}: ${rates.join(', ')}`);
+  }
+  const summaries = sides.map(({ name, description }, index) => {
+    const own = runs[index] ?? [];
+    const medianOf = (figure: keyof ThroughputRun): number => median(own.map((run) => run[figure]));
+    return {
+      side: name,
+      description,
+      runs: own,
+      recordsPerSecond: medianOf('recordsPerSecond'),
+      cpuMicrosPerRecord: medianOf('cpuMicrosPerRecord'),
+      clientCores: medianOf('clientCores'),
+      webhookCores: medianOf('webhookCores'),
+    };
+  });
+  return { concurrency, records: BATCH, measuredRunsPerRound: MEASURED_RUNS, sides: summaries };
 }
 
-export default scenario('throughput', async (bench) => [
-  await section(bench, 10, [RELAY, BARE_SIGNING, RELAY_UNSIGNED, BARE_UNSIGNED, TRANSMITTER, BARE, PEER], ROUNDS),
-  ...(QUICK ? [] : [await section(bench, 50, [RELAY, BARE_SIGNING, BARE, PEER], 7)]),
-]);
+export async function throughput(bench: Bench): Promise<ThroughputSection[]> {
+  return [
+    await section(bench, 10, [SIDES.relay, SIDES.bareSigning, SIDES.relayUnsigned, SIDES.bareUnsigned, SIDES.bare, SIDES.peer], ROUNDS),
+    ...(QUICK ? [] : [await section(bench, 50, [SIDES.relay, SIDES.bareSigning, SIDES.bare, SIDES.peer], 7)]),
+  ];
+}
