@@ -89,16 +89,27 @@ export interface Side {
 }
 
 const side = (name: string, kind: ClientKind, description: string, extra?: Partial<Side>): Side => ({ name, kind, description, ...extra });
-const PRESIGNED =
-  "node:http keep-alive loop, the relay's POSTs signed before the clock starts (no real client can: a signature covers its time)";
-const SIGNING_LOOP = 'the same loop signing each request as it sends it: **the limit for the relay**';
 /** The sides the scenarios compare, by the names the report knows them by. */
 export const SIDES = {
   relay: side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)'),
   relayUnsigned: side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true }),
-  bare: side('bare node:http', 'bare-http', PRESIGNED),
-  bareSigning: side('bare node:http, signing', 'bare-http', SIGNING_LOOP, { signInLoop: true }),
-  bareUnsigned: side('bare node:http, unsigned', 'bare-http', 'the same loop, unsigned: the limit with signing off', { unsigned: true }),
+  bare: side(
+    'bare node:http',
+    'bare-http',
+    'the node:http loop with each signature computed before the clock starts: the HTTP exchange alone (no real client can sign in advance: a signature covers its time)',
+  ),
+  bareSigning: side(
+    'bare node:http, signing',
+    'bare-http',
+    "a node:http keep-alive loop sending the relay's POSTs, signing each as it sends it: **the limit for the relay**",
+    { signInLoop: true },
+  ),
+  bareUnsigned: side(
+    'bare node:http, unsigned',
+    'bare-http',
+    "that loop sending the unsigned relay's POSTs: the limit for the relay with signing off",
+    { unsigned: true },
+  ),
   peer: side('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch'),
   noop: side('no-op handler', 'noop', 'a handler that returns at once (the event alone)'),
 };
