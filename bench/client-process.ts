@@ -139,6 +139,11 @@ async function run(client: Client, request: RunRequest): Promise<RunResult> {
   return started === undefined ? result : { ...result, started };
 }
 
-const client = CLIENTS[kind]();
+// Created inside the promise, so an unknown kind or a failed import is the start's answer, not a crash.
+const client = Promise.resolve().then(() => {
+  const create = CLIENTS[kind];
+  if (create === undefined) throw new Error(`unknown BENCH_KIND ${String(kind)}`);
+  return create();
+});
 const ready = client.then(() => undefined); // readiness alone: a function does not cross
 serveParent<ClientApi>({ run: async (request) => run(await client, request) }, ready);

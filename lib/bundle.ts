@@ -3,7 +3,7 @@
  * a source map per file, the AWS SDK inside, and code splitting: what the handler loads with
  * `import()` (the SQS client, the Secrets Manager client) lands in chunks of its own, which
  * Node.js reads only when the first retry or the first secret needs them. A cold start then
- * parses the relay and its logger, not the whole SDK (measured: BENCHMARKS.md, "4. Cold start").
+ * parses the relay and its logger, not the whole SDK (BENCHMARKS.md, "4. Cold start": bytes loaded at import).
  *
  * Why not `NodejsFunction`: it runs esbuild with `--outfile`, one file, and esbuild splits code
  * only with `--outdir`. In one file the lazily imported SDK is inlined, and every cold start
