@@ -5,12 +5,12 @@
  *
  * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
  * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
- * `--report-only` (the reports from the last `.bench-tmp/results.json`), `--only=<names>` (these scenarios only, e.g.
+ * `--report-only` (the reports from the last run's `.bench-tmp/results.json`, with `--quick` the last quick run's), `--only=<names>` (these scenarios only, e.g.
  * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
 import { startEmulator } from '../testkit/emulator';
 import { startSecretsManager } from '../testkit/secrets-manager';
@@ -37,6 +37,9 @@ type Figures = Omit<BenchResults, 'machine' | 'quick' | 'durationSeconds' | 'rel
 const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery } satisfies {
   readonly [K in keyof Figures]-?: (bench: Bench) => Promise<Figures[K]>;
 };
+
+/** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
+const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.json');
 
 /** The relay's settings the report names: the template's values the children ran with. */
 const REPORTED_SETTINGS =
@@ -74,7 +77,11 @@ async function main(): Promise<void> {
   const unknown = ONLY?.filter((name) => !names.includes(name)) ?? [];
   if (unknown.length > 0) badOption(`--only=${unknown.join(',')}: no such scenario; there are ${names.join(', ')}`);
   if (process.argv.includes('--report-only')) {
-    writeReports(JSON.parse(readFileSync(join(SCRATCH_DIR, 'results.json'), 'utf8')) as BenchResults);
+    if (!existsSync(RESULTS_FILE))
+      badOption(
+        `--report-only: no figures in ${relative(PROJECT_ROOT, RESULTS_FILE)}; run \`npm run bench${QUICK ? ' -- --quick' : ''}\` first`,
+      );
+    writeReports(JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as BenchResults);
     return;
   }
   const started = Date.now();
@@ -133,7 +140,7 @@ async function main(): Promise<void> {
       ...(figures as Figures),
       notes: bench.notes,
     } satisfies BenchResults;
-    writeFileSync(join(SCRATCH_DIR, 'results.json'), JSON.stringify(results, null, 2));
+    writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2));
     writeReports(results);
     log(`done in ${Math.round(results.durationSeconds)} s`);
   } finally {
