@@ -12,10 +12,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
-import { startEmulator } from '../testkit/emulator';
+import { deployedEnvironment, startTemplateEmulator } from '../testkit/deployed';
 import { startSecretsManager } from '../testkit/secrets-manager';
 import { startSqsProxy } from '../testkit/sqs-proxy';
-import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateEnvironment, templateQueues } from '../testkit/synth';
+import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
 import { machineInfo } from './environment';
 import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName, sideClient, SIDES } from './harness';
@@ -40,6 +40,9 @@ const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory,
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
 const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.json');
+
+/** The ARN the template's signing secret resolves to here. */
+const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-signing-secret-bench';
 
 /** The relay's settings the report names: the template's values the children ran with. */
 const REPORTED_SETTINGS =
@@ -94,8 +97,7 @@ async function main(): Promise<void> {
     rmSync(join(SCRATCH_DIR, 'profiles'), { recursive: true, force: true });
     const compiled = await compileChildren();
     const queues = templateQueues(bundle.template);
-    const { visibilityTimeout, maxReceiveCount } = queues;
-    const emulator = await startEmulator({ keepEnvironment: true, visibilityTimeout, maxReceiveCount });
+    const emulator = await startTemplateEmulator(queues);
     cleanUps.push(() => emulator.stop());
     const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
     cleanUps.push(() => proxy.close());
@@ -103,15 +105,15 @@ async function main(): Promise<void> {
     cleanUps.push(() => secrets.close());
     const webhook = await startWebhookProcess(compiled, childNode());
     cleanUps.push(() => webhook.stop());
-    // The deployed function's environment here: what Lambda's runtime sets, the local endpoints, and the template's own
-    // variables with each `{ Ref }`/`{ Fn::GetAtt }` resolved to a stand-in (the secret: an ARN the fake Secrets Manager answers for).
+    // The deployed function's environment here: what Lambda's runtime sets, and the template's own variables resolved to the
+    // stand-ins (the secret: an ARN the fake Secrets Manager answers for), the SDK's endpoints pointed at them.
     const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
-    const standIns = { [queues.queueLogicalId]: emulator.queue, [queues.deadLetterQueueLogicalId]: emulator.dlq };
     const relayEnv: NodeJS.ProcessEnv = {
       ...lambdaRuntimeEnvironment(bundle, place),
-      AWS_ENDPOINT_URL_SQS: proxy.endpoint,
-      AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
-      ...templateEnvironment(bundle, standIns, (logicalId) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:${logicalId}-bench`),
+      ...deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
+        AWS_ENDPOINT_URL_SQS: proxy.endpoint,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+      }),
     };
     // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
     const base64 = randomBytes(96).toString('base64');

@@ -19,7 +19,7 @@ import { createServer as createTcpServer, connect, type AddressInfo, type Server
 import { rmSync } from 'node:fs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { deployedEnvironment, startTemplateEmulator } from '../support/deployed';
+import { deployedEnvironment, startTemplateEmulator } from '../../testkit/deployed';
 import type { Emulator } from '../../testkit/emulator';
 import { acknowledge, sleep } from '../support/relay';
 import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';

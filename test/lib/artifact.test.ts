@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetFiles, isBuiltin, type ModuleGraph, moduleGraph, sourcesOf, staticClosure } from '../../testkit/asset';
-import { deployedEnvironment, startTemplateEmulator } from '../support/deployed';
+import { deployedEnvironment, startTemplateEmulator } from '../../testkit/deployed';
 import type { Emulator } from '../../testkit/emulator';
 import {
   type LoadedBundle,

@@ -1,10 +1,10 @@
 /**
  * The synthesized stack's function run against stand-ins: the emulator's queue pair made as the
  * template declares it, and the function's environment as the stack writes it with the
- * template's references pointing at the stand-ins. Shared by the tests that run the bundle.
+ * template's references pointing at the stand-ins. Shared by the tests that run the bundle and by the bench.
  */
-import { type Emulator, startEmulator } from '../../testkit/emulator';
-import { type SynthesizedBundle, type TemplateQueues, templateEnvironment } from '../../testkit/synth';
+import { type Emulator, startEmulator } from './emulator';
+import { type SynthesizedBundle, type TemplateQueues, templateEnvironment } from './synth';
 
 /** An emulator whose queue pair has the template's redrive count, visibility timeout and kind; `process.env` left alone. */
 export function startTemplateEmulator(queues: TemplateQueues): Promise<Emulator> {
