@@ -8,19 +8,16 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { PROJECT_ROOT } from '../testkit/synth';
-import type { Answer, Call, ClientApi, ClientKind, RunRequest, RunResult, WebhookApi, WebhookMode, WebhookStats } from './protocol';
+import type { Answer, Call, ClientApi, ClientKind, RunRequest, WebhookApi, WebhookMode } from './protocol';
 
 /** Where compiled children and scratch files go (git-ignored). */
 export const SCRATCH_DIR = join(PROJECT_ROOT, '.bench-tmp');
 
 /** The compiled children's files. */
-export interface CompiledChildren {
-  readonly webhook: string;
-  readonly client: string;
-}
+export type CompiledChildren = Awaited<ReturnType<typeof compileChildren>>;
 
 /** Compiles the child entry points; packages stay external (resolved from the project's node_modules). */
-export async function compileChildren(): Promise<CompiledChildren> {
+export async function compileChildren() {
   const entry = (name: string): string => join(PROJECT_ROOT, 'bench', `${name}-process.ts`);
   await build({
     entryPoints: { webhook: entry('webhook'), client: entry('client') },
@@ -107,16 +104,10 @@ async function startChild<Api extends { readonly [K in keyof Api]: (...args: nev
 }
 
 /** The webhook process (webhook-process.ts). */
-export interface WebhookProcess {
-  readonly url: string;
-  /** Clears counters, sets what it answers and how late (`delayMs`), and (`stampSize` > 0) records arrival times by record index. */
-  reset(mode: WebhookMode, options?: { stampSize?: number; delayMs?: number }): Promise<void>;
-  stats(): Promise<WebhookStats>;
-  stop(): Promise<void>;
-}
+export type WebhookProcess = Awaited<ReturnType<typeof startWebhookProcess>>;
 
 /** Starts the webhook, on its CPU. */
-export async function startWebhookProcess(compiled: CompiledChildren, execPath = process.execPath): Promise<WebhookProcess> {
+export async function startWebhookProcess(compiled: CompiledChildren, execPath = process.execPath) {
   const child = await startChild<WebhookApi, { port: number }>('webhook', compiled.webhook, {
     execPath,
     execArgv: [],
@@ -125,7 +116,8 @@ export async function startWebhookProcess(compiled: CompiledChildren, execPath =
   });
   return {
     url: `http://127.0.0.1:${child.ready.port}/hook`,
-    reset: (mode, { stampSize = 0, delayMs = 0 } = {}) => child.call('reset', [mode, stampSize, delayMs], 30_000),
+    /** Clears counters, sets what it answers and how late (`delayMs`), and (`stampSize` > 0) records arrival times by record index. */
+    reset: (mode: WebhookMode, { stampSize = 0, delayMs = 0 } = {}) => child.call('reset', [mode, stampSize, delayMs], 30_000),
     stats: () => child.call('stats', [], 30_000),
     stop: child.stop,
   };
@@ -145,15 +137,10 @@ export interface ClientOptions {
 }
 
 /** A client process (client-process.ts), ready (the relay's bundle imported); `outputBytes`: what it wrote to stdout and stderr so far. */
-export interface ClientProcess {
-  readonly pid: number;
-  outputBytes(): number;
-  run(request: RunRequest, timeoutMs?: number): Promise<RunResult>;
-  stop(): Promise<void>;
-}
+export type ClientProcess = Awaited<ReturnType<typeof startClientProcess>>;
 
 /** Starts a client of `options.kind`. */
-export async function startClientProcess(compiled: CompiledChildren, options: ClientOptions): Promise<ClientProcess> {
+export async function startClientProcess(compiled: CompiledChildren, options: ClientOptions) {
   const { kind, env, execArgv = [], pinned = true, ...forkOptions } = options;
   const child = await startChild<ClientApi>(kind, compiled.client, {
     ...forkOptions,
@@ -162,5 +149,6 @@ export async function startClientProcess(compiled: CompiledChildren, options: Cl
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     cpu: pinned ? CPU_PINNING?.client : undefined,
   });
-  return { ...child, run: (request, timeoutMs = 120_000) => child.call('run', [request], timeoutMs) };
+  const { pid, outputBytes, stop } = child;
+  return { pid, outputBytes, stop, run: (request: RunRequest, timeoutMs = 120_000) => child.call('run', [request], timeoutMs) };
 }
