@@ -33,6 +33,11 @@ export function isFifoRecord(record: Pick<SQSRecord, 'eventSourceARN'>): boolean
   return record.eventSourceARN?.endsWith(FIFO_SUFFIX) === true;
 }
 
+/** The record's receive count (`ApproximateReceiveCount`), this receive included: 1 when the event lacks it. */
+export function receiveCountOf(record: Pick<SQSRecord, 'attributes'>): number {
+  return Number(record.attributes?.ApproximateReceiveCount) || 1;
+}
+
 /**
  * Splits records into lanes that must each run in order: one lane per FIFO message group (in
  * the batch's order), and a lane of one for every other record. A standard queue's message

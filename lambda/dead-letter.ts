@@ -12,7 +12,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { MAX_MESSAGE_BYTES } from './aws-limits';
-import { isFifoRecord } from './batch';
+import { isFifoRecord, receiveCountOf } from './batch';
 import { sealOriginalId } from './message-id';
 import type { QueueDirectory } from './queues';
 import type { SqsGateway } from './sqs-gateway';
@@ -202,7 +202,7 @@ export class DeadLetterWriter {
       const body = record.body ?? '';
       const originalMessageId = identity.originalId ?? record.messageId;
       const seal = sealOriginalId(identity.signingKeys, originalMessageId, body);
-      const receiveCount = Number(record.attributes.ApproximateReceiveCount);
+      const receiveCount = receiveCountOf(record);
       const reason: DeadLetterReason = {
         cause: identity.cause ?? 'refused permanently',
         status,

@@ -11,7 +11,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { type NotAttempted, runBatch } from './batch';
+import { type NotAttempted, receiveCountOf, runBatch } from './batch';
 import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
@@ -70,11 +70,6 @@ export type AttemptOutcome =
 
 /** What happened to one record of a batch. */
 export type RecordOutcome = AttemptOutcome | NotAttempted;
-
-/** The record's receive count (`ApproximateReceiveCount`), this receive included: 1 when the event lacks it. */
-function receiveCountOf(record: SQSRecord): number {
-  return Number(record.attributes?.ApproximateReceiveCount) || 1;
-}
 
 /** True when the record must go back to the queue (it is in `batchItemFailures`). */
 export function isFailure(outcome: RecordOutcome): boolean {

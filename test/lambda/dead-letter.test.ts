@@ -231,6 +231,23 @@ describe('DeadLetterWriter', () => {
     expect(sent[0]).toMatchObject({ MessageGroupId: 'g', MessageDeduplicationId: record.messageId });
   });
 
+  test('the reason counts the receives the event gave, and 1 where it gave none (never null)', async () => {
+    const { writer, sent } = recordingWriter();
+    const counted = recordOf('{"a":1}', {});
+    counted.attributes.ApproximateReceiveCount = '4';
+    const uncounted = recordOf('{"a":1}', {});
+    delete (uncounted.attributes as Partial<SQSRecord['attributes']>).ApproximateReceiveCount;
+    await writer.send(counted, 404, '', {});
+    await writer.send(uncounted, 404, '', {});
+    const reasons = sent.map(
+      (input) => JSON.parse(input.MessageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '{}') as DeadLetterReason,
+    );
+    expect(reasons.map(({ receiveCount, attempts }) => [receiveCount, attempts])).toEqual([
+      [4, 4],
+      [1, 1],
+    ]);
+  });
+
   test('what was left out is logged at WARN; a copy that fits whole logs nothing', async () => {
     const { writer, warnings } = recordingWriter();
     await writer.send(recordOf('x'.repeat(MAX_MESSAGE_BYTES), {}), 404, 'why', {});
