@@ -6,7 +6,6 @@ import type { Emulator } from '../testkit/emulator';
 import type { SqsProxy } from '../testkit/sqs-proxy';
 import type { SynthesizedBundle } from '../testkit/synth';
 import {
-  type ClientOptions,
   type ClientProcess,
   type CompiledChildren,
   SCRATCH_DIR,
@@ -16,7 +15,6 @@ import {
 } from './children';
 import type { ClientKind } from './protocol';
 import { eventJson } from './records';
-import type { ThroughputRun } from './results';
 
 const option = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`${name}=`))?.slice(name.length + 1);
 
@@ -65,7 +63,7 @@ export function childNode(): string {
 /** Everything the scenarios share. */
 export interface Bench {
   readonly bundle: SynthesizedBundle;
-  /** The deployed function's environment here (run.ts). */
+  /** The deployed function's environment here, the webhook this machine's (run.ts). */
   readonly relayEnv: NodeJS.ProcessEnv;
   readonly compiled: CompiledChildren;
   readonly webhook: WebhookProcess;
@@ -115,41 +113,42 @@ export const SIDES = {
 };
 
 /**
- * How `side`'s client starts: the deployed function's environment, only the webhook (this machine's) and the concurrency (the figure's)
- * changed; `execArgv` {@link SPEED_NODE_FLAGS} for speed figures, else the function's own (none, or its heap limits).
+ * A client process for `side`: the deployed function's environment with only the webhook (this machine's) and the concurrency (the
+ * figure's) changed, plus `env`; `execArgv` {@link SPEED_NODE_FLAGS} for speed figures, else the function's own (none, or its heap
+ * limits). `callgrindOutFile`: under valgrind's callgrind, unpinned; else with `--profile` the relay's write CPU profiles to `.bench-tmp/profiles/`.
  */
-export function sideClient(
-  bench: Bench,
-  side: Side,
-  concurrency: number,
-  execArgv: readonly string[] = SPEED_NODE_FLAGS,
-): ClientOptions & { execPath: string; env: NodeJS.ProcessEnv; execArgv: readonly string[] } {
-  const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
-  const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
-  const env = {
-    ...(signed ? bench.relayEnv : unsigned),
-    WEBHOOK_URL: bench.webhook.url,
-    MAX_CONCURRENCY: String(concurrency),
-    BENCH_HANDLER_FILE: bench.bundle.handlerFile,
-    BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
-    ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
-    ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
-  };
-  return { execPath: childNode(), kind: side.kind, env, cwd: bench.bundle.bundleDir, execArgv };
-}
-
-/** A client process for `side` (see {@link sideClient}); with `--profile`, the relay's write CPU profiles to `.bench-tmp/profiles/`. */
 export function startSide(
   bench: Bench,
   side: Side,
   concurrency: number,
-  execArgv?: readonly string[],
-  env: Record<string, string> = {},
+  {
+    execArgv = SPEED_NODE_FLAGS,
+    env = {},
+    callgrindOutFile,
+  }: { execArgv?: readonly string[]; env?: NodeJS.ProcessEnv; callgrindOutFile?: string } = {},
 ): Promise<ClientProcess> {
-  const options = sideClient(bench, side, concurrency, execArgv);
+  const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
+  const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
+  const options = {
+    kind: side.kind,
+    cwd: bench.bundle.bundleDir,
+    env: {
+      ...(signed ? bench.relayEnv : unsigned),
+      MAX_CONCURRENCY: String(concurrency),
+      BENCH_HANDLER_FILE: bench.bundle.handlerFile,
+      BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
+      ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
+      ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
+      ...env,
+    },
+  };
+  if (callgrindOutFile !== undefined) {
+    const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOutFile}`, childNode(), ...execArgv];
+    return startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
+  }
   const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
   const profile = process.argv.includes('--profile') && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  return startClientProcess(bench.compiled, { ...options, env: { ...options.env, ...env }, execArgv: [...options.execArgv, ...profile] });
+  return startClientProcess(bench.compiled, { ...options, execPath: childNode(), execArgv: [...execArgv, ...profile] });
 }
 
 /** Starts the clients one after another, runs `use` with them, and stops every one started, whatever happens. */
@@ -183,7 +182,7 @@ export function eventFile(count: number): string {
 }
 
 /** One all-200 invocation of `count` synthetic records, with the webhook's and SQS's view of it. */
-export async function throughputRun(bench: Bench, client: ClientProcess, count: number): Promise<ThroughputRun> {
+export async function throughputRun(bench: Bench, client: ClientProcess, count: number) {
   await bench.webhook.reset('ok');
   bench.proxy.reset();
   const outputBefore = client.outputBytes();
@@ -192,11 +191,16 @@ export async function throughputRun(bench: Bench, client: ClientProcess, count: 
   return {
     recordsPerSecond: (result.records / result.wallMs) * 1000,
     cpuMicrosPerRecord: result.cpuMicros / result.records,
+    /** Share of one core the client process used (may exceed 1: GC and libuv threads). */
     clientCores: result.cpuMicros / 1000 / result.wallMs,
+    /** Share of one core the webhook process used: well under 1 means the webhook was not the limit. */
     webhookCores: hook.cpuMicros / 1000 / result.wallMs,
+    /** TCP connections the webhook accepted during the run (after the warm-up). */
     newConnections: hook.connections,
     failures: result.failures + Math.abs(hook.requests - count),
+    /** SQS API calls during the run (all-2xx batches should make none). */
     sqsCalls: Object.values(bench.proxy.counts()).reduce((sum, calls) => sum + calls, 0),
+    /** Bytes the process wrote to stdout/stderr during the run (logs and EMF metrics). */
     outputBytes: client.outputBytes() - outputBefore,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
  * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
- * Writes `BENCHMARKS.md` and docs/performance.md's figures (`BENCHMARKS.node<major>.md` on another Node.js major than Lambda's).
+ * Writes `BENCHMARKS.md` and docs/performance.md's figures (on another Node.js major than Lambda's, `.bench-tmp/BENCHMARKS.node<major>.md`).
  *
  * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
  * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
@@ -18,25 +18,9 @@ import { startSqsProxy } from '../testkit/sqs-proxy';
 import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
 import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
 import { machineInfo } from './environment';
-import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName, sideClient, SIDES } from './harness';
+import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
-import type { BenchResults } from './results';
-import { backPressure, recovery } from './scenarios/back-pressure';
-import { coldStart } from './scenarios/cold-start';
-import { instructions } from './scenarios/instructions';
-import { latency } from './scenarios/latency';
-import { latencyBound } from './scenarios/latency-bound';
-import { mixed } from './scenarios/mixed';
-import { throughput } from './scenarios/throughput';
-import { warmMemory } from './scenarios/warm-memory';
-
-/** The figures the scenarios measure: everything in the results but the run's own facts. */
-type Figures = Omit<BenchResults, 'machine' | 'quick' | 'durationSeconds' | 'relayConfig' | 'notes'>;
-
-/** Every scenario by the figures it measures (a field of `BenchResults`), in the order they run: a file in bench/scenarios/ and a line here. */
-const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery } satisfies {
-  readonly [K in keyof Figures]-?: (bench: Bench) => Promise<Figures[K]>;
-};
+import { type BenchResults, type Figures, SCENARIOS } from './results';
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
 const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.json');
@@ -48,20 +32,17 @@ const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret
 const REPORTED_SETTINGS =
   /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
 
-/** The reports: on Lambda's Node.js major `BENCHMARKS.md` and docs/performance.md's figures; else files of their own. */
+/** The reports: on Lambda's Node.js major `BENCHMARKS.md` and docs/performance.md's figures; else files of their own in `.bench-tmp/`. */
 function writeReports(results: BenchResults): void {
   process.stdout.write(`${consoleTable(results)}\n`);
-  const major = nodeMajor(results.machine.node);
   const published = !results.quick && isLambdaNodeMajor(results.machine.node);
-  const markdownFile = results.quick
-    ? join(SCRATCH_DIR, 'BENCHMARKS.quick.md')
-    : join(PROJECT_ROOT, published ? 'BENCHMARKS.md' : `BENCHMARKS.node${major}.md`);
+  const suffix = results.quick ? 'quick' : `node${nodeMajor(results.machine.node)}`;
+  const markdownFile = published ? join(PROJECT_ROOT, 'BENCHMARKS.md') : join(SCRATCH_DIR, `BENCHMARKS.${suffix}.md`);
   writeFileSync(markdownFile, markdown(results));
   const section = performanceSection(results).trim();
-  let sectionFile = join(SCRATCH_DIR, results.quick ? 'README-performance.quick.md' : `README-performance.node${major}.md`);
+  const sectionFile = published ? join(PROJECT_ROOT, PERFORMANCE_DOC.path) : join(SCRATCH_DIR, `README-performance.${suffix}.md`);
   if (published) {
     // Only the figures between the markers are rewritten; the text around them is written by hand.
-    sectionFile = join(PROJECT_ROOT, PERFORMANCE_DOC.path);
     const text = readFileSync(sectionFile, 'utf8');
     const [start, end] = [text.indexOf(PERFORMANCE_DOC.start), text.indexOf(PERFORMANCE_DOC.end)];
     if (start < 0 || end < start)
@@ -111,6 +92,7 @@ async function main(): Promise<void> {
     const relayEnv: NodeJS.ProcessEnv = {
       ...lambdaRuntimeEnvironment(bundle, place),
       ...deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
+        WEBHOOK_URL: webhook.url,
         AWS_ENDPOINT_URL_SQS: proxy.endpoint,
         AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
       }),
@@ -133,7 +115,7 @@ async function main(): Promise<void> {
       log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
-    const relaySettings = Object.entries(sideClient(bench, SIDES.relay, 10).env).filter(([name]) => REPORTED_SETTINGS.test(name));
+    const relaySettings = Object.entries(relayEnv).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,

@@ -1,10 +1,32 @@
-/** Instructions per record of the relay and its limits, counted by callgrind (bench/instructions.ts; BENCHMARKS.md says why). */
+/** Instructions per record of the relay and its limits, counted by valgrind's callgrind (BENCHMARKS.md says why), and how a dump is read. */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCRATCH_DIR, startClientProcess } from '../children';
-import { eventFile, log, QUICK, sideClient, type Bench, withClients, SIDES } from '../harness';
-import { annotatedCounts, type InstructionCount, type InstructionsSection } from '../instructions';
+import { SCRATCH_DIR } from '../children';
+import { type Bench, eventFile, log, QUICK, SIDES, startSide, withClients } from '../harness';
+
+/** One side's counts. */
+export interface InstructionCount {
+  readonly side: string;
+  /** Instructions per record of each counted invocation. */
+  readonly perRecord: readonly number[];
+  /** Of those, OpenSSL's SHA-256 block functions'; absent from results written before they were counted. */
+  readonly sha256PerRecord?: readonly number[];
+}
+
+/** The section's figures, or why there are none. */
+export interface InstructionsSection {
+  readonly concurrency: number;
+  /** Records per invocation (smaller than the throughput runs': valgrind runs a program about 50× slower). */
+  readonly records: number;
+  readonly warmUpRuns: number;
+  readonly sides: readonly InstructionCount[];
+  readonly valgrind?: string;
+  /** Whether this machine's CPU has the SHA extensions (`sha_ni`, or `sha2` on Arm) that valgrind's virtual CPU lacks. */
+  readonly hostHasShaExtensions?: boolean;
+  /** Set when the section did not run. */
+  readonly skipped?: string;
+}
 
 /** Records per counted invocation under valgrind (about 50× slower than natively). */
 const RECORDS = QUICK ? 500 : 2_000;
@@ -14,6 +36,15 @@ const COUNTED_RUNS = QUICK ? 1 : 6;
 const CONCURRENCY = 10;
 const RUN_TIMEOUT_MS = 3_600_000;
 const ANNOTATE_OPTIONS = { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 } as const;
+
+/** The program's instructions and OpenSSL's SHA-256 block functions' (any CPU variant), from `callgrind_annotate --show=Ir`'s listing. */
+export function annotatedCounts(listing: string): { readonly total: number; readonly sha256: number } {
+  const count = (digits: string | undefined): number => Number(digits?.replaceAll(',', '') ?? Number.NaN);
+  const total = count(/^\s*([\d,]+)\s+PROGRAM TOTALS/m.exec(listing)?.[1]);
+  if (Number.isNaN(total)) throw new Error('no PROGRAM TOTALS line in the callgrind_annotate listing');
+  const blocks = listing.matchAll(/^\s*([\d,]+)\s+\S*:sha256_block_data_order\w*\s/gm);
+  return { total, sha256: [...blocks].reduce((sum, block) => sum + count(block[1]), 0) };
+}
 
 export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const section = { concurrency: CONCURRENCY, records: RECORDS, warmUpRuns: WARM_UP_RUNS };
@@ -32,9 +63,7 @@ export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const counts: InstructionCount[] = [];
   // One side at a time, each in a client process of its own under callgrind, same flags and environment as its throughput runs.
   for (const side of sides) {
-    const { execPath, execArgv, ...options } = sideClient(bench, side, CONCURRENCY);
-    const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, execPath, ...execArgv];
-    const start = () => startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
+    const start = () => startSide(bench, side, CONCURRENCY, { callgrindOutFile: join(dir, 'cg.%p') });
     await withClients([start], async ([client]) => {
       for (let run = 0; run < WARM_UP_RUNS; run += 1) await client.run(request, RUN_TIMEOUT_MS);
       const perRecord: number[] = [];

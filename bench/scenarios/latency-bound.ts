@@ -1,14 +1,14 @@
 /** The relay and the bare loop against a webhook that takes `delayMs` per request: measured against concurrency ÷ latency. */
-import { DEADLINE_MS, eventFile, log, QUICK, type Side, type Bench, startSide, withClients, SIDES } from '../harness';
-import type { LatencyBoundRun } from '../results';
+import { type Bench, DEADLINE_MS, eventFile, log, QUICK, type Side, SIDES, startSide, withClients } from '../harness';
 
 const CASES = QUICK
   ? [{ delayMs: 20, concurrency: 10 }]
   : [10, 50].flatMap((concurrency) => [10, 50].map((delayMs) => ({ delayMs, concurrency })));
 
-export async function latencyBound(bench: Bench): Promise<LatencyBoundRun[]> {
+/** Throughput against a webhook that takes `delayMs` to answer: the production regime. */
+export async function latencyBound(bench: Bench) {
   log('latency-bound throughput (webhook answering after a delay)');
-  const results: LatencyBoundRun[] = [];
+  const results = [];
   for (const { delayMs, concurrency } of CASES) {
     const modelRecordsPerSecond = (concurrency * 1000) / delayMs;
     const records = Math.max(200, Math.round(modelRecordsPerSecond)); // about one second of traffic at the model's rate
@@ -29,7 +29,9 @@ export async function latencyBound(bench: Bench): Promise<LatencyBoundRun[]> {
       concurrency,
       records,
       recordsPerSecond: await rate(SIDES.relay),
+      /** The bare node:http loop against the same delaying webhook. */
       bareRecordsPerSecond: await rate(SIDES.bare),
+      /** `concurrency × 1000 / delayMs`: the ceiling if the relay added nothing. */
       modelRecordsPerSecond,
     });
   }

@@ -2,11 +2,10 @@
  * The latency the relay adds per record: the client stamps `process.hrtime.bigint()` when it starts
  * a record, the webhook when the request is complete (CLOCK_MONOTONIC: one clock for all processes).
  */
-import { type Bench, DEADLINE_MS, eventFile, log, QUICK, startSide, warmUp, withClients, SIDES } from '../harness';
-import type { LatencySection, LatencySide } from '../results';
+import { type Bench, DEADLINE_MS, eventFile, log, QUICK, SIDES, startSide, warmUp, withClients } from '../harness';
 import { median, percentile } from '../stats';
 
-async function section(bench: Bench, concurrency: number): Promise<LatencySection> {
+async function section(bench: Bench, concurrency: number) {
   const [records, runs] = QUICK ? [500, 2] : [2_000, 3];
   log(`latency, concurrency ${concurrency}`);
   const sides = [SIDES.relay, SIDES.bare];
@@ -32,14 +31,20 @@ async function section(bench: Bench, concurrency: number): Promise<LatencySectio
       }
     },
   );
-  const [relay, bare] = sides.map(({ name }, index): LatencySide => {
+  const summary = (index: number) => {
     const own = perRun[index] ?? [];
     const samples = own.reduce((sum, run) => sum + run.samples, 0);
-    return { side: name, p50Micros: median(own.map((run) => run.p50)), p99Micros: median(own.map((run) => run.p99)), samples };
-  }) as [LatencySide, LatencySide];
-  return { concurrency, records, runs, relay, bare };
+    return {
+      side: sides[index]?.name ?? '',
+      /** Median over runs of each run's percentile, µs. */
+      p50Micros: median(own.map((run) => run.p50)),
+      p99Micros: median(own.map((run) => run.p99)),
+      samples,
+    };
+  };
+  return { concurrency, records, runs, relay: summary(0), bare: summary(1) };
 }
 
-export async function latency(bench: Bench): Promise<LatencySection[]> {
+export async function latency(bench: Bench) {
   return [await section(bench, 1), await section(bench, 10)];
 }

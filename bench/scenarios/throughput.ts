@@ -8,20 +8,20 @@ import {
   ROUNDS,
   roundOrder,
   type Side,
+  SIDES,
   startSide,
   throughputRun,
   warmUp,
   withClients,
-  SIDES,
 } from '../harness';
-import type { ThroughputRun, ThroughputSection } from '../results';
+import type { ThroughputRun } from '../results';
 import { median } from '../stats';
 
 /** Measured invocations of each side per round: three triple the pairs for about 40 % more time. */
 const MEASURED_RUNS = QUICK ? 1 : 3;
 
 /** `rounds` rounds, each in fresh processes (a fresh draw of each one's luck): warm up, then {@link MEASURED_RUNS} in `roundOrder`. */
-async function section(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number): Promise<ThroughputSection> {
+async function section(bench: Bench, concurrency: number, sides: readonly Side[], rounds: number) {
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
   const runs: ThroughputRun[][] = sides.map(() => []);
   for (let round = 0; round < rounds; round += 1) {
@@ -53,10 +53,16 @@ async function section(bench: Bench, concurrency: number, sides: readonly Side[]
       webhookCores: medianOf('webhookCores'),
     };
   });
-  return { concurrency, records: BATCH, measuredRunsPerRound: MEASURED_RUNS, sides: summaries };
+  return {
+    concurrency,
+    records: BATCH,
+    /** Measured invocations of each side in a round, after its warm-ups (each side has rounds × this many runs). */
+    measuredRunsPerRound: MEASURED_RUNS,
+    sides: summaries,
+  };
 }
 
-export async function throughput(bench: Bench): Promise<ThroughputSection[]> {
+export async function throughput(bench: Bench) {
   return [
     await section(bench, 10, [SIDES.relay, SIDES.bareSigning, SIDES.relayUnsigned, SIDES.bareUnsigned, SIDES.bare, SIDES.peer], ROUNDS),
     ...(QUICK ? [] : [await section(bench, 50, [SIDES.relay, SIDES.bareSigning, SIDES.bare, SIDES.peer], 7)]),
