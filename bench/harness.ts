@@ -1,18 +1,13 @@
 /** What every scenario shares: the run's options, the stand-ins, the sides, and the timed all-200 invocation (BENCHMARKS.md says why). */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { lambdaNodePath, lambdaNodeUnavailable } from '../bin/lambda-node';
-import type { Emulator } from '../testkit/emulator';
-import type { SqsProxy } from '../testkit/sqs-proxy';
-import type { SynthesizedBundle } from '../testkit/synth';
-import {
-  type ClientProcess,
-  type CompiledChildren,
-  SCRATCH_DIR,
-  SPEED_NODE_FLAGS,
-  startClientProcess,
-  type WebhookProcess,
-} from './children';
+import { deployedEnvironment, startTemplateEmulator } from '../testkit/deployed';
+import { startSecretsManager } from '../testkit/secrets-manager';
+import { startSqsProxy } from '../testkit/sqs-proxy';
+import { lambdaRuntimeEnvironment, type SynthesizedBundle, templateQueues } from '../testkit/synth';
+import { type ClientProcess, compileChildren, SCRATCH_DIR, SPEED_NODE_FLAGS, startClientProcess, startWebhookProcess } from './children';
 import type { ClientKind } from './protocol';
 import { eventJson } from './records';
 
@@ -60,20 +55,57 @@ export function childNode(): string {
   return childNodePath;
 }
 
-/** Everything the scenarios share. */
-export interface Bench {
-  readonly bundle: SynthesizedBundle;
-  /** The deployed function's environment here, the webhook this machine's (run.ts). */
-  readonly relayEnv: NodeJS.ProcessEnv;
-  readonly compiled: CompiledChildren;
-  readonly webhook: WebhookProcess;
-  readonly emulator: Emulator;
-  readonly proxy: SqsProxy;
-  /** The signing key the fake Secrets Manager serves. */
-  readonly signingSecret: string;
-  /** What went wrong without stopping the run, for the report. */
-  readonly notes: string[];
+/** The ARN the template's signing secret resolves to here. */
+const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-signing-secret-bench';
+
+/**
+ * Everything the scenarios share, started: the compiled children, the template's emulator behind a proxy counting its calls, a fake
+ * Secrets Manager serving the signing key, and the webhook process; each adds its stop to `cleanUps`.
+ */
+export async function startBench(bundle: SynthesizedBundle, cleanUps: (() => Promise<void> | void)[]) {
+  const compiled = await compileChildren();
+  const queues = templateQueues(bundle.template);
+  const emulator = await startTemplateEmulator(queues);
+  cleanUps.push(() => emulator.stop());
+  const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+  cleanUps.push(() => proxy.close());
+  const secrets = await startSecretsManager();
+  cleanUps.push(() => secrets.close());
+  const webhook = await startWebhookProcess(compiled, childNode());
+  cleanUps.push(() => webhook.stop());
+  // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
+  const signingSecret = randomBytes(96)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '')
+    .slice(0, 48);
+  secrets.secrets.set(SIGNING_SECRET_ARN, signingSecret);
+  const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
+  return {
+    bundle,
+    /**
+     * The deployed function's environment here: what Lambda's runtime sets, and the template's own variables resolved to the stand-ins
+     * (the secret: an ARN the fake Secrets Manager answers for), the SDK's endpoints pointed at them, the webhook this machine's.
+     */
+    relayEnv: {
+      ...lambdaRuntimeEnvironment(bundle, place),
+      ...deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
+        WEBHOOK_URL: webhook.url,
+        AWS_ENDPOINT_URL_SQS: proxy.endpoint,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+      }),
+    } as NodeJS.ProcessEnv,
+    compiled,
+    webhook,
+    emulator,
+    proxy,
+    signingSecret,
+    /** What went wrong without stopping the run, for the report. */
+    notes: [] as string[],
+  };
 }
+
+/** Everything the scenarios share. */
+export type Bench = Awaited<ReturnType<typeof startBench>>;
 
 /** A side of a comparison: which client, with which environment changes. */
 export interface Side {
@@ -112,54 +144,52 @@ export const SIDES = {
   noop: side('no-op handler', 'noop', 'a handler that returns at once (the event alone)'),
 };
 
-/**
- * A client process for `side`: the deployed function's environment with only the webhook (this machine's) and the concurrency (the
- * figure's) changed, plus `env`; `execArgv` {@link SPEED_NODE_FLAGS} for speed figures, else the function's own (none, or its heap
- * limits). `callgrindOutFile`: under valgrind's callgrind, unpinned; else with `--profile` the relay's write CPU profiles to `.bench-tmp/profiles/`.
- */
-export function startSide(
-  bench: Bench,
-  side: Side,
-  concurrency: number,
-  {
-    execArgv = SPEED_NODE_FLAGS,
-    env = {},
-    callgrindOutFile,
-  }: { execArgv?: readonly string[]; env?: NodeJS.ProcessEnv; callgrindOutFile?: string } = {},
-): Promise<ClientProcess> {
-  const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
-  const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
-  const options = {
-    kind: side.kind,
-    cwd: bench.bundle.bundleDir,
-    env: {
-      ...(signed ? bench.relayEnv : unsigned),
-      MAX_CONCURRENCY: String(concurrency),
-      BENCH_HANDLER_FILE: bench.bundle.handlerFile,
-      BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
-      ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
-      ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
-      ...env,
-    },
-  };
-  if (callgrindOutFile !== undefined) {
-    const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOutFile}`, childNode(), ...execArgv];
-    return startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
-  }
-  const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
-  const profile = process.argv.includes('--profile') && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  return startClientProcess(bench.compiled, { ...options, execPath: childNode(), execArgv: [...execArgv, ...profile] });
+/** How {@link withSides} starts the clients. */
+export interface ClientSetup {
+  /** `MAX_CONCURRENCY`: the one variable of the deployed function's environment changed, besides `env`'s. */
+  readonly concurrency: number;
+  readonly env?: NodeJS.ProcessEnv;
+  /** {@link SPEED_NODE_FLAGS} (the default) for speed figures, else the function's own (none, or its heap limits). */
+  readonly execArgv?: readonly string[];
+  /** Run under valgrind's callgrind, unpinned, writing here; else, with `--profile`, the relay's write CPU profiles to `.bench-tmp/profiles/`. */
+  readonly callgrindOutFile?: string;
 }
 
-/** Starts the clients one after another, runs `use` with them, and stops every one started, whatever happens. */
-export async function withClients<const Starts extends readonly (() => Promise<ClientProcess>)[], T>(
-  starts: Starts,
-  use: (clients: { -readonly [K in keyof Starts]: ClientProcess }) => Promise<T>,
+/** Starts a client process for each of `sides`, one after another, runs `use` with them, and stops every one started, whatever happens. */
+export async function withSides<const Sides extends readonly Side[], T>(
+  bench: Bench,
+  sides: Sides,
+  { concurrency, env, execArgv = SPEED_NODE_FLAGS, callgrindOutFile }: ClientSetup,
+  use: (clients: { -readonly [K in keyof Sides]: ClientProcess }) => Promise<T>,
 ): Promise<T> {
+  const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
+  const start = (side: Side): Promise<ClientProcess> => {
+    const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
+    const options = {
+      kind: side.kind,
+      cwd: bench.bundle.bundleDir,
+      env: {
+        ...(signed ? bench.relayEnv : unsigned),
+        MAX_CONCURRENCY: String(concurrency),
+        BENCH_HANDLER_FILE: bench.bundle.handlerFile,
+        BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
+        ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
+        ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
+        ...env,
+      },
+    };
+    if (callgrindOutFile !== undefined) {
+      const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOutFile}`, childNode(), ...execArgv];
+      return startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
+    }
+    const profileDir = join(SCRATCH_DIR, 'profiles', `${side.name.replace(/[^a-z0-9]+/gi, '-')}-c${concurrency}`);
+    const profile = process.argv.includes('--profile') && side.kind === 'relay' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    return startClientProcess(bench.compiled, { ...options, execPath: childNode(), execArgv: [...execArgv, ...profile] });
+  };
   const clients: ClientProcess[] = [];
   try {
-    for (const start of starts) clients.push(await start());
-    return await use(clients as { -readonly [K in keyof Starts]: ClientProcess });
+    for (const side of sides) clients.push(await start(side));
+    return await use(clients as { -readonly [K in keyof Sides]: ClientProcess });
   } finally {
     await Promise.all(clients.map((client) => client.stop()));
   }

@@ -1,8 +1,11 @@
 /**
  * The scenarios (bench/scenarios/), in the order they run, and the shape of one run's figures: each field of `BenchResults` is what its
- * scenario returns, documented where the scenario computes it, and what `report.ts` writes.
+ * scenario returns, documented where the scenario computes it, and what `report.ts` writes; and the machine they come from.
  */
-import type { MachineInfo } from './environment';
+import { execFileSync } from 'node:child_process';
+import { cpus, release, totalmem } from 'node:os';
+import { PROJECT_ROOT } from '../testkit/synth';
+import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 import type { throughputRun } from './harness';
 import { backPressure, recovery } from './scenarios/back-pressure';
 import { coldStart } from './scenarios/cold-start';
@@ -19,17 +22,43 @@ export const SCENARIOS = { throughput, instructions, latency, latencyBound, warm
 /** The figures of every scenario. */
 export type Figures = { readonly [K in keyof typeof SCENARIOS]: Awaited<ReturnType<(typeof SCENARIOS)[K]>> };
 
-/** One run: its facts and its figures (the back-pressure ones absent from results written before they were measured). */
-export type BenchResults = Omit<Figures, 'backPressure' | 'recovery'> &
-  Partial<Pick<Figures, 'backPressure' | 'recovery'>> & {
-    readonly machine: MachineInfo;
-    readonly quick: boolean;
-    readonly durationSeconds: number;
-    /** The relay's settings the report names: the template's values the children ran with. */
-    readonly relayConfig: Readonly<Record<string, string>>;
-    /** What went wrong without stopping the run. */
-    readonly notes: readonly string[];
+/** The machine the figures come from. @param node the Node.js binary the children run on */
+export function machineInfo(node: string) {
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
+  let commit = 'unknown'; // not a git checkout
+  try {
+    const dirty = git('status', '--porcelain', '--', 'lambda', 'lib', 'bin', 'package.json') !== '';
+    commit = `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' + uncommitted changes' : ''}`;
+  } catch {}
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    node: node === process.execPath ? process.version : execFileSync(node, ['-p', 'process.version'], { encoding: 'utf8' }).trim(),
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    commit,
+    /** Where the children ran (CPU pinning). */
+    placement:
+      CPU_PINNING === undefined
+        ? 'wherever the scheduler put them (no taskset, or one CPU)'
+        : `each client held to CPU ${CPU_PINNING.client} (with ${SPEED_NODE_FLAGS.join(' ')}), the webhook to CPU ${CPU_PINNING.webhook} (taskset)`,
   };
+}
+
+/** `T` with the fields `K` optional: results written before those were measured lack them. */
+type WithOptional<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
+
+/** One run: its facts and its figures. */
+export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery'> & {
+  readonly machine: WithOptional<ReturnType<typeof machineInfo>, 'placement'>;
+  readonly quick: boolean;
+  readonly durationSeconds: number;
+  /** The relay's settings the report names: the template's values the children ran with. */
+  readonly relayConfig: Readonly<Record<string, string>>;
+  /** What went wrong without stopping the run. */
+  readonly notes: readonly string[];
+};
 
 /** One invocation of one side. */
 export type ThroughputRun = Awaited<ReturnType<typeof throughputRun>>;

@@ -8,25 +8,17 @@
  * `--report-only` (the reports from the last run's `.bench-tmp/results.json`, with `--quick` the last quick run's), `--only=<names>` (these scenarios only, e.g.
  * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
-import { deployedEnvironment, startTemplateEmulator } from '../testkit/deployed';
-import { startSecretsManager } from '../testkit/secrets-manager';
-import { startSqsProxy } from '../testkit/sqs-proxy';
-import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
-import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
-import { machineInfo } from './environment';
-import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName } from './harness';
+import { PROJECT_ROOT, synthesizeBundle } from '../testkit/synth';
+import { SCRATCH_DIR } from './children';
+import { badOption, childNode, log, ONLY, QUICK, scenarioName, startBench } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
-import { type BenchResults, type Figures, SCENARIOS } from './results';
+import { type BenchResults, type Figures, machineInfo, SCENARIOS } from './results';
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
 const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.json');
-
-/** The ARN the template's signing secret resolves to here. */
-const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-signing-secret-bench';
 
 /** The relay's settings the report names: the template's values the children ran with. */
 const REPORTED_SETTINGS =
@@ -76,33 +68,7 @@ async function main(): Promise<void> {
   const cleanUps: (() => Promise<void> | void)[] = [() => rmSync(bundle.assemblyDir, { recursive: true, force: true })];
   try {
     rmSync(join(SCRATCH_DIR, 'profiles'), { recursive: true, force: true });
-    const compiled = await compileChildren();
-    const queues = templateQueues(bundle.template);
-    const emulator = await startTemplateEmulator(queues);
-    cleanUps.push(() => emulator.stop());
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    cleanUps.push(() => proxy.close());
-    const secrets = await startSecretsManager();
-    cleanUps.push(() => secrets.close());
-    const webhook = await startWebhookProcess(compiled, childNode());
-    cleanUps.push(() => webhook.stop());
-    // The deployed function's environment here: what Lambda's runtime sets, and the template's own variables resolved to the
-    // stand-ins (the secret: an ARN the fake Secrets Manager answers for), the SDK's endpoints pointed at them.
-    const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
-    const relayEnv: NodeJS.ProcessEnv = {
-      ...lambdaRuntimeEnvironment(bundle, place),
-      ...deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
-        WEBHOOK_URL: webhook.url,
-        AWS_ENDPOINT_URL_SQS: proxy.endpoint,
-        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
-      }),
-    };
-    // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
-    const base64 = randomBytes(96).toString('base64');
-    const signingSecret = base64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
-    if (relayEnv.SIGNING_SECRET_ARN !== undefined) secrets.secrets.set(relayEnv.SIGNING_SECRET_ARN, signingSecret);
-    const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, signingSecret, notes: [] };
-
+    const bench = await startBench(bundle, cleanUps);
     const figures: Partial<Figures> = {};
     for (const [key, run] of Object.entries(SCENARIOS)) {
       if (ONLY === undefined || ONLY.includes(scenarioName(key))) (figures as Record<string, unknown>)[key] = await run(bench);
@@ -115,7 +81,7 @@ async function main(): Promise<void> {
       log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
-    const relaySettings = Object.entries(relayEnv).filter(([name]) => REPORTED_SETTINGS.test(name));
+    const relaySettings = Object.entries(bench.relayEnv).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCRATCH_DIR } from '../children';
-import { type Bench, eventFile, log, QUICK, SIDES, startSide, withClients } from '../harness';
+import { type Bench, eventFile, log, QUICK, SIDES, withSides } from '../harness';
 
 /** One side's counts. */
 export interface InstructionCount {
@@ -35,6 +35,7 @@ const WARM_UP_RUNS = QUICK ? 2 : 10;
 const COUNTED_RUNS = QUICK ? 1 : 6;
 const CONCURRENCY = 10;
 const RUN_TIMEOUT_MS = 3_600_000;
+const ANNOTATE_ARGS = ['--threshold=100', '--auto=no', '--show-percs=no', '--show=Ir'];
 const ANNOTATE_OPTIONS = { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 } as const;
 
 /** The program's instructions and OpenSSL's SHA-256 block functions' (any CPU variant), from `callgrind_annotate --show=Ir`'s listing. */
@@ -63,8 +64,7 @@ export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const counts: InstructionCount[] = [];
   // One side at a time, each in a client process of its own under callgrind, same flags and environment as its throughput runs.
   for (const side of sides) {
-    const start = () => startSide(bench, side, CONCURRENCY, { callgrindOutFile: join(dir, 'cg.%p') });
-    await withClients([start], async ([client]) => {
+    await withSides(bench, [side], { concurrency: CONCURRENCY, callgrindOutFile: join(dir, 'cg.%p') }, async ([client]) => {
       for (let run = 0; run < WARM_UP_RUNS; run += 1) await client.run(request, RUN_TIMEOUT_MS);
       const perRecord: number[] = [];
       const sha256PerRecord: number[] = [];
@@ -73,11 +73,7 @@ export async function instructions(bench: Bench): Promise<InstructionsSection> {
         if (result.failures > 0) throw new Error(`${side.name}: ${result.failures} records failed under valgrind`);
         // Callgrind numbers a process's dumps from 1; the client dumps once per counted run.
         const file = join(dir, `cg.${client.pid}.${run}`);
-        const annotated = spawnSync(
-          'callgrind_annotate',
-          ['--threshold=100', '--auto=no', '--show-percs=no', '--show=Ir', file],
-          ANNOTATE_OPTIONS,
-        );
+        const annotated = spawnSync('callgrind_annotate', [...ANNOTATE_ARGS, file], ANNOTATE_OPTIONS);
         if (annotated.status !== 0) throw new Error(`callgrind_annotate ${file} failed: ${annotated.stderr}`);
         const { total, sha256 } = annotatedCounts(annotated.stdout);
         perRecord.push(total / result.records);

@@ -1,5 +1,5 @@
 /** The relay and the bare loop against a webhook that takes `delayMs` per request: measured against concurrency ÷ latency. */
-import { type Bench, DEADLINE_MS, eventFile, log, QUICK, type Side, SIDES, startSide, withClients } from '../harness';
+import { type Bench, DEADLINE_MS, eventFile, log, QUICK, type Side, SIDES, withSides } from '../harness';
 
 const CASES = QUICK
   ? [{ delayMs: 20, concurrency: 10 }]
@@ -13,7 +13,7 @@ export async function latencyBound(bench: Bench) {
     const modelRecordsPerSecond = (concurrency * 1000) / delayMs;
     const records = Math.max(200, Math.round(modelRecordsPerSecond)); // about one second of traffic at the model's rate
     const rate = (side: Side): Promise<number> =>
-      withClients([() => startSide(bench, side, concurrency)], async ([client]) => {
+      withSides(bench, [side], { concurrency }, async ([client]) => {
         const run = async (count: number) => {
           await bench.webhook.reset('ok', { delayMs });
           return client.run({ eventFile: eventFile(count), timeoutMs: DEADLINE_MS });

@@ -2,30 +2,22 @@
  * Mixed outcomes: 30 % of a batch received from the emulator (real receipt handles) answered `429` +
  * `Retry-After`, every SQS call counted at the proxy. Pacing off.
  */
-import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../../local/event-source';
-import { BATCH, type Bench, DEADLINE_MS, log, QUICK, SIDES, scratchFile, startSide, withClients } from '../harness';
+import { sendMessages } from '../../testkit/relay-process';
+import { BATCH, type Bench, DEADLINE_MS, log, QUICK, SIDES, scratchFile, withSides } from '../harness';
 import { bodyOf, isRetryIndex } from '../records';
 
-/** Fills the emulator's queue with the batch (16 sends in flight) and receives it all (8 receives), as the event source would. */
+/** Fills the emulator's queue with the batch and receives it all (8 receives in flight), as the event source would. */
 async function receiveBatch({ emulator: { sqs, queue } }: Bench, count: number): Promise<SQSRecord[]> {
-  let sent = 0;
-  const send = async (): Promise<void> => {
-    for (let start = sent; start < count; start = sent) {
-      sent += 10;
-      const indexes = Array.from({ length: Math.min(10, count - start) }, (_, offset) => start + offset);
-      const Entries = indexes.map((index) => ({ Id: `m${index}`, MessageBody: bodyOf(index, isRetryIndex(index)) }));
-      const { Failed = [] } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries }));
-      if (Failed.length > 0) throw new Error(`SendMessageBatch failed for ${Failed.length} entries`);
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, send));
+  await sendMessages(sqs, queue.url, count, (index) => bodyOf(index, isRetryIndex(index)));
   const records: SQSRecord[] = [];
   const deadline = Date.now() + 120_000;
   const receive = async (): Promise<void> => {
     while (records.length < count) {
       if (Date.now() > deadline) throw new Error(`received ${records.length} of ${count} messages in 120 s`);
+      // Invisible for the whole scenario: its runs reuse these receipt handles.
       const input = {
         QueueUrl: queue.url,
         MaxNumberOfMessages: 10,
@@ -48,7 +40,7 @@ export async function mixed(bench: Bench) {
   const eventFile = scratchFile('received-event.json', JSON.stringify({ Records: records }));
   // Pacing off: a webhook refusing 30 % of requests would (rightly) slow the relay right down; this
   // measures what mixed outcomes cost in SQS calls and time, the back-pressure scenario the pace.
-  return withClients([() => startSide(bench, SIDES.relay, 10, { execArgv: [], env: { PACING: 'false' } })], async ([client]) => {
+  return withSides(bench, [SIDES.relay], { concurrency: 10, execArgv: [], env: { PACING: 'false' } }, async ([client]) => {
     const runs = [];
     for (let round = 0; round < (QUICK ? 2 : 3); round += 1) {
       await bench.webhook.reset('mixed');

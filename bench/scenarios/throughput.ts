@@ -1,19 +1,6 @@
 /** Throughput and CPU per record: the relay, its limits and the peer, side by side in rounds (BENCHMARKS.md §1–2). */
 import type { ClientProcess } from '../children';
-import {
-  BATCH,
-  type Bench,
-  log,
-  QUICK,
-  ROUNDS,
-  roundOrder,
-  type Side,
-  SIDES,
-  startSide,
-  throughputRun,
-  warmUp,
-  withClients,
-} from '../harness';
+import { BATCH, type Bench, log, QUICK, ROUNDS, roundOrder, type Side, SIDES, throughputRun, warmUp, withSides } from '../harness';
 import type { ThroughputRun } from '../results';
 import { median } from '../stats';
 
@@ -25,18 +12,15 @@ async function section(bench: Bench, concurrency: number, sides: readonly Side[]
   log(`throughput, ${BATCH} records, concurrency ${concurrency}: ${sides.map((side) => side.name).join(', ')}`);
   const runs: ThroughputRun[][] = sides.map(() => []);
   for (let round = 0; round < rounds; round += 1) {
-    await withClients(
-      sides.map((side) => () => startSide(bench, side, concurrency)),
-      async (clients) => {
-        await warmUp(bench, clients);
-        // Every side's n-th run sits at the same index of its runs: the pairs the ratios are made of.
-        for (let repeat = 0; repeat < MEASURED_RUNS; repeat += 1) {
-          for (const index of roundOrder(sides.length, round * MEASURED_RUNS + repeat)) {
-            runs[index]?.push(await throughputRun(bench, clients[index] as ClientProcess, BATCH));
-          }
+    await withSides(bench, sides, { concurrency }, async (clients) => {
+      await warmUp(bench, clients);
+      // Every side's n-th run sits at the same index of its runs: the pairs the ratios are made of.
+      for (let repeat = 0; repeat < MEASURED_RUNS; repeat += 1) {
+        for (const index of roundOrder(sides.length, round * MEASURED_RUNS + repeat)) {
+          runs[index]?.push(await throughputRun(bench, clients[index] as ClientProcess, BATCH));
         }
-      },
-    );
+      }
+    });
     const rates = sides.map((side, index) => `${side.name} ${Math.round(runs[index]?.at(-1)?.recordsPerSecond ?? 0)}/s`);
     log(`  c=${concurrency} round ${round + 1}/${rounds}: ${rates.join(', ')}`);
   }

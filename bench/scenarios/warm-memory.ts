@@ -3,14 +3,19 @@
  * limits Lambda gives the template's memory size and no other flag, invocations back to back.
  */
 import { readFileSync } from 'node:fs';
-import { lambdaHeapFlags } from '../environment';
-import { BATCH, type Bench, DEADLINE_MS, eventFile, log, SIDES, startSide, withClients } from '../harness';
+import { BATCH, type Bench, DEADLINE_MS, eventFile, log, SIDES, withSides } from '../harness';
 import { eventJson } from '../records';
 
 /** Lambda's cap on an invocation's payload: no SQS batch handed to the function is bigger. */
 const MAX_INVOCATION_PAYLOAD_BYTES = 6 * 1024 * 1024;
 /** Invocations in a row: the relay's RSS levels off within them. */
 const INVOCATIONS = 6;
+
+/** The V8 heap limits Lambda's runtime bootstrap derives from the memory size (shell integer arithmetic): a tenth young, half per semi-space. */
+export function lambdaHeapFlags(memorySizeMb: number): string[] {
+  const youngMb = Math.floor(memorySizeMb / 10);
+  return [`--max-semi-space-size=${Math.floor(youngMb / 2)}`, `--max-old-space-size=${memorySizeMb - youngMb}`];
+}
 
 export async function warmMemory(bench: Bench) {
   const heapFlags = lambdaHeapFlags(bench.bundle.memorySize);
@@ -22,7 +27,7 @@ export async function warmMemory(bench: Bench) {
   for (const records of deliverable < BATCH ? [BATCH, deliverable] : [BATCH]) {
     const file = eventFile(records);
     for (const side of [SIDES.noop, SIDES.relay]) {
-      const peakMiBByInvocation = await withClients([() => startSide(bench, side, 10, { execArgv: heapFlags })], async ([client]) => {
+      const peakMiBByInvocation = await withSides(bench, [side], { concurrency: 10, execArgv: heapFlags }, async ([client]) => {
         const peaks: number[] = [];
         for (let invocation = 0; invocation < INVOCATIONS; invocation += 1) {
           await bench.webhook.reset('ok');
