@@ -74,10 +74,8 @@ export async function startBench(bundle: SynthesizedBundle, cleanUps: (() => Pro
   const webhook = await startWebhookProcess(compiled, childNode());
   cleanUps.push(() => webhook.stop());
   // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
-  const signingSecret = randomBytes(96)
-    .toString('base64')
-    .replace(/[^A-Za-z0-9]/g, '')
-    .slice(0, 48);
+  const base64 = randomBytes(96).toString('base64');
+  const signingSecret = base64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
   secrets.secrets.set(SIGNING_SECRET_ARN, signingSecret);
   const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
   return {
@@ -144,24 +142,19 @@ export const SIDES = {
   noop: side('no-op handler', 'noop', 'a handler that returns at once (the event alone)'),
 };
 
-/** How {@link withSides} starts the clients. */
-export interface ClientSetup {
-  /** `MAX_CONCURRENCY`: the one variable of the deployed function's environment changed, besides `env`'s. */
-  readonly concurrency: number;
-  readonly env?: NodeJS.ProcessEnv;
-  /** {@link SPEED_NODE_FLAGS} (the default) for speed figures, else the function's own (none, or its heap limits). */
-  readonly execArgv?: readonly string[];
-  /** Run under valgrind's callgrind, unpinned, writing here; else, with `--profile`, the relay's write CPU profiles to `.bench-tmp/profiles/`. */
-  readonly callgrindOutFile?: string;
-}
-
-/** Starts a client process for each of `sides`, one after another, runs `use` with them, and stops every one started, whatever happens. */
+/**
+ * Starts a client process for each of `sides`, one after another, runs `use` with them, and stops every one started, whatever happens.
+ * Each runs with the deployed function's environment, only `MAX_CONCURRENCY` (`concurrency`) and `env`'s variables changed, and
+ * `execArgv`: {@link SPEED_NODE_FLAGS} (the default) for speed figures, else the function's own (none, or its heap limits). With
+ * `callgrindOutFile`, under callgrind writing there, unpinned; else, with `--profile`, relays write CPU profiles to `.bench-tmp/profiles/`.
+ */
 export async function withSides<const Sides extends readonly Side[], T>(
   bench: Bench,
   sides: Sides,
-  { concurrency, env, execArgv = SPEED_NODE_FLAGS, callgrindOutFile }: ClientSetup,
+  setup: { concurrency: number; env?: NodeJS.ProcessEnv; execArgv?: readonly string[]; callgrindOutFile?: string },
   use: (clients: { -readonly [K in keyof Sides]: ClientProcess }) => Promise<T>,
 ): Promise<T> {
+  const { concurrency, env, execArgv = SPEED_NODE_FLAGS, callgrindOutFile } = setup;
   const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
   const start = (side: Side): Promise<ClientProcess> => {
     const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;

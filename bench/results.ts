@@ -10,13 +10,12 @@ import type { throughputRun } from './harness';
 import { backPressure, recovery } from './scenarios/back-pressure';
 import { coldStart } from './scenarios/cold-start';
 import { instructions } from './scenarios/instructions';
-import { latency } from './scenarios/latency';
-import { latencyBound } from './scenarios/latency-bound';
+import { latency, latencyBound } from './scenarios/latency';
 import { mixed } from './scenarios/mixed';
 import { throughput } from './scenarios/throughput';
 import { warmMemory } from './scenarios/warm-memory';
 
-/** Every scenario by the figures it measures: a file in bench/scenarios/ and a line here (`--only` names it in kebab case). */
+/** Every scenario by the figures it measures (`--only` names it in kebab case): a function of bench/scenarios/ and a line here. */
 export const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery };
 
 /** The figures of every scenario. */

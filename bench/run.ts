@@ -1,12 +1,12 @@
 /**
  * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
  * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
- * Writes `BENCHMARKS.md` and docs/performance.md's figures (on another Node.js major than Lambda's, `.bench-tmp/BENCHMARKS.node<major>.md`).
+ * Writes `BENCHMARKS.md` and docs/performance.md's figures (on another Node.js major than Lambda's, into `.bench-tmp/`).
  *
  * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
  * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
- * `--report-only` (the reports from the last run's `.bench-tmp/results.json`, with `--quick` the last quick run's), `--only=<names>` (these scenarios only, e.g.
- * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
+ * `--report-only` (the reports from the last run's `.bench-tmp/results.json`, with `--quick` the last quick run's), `--only=<names>`
+ * (these scenarios only, e.g. `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -73,26 +73,23 @@ async function main(): Promise<void> {
     for (const [key, run] of Object.entries(SCENARIOS)) {
       if (ONLY === undefined || ONLY.includes(scenarioName(key))) (figures as Record<string, unknown>)[key] = await run(bench);
     }
-    if (ONLY !== undefined) {
-      const file = join(SCRATCH_DIR, 'results.only.json');
-      writeFileSync(file, JSON.stringify({ machine, quick: QUICK, ...figures, notes: bench.notes }, null, 2));
-      process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
-      for (const note of bench.notes) log(`note: ${note}`);
-      log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
-      return;
-    }
     const relaySettings = Object.entries(bench.relayEnv).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,
       durationSeconds: (Date.now() - started) / 1000,
       relayConfig: Object.fromEntries(relaySettings) as Record<string, string>,
-      ...(figures as Figures),
+      ...figures,
       notes: bench.notes,
-    } satisfies BenchResults;
-    writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2));
-    writeReports(results);
-    log(`done in ${Math.round(results.durationSeconds)} s`);
+    };
+    const file = ONLY === undefined ? RESULTS_FILE : join(SCRATCH_DIR, 'results.only.json');
+    writeFileSync(file, JSON.stringify(results, null, 2));
+    if (ONLY === undefined) writeReports(results as BenchResults);
+    else {
+      process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
+      for (const note of bench.notes) log(`note: ${note}`);
+    }
+    log(`wrote ${relative(PROJECT_ROOT, file)}; done in ${Math.round(results.durationSeconds)} s`);
   } finally {
     for (const cleanUp of cleanUps.reverse()) {
       await Promise.resolve()

@@ -1,4 +1,4 @@
-/** Instructions per record of the relay and its limits, counted by valgrind's callgrind (BENCHMARKS.md says why), and how a dump is read. */
+/** Instructions per record of the relay and its limits, counted by valgrind's callgrind (BENCHMARKS.md says why); how a dump is read. */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

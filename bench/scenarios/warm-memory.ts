@@ -11,7 +11,7 @@ const MAX_INVOCATION_PAYLOAD_BYTES = 6 * 1024 * 1024;
 /** Invocations in a row: the relay's RSS levels off within them. */
 const INVOCATIONS = 6;
 
-/** The V8 heap limits Lambda's runtime bootstrap derives from the memory size (shell integer arithmetic): a tenth young, half per semi-space. */
+/** The V8 heap limits Lambda's runtime bootstrap derives from the memory size (integer arithmetic): a tenth young, half per semi-space. */
 export function lambdaHeapFlags(memorySizeMb: number): string[] {
   const youngMb = Math.floor(memorySizeMb / 10);
   return [`--max-semi-space-size=${Math.floor(youngMb / 2)}`, `--max-old-space-size=${memorySizeMb - youngMb}`];
