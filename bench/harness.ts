@@ -30,6 +30,7 @@ export const BATCH = QUICK ? 2_000 : 10_000;
 const WARM_UP = QUICK ? 500 : 10_000;
 /** On Node.js 24 V8 still optimizes the relay during the third warm-up invocation. */
 const WARM_UP_RUNS = QUICK ? 1 : 4;
+/** How long an invocation may take before the run fails. */
 export const DEADLINE_MS = 15 * 60_000;
 /** `--rounds=<n>`: rounds of the concurrency-10 throughput figures. */
 export const ROUNDS = ((rounds = option('--rounds')): number => {
@@ -37,6 +38,7 @@ export const ROUNDS = ((rounds = option('--rounds')): number => {
   return /^[1-9]\d*$/.test(rounds) ? Number(rounds) : badOption(`--rounds=${rounds}: expected a whole number of rounds, at least 1`);
 })();
 
+/** A line on stderr, with the time. */
 export function log(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }

@@ -61,8 +61,11 @@ export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery'> & 
 
 /** One invocation of one side. */
 export type ThroughputRun = Awaited<ReturnType<typeof throughputRun>>;
+/** The sides measured at one concurrency. */
 export type ThroughputSection = Figures['throughput'][number];
+/** One side's runs and their medians. */
 export type SideSummary = ThroughputSection['sides'][number];
+/** One side at one batch size, in a warm container as deployed. */
 export type WarmMemoryRow = Figures['warmMemory']['rows'][number];
 export type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
 export type { InstructionCount, InstructionsSection } from './scenarios/instructions';

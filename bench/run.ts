@@ -20,7 +20,7 @@ import { type BenchResults, type Figures, machineInfo, SCENARIOS } from './resul
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
 const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.json');
 
-/** The relay's settings the report names: the template's values the children ran with. */
+/** Which of the deployed function's variables `relayConfig` keeps. */
 const REPORTED_SETTINGS =
   /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
 

@@ -124,6 +124,7 @@ export function goalMet(section: BackPressureSection, run: BackPressureRun): boo
 /** The median drain of a side's runs, s. */
 export const medianDrain = (side: BackPressureSide): number => median(side.runs.map((run) => run.drainSeconds));
 
+/** The relay's defaults and `PACING=false` against a webhook of {@link REQUESTS_PER_SECOND} requests/s. */
 export async function backPressure(): Promise<BackPressureSection> {
   const webhook = { requestsPerSecond: REQUESTS_PER_SECOND };
   const burst = defaultBurst(REQUESTS_PER_SECOND);

@@ -22,6 +22,7 @@ function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): { proces
   return { processMs, importMs: Number(child.stdout) };
 }
 
+/** The asset's weight, and `runs` fresh processes of each kind, interleaved. */
 export async function coldStart(bench: Bench) {
   log('cold start: asset weight, load time in fresh processes');
   const { bundleDir, handlerFile } = bench.bundle;

@@ -47,6 +47,7 @@ export function annotatedCounts(listing: string): { readonly total: number; read
   return { total, sha256: [...blocks].reduce((sum, block) => sum + count(block[1]), 0) };
 }
 
+/** The relay and its limits, signed and unsigned, one side at a time; skipped without valgrind. */
 export async function instructions(bench: Bench): Promise<InstructionsSection> {
   const section = { concurrency: CONCURRENCY, records: RECORDS, warmUpRuns: WARM_UP_RUNS };
   // Found is enough: `callgrind_annotate --version` exits 255.

@@ -43,6 +43,7 @@ async function section(bench: Bench, concurrency: number) {
   return { concurrency, records, runs, relay: summary(0), bare: summary(1) };
 }
 
+/** At concurrency 1 and 10, the relay and the bare loop. */
 export async function latency(bench: Bench) {
   return [await section(bench, 1), await section(bench, 10)];
 }

@@ -33,6 +33,7 @@ async function receiveBatch({ emulator: { sqs, queue } }: Bench, count: number):
   return records.slice(0, count);
 }
 
+/** The received batch through one relay process, 3 times (`--quick`: 2) with 30 % refused, then all answered 200. */
 export async function mixed(bench: Bench) {
   log(`mixed outcomes: ${BATCH} messages through the emulator`);
   const records = await receiveBatch(bench, BATCH);

@@ -46,6 +46,7 @@ async function section(bench: Bench, concurrency: number, sides: readonly Side[]
   };
 }
 
+/** Concurrency 10, every bare loop and the peer beside the relay; concurrency 50 (not with `--quick`), the signed ones and the peer. */
 export async function throughput(bench: Bench) {
   return [
     await section(bench, 10, [SIDES.relay, SIDES.bareSigning, SIDES.relayUnsigned, SIDES.bareUnsigned, SIDES.bare, SIDES.peer], ROUNDS),

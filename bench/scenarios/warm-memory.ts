@@ -17,6 +17,7 @@ export function lambdaHeapFlags(memorySizeMb: number): string[] {
   return [`--max-semi-space-size=${Math.floor(youngMb / 2)}`, `--max-old-space-size=${memorySizeMb - youngMb}`];
 }
 
+/** The no-op handler and the relay, at the big batch and at the most records Lambda delivers in one event. */
 export async function warmMemory(bench: Bench) {
   const heapFlags = lambdaHeapFlags(bench.bundle.memorySize);
   log(`memory: ${INVOCATIONS} invocations in a row, ${heapFlags.join(' ')}`);
