@@ -18,8 +18,15 @@ import { warmMemory } from './scenarios/warm-memory';
 /** Every scenario by the figures it measures (`--only` names it in kebab case): a function of bench/scenarios/ and a line here. */
 export const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery };
 
+/** `T` read-only all the way down: figures are read back, never changed. */
+type ReadOnly<T> = T extends readonly (infer E)[]
+  ? readonly ReadOnly<E>[]
+  : T extends object
+    ? { readonly [K in keyof T]: ReadOnly<T[K]> }
+    : T;
+
 /** The figures of every scenario. */
-export type Figures = { readonly [K in keyof typeof SCENARIOS]: Awaited<ReturnType<(typeof SCENARIOS)[K]>> };
+export type Figures = ReadOnly<{ [K in keyof typeof SCENARIOS]: Awaited<ReturnType<(typeof SCENARIOS)[K]>> }>;
 
 /** The machine the figures come from. @param node the Node.js binary the children run on */
 export function machineInfo(node: string) {
@@ -50,7 +57,7 @@ type WithOptional<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 /** One run: its facts and its figures. */
 export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery'> & {
-  readonly machine: WithOptional<ReturnType<typeof machineInfo>, 'placement'>;
+  readonly machine: ReadOnly<WithOptional<ReturnType<typeof machineInfo>, 'placement'>>;
   readonly quick: boolean;
   readonly durationSeconds: number;
   /** The relay's settings the report names: the template's values the children ran with. */
@@ -60,7 +67,7 @@ export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery'> & 
 };
 
 /** One invocation of one side. */
-export type ThroughputRun = Awaited<ReturnType<typeof throughputRun>>;
+export type ThroughputRun = ReadOnly<Awaited<ReturnType<typeof throughputRun>>>;
 /** The sides measured at one concurrency. */
 export type ThroughputSection = Figures['throughput'][number];
 /** One side's runs and their medians. */
