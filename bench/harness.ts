@@ -118,31 +118,31 @@ export interface Side {
   readonly signInLoop?: boolean;
 }
 
-const side = (name: string, kind: ClientKind, description: string, extra?: Partial<Side>): Side => ({ name, kind, description, ...extra });
 /** The sides the scenarios compare, by the names the report knows them by. */
 export const SIDES = {
-  relay: side('relay', 'relay', 'the relay: bundle from `cdk synth`, template environment (requests signed)'),
-  relayUnsigned: side('relay, unsigned', 'relay', 'the relay, signing off (`signing: false`)', { unsigned: true }),
-  bare: side(
-    'bare node:http',
-    'bare-http',
-    'the node:http loop with each signature computed before the clock starts: the HTTP exchange alone (no real client can sign in advance: a signature covers its time)',
-  ),
-  bareSigning: side(
-    'bare node:http, signing',
-    'bare-http',
-    "a node:http keep-alive loop sending the relay's POSTs, signing each as it sends it: **the limit for the relay**",
-    { signInLoop: true },
-  ),
-  bareUnsigned: side(
-    'bare node:http, unsigned',
-    'bare-http',
-    "that loop sending the unsigned relay's POSTs: the limit for the relay with signing off",
-    { unsigned: true },
-  ),
-  peer: side('peer (Powertools + fetch)', 'peer', 'Powertools BatchProcessor + processPartialResponse + fetch'),
-  noop: side('no-op handler', 'noop', 'a handler that returns at once (the event alone)'),
-};
+  relay: { name: 'relay', kind: 'relay', description: 'the relay: bundle from `cdk synth`, template environment (requests signed)' },
+  relayUnsigned: { name: 'relay, unsigned', kind: 'relay', description: 'the relay, signing off (`signing: false`)', unsigned: true },
+  bare: {
+    name: 'bare node:http',
+    kind: 'bare-http',
+    description:
+      'the node:http loop with each signature computed before the clock starts: the HTTP exchange alone (no real client can sign in advance: a signature covers its time)',
+  },
+  bareSigning: {
+    name: 'bare node:http, signing',
+    kind: 'bare-http',
+    description: "a node:http keep-alive loop sending the relay's POSTs, signing each as it sends it: **the limit for the relay**",
+    signInLoop: true,
+  },
+  bareUnsigned: {
+    name: 'bare node:http, unsigned',
+    kind: 'bare-http',
+    description: "that loop sending the unsigned relay's POSTs: the limit for the relay with signing off",
+    unsigned: true,
+  },
+  peer: { name: 'peer (Powertools + fetch)', kind: 'peer', description: 'Powertools BatchProcessor + processPartialResponse + fetch' },
+  noop: { name: 'no-op handler', kind: 'noop', description: 'a handler that returns at once (the event alone)' },
+} satisfies Record<string, Side>;
 
 /**
  * Starts a client process for each of `sides`, one after another, runs `use` with them, and stops every one started, whatever happens.
@@ -156,23 +156,20 @@ export async function withSides<const Sides extends readonly Side[], T>(
   setup: { concurrency: number; env?: NodeJS.ProcessEnv; execArgv?: readonly string[]; callgrindOutFile?: string },
   use: (clients: { -readonly [K in keyof Sides]: ClientProcess }) => Promise<T>,
 ): Promise<T> {
-  const { concurrency, env, execArgv = SPEED_NODE_FLAGS, callgrindOutFile } = setup;
+  const { concurrency, execArgv = SPEED_NODE_FLAGS, callgrindOutFile } = setup;
   const { SIGNING_SECRET_ARN, ...unsigned } = bench.relayEnv;
   const start = (side: Side): Promise<ClientProcess> => {
     const signed = side.unsigned !== true && SIGNING_SECRET_ARN !== undefined;
-    const options = {
-      kind: side.kind,
-      cwd: bench.bundle.bundleDir,
-      env: {
-        ...(signed ? bench.relayEnv : unsigned),
-        MAX_CONCURRENCY: String(concurrency),
-        BENCH_HANDLER_FILE: bench.bundle.handlerFile,
-        BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
-        ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
-        ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
-        ...env,
-      },
+    const env = {
+      ...(signed ? bench.relayEnv : unsigned),
+      MAX_CONCURRENCY: String(concurrency),
+      BENCH_HANDLER_FILE: bench.bundle.handlerFile,
+      BENCH_HANDLER_EXPORT: bench.bundle.handlerExport,
+      ...(signed ? { BENCH_SIGNING_SECRET: bench.signingSecret } : {}),
+      ...(side.signInLoop === true ? { BENCH_SIGN_IN_LOOP: '1' } : {}),
+      ...setup.env,
     };
+    const options = { kind: side.kind, cwd: bench.bundle.bundleDir, env };
     if (callgrindOutFile !== undefined) {
       const callgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOutFile}`, childNode(), ...execArgv];
       return startClientProcess(bench.compiled, { ...options, execPath: 'valgrind', execArgv: callgrind, pinned: false });
