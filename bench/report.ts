@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
-import type { InstructionCount, InstructionsSection } from './instructions';
+import type { InstructionCount, InstructionsSection } from './results';
 import type { BenchResults, SideSummary, ThroughputRun, ThroughputSection, WarmMemoryRow } from './results';
 import type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
 import { DRAIN_GOAL_FACTOR, goalMet, medianDrain, REFUSED_GOAL } from './scenarios/back-pressure';

@@ -1,67 +1,40 @@
 /**
  * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
  * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
- * Writes `BENCHMARKS.md` and docs/performance.md's figures (`BENCHMARKS.node<major>.md` on another Node.js major than Lambda's).
+ * Writes `BENCHMARKS.md` and docs/performance.md's figures (on another Node.js major than Lambda's, into `.bench-tmp/`).
  *
  * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
  * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
- * `--report-only` (the reports from the last run's `.bench-tmp/results.json`, with `--quick` the last quick run's), `--only=<names>` (these scenarios only, e.g.
- * `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
+ * `--report-only` (the reports from the last run's `.bench-tmp/results.json`, with `--quick` the last quick run's), `--only=<names>`
+ * (these scenarios only, e.g. `--only=back-pressure,recovery`: figures printed and written to `.bench-tmp/results.only.json`, no report).
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
-import { deployedEnvironment, startTemplateEmulator } from '../testkit/deployed';
-import { startSecretsManager } from '../testkit/secrets-manager';
-import { startSqsProxy } from '../testkit/sqs-proxy';
-import { lambdaRuntimeEnvironment, PROJECT_ROOT, synthesizeBundle, templateQueues } from '../testkit/synth';
-import { compileChildren, SCRATCH_DIR, startWebhookProcess } from './children';
-import { machineInfo } from './environment';
-import { badOption, type Bench, childNode, log, ONLY, QUICK, scenarioName, sideClient, SIDES } from './harness';
+import { PROJECT_ROOT, synthesizeBundle } from '../testkit/synth';
+import { SCRATCH_DIR } from './children';
+import { badOption, childNode, log, ONLY, QUICK, scenarioName, startBench } from './harness';
 import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
-import type { BenchResults } from './results';
-import { backPressure, recovery } from './scenarios/back-pressure';
-import { coldStart } from './scenarios/cold-start';
-import { instructions } from './scenarios/instructions';
-import { latency } from './scenarios/latency';
-import { latencyBound } from './scenarios/latency-bound';
-import { mixed } from './scenarios/mixed';
-import { throughput } from './scenarios/throughput';
-import { warmMemory } from './scenarios/warm-memory';
-
-/** The figures the scenarios measure: everything in the results but the run's own facts. */
-type Figures = Omit<BenchResults, 'machine' | 'quick' | 'durationSeconds' | 'relayConfig' | 'notes'>;
-
-/** Every scenario by the figures it measures (a field of `BenchResults`), in the order they run: a file in bench/scenarios/ and a line here. */
-const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery } satisfies {
-  readonly [K in keyof Figures]-?: (bench: Bench) => Promise<Figures[K]>;
-};
+import { type BenchResults, type Figures, machineInfo, SCENARIOS } from './results';
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
 const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.json');
 
-/** The ARN the template's signing secret resolves to here. */
-const SIGNING_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-signing-secret-bench';
-
-/** The relay's settings the report names: the template's values the children ran with. */
+/** Which of the deployed function's variables `relayConfig` keeps. */
 const REPORTED_SETTINGS =
   /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
 
-/** The reports: on Lambda's Node.js major `BENCHMARKS.md` and docs/performance.md's figures; else files of their own. */
+/** The reports: on Lambda's Node.js major `BENCHMARKS.md` and docs/performance.md's figures; else files of their own in `.bench-tmp/`. */
 function writeReports(results: BenchResults): void {
   process.stdout.write(`${consoleTable(results)}\n`);
-  const major = nodeMajor(results.machine.node);
   const published = !results.quick && isLambdaNodeMajor(results.machine.node);
-  const markdownFile = results.quick
-    ? join(SCRATCH_DIR, 'BENCHMARKS.quick.md')
-    : join(PROJECT_ROOT, published ? 'BENCHMARKS.md' : `BENCHMARKS.node${major}.md`);
+  const suffix = results.quick ? 'quick' : `node${nodeMajor(results.machine.node)}`;
+  const markdownFile = published ? join(PROJECT_ROOT, 'BENCHMARKS.md') : join(SCRATCH_DIR, `BENCHMARKS.${suffix}.md`);
   writeFileSync(markdownFile, markdown(results));
   const section = performanceSection(results).trim();
-  let sectionFile = join(SCRATCH_DIR, results.quick ? 'README-performance.quick.md' : `README-performance.node${major}.md`);
+  const sectionFile = published ? join(PROJECT_ROOT, PERFORMANCE_DOC.path) : join(SCRATCH_DIR, `README-performance.${suffix}.md`);
   if (published) {
     // Only the figures between the markers are rewritten; the text around them is written by hand.
-    sectionFile = join(PROJECT_ROOT, PERFORMANCE_DOC.path);
     const text = readFileSync(sectionFile, 'utf8');
     const [start, end] = [text.indexOf(PERFORMANCE_DOC.start), text.indexOf(PERFORMANCE_DOC.end)];
     if (start < 0 || end < start)
@@ -95,56 +68,28 @@ async function main(): Promise<void> {
   const cleanUps: (() => Promise<void> | void)[] = [() => rmSync(bundle.assemblyDir, { recursive: true, force: true })];
   try {
     rmSync(join(SCRATCH_DIR, 'profiles'), { recursive: true, force: true });
-    const compiled = await compileChildren();
-    const queues = templateQueues(bundle.template);
-    const emulator = await startTemplateEmulator(queues);
-    cleanUps.push(() => emulator.stop());
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    cleanUps.push(() => proxy.close());
-    const secrets = await startSecretsManager();
-    cleanUps.push(() => secrets.close());
-    const webhook = await startWebhookProcess(compiled, childNode());
-    cleanUps.push(() => webhook.stop());
-    // The deployed function's environment here: what Lambda's runtime sets, and the template's own variables resolved to the
-    // stand-ins (the secret: an ARN the fake Secrets Manager answers for), the SDK's endpoints pointed at them.
-    const place = { taskRoot: bundle.bundleDir, handlerFile: bundle.handlerFile, functionName: bundle.stackName, region: emulator.region };
-    const relayEnv: NodeJS.ProcessEnv = {
-      ...lambdaRuntimeEnvironment(bundle, place),
-      ...deployedEnvironment(bundle, queues, emulator, SIGNING_SECRET_ARN, {
-        AWS_ENDPOINT_URL_SQS: proxy.endpoint,
-        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
-      }),
-    };
-    // The key as Secrets Manager generates it for the stack: 48 letters and digits (valid base64).
-    const base64 = randomBytes(96).toString('base64');
-    const signingSecret = base64.replace(/[^A-Za-z0-9]/g, '').slice(0, 48);
-    if (relayEnv.SIGNING_SECRET_ARN !== undefined) secrets.secrets.set(relayEnv.SIGNING_SECRET_ARN, signingSecret);
-    const bench: Bench = { bundle, relayEnv, compiled, webhook, emulator, proxy, signingSecret, notes: [] };
-
+    const bench = await startBench(bundle, cleanUps);
     const figures: Partial<Figures> = {};
     for (const [key, run] of Object.entries(SCENARIOS)) {
       if (ONLY === undefined || ONLY.includes(scenarioName(key))) (figures as Record<string, unknown>)[key] = await run(bench);
     }
-    if (ONLY !== undefined) {
-      const file = join(SCRATCH_DIR, 'results.only.json');
-      writeFileSync(file, JSON.stringify({ machine, quick: QUICK, ...figures, notes: bench.notes }, null, 2));
-      process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
-      for (const note of bench.notes) log(`note: ${note}`);
-      log(`wrote ${file}; done in ${Math.round((Date.now() - started) / 1000)} s`);
-      return;
-    }
-    const relaySettings = Object.entries(sideClient(bench, SIDES.relay, 10).env).filter(([name]) => REPORTED_SETTINGS.test(name));
+    const relaySettings = Object.entries(bench.relayEnv).filter(([name]) => REPORTED_SETTINGS.test(name));
     const results = {
       machine,
       quick: QUICK,
       durationSeconds: (Date.now() - started) / 1000,
       relayConfig: Object.fromEntries(relaySettings) as Record<string, string>,
-      ...(figures as Figures),
+      ...figures,
       notes: bench.notes,
-    } satisfies BenchResults;
-    writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2));
-    writeReports(results);
-    log(`done in ${Math.round(results.durationSeconds)} s`);
+    };
+    const file = ONLY === undefined ? RESULTS_FILE : join(SCRATCH_DIR, 'results.only.json');
+    writeFileSync(file, JSON.stringify(results, null, 2));
+    if (ONLY === undefined) writeReports(results as BenchResults);
+    else {
+      process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
+      for (const note of bench.notes) log(`note: ${note}`);
+    }
+    log(`wrote ${relative(PROJECT_ROOT, file)}; done in ${Math.round(results.durationSeconds)} s`);
   } finally {
     for (const cleanUp of cleanUps.reverse()) {
       await Promise.resolve()

@@ -166,14 +166,19 @@ export function sqsClientFor(ready: Pick<ReadyLine, 'sqsEndpoint' | 'region'>): 
 /** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
 export const QUIET_SDK_LOGGER = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
-/** Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), `message <i>` each; returns their ids. */
-export async function sendMessages(sqs: SQSClient, queueUrl: string, count: number): Promise<string[]> {
+/** Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), the i-th `bodyOf(i)`; returns their ids. */
+export async function sendMessages(
+  sqs: SQSClient,
+  queueUrl: string,
+  count: number,
+  bodyOf = (index: number): string => `message ${index}`,
+): Promise<string[]> {
   const ids: string[] = [];
   let next = 0;
   const sender = async (): Promise<void> => {
     for (let start = next; start < count; start = next) {
       next += 10;
-      const entries = Array.from({ length: Math.min(10, count - start) }, (_, i) => ({ Id: `m${i}`, MessageBody: `message ${start + i}` }));
+      const entries = Array.from({ length: Math.min(10, count - start) }, (_, i) => ({ Id: `m${i}`, MessageBody: bodyOf(start + i) }));
       const { Successful, Failed } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
       if ((Failed ?? []).length > 0) throw new Error(`SendMessageBatch failed for ${Failed?.length} entries`);
       for (const entry of Successful ?? []) ids.push(entry.MessageId ?? '');

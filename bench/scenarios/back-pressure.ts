@@ -48,14 +48,6 @@ export interface BackPressureSection {
   readonly sides: readonly BackPressureSide[];
 }
 
-declare module '../results' {
-  interface BenchResults {
-    /** Absent from results written before it was measured. */
-    readonly backPressure?: BackPressureSection;
-    readonly recovery?: BackPressureSection;
-  }
-}
-
 /** The stack's default fan-out: 5 concurrent invocations of 10 records, 10 requests in flight each. */
 const RELAY_ENV = { POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' };
 const REQUESTS_PER_SECOND = 200;
@@ -70,39 +62,10 @@ export const REFUSED_GOAL = 0.1;
 /** A configuration to measure: the relay's variables and the webhook's behaviour. */
 type SideSpec = Omit<BackPressureSide, 'runs'> & { readonly webhook: RateLimitedWebhookOptions };
 
-/** One run against a fresh webhook and a fresh relay. */
-async function runOnce(count: number, { webhook: options, env }: SideSpec, deadlineMs: number): Promise<BackPressureRun> {
-  const limit = rateLimitedResponder(options);
-  const webhook = await startWebhook(limit.respond);
-  const relay = startRelayProcess({ ...RELAY_ENV, ...env, WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json' });
-  let sqs: SQSClient | undefined;
-  try {
-    const ready = await readyLine(relay);
-    sqs = sqsClientFor(ready);
-    const startedAt = Date.now();
-    await sendMessages(sqs, ready.queueUrl, count);
-    const { deadLettered, left } = await settle(sqs, ready, count, () => limit.delivered.size, startedAt + deadlineMs);
-    const drainSeconds = ((limit.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000;
-    const requests = webhook.requests.length;
-    return {
-      drainSeconds,
-      delivered: limit.delivered.size,
-      duplicates: limit.duplicates(),
-      deadLettered,
-      left,
-      requests,
-      refused: limit.refused(),
-    };
-  } finally {
-    sqs?.destroy();
-    // A settled relay stops at once; one still retrying at the deadline is not waited for.
-    await Promise.race([stopRelay(relay), new Promise((resolve) => setTimeout(resolve, 10_000))]);
-    await stopRelay(relay, 'SIGKILL');
-    await webhook.close();
-  }
-}
-
-/** `runs` runs of each side, the sides' order alternating from run to run; a run ends once settled, or `deadlineMs` after the first send. */
+/**
+ * `runs` runs of each side, the sides' order alternating from run to run, each against a fresh webhook and a fresh relay; a run ends
+ * once settled, or `deadlineMs` after the first send.
+ */
 async function measure(
   name: string,
   section: Omit<BackPressureSection, 'sides'>,
@@ -110,16 +73,41 @@ async function measure(
   sides: readonly SideSpec[],
   deadlineMs: number,
 ): Promise<BackPressureSection> {
-  const results = sides.map(() => [] as BackPressureRun[]);
+  const results = sides.map((): BackPressureRun[] => []);
   for (let run = 0; run < runs; run += 1) {
     for (const index of roundOrder(sides.length, run)) {
-      const side = sides[index] as SideSpec;
-      const result = await runOnce(section.messages, side, deadlineMs);
-      results[index]?.push(result);
-      log(
-        `  ${name}, ${side.side}, run ${run + 1}/${runs}: drain ${result.drainSeconds.toFixed(1)} s, delivered ${result.delivered}, ` +
-          `duplicates ${result.duplicates}, dead-lettered ${result.deadLettered}, left ${result.left}, refused ${result.refused} of ${result.requests}`,
-      );
+      const { side, env, webhook: options } = sides[index] as SideSpec;
+      const limit = rateLimitedResponder(options);
+      const webhook = await startWebhook(limit.respond);
+      const relay = startRelayProcess({ ...RELAY_ENV, ...env, WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json' });
+      let sqs: SQSClient | undefined;
+      try {
+        const ready = await readyLine(relay);
+        sqs = sqsClientFor(ready);
+        const startedAt = Date.now();
+        await sendMessages(sqs, ready.queueUrl, section.messages);
+        const { deadLettered, left } = await settle(sqs, ready, section.messages, () => limit.delivered.size, startedAt + deadlineMs);
+        const result = {
+          drainSeconds: ((limit.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000,
+          delivered: limit.delivered.size,
+          duplicates: limit.duplicates(),
+          deadLettered,
+          left,
+          requests: webhook.requests.length,
+          refused: limit.refused(),
+        };
+        results[index]?.push(result);
+        log(
+          `  ${name}, ${side}, run ${run + 1}/${runs}: drain ${result.drainSeconds.toFixed(1)} s, delivered ${result.delivered}, ` +
+            `duplicates ${result.duplicates}, dead-lettered ${deadLettered}, left ${left}, refused ${result.refused} of ${result.requests}`,
+        );
+      } finally {
+        sqs?.destroy();
+        // A settled relay stops at once; one still retrying at the deadline is not waited for.
+        await Promise.race([stopRelay(relay), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+        await stopRelay(relay, 'SIGKILL');
+        await webhook.close();
+      }
     }
   }
   return { ...section, sides: sides.map(({ webhook, ...side }, index) => ({ ...side, runs: results[index] ?? [] })) };
@@ -136,6 +124,7 @@ export function goalMet(section: BackPressureSection, run: BackPressureRun): boo
 /** The median drain of a side's runs, s. */
 export const medianDrain = (side: BackPressureSide): number => median(side.runs.map((run) => run.drainSeconds));
 
+/** The relay's defaults and `PACING=false` against a webhook of {@link REQUESTS_PER_SECOND} requests/s. */
 export async function backPressure(): Promise<BackPressureSection> {
   const webhook = { requestsPerSecond: REQUESTS_PER_SECOND };
   const burst = defaultBurst(REQUESTS_PER_SECOND);

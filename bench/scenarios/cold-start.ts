@@ -5,8 +5,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { assetFiles, moduleGraph, staticClosure } from '../../testkit/asset';
 import { SCRATCH_DIR } from '../children';
-import { type Bench, childNode, log, QUICK, scratchFile, sideClient, SIDES } from '../harness';
-import type { ColdStartSection } from '../results';
+import { type Bench, childNode, log, QUICK, scratchFile } from '../harness';
 import { median } from '../stats';
 
 // Exits once the figure is written: whatever the import left running is not part of loading.
@@ -23,7 +22,8 @@ function timeImport(file: string, env: NodeJS.ProcessEnv, cwd: string): { proces
   return { processMs, importMs: Number(child.stdout) };
 }
 
-export async function coldStart(bench: Bench): Promise<ColdStartSection> {
+/** The asset's weight, and `runs` fresh processes of each kind, interleaved. */
+export async function coldStart(bench: Bench) {
   log('cold start: asset weight, load time in fresh processes');
   const { bundleDir, handlerFile } = bench.bundle;
   const entry = relative(bundleDir, handlerFile);
@@ -31,12 +31,13 @@ export async function coldStart(bench: Bench): Promise<ColdStartSection> {
   const atImport = [...staticClosure(graph, entry)];
   const files = assetFiles(bundleDir);
   const bytesOf = (names: readonly string[]): number => names.reduce((sum, name) => sum + statSync(join(bundleDir, name)).size, 0);
+  /** The whole asset. */
   const total = {
     modules: graph.size,
     moduleBytes: bytesOf(files.filter((name) => !name.endsWith('.map'))),
     mapBytes: bytesOf(files.filter((name) => name.endsWith('.map'))),
   };
-  const { env } = sideClient(bench, SIDES.relay, 10);
+  const env = bench.relayEnv;
   const empty = scratchFile('empty.mjs', 'export {};\n');
   const runs = QUICK ? 5 : 15;
   // Interleaved, so a slower stretch of the machine falls on both.
@@ -45,12 +46,19 @@ export async function coldStart(bench: Bench): Promise<ColdStartSection> {
     ...timeImport(handlerFile, env, bundleDir),
   }));
   const medianOf = (figure: keyof (typeof timings)[number]): number => median(timings.map((timing) => timing[figure]));
+  /** A fresh `node` process importing the bundle against one importing an empty module, medians over `runs` each, ms. */
   const load = {
     variant: `as deployed (\`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}\`)`,
     bundleProcessMs: medianOf('processMs'),
     emptyProcessMs: medianOf('emptyProcessMs'),
+    /** The `import()` itself, timed inside the process. */
     importMs: medianOf('importMs'),
     runs,
   };
-  return { weight: { atImport: { files: atImport, bytes: bytesOf(atImport) }, total }, loads: [load] };
+  return {
+    /** `atImport`: the handler module and every module it imports statically, entry first. */
+    weight: { atImport: { files: atImport, bytes: bytesOf(atImport) }, total },
+    /** The first is the function as deployed (its `NODE_OPTIONS`). */
+    loads: [load],
+  };
 }

@@ -2,31 +2,22 @@
  * Mixed outcomes: 30 % of a batch received from the emulator (real receipt handles) answered `429` +
  * `Retry-After`, every SQS call counted at the proxy. Pacing off.
  */
-import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from '../../local/event-source';
-import { BATCH, type Bench, DEADLINE_MS, log, QUICK, scratchFile, startSide, withClients, SIDES } from '../harness';
+import { sendMessages } from '../../testkit/relay-process';
+import { BATCH, type Bench, DEADLINE_MS, log, QUICK, SIDES, scratchFile, withSides } from '../harness';
 import { bodyOf, isRetryIndex } from '../records';
-import type { MixedRun, MixedSection } from '../results';
 
-/** Fills the emulator's queue with the batch (16 sends in flight) and receives it all (8 receives), as the event source would. */
+/** Fills the emulator's queue with the batch and receives it all (8 receives in flight), as the event source would. */
 async function receiveBatch({ emulator: { sqs, queue } }: Bench, count: number): Promise<SQSRecord[]> {
-  let sent = 0;
-  const send = async (): Promise<void> => {
-    for (let start = sent; start < count; start = sent) {
-      sent += 10;
-      const indexes = Array.from({ length: Math.min(10, count - start) }, (_, offset) => start + offset);
-      const Entries = indexes.map((index) => ({ Id: `m${index}`, MessageBody: bodyOf(index, isRetryIndex(index)) }));
-      const { Failed = [] } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries }));
-      if (Failed.length > 0) throw new Error(`SendMessageBatch failed for ${Failed.length} entries`);
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, send));
+  await sendMessages(sqs, queue.url, count, (index) => bodyOf(index, isRetryIndex(index)));
   const records: SQSRecord[] = [];
   const deadline = Date.now() + 120_000;
   const receive = async (): Promise<void> => {
     while (records.length < count) {
       if (Date.now() > deadline) throw new Error(`received ${records.length} of ${count} messages in 120 s`);
+      // Invisible for the whole scenario: its runs reuse these receipt handles.
       const input = {
         QueueUrl: queue.url,
         MaxNumberOfMessages: 10,
@@ -42,15 +33,16 @@ async function receiveBatch({ emulator: { sqs, queue } }: Bench, count: number):
   return records.slice(0, count);
 }
 
-export async function mixed(bench: Bench): Promise<MixedSection> {
+/** The received batch through one relay process, 3 times (`--quick`: 2) with 30 % refused, then all answered 200. */
+export async function mixed(bench: Bench) {
   log(`mixed outcomes: ${BATCH} messages through the emulator`);
   const records = await receiveBatch(bench, BATCH);
   const expectedRetries = records.filter((record) => record.body.startsWith('{"retry"')).length;
   const eventFile = scratchFile('received-event.json', JSON.stringify({ Records: records }));
   // Pacing off: a webhook refusing 30 % of requests would (rightly) slow the relay right down; this
   // measures what mixed outcomes cost in SQS calls and time, the back-pressure scenario the pace.
-  return withClients([() => startSide(bench, SIDES.relay, 10, [], { PACING: 'false' })], async ([client]) => {
-    const runs: MixedRun[] = [];
+  return withSides(bench, [SIDES.relay], { concurrency: 10, execArgv: [], env: { PACING: 'false' } }, async ([client]) => {
+    const runs = [];
     for (let round = 0; round < (QUICK ? 2 : 3); round += 1) {
       await bench.webhook.reset('mixed');
       bench.proxy.reset();
@@ -66,6 +58,12 @@ export async function mixed(bench: Bench): Promise<MixedSection> {
     await bench.webhook.reset('ok');
     const allOk = await client.run({ eventFile, timeoutMs: DEADLINE_MS });
     if (allOk.failures > 0) bench.notes.push(`mixed: the all-200 baseline had ${allOk.failures} failures`);
-    return { records: records.length, expectedRetries, runs, allOkMs: allOk.wallMs };
+    return {
+      records: records.length,
+      expectedRetries,
+      runs,
+      /** The same records all answered 200, same warm process, ms. */
+      allOkMs: allOk.wallMs,
+    };
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lambdaHeapFlags } from '../../bench/environment';
+import { lambdaHeapFlags } from '../../bench/scenarios/warm-memory';
 
 describe('lambdaHeapFlags', () => {
   it("gives the heap limits Lambda's Node.js runtime starts a function of that memory size with", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { annotatedCounts } from '../../bench/instructions';
+import { annotatedCounts } from '../../bench/scenarios/instructions';
 
 // Lines of `callgrind_annotate --threshold=100 --auto=no --show-percs=no --show=Ir` (valgrind 3.19)
 // over a dump of a client signing with createHmac.
