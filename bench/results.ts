@@ -140,3 +140,6 @@ export interface BenchResults {
   readonly mixed: MixedSection;
   readonly notes: readonly string[];
 }
+
+export type { InstructionCount, InstructionsSection } from './instructions';
+export type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
