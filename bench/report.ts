@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
 import type {
-  BackPressureRun,
   BackPressureSection,
   BenchResults,
   InstructionCount,
@@ -76,7 +75,6 @@ const FORMATS: Readonly<Record<string, (value: never) => string>> = {
   span: (values: readonly number[]) => (values.length === 0 ? '' : `${Math.min(...values)}–${Math.max(...values)}`),
   words: (words: readonly string[]) => words.join(' '),
   settings: (env: Record<string, string>) => listed(env, (name, value) => `\`${name}=${value}\``).join(', '),
-  env: (env: Record<string, string>) => listed(env, (name, value) => `${name}=${value}`).join(' '),
   calls: (calls: Record<string, number>) => listed(calls, (name, count) => `${name} × ${count}`).join(', ') || 'none',
 };
 
@@ -181,7 +179,8 @@ const sha256Mean = (count: InstructionCount): number | undefined =>
 /** The counted relay sides against their limits (the throughput goal's pairs): instructions per record, the mean of the counted invocations. */
 function countComparisons(section: InstructionsSection) {
   const counted = (name: string): InstructionCount | undefined => section.sides.find((count) => count.side === name);
-  return pairsOf(counted, true).map(({ relay, baseline, label }) => {
+  return pairsOf(counted, true).map((pair) => {
+    const { relay, baseline } = pair;
     const [relayPerRecord, baselinePerRecord] = [meanOf(relay.perRecord), meanOf(baseline.perRecord)];
     const [relayHashing, baselineHashing] = [sha256Mean(relay), sha256Mean(baseline)];
     // The ratio with both sides' SHA-256 blocks left out, where hashing is over 1 % of either count.
@@ -198,9 +197,7 @@ function countComparisons(section: InstructionsSection) {
     ];
     const countRatio = baselinePerRecord / relayPerRecord;
     return {
-      label,
-      relay,
-      baseline,
+      ...pair,
       relayPerRecord,
       baselinePerRecord,
       countRatio,
@@ -218,23 +215,22 @@ const warmPeakMiB = (row: WarmMemoryRow | undefined): number => row?.peakMiBByIn
 /** The warm-container rows, largest batch first; the relay's against the no-op handler's per batch size (the goal's). */
 function warmFigures({ warmMemory: warm }: BenchResults) {
   const rows = [...warm.rows].sort((a, b) => b.records - a.records);
-  const batches = rows
-    .filter((row) => row.side === 'relay')
-    .map((relay, index, all) => {
-      const noop = rows.find((row) => row.side === 'no-op handler' && row.records === relay.records);
-      const [relayPeak, noopPeak] = [warmPeakMiB(relay), warmPeakMiB(noop)];
-      return { relay, relayPeak, noopPeak, met: relayPeak < MEMORY_GOAL_MIB, largestDelivered: index > 0 && index === all.length - 1 };
-    });
-  const invocations = warm.rows[0]?.peakMiBByInvocation.length ?? 0;
+  const peaks = (row: WarmMemoryRow) =>
+    row.peakMiBByInvocation.map((peak, index, all) => ({
+      invocation: index + 1,
+      peak: index === all.length - 1 ? `**${mib(peak)}**` : mib(peak),
+    }));
   return {
-    warmRows: rows.map((row) => ({
-      ...row,
-      eventMiB: row.eventBytes / 1024 / 1024,
-      peaks: row.peakMiBByInvocation.map((peak, index, all) => ({ peak: index === all.length - 1 ? `**${mib(peak)}**` : mib(peak) })),
-    })),
-    afterEach: Array.from({ length: invocations }, (_, index) => ({ invocation: index + 1 })),
-    // The benchmark's batch and, where Lambda could not deliver it, the largest batch it can.
-    warmBatches: { invocations, all: batches, largest: batches[0], deliverable: batches.length > 1 && batches[batches.length - 1] },
+    warmRows: rows.map((row) => ({ ...row, eventMiB: row.eventBytes / 1024 / 1024, peaks: peaks(row) })),
+    warmBatches: rows
+      .filter((row) => row.side === 'relay')
+      .map((relay, index, all) => {
+        const noop = rows.find((row) => row.side === 'no-op handler' && row.records === relay.records);
+        const [relayPeak, noopPeak] = [warmPeakMiB(relay), warmPeakMiB(noop)];
+        // The benchmark's batch first and, where Lambda could not deliver it, the largest batch it can last.
+        const largestDelivered = index > 0 && index === all.length - 1;
+        return { relay, relayPeak, noopPeak, met: relayPeak < MEMORY_GOAL_MIB, largestDelivered };
+      }),
   };
 }
 
@@ -259,48 +255,46 @@ function capacityFigures({ latencyBound: bound }: BenchResults, relayCpu: number
   };
 }
 
-function backPressureFigures({ backPressure: pressure, recovery }: Pick<BenchResults, 'backPressure' | 'recovery'>) {
-  const sides = (section: BackPressureSection) =>
-    section.sides.map((summary) => {
-      const of = (figure: (run: BackPressureRun) => number): number => median(summary.runs.map(figure));
-      const metRuns = summary.runs.filter((run) => goalMet(section, run)).length;
+function backPressureFigures({ backPressure, recovery }: Pick<BenchResults, 'backPressure' | 'recovery'>) {
+  const withSides = (section: BackPressureSection) => ({
+    ...section,
+    sides: section.sides.map((summary) => {
+      const runs = summary.runs.map((run, index) => ({
+        ...run,
+        run: index + 1,
+        refusedShare: run.refused / run.requests,
+        met: goalMet(section, run),
+      }));
+      const metRuns = runs.filter((run) => run.met).length;
       return {
         ...summary,
-        runs: summary.runs.map((run, index) => ({
-          ...run,
-          run: index + 1,
-          refusedShare: run.refused / run.requests,
-          met: goalMet(section, run),
-        })),
-        last: summary.runs[summary.runs.length - 1],
-        several: summary.runs.length > 1,
+        runs,
+        last: runs[runs.length - 1],
+        several: runs.length > 1,
         metRuns,
-        met: metRuns === summary.runs.length && metRuns > 0,
+        met: metRuns === runs.length && metRuns > 0,
         // A drain is only worth reading beside where the messages went: a relay that dead-letters half of them drains fast.
         medianDrain: medianDrain(summary),
-        medianDeadLettered: of((run) => run.deadLettered),
-        medianRefused: of((run) => run.refused / run.requests),
+        medianDeadLettered: median(runs.map((run) => run.deadLettered)),
+        medianRefused: median(runs.map((run) => run.refusedShare)),
       };
-    });
-  const pressureSides = pressure === undefined ? [] : sides(pressure);
-  const [paced, unpaced] = pressureSides;
-  const figures = {
+    }),
+  });
+  const pressure = backPressure && withSides(backPressure);
+  const [paced, unpaced] = pressure?.sides ?? [];
+  const sections = {
     pressure: pressure && {
       ...pressure,
-      sides: pressureSides,
       paced,
       unpaced,
       pacedVsUnpaced: paced && unpaced && paced.medianDrain / unpaced.medianDrain,
       drainGoal: (DRAIN_GOAL_FACTOR * pressure.messages) / (pressure.requestsPerSecond ?? Number.POSITIVE_INFINITY),
       refusedGoal: 100 * REFUSED_GOAL,
     },
-    recovery: recovery && { ...recovery, sides: sides(recovery) },
+    recovery: recovery && withSides(recovery),
   };
-  return {
-    ...figures,
-    env: (pressure ?? recovery)?.relayEnv ?? {},
-    backPressureSections: [figures.pressure, figures.recovery].filter(Boolean),
-  };
+  const backPressureSections = [sections.pressure, sections.recovery].filter(Boolean);
+  return { ...sections, env: (backPressure ?? recovery)?.relayEnv ?? {}, backPressureSections };
 }
 
 /** BENCHMARKS.md's back-pressure section (and what `--only=back-pressure,recovery` prints); undefined when neither ran. */
@@ -312,31 +306,26 @@ export function backPressureText(results: Pick<BenchResults, 'backPressure' | 'r
 /** The run's figures and those derived from them, as the templates name them. */
 function figures(results: BenchResults) {
   const { machine, throughput, instructions, mixed, coldStart } = results;
-  const relayCpu =
-    side(
-      throughput.find((section) => section.concurrency === 10),
-      'relay',
-    )?.cpuMicrosPerRecord ?? Number.NaN;
-  const throughputSections = throughput.map(throughputFigures);
-  // Every batch of the throughput runs is answered 2xx: the relay must make no SQS call in them.
-  const relaySides = new Set<string>(COMPARISONS.map((pair) => pair.relay));
-  const allOkCalls = sum(
-    throughputSections.flatMap(({ sides }) => sides.filter((summary) => relaySides.has(summary.side)).map((summary) => summary.sqsCalls)),
-  );
+  const tens = throughput.find((section) => section.concurrency === 10);
+  const relayCpu = side(tens, 'relay')?.cpuMicrosPerRecord ?? Number.NaN;
+  // Every message of the throughput runs is answered 2xx: the relay sides must make no SQS call there.
+  const relaySides = throughput.flatMap(({ sides }) => sides.filter((summary) => COMPARISONS.some((pair) => pair.relay === summary.side)));
+  const allOkCalls = sum(relaySides.flatMap(({ runs }) => runs.map((run) => run.sqsCalls)));
   const counts = countComparisons(instructions);
   const calls = mixed.runs[0]?.calls ?? {};
   const { ChangeMessageVisibilityBatch: visibility = 0, ...others } = calls;
   const retried = mixed.runs[0]?.retried ?? Number.NaN;
+  // One ChangeMessageVisibilityBatch call per 10 retried messages, the most a call takes.
+  const visibilityGoal = Math.ceil(retried / 10);
   const warmMs = median(mixed.runs.slice(1).map((run) => run.wallMs));
   const { weight, loads } = coldStart;
-  const atImport = weight.atImport;
   const load = (loads[0]?.bundleProcessMs ?? Number.NaN) - (loads[0]?.emptyProcessMs ?? Number.NaN);
   return {
     ...results,
     node: { onLambda: isLambdaNodeMajor(machine.node), major: nodeMajor(machine.node), lambda: nodeMajor(LAMBDA_NODE) },
     seconds: Math.round(results.durationSeconds),
     oneRun: throughput[0]?.measuredRunsPerRound === 1,
-    throughputSections,
+    throughputSections: throughput.map(throughputFigures),
     relayCpu,
     cpuCap: 1e6 / relayCpu,
     allOk: { calls: allOkCalls, met: allOkCalls === 0 },
@@ -354,19 +343,18 @@ function figures(results: BenchResults) {
     mixedCalls: {
       retried,
       visibility,
-      goal: Math.ceil(retried / 10),
-      visibilityMet: visibility === Math.ceil(retried / 10),
+      goal: visibilityGoal,
+      visibilityMet: visibility === visibilityGoal,
       others,
       othersMet: others.GetQueueUrl === 1 && Object.keys(calls).length === 2,
       warmMs,
       warmVsAllOk: warmMs / mixed.allOkMs,
     },
-    weight,
-    atImport,
     bundle: {
-      chunks: atImport.files.length - 1,
-      oneChunk: atImport.files.length === 2,
-      atImportMet: atImport.bytes < 500 * 1024,
+      ...weight,
+      chunks: weight.atImport.files.length - 1,
+      oneChunk: weight.atImport.files.length === 2,
+      atImportMet: weight.atImport.bytes < 500 * 1024,
       load,
       loadMet: load < 100,
     },
