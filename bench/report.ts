@@ -21,8 +21,6 @@ import { median, medianInterval } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
 const MB_PER_VCPU = 1_769;
-/** The stack's default memory size (lib/webhook-relay.ts). */
-const STACK_MEMORY_MB = 256;
 /** "Well inside" a 256 MB function (244 MiB): four fifths of it at most, room for larger messages and a late collection. */
 const MEMORY_GOAL_MIB = 200;
 
@@ -234,15 +232,22 @@ function warmFigures({ warmMemory: warm }: BenchResults) {
   };
 }
 
-/** The capacity-planning table, shared by BENCHMARKS.md and docs/performance.md: records/s per invocation, capped by its CPU. */
-function capacityFigures({ latencyBound: bound }: BenchResults, relayCpu: number) {
-  const modelRange = bound.map((run) => run.recordsPerSecond / run.modelRecordsPerSecond);
-  const columns = [STACK_MEMORY_MB, MB_PER_VCPU].flatMap((memory) => [10, 50, 100].map((inFlight) => ({ memory, inFlight })));
+/**
+ * The latency-bound runs against the model and the bare loop, and the capacity-planning table (BENCHMARKS.md and docs/performance.md):
+ * records/s per invocation at the function's memory (the synthesized template's) and at one vCPU, capped by its CPU.
+ */
+function capacityFigures({ latencyBound, warmMemory }: BenchResults, relayCpu: number) {
+  const runs = latencyBound.map((run) => ({
+    ...run,
+    vsBare: run.recordsPerSecond / run.bareRecordsPerSecond,
+    vsModel: run.recordsPerSecond / run.modelRecordsPerSecond,
+  }));
+  const columns = [warmMemory.memorySizeMb, MB_PER_VCPU].flatMap((memory) => [10, 50, 100].map((inFlight) => ({ memory, inFlight })));
   return {
-    modelLow: Math.min(...modelRange),
-    modelHigh: Math.max(...modelRange),
-    worstVsBare: Math.min(...bound.map((run) => run.recordsPerSecond / run.bareRecordsPerSecond)),
-    stackMemory: STACK_MEMORY_MB,
+    latencyBound: runs,
+    modelLow: Math.min(...runs.map((run) => run.vsModel)),
+    modelHigh: Math.max(...runs.map((run) => run.vsModel)),
+    worstVsBare: Math.min(...runs.map((run) => run.vsBare)),
     columns,
     capacityRows: [5, 20, 50, 100, 250, 1000].map((latency) => ({
       latency,
@@ -364,11 +369,6 @@ function figures(results: BenchResults) {
       ...section,
       added50: section.relay.p50Micros - section.bare.p50Micros,
       added99: section.relay.p99Micros - section.bare.p99Micros,
-    })),
-    latencyBound: results.latencyBound.map((run) => ({
-      ...run,
-      vsBare: run.recordsPerSecond / run.bareRecordsPerSecond,
-      vsModel: run.recordsPerSecond / run.modelRecordsPerSecond,
     })),
     ...capacityFigures(results, relayCpu),
     ...backPressureFigures(results),
