@@ -116,16 +116,22 @@ const COMPARISONS = [
 /** The side a side's "÷ its baseline" divides by: its limit for a relay side the goal is about, else the bare loop. */
 const limitOf = (name: string): string => COMPARISONS.find((pair) => pair.goal && pair.relay === name)?.baseline ?? 'bare node:http';
 
-/** The {@link COMPARISONS} (with `goalOnly`, the goal's) of which `find` finds both sides, with those sides. */
-function pairsOf<Side>(find: (name: string) => Side | undefined, goalOnly = false) {
+/** Sections of named sides: a throughput section, the instruction counts. */
+interface Sides<Side extends { readonly side: string }> {
+  readonly sides: readonly Side[];
+}
+
+function side<Side extends { readonly side: string }>(section: Sides<Side> | undefined, name: string): Side | undefined {
+  return section?.sides.find((candidate) => candidate.side === name);
+}
+
+/** The {@link COMPARISONS} (with `goalOnly`, the goal's) of which `section` has both sides, with those sides. */
+function pairsOf<Side extends { readonly side: string }>(section: Sides<Side> | undefined, goalOnly = false) {
   return COMPARISONS.flatMap((comparison) => {
-    const [relay, baseline] = [find(comparison.relay), find(comparison.baseline)];
+    const [relay, baseline] = [side(section, comparison.relay), side(section, comparison.baseline)];
     return relay === undefined || baseline === undefined || (goalOnly && !comparison.goal) ? [] : [{ ...comparison, relay, baseline }];
   });
 }
-
-const side = (section: { readonly sides: readonly SideSummary[] } | undefined, name: string): SideSummary | undefined =>
-  section?.sides.find((candidate) => candidate.side === name);
 
 /** The median of `a`'s figure ÷ `b`'s over their pairs of runs, made side by side (BENCHMARKS.md says why), and its 95 % interval. */
 function paired(a: SideSummary, b: SideSummary, figure = (run: ThroughputRun): number => run.recordsPerSecond) {
@@ -133,6 +139,7 @@ function paired(a: SideSummary, b: SideSummary, figure = (run: ThroughputRun): n
   return { relative: median(ratios), interval: medianInterval(ratios) };
 }
 
+/** A throughput section with each side's spread and ratio to its limit, and the {@link COMPARISONS} it has both sides of. */
 function throughputFigures(section: ThroughputSection) {
   return {
     ...section,
@@ -151,7 +158,7 @@ function throughputFigures(section: ThroughputSection) {
         outputBytes: median(runs((run) => run.outputBytes)),
       };
     }),
-    comparisons: pairsOf((name) => side(section, name)).map((pair) => {
+    comparisons: pairsOf(section).map((pair) => {
       const { relative, interval } = paired(pair.relay, pair.baseline);
       return {
         ...pair,
@@ -176,8 +183,7 @@ const sha256Mean = (count: InstructionCount): number | undefined =>
 
 /** The counted relay sides against their limits (the throughput goal's pairs): instructions per record, the mean of the counted invocations. */
 function countComparisons(section: InstructionsSection) {
-  const counted = (name: string): InstructionCount | undefined => section.sides.find((count) => count.side === name);
-  return pairsOf(counted, true).map((pair) => {
+  return pairsOf(section, true).map((pair) => {
     const { relay, baseline } = pair;
     const [relayPerRecord, baselinePerRecord] = [meanOf(relay.perRecord), meanOf(baseline.perRecord)];
     const [relayHashing, baselineHashing] = [sha256Mean(relay), sha256Mean(baseline)];
