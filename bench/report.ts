@@ -6,16 +6,21 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
-import type { InstructionCount, InstructionsSection } from './results';
-import type { BenchResults, SideSummary, ThroughputRun, ThroughputSection, WarmMemoryRow } from './results';
-import type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
+import type {
+  BackPressureSection,
+  BenchResults,
+  InstructionCount,
+  InstructionsSection,
+  SideSummary,
+  ThroughputRun,
+  ThroughputSection,
+  WarmMemoryRow,
+} from './results';
 import { DRAIN_GOAL_FACTOR, goalMet, medianDrain, REFUSED_GOAL } from './scenarios/back-pressure';
-import { fmt, median, medianInterval, range, ratio } from './stats';
+import { median, medianInterval } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
 const MB_PER_VCPU = 1_769;
-/** The stack's default memory size (lib/webhook-relay.ts). */
-const STACK_MEMORY_MB = 256;
 /** "Well inside" a 256 MB function (244 MiB): four fifths of it at most, room for larger messages and a late collection. */
 const MEMORY_GOAL_MIB = 200;
 
@@ -26,83 +31,107 @@ export const PERFORMANCE_DOC = {
   end: '<!-- performance:end -->',
 } as const;
 
-const kb = (bytes: number): string => `${fmt(bytes / 1024, 3)} KB`;
+/** A number with `digits` significant digits at most and thousands separators: 12,345 / 123 / 1.23; "n/a" when not finite. */
+function fmt(value: number, digits = 3): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  const magnitude = Math.abs(value) >= 1 ? Math.floor(Math.log10(Math.abs(value))) + 1 : 1;
+  const decimals = Math.max(0, digits - magnitude);
+  return value.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+}
+/** A ratio with two decimals: "0.93". */
+const ratio = (value: number): string => (Number.isFinite(value) ? value.toFixed(2) : 'n/a');
 const us = (value: number): string => `${fmt(value, 3)} µs`;
 const mib = (value: number): string => `${fmt(value, 3)} MiB`;
 /** A whole number with thousands separators. */
 const int = (value: number): string => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
-const share = (part: number, whole: number): string => (whole === 0 ? 'n/a' : `${fmt((100 * part) / whole, 2)} %`);
+const bullets = (lines: readonly string[]): string => lines.map((line) => `- ${line}`).join('\n');
 const sum = (values: readonly number[]): number => values.reduce((total, value) => total + value, 0);
 const meanOf = (values: readonly number[]): number => sum(values) / values.length;
-const bullets = (lines: readonly string[]): string => lines.map((line) => `- ${line}`).join('\n');
 const listed = (record: Readonly<Record<string, string | number>>, item: (name: string, value: string | number) => string): string[] =>
   Object.entries(record).map(([name, value]) => item(name, value));
 
 /** How a template writes a figure: `{{name:format}}`. */
 const FORMATS: Readonly<Record<string, (value: never) => string>> = {
   int,
-  kb,
   us,
   mib,
-  bullets,
+  ratio,
+  kb: (bytes: number) => `${fmt(bytes / 1024, 3)} KB`,
   ms: (value: number) => `${fmt(value, 3)} ms`,
   f2: (value: number) => fmt(value, 2),
   f3: (value: number) => fmt(value, 3),
-  ratio: (value: number) => ratio(value, 1),
+  /** A fraction as a percentage: "4.5 %". */
+  share: (fraction: number) => (Number.isFinite(fraction) ? `${fmt(100 * fraction, 2)} %` : 'n/a'),
   met: (ok: boolean) => (ok ? 'met' : 'NOT met'),
   /** A count in thousands, e.g. "243k". */
   kilo: (count: number) => `${int(count / 1000)}k`,
   /** A difference with its sign: "+61.2 µs", "−12.0 µs". */
   deltaUs: (value: number) => (value < 0 ? `−${us(-value)}` : `+${us(value)}`),
+  bullets,
   ints: (values: readonly number[]) => values.map((value) => int(value)).join(', '),
   mean: (values: readonly number[] | undefined) => (values === undefined ? 'not counted' : int(meanOf(values))),
   span: (values: readonly number[]) => (values.length === 0 ? '' : `${Math.min(...values)}–${Math.max(...values)}`),
   words: (words: readonly string[]) => words.join(' '),
   settings: (env: Record<string, string>) => listed(env, (name, value) => `\`${name}=${value}\``).join(', '),
-  env: (env: Record<string, string>) => listed(env, (name, value) => `${name}=${value}`).join(' '),
   calls: (calls: Record<string, number>) => listed(calls, (name, count) => `${name} × ${count}`).join(', ') || 'none',
 };
 
-const TAG = /\{\{([#^])([\w.]+)\}\}([\s\S]*?)\{\{\/\2\}\}|\{\{([\w.]+)(?::(\w+))?\}\}/g;
+const TAG = /\{\{([#^])([\w.]+)\}\}([\s\S]*?)\{\{\/\2\}\}|\{\{(>?)([\w.-]+)(?::(\w+))?\}\}/g;
 /** `scope`'s value at a dotted path: `mixed.runs.0.wallMs`. */
 const lookup = (scope: object, path: string): unknown =>
   path.split('.').reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], scope);
 
 /**
- * Template `name` (bench/templates/<name>.md) filled with `values`: `{{x}}` is x's text (a number as is, or `{{x:format}}`
- * in one of {@link FORMATS}); `{{#x}}…{{/x}}` is kept where x is set (truthy, or a list not empty), once per item of a list,
- * an object's figures named inside it as its own; `{{^x}}…{{/x}}` where x is not set.
+ * Template `name` (bench/templates/<name>.md) filled with `values`, without trailing blank lines: `{{x}}` is x's text (a number
+ * as is, or `{{x:format}}` in one of {@link FORMATS}); `{{#x}}…{{/x}}` is kept where x is set (truthy, or a list not empty), once
+ * per item of a list, an object's figures named inside it as its own; `{{^x}}…{{/x}}` where x is not set; `{{>name}}` is template
+ * `name` filled with the same figures.
  * @throws for a `{{x}}` left with no text (a template and this module out of step)
  */
 function fill(name: string, values: object): string {
   const render = (text: string, scope: object): string =>
-    text.replace(TAG, (_, kind: string, section: string, body: string, path: string | undefined, format: string | undefined) => {
-      if (path === undefined) {
+    text.replace(TAG, (_, kind: string, section: string, body: string, partial: string, path: string, format: string | undefined) => {
+      if (section !== undefined) {
         const value = lookup(scope, section);
         const items: readonly unknown[] = Array.isArray(value) ? value : value ? [value] : [];
         if (kind === '^') return items.length === 0 ? render(body, scope) : '';
         return items.map((item) => render(body, typeof item === 'object' ? { ...scope, ...item } : scope)).join('');
       }
+      if (partial) return fill(path, scope);
       const value = lookup(scope, path);
       const formatted = format === undefined ? (typeof value === 'number' ? String(value) : value) : FORMATS[format]?.(value as never);
       if (typeof formatted !== 'string') throw new Error(`bench/templates/${name}.md: no text for {{${path}}}`);
       return formatted;
     });
-  return render(readFileSync(join(import.meta.dirname, 'templates', `${name}.md`), 'utf8').replace(/\n$/, ''), values);
+  return render(readFileSync(join(import.meta.dirname, 'templates', `${name}.md`), 'utf8'), values).trimEnd();
 }
 
 /** The relay sides the goal is about, each against its limit (the bare loop sending its requests); then the relay against the others. */
 const COMPARISONS = [
-  { key: 'signed', goal: true, relay: 'relay', baseline: 'bare node:http, signing', label: 'as deployed (signed)' },
-  { key: 'unsigned', goal: true, relay: 'relay, unsigned', baseline: 'bare node:http, unsigned', label: 'signing off' },
-  { key: 'exchange', goal: false, relay: 'relay', baseline: 'bare node:http', label: 'vs signatures computed in advance' },
-  { key: 'peer', goal: false, relay: 'relay', baseline: 'peer (Powertools + fetch)', label: 'vs the peer' },
+  { goal: true, relay: 'relay', baseline: 'bare node:http, signing', label: 'as deployed (signed)' },
+  { goal: true, relay: 'relay, unsigned', baseline: 'bare node:http, unsigned', label: 'signing off' },
+  { goal: false, relay: 'relay', baseline: 'bare node:http', label: 'vs signatures computed in advance' },
+  { goal: false, relay: 'relay', baseline: 'peer (Powertools + fetch)', label: 'vs the peer' },
 ] as const;
 /** The side a side's "÷ its baseline" divides by: its limit for a relay side the goal is about, else the bare loop. */
 const limitOf = (name: string): string => COMPARISONS.find((pair) => pair.goal && pair.relay === name)?.baseline ?? 'bare node:http';
 
-const side = (section: { readonly sides: readonly SideSummary[] } | undefined, name: string): SideSummary | undefined =>
-  section?.sides.find((candidate) => candidate.side === name);
+/** Sections of named sides: a throughput section, the instruction counts. */
+interface Sides<Side extends { readonly side: string }> {
+  readonly sides: readonly Side[];
+}
+
+function side<Side extends { readonly side: string }>(section: Sides<Side> | undefined, name: string): Side | undefined {
+  return section?.sides.find((candidate) => candidate.side === name);
+}
+
+/** The {@link COMPARISONS} (with `goalOnly`, the goal's) of which `section` has both sides, with those sides. */
+function pairsOf<Side extends { readonly side: string }>(section: Sides<Side> | undefined, goalOnly = false) {
+  return COMPARISONS.flatMap((comparison) => {
+    const [relay, baseline] = [side(section, comparison.relay), side(section, comparison.baseline)];
+    return relay === undefined || baseline === undefined || (goalOnly && !comparison.goal) ? [] : [{ ...comparison, relay, baseline }];
+  });
+}
 
 /** The median of `a`'s figure ÷ `b`'s over their pairs of runs, made side by side (BENCHMARKS.md says why), and its 95 % interval. */
 function paired(a: SideSummary, b: SideSummary, figure = (run: ThroughputRun): number => run.recordsPerSecond) {
@@ -110,36 +139,7 @@ function paired(a: SideSummary, b: SideSummary, figure = (run: ThroughputRun): n
   return { relative: median(ratios), interval: medianInterval(ratios) };
 }
 
-/** The {@link COMPARISONS} a throughput section has both sides of. */
-function comparisonsOf(section: ThroughputSection | undefined) {
-  return COMPARISONS.flatMap(({ relay: relayName, baseline: baselineName, ...comparison }) => {
-    const relay = side(section, relayName);
-    const baseline = side(section, baselineName);
-    if (relay === undefined || baseline === undefined) return [];
-    const { relative, interval } = paired(relay, baseline);
-    return [
-      {
-        ...comparison,
-        relay,
-        baseline,
-        relative,
-        interval,
-        meetsGoal: relative >= 0.9,
-        spans: interval !== undefined && interval.low < 0.9 && interval.high >= 0.9,
-        ofMedians: relay.recordsPerSecond / baseline.recordsPerSecond,
-        cpuRatio: paired(relay, baseline, (run) => run.cpuMicrosPerRecord).relative,
-        cpuDelta: relay.cpuMicrosPerRecord - baseline.cpuMicrosPerRecord,
-      },
-    ];
-  });
-}
-
-/** A side with its slowest and its fastest run. */
-const withRange = (summary: SideSummary) => {
-  const { min, max } = range(summary.runs.map((run) => run.recordsPerSecond));
-  return { ...summary, slowest: min, fastest: max };
-};
-
+/** A throughput section with each side's spread and ratio to its limit, and the {@link COMPARISONS} it has both sides of. */
 function throughputFigures(section: ThroughputSection) {
   return {
     ...section,
@@ -147,7 +147,9 @@ function throughputFigures(section: ThroughputSection) {
       const limit = side(section, limitOf(summary.side));
       const runs = (figure: (run: ThroughputRun) => number): number[] => summary.runs.map(figure);
       return {
-        ...withRange(summary),
+        ...summary,
+        slowest: Math.min(...runs((run) => run.recordsPerSecond)),
+        fastest: Math.max(...runs((run) => run.recordsPerSecond)),
         limit: limit?.side,
         limitRatio: limit && paired(summary, limit).relative,
         connections: median(runs((run) => run.newConnections)),
@@ -156,7 +158,21 @@ function throughputFigures(section: ThroughputSection) {
         outputBytes: median(runs((run) => run.outputBytes)),
       };
     }),
-    comparisons: comparisonsOf(section),
+    comparisons: pairsOf(section).map((pair) => {
+      const { relative, interval } = paired(pair.relay, pair.baseline);
+      return {
+        ...pair,
+        relative,
+        interval,
+        meetsGoal: relative >= 0.9,
+        spans: interval !== undefined && interval.low < 0.9 && interval.high >= 0.9,
+        // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
+        overOne: pair.goal && relative > 1,
+        ofMedians: pair.relay.recordsPerSecond / pair.baseline.recordsPerSecond,
+        cpuRatio: paired(pair.relay, pair.baseline, (run) => run.cpuMicrosPerRecord).relative,
+        cpuDelta: pair.relay.cpuMicrosPerRecord - pair.baseline.cpuMicrosPerRecord,
+      };
+    }),
   };
 }
 
@@ -167,11 +183,8 @@ const sha256Mean = (count: InstructionCount): number | undefined =>
 
 /** The counted relay sides against their limits (the throughput goal's pairs): instructions per record, the mean of the counted invocations. */
 function countComparisons(section: InstructionsSection) {
-  const counted = (name: string): InstructionCount | undefined => section.sides.find((count) => count.side === name);
-  return COMPARISONS.filter((pair) => pair.goal).flatMap(({ label, ...names }) => {
-    const relay = counted(names.relay);
-    const baseline = counted(names.baseline);
-    if (relay === undefined || baseline === undefined) return [];
+  return pairsOf(section, true).map((pair) => {
+    const { relay, baseline } = pair;
     const [relayPerRecord, baselinePerRecord] = [meanOf(relay.perRecord), meanOf(baseline.perRecord)];
     const [relayHashing, baselineHashing] = [sha256Mean(relay), sha256Mean(baseline)];
     // The ratio with both sides' SHA-256 blocks left out, where hashing is over 1 % of either count.
@@ -182,27 +195,21 @@ function countComparisons(section: InstructionsSection) {
     const sha256LeftOut = hashing ? (baselinePerRecord - baselineHashing) / (relayPerRecord - relayHashing) : undefined;
     // Counts spread over 3 %: the ratio of means is not read as the goal's; each side's lowest (least collection) is shown.
     const spreadOut = spread(relay.perRecord) || spread(baseline.perRecord);
-    const lowest = Math.min(...baseline.perRecord) / Math.min(...relay.perRecord);
     const asides = [
-      spreadOut && `of the lowest counts: ${ratio(lowest, 1)}`,
-      sha256LeftOut !== undefined && `SHA-256 left out: ${ratio(sha256LeftOut, 1)}`,
+      spreadOut && `of the lowest counts: ${ratio(Math.min(...baseline.perRecord) / Math.min(...relay.perRecord))}`,
+      sha256LeftOut !== undefined && `SHA-256 left out: ${ratio(sha256LeftOut)}`,
     ];
     const countRatio = baselinePerRecord / relayPerRecord;
-    return [
-      {
-        label,
-        relay,
-        baseline,
-        relayPerRecord,
-        baselinePerRecord,
-        countRatio,
-        meetsGoal: countRatio >= 0.9,
-        spreadOut,
-        lowest,
-        sha256LeftOut,
-        asides: asides.filter((aside) => aside).join('; '),
-      },
-    ];
+    return {
+      ...pair,
+      relayPerRecord,
+      baselinePerRecord,
+      countRatio,
+      meetsGoal: countRatio >= 0.9,
+      spreadOut,
+      sha256LeftOut,
+      asides: asides.filter((aside) => aside).join('; '),
+    };
   });
 }
 
@@ -212,34 +219,41 @@ const warmPeakMiB = (row: WarmMemoryRow | undefined): number => row?.peakMiBByIn
 /** The warm-container rows, largest batch first; the relay's against the no-op handler's per batch size (the goal's). */
 function warmFigures({ warmMemory: warm }: BenchResults) {
   const rows = [...warm.rows].sort((a, b) => b.records - a.records);
-  const batches = rows
-    .filter((row) => row.side === 'relay')
-    .map((relay) => {
-      const noop = rows.find((row) => row.side === 'no-op handler' && row.records === relay.records);
-      return { relay, relayPeak: warmPeakMiB(relay), noopPeak: warmPeakMiB(noop), met: warmPeakMiB(relay) < MEMORY_GOAL_MIB };
-    });
-  const invocations = warm.rows[0]?.peakMiBByInvocation.length ?? 0;
+  const peaks = (row: WarmMemoryRow) =>
+    row.peakMiBByInvocation.map((peak, index, all) => ({
+      invocation: index + 1,
+      peak: index === all.length - 1 ? `**${mib(peak)}**` : mib(peak),
+    }));
   return {
-    warmRows: rows.map((row) => ({
-      ...row,
-      eventMiB: row.eventBytes / 1024 / 1024,
-      peaks: row.peakMiBByInvocation.map((peak, index, all) => ({ peak: index === all.length - 1 ? `**${mib(peak)}**` : mib(peak) })),
-    })),
-    afterEach: Array.from({ length: invocations }, (_, index) => ({ invocation: index + 1 })),
-    // The benchmark's batch and, where Lambda could not deliver it, the largest batch it can.
-    warmBatches: { invocations, all: batches, largest: batches[0], deliverable: batches.length > 1 && batches[batches.length - 1] },
+    warmRows: rows.map((row) => ({ ...row, eventMiB: row.eventBytes / 1024 / 1024, peaks: peaks(row) })),
+    warmBatches: rows
+      .filter((row) => row.side === 'relay')
+      .map((relay, index, all) => {
+        const noop = rows.find((row) => row.side === 'no-op handler' && row.records === relay.records);
+        const [relayPeak, noopPeak] = [warmPeakMiB(relay), warmPeakMiB(noop)];
+        // The benchmark's batch first and, where Lambda could not deliver it, the largest batch it can last.
+        const largestDelivered = index > 0 && index === all.length - 1;
+        return { relay, relayPeak, noopPeak, met: relayPeak < MEMORY_GOAL_MIB, largestDelivered };
+      }),
   };
 }
 
-/** The capacity-planning table, shared by BENCHMARKS.md and docs/performance.md: records/s per invocation, capped by its CPU. */
-function capacityFigures({ latencyBound: bound }: BenchResults, relayCpu: number) {
-  const modelRange = bound.map((run) => run.recordsPerSecond / run.modelRecordsPerSecond);
-  const columns = [STACK_MEMORY_MB, MB_PER_VCPU].flatMap((memory) => [10, 50, 100].map((inFlight) => ({ memory, inFlight })));
+/**
+ * The latency-bound runs against the model and the bare loop, and the capacity-planning table (BENCHMARKS.md and docs/performance.md):
+ * records/s per invocation at the function's memory (the synthesized template's) and at one vCPU, capped by its CPU.
+ */
+function capacityFigures({ latencyBound, warmMemory }: BenchResults, relayCpu: number) {
+  const runs = latencyBound.map((run) => ({
+    ...run,
+    vsBare: run.recordsPerSecond / run.bareRecordsPerSecond,
+    vsModel: run.recordsPerSecond / run.modelRecordsPerSecond,
+  }));
+  const columns = [warmMemory.memorySizeMb, MB_PER_VCPU].flatMap((memory) => [10, 50, 100].map((inFlight) => ({ memory, inFlight })));
   return {
-    modelLow: Math.min(...modelRange),
-    modelHigh: Math.max(...modelRange),
-    worstVsBare: Math.min(...bound.map((run) => run.recordsPerSecond / run.bareRecordsPerSecond)),
-    stackMemory: STACK_MEMORY_MB,
+    latencyBound: runs,
+    modelLow: Math.min(...runs.map((run) => run.vsModel)),
+    modelHigh: Math.max(...runs.map((run) => run.vsModel)),
+    worstVsBare: Math.min(...runs.map((run) => run.vsBare)),
     columns,
     capacityRows: [5, 20, 50, 100, 250, 1000].map((latency) => ({
       latency,
@@ -252,45 +266,46 @@ function capacityFigures({ latencyBound: bound }: BenchResults, relayCpu: number
   };
 }
 
-function backPressureFigures({ backPressure: pressure, recovery }: Pick<BenchResults, 'backPressure' | 'recovery'>) {
-  const sides = (section: BackPressureSection) =>
-    section.sides.map((summary) => {
-      const of = (figure: (run: BackPressureRun) => number): number => median(summary.runs.map(figure));
-      const metRuns = summary.runs.filter((run) => goalMet(section, run)).length;
-      const refused = of((run) => run.refused / run.requests);
+function backPressureFigures({ backPressure, recovery }: Pick<BenchResults, 'backPressure' | 'recovery'>) {
+  const withSides = (section: BackPressureSection) => ({
+    ...section,
+    sides: section.sides.map((summary) => {
+      const runs = summary.runs.map((run, index) => ({
+        ...run,
+        run: index + 1,
+        refusedShare: run.refused / run.requests,
+        met: goalMet(section, run),
+      }));
+      const metRuns = runs.filter((run) => run.met).length;
       return {
         ...summary,
-        runs: summary.runs.map((run, index) => ({
-          ...run,
-          run: index + 1,
-          share: share(run.refused, run.requests),
-          met: goalMet(section, run),
-        })),
-        last: summary.runs[summary.runs.length - 1],
-        several: summary.runs.length > 1,
+        runs,
+        last: runs[runs.length - 1],
+        several: runs.length > 1,
         metRuns,
-        met: metRuns === summary.runs.length && metRuns > 0,
+        met: metRuns === runs.length && metRuns > 0,
         // A drain is only worth reading beside where the messages went: a relay that dead-letters half of them drains fast.
         medianDrain: medianDrain(summary),
-        medianDeadLettered: of((run) => run.deadLettered),
-        medianRefused: share(refused, 1),
+        medianDeadLettered: median(runs.map((run) => run.deadLettered)),
+        medianRefused: median(runs.map((run) => run.refusedShare)),
       };
-    });
-  const pressureSides = pressure === undefined ? [] : sides(pressure);
-  const [paced, unpaced] = pressureSides;
-  return {
-    env: (pressure ?? recovery)?.relayEnv ?? {},
+    }),
+  });
+  const pressure = backPressure && withSides(backPressure);
+  const [paced, unpaced] = pressure?.sides ?? [];
+  const sections = {
     pressure: pressure && {
       ...pressure,
-      sides: pressureSides,
       paced,
       unpaced,
       pacedVsUnpaced: paced && unpaced && paced.medianDrain / unpaced.medianDrain,
       drainGoal: (DRAIN_GOAL_FACTOR * pressure.messages) / (pressure.requestsPerSecond ?? Number.POSITIVE_INFINITY),
       refusedGoal: 100 * REFUSED_GOAL,
     },
-    recovery: recovery && { ...recovery, sides: sides(recovery) },
+    recovery: recovery && withSides(recovery),
   };
+  const backPressureSections = [sections.pressure, sections.recovery].filter(Boolean);
+  return { ...sections, env: (backPressure ?? recovery)?.relayEnv ?? {}, backPressureSections };
 }
 
 /** BENCHMARKS.md's back-pressure section (and what `--only=back-pressure,recovery` prints); undefined when neither ran. */
@@ -299,41 +314,32 @@ export function backPressureText(results: Pick<BenchResults, 'backPressure' | 'r
   return fill('back-pressure', backPressureFigures(results));
 }
 
-/** The run's figures and those derived from them, as the templates name them; with the summary table and the capacity text. */
+/** The run's figures and those derived from them, as the templates name them. */
 function figures(results: BenchResults) {
   const { machine, throughput, instructions, mixed, coldStart } = results;
-  // The headline figures: concurrency 10.
   const tens = throughput.find((section) => section.concurrency === 10);
-  const headline = Object.fromEntries(comparisonsOf(tens).map((comparison) => [comparison.key, comparison]));
-  const cpu = (name: string): number => side(tens, name)?.cpuMicrosPerRecord ?? Number.NaN;
+  const relayCpu = side(tens, 'relay')?.cpuMicrosPerRecord ?? Number.NaN;
+  // Every message of the throughput runs is answered 2xx: the relay sides must make no SQS call there.
+  const relaySides = throughput.flatMap(({ sides }) => sides.filter((summary) => COMPARISONS.some((pair) => pair.relay === summary.side)));
+  const allOkCalls = sum(relaySides.flatMap(({ runs }) => runs.map((run) => run.sqsCalls)));
   const counts = countComparisons(instructions);
   const calls = mixed.runs[0]?.calls ?? {};
   const { ChangeMessageVisibilityBatch: visibility = 0, ...others } = calls;
   const retried = mixed.runs[0]?.retried ?? Number.NaN;
+  // One ChangeMessageVisibilityBatch call per 10 retried messages, the most a call takes.
+  const visibilityGoal = Math.ceil(retried / 10);
   const warmMs = median(mixed.runs.slice(1).map((run) => run.wallMs));
   const { weight, loads } = coldStart;
-  const atImport = weight.atImport;
   const load = (loads[0]?.bundleProcessMs ?? Number.NaN) - (loads[0]?.emptyProcessMs ?? Number.NaN);
-  const latency = results.latency.map((section) => ({
-    ...section,
-    added50: section.relay.p50Micros - section.bare.p50Micros,
-    added99: section.relay.p99Micros - section.bare.p99Micros,
-  }));
-  const values = {
+  return {
     ...results,
     node: { onLambda: isLambdaNodeMajor(machine.node), major: nodeMajor(machine.node), lambda: nodeMajor(LAMBDA_NODE) },
     seconds: Math.round(results.durationSeconds),
-    batch: throughput[0]?.records,
     oneRun: throughput[0]?.measuredRunsPerRound === 1,
     throughputSections: throughput.map(throughputFigures),
-    headline: {
-      ...headline,
-      // The relay does all the loop's work and more: a ratio over 1 is this run's noise, and says how much of it there was.
-      overOne: Math.max(headline.signed?.relative ?? Number.NaN, headline.unsigned?.relative ?? 0) > 1,
-      cpuCap: 1e6 / cpu('relay'),
-      latencyAdded: latency.find((section) => section.concurrency === 10)?.added50,
-    },
-    relayCpu: cpu('relay'),
+    relayCpu,
+    cpuCap: 1e6 / relayCpu,
+    allOk: { calls: allOkCalls, met: allOkCalls === 0 },
     counting: {
       runs: instructions.sides[0]?.perRecord.length ?? 0,
       spreadNote: instructions.sides.some((count) => spread(count.perRecord)),
@@ -344,46 +350,41 @@ function figures(results: BenchResults) {
       spread: spread(count.perRecord),
       limit: counts.find((comparison) => comparison.relay === count),
     })),
-    counts: counts.map((count, index) => ({ ...count, first: index === 0 })),
+    counts,
     mixedCalls: {
       retried,
       visibility,
-      goal: Math.ceil(retried / 10),
-      visibilityMet: visibility === Math.ceil(retried / 10),
+      goal: visibilityGoal,
+      visibilityMet: visibility === visibilityGoal,
       others,
       othersMet: others.GetQueueUrl === 1 && Object.keys(calls).length === 2,
-      getQueueUrl: others.GetQueueUrl ?? 0,
       warmMs,
       warmVsAllOk: warmMs / mixed.allOkMs,
     },
-    weight,
-    atImport,
     bundle: {
-      chunks: atImport.files.length - 1,
-      oneChunk: atImport.files.length === 2,
-      atImportMet: atImport.bytes < 500 * 1024,
+      ...weight,
+      chunks: weight.atImport.files.length - 1,
+      oneChunk: weight.atImport.files.length === 2,
+      atImportMet: weight.atImport.bytes < 500 * 1024,
       load,
       loadMet: load < 100,
     },
     loads: loads.map((timing) => ({ ...timing, difference: timing.bundleProcessMs - timing.emptyProcessMs })),
     ...warmFigures(results),
-    latency,
-    latencyBound: results.latencyBound.map((run) => ({
-      ...run,
-      vsBare: run.recordsPerSecond / run.bareRecordsPerSecond,
-      vsModel: run.recordsPerSecond / run.modelRecordsPerSecond,
+    latency: results.latency.map((section) => ({
+      ...section,
+      added50: section.relay.p50Micros - section.bare.p50Micros,
+      added99: section.relay.p99Micros - section.bare.p99Micros,
     })),
-    ...capacityFigures(results, cpu('relay')),
+    ...capacityFigures(results, relayCpu),
     ...backPressureFigures(results),
-    backPressure: backPressureText(results)?.trimEnd(),
   };
-  return { ...values, summaryTable: fill('summary', values).trimEnd(), capacity: fill('capacity', values) };
 }
 
-/** What the run prints: BENCHMARKS.md's summary table, and the run's notes. */
+/** What the run prints: the summary table (BENCHMARKS.md's and docs/performance.md's), and the run's notes. */
 export function consoleTable(results: BenchResults): string {
   const notes = results.notes.length === 0 ? '' : `\nnotes:\n${bullets(results.notes)}`;
-  return `${figures(results).summaryTable}${notes}`;
+  return `${fill('summary', figures(results))}${notes}`;
 }
 
 /** `BENCHMARKS.md`. */

@@ -1,9 +1,8 @@
 /**
- * The report renders each fixture's figures into the Markdown the bench wrote before its text
- * moved into templates (expected/*.md was rendered by that code, with testkit/ paths; the
- * intervals and other-Node.js fixtures' by the report as it was before its tables moved there too):
- * a changed figure, a lost sentence or a misplaced blank line fails here, not in a published
- * BENCHMARKS.md. What the run prints is the summary table and the notes (expected/*.console.txt).
+ * The report renders each fixture's figures into the Markdown kept in expected/ (re-rendered and reviewed line
+ * by line whenever the report's text is meant to change): a changed figure, a lost sentence or a misplaced blank
+ * line fails here, not in a published BENCHMARKS.md. What the run prints is the summary table and the notes
+ * (expected/*.console.txt); docs/performance.md's figures show the same table.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
