@@ -18,6 +18,7 @@ import { checkAuthorizationValue, type RelayConfig } from './config';
 import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
 import { Deadline } from './deadline';
 import { latencySample } from './latency';
+import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from './held-records';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
 import { buildDeliveryRequest, type DeliveryRequest } from './request';
@@ -147,6 +148,8 @@ export class BatchRelay {
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
   private readonly breaker: CircuitBreaker;
+  /** The records the breaker held back in earlier batches, released when it closes. */
+  private readonly held = new HeldRecords();
   private readonly pacer: Pacer;
   /** The requests-per-second limit the last pace line announced (`Infinity`: unpaced). */
   private announcedRate = Number.POSITIVE_INFINITY;
@@ -206,6 +209,12 @@ export class BatchRelay {
     const latenciesMs: number[] = [];
     // One function for the batch, not one per record.
     const requestTimeoutMs = (): number => Math.min(this.config.requestTimeoutMs, timeLeftForRequests());
+    const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
+    // Started when the breaker closes, while the batch goes on: the sooner held records are back, the sooner they drain.
+    let releasing: Promise<void> | undefined;
+    const releaseHeld = (): void => {
+      releasing ??= this.releaseHeld(records, sqsEnd);
+    };
     const outcomes = await runBatch<RecordOutcome>(
       records,
       {
@@ -213,10 +222,10 @@ export class BatchRelay {
         blocksGroup: isFailure,
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
-      (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd),
+      (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd, releaseHeld),
     );
-    const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
     const { failures: visibilityFailures, lastInWindow } = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
+    await releasing;
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
@@ -272,12 +281,14 @@ export class BatchRelay {
    * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
    * @param latenciesMs the batch's request latencies, to which this one's is added
    * @param requestsEnd when requests, secret reads and dead-letter copies are abandoned (the record is then retried)
+   * @param onBreakerClosed called when this record's answer closes the breaker
    */
   private async attempt(
     record: SQSRecord,
     timeoutMs: () => number,
     latenciesMs: number[],
     requestsEnd: Deadline,
+    onBreakerClosed: () => void,
   ): Promise<AttemptOutcome | NotAttempted> {
     const attempt = receiveCountOf(record);
     let permit = this.breaker.permit(Date.now());
@@ -305,7 +316,7 @@ export class BatchRelay {
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       const answeredAt = Date.now();
-      this.announce(this.breaker.record(result, permit === 'probe', answeredAt));
+      this.announce(this.breaker.record(result, permit === 'probe', answeredAt), onBreakerClosed);
       const verdict = classify(result, this.config, attempt, answeredAt, this.random);
       this.pacer.release(
         paceSignalOf(result),
@@ -380,8 +391,8 @@ export class BatchRelay {
     }
   }
 
-  /** One WARN line when the breaker opens, one INFO when it closes. */
-  private announce(transition: BreakerTransition | undefined): void {
+  /** One WARN line when the breaker opens, one INFO when it closes (and `onClosed` then). */
+  private announce(transition: BreakerTransition | undefined, onClosed: () => void): void {
     if (transition?.kind === 'opened') {
       this.logger.warn('Webhook looks down: circuit breaker opened; holding records back', { ...transition });
     } else if (transition?.kind === 'reopened') {
@@ -389,6 +400,7 @@ export class BatchRelay {
     } else if (transition?.kind === 'closed') {
       this.logger.info('Webhook answered again: circuit breaker closed', { ...transition });
       this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, transition.openSeconds);
+      onClosed();
     }
   }
 
@@ -433,7 +445,9 @@ export class BatchRelay {
    * record that was never sent (it did nothing wrong and should come back at once). Records
    * retried under the `none` policy keep the queue's default. While the breaker is open, a record
    * whose own failure looked like an outage is parked at least as long as the held ones: coming
-   * back sooner would only spend one of its receives on a webhook known to be down.
+   * back sooner would only spend one of its receives on a webhook known to be down. Such holds are
+   * remembered, to be released when the breaker closes; a record held back in a batch during which
+   * it closed comes back at once.
    * Calls (and the queue URL lookups they need) still in flight at `sqsEnd` are abandoned: their
    * records are returned all the same and come back after the queue's default visibility timeout.
    */
@@ -451,8 +465,10 @@ export class BatchRelay {
     // Records the endpoint's hold kept from starting stay away until it ends, not coming straight back to it.
     const holdSeconds = this.pacer.holdRemainingSeconds();
     const byQueue = new Map<string, VisibilityChange[]>();
+    const holds: HeldRecord[] = [];
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
+      const breakerHold = breakerOpen && (outcome.kind === 'held' || (outcome.kind === 'retry' && outcome.outage === true));
       let requested =
         outcome.kind === 'retry' || outcome.kind === 'held'
           ? outcome.delaySeconds
@@ -461,8 +477,8 @@ export class BatchRelay {
               ? holdSeconds
               : 0
             : undefined;
-      if (outcome.kind === 'retry' && outcome.outage === true && breakerOpen)
-        requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
+      if (outcome.kind === 'held' && !breakerOpen) requested = 0;
+      else if (breakerHold && outcome.kind === 'retry') requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
       if (windowSeconds > 0 && isFailure(outcome)) {
         const timeLeftSeconds = (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000;
         const receiveCount = receiveCountOf(record);
@@ -472,17 +488,54 @@ export class BatchRelay {
         if (fitted.lastInWindow && outcome.kind !== 'not-attempted') lastInWindow.add(record.messageId);
       }
       if (requested === undefined) return;
-      const changes = byQueue.get(record.eventSourceARN) ?? [];
-      changes.push({
-        messageId: record.messageId,
-        receiptHandle: record.receiptHandle,
-        visibilitySeconds: clampVisibility(requested, elapsedSeconds),
-      });
-      byQueue.set(record.eventSourceARN, changes);
+      const { messageId, receiptHandle, eventSourceARN: queueArn } = record;
+      const visibilitySeconds = clampVisibility(requested, elapsedSeconds);
+      const changes = byQueue.get(queueArn) ?? [];
+      changes.push({ messageId, receiptHandle, visibilitySeconds });
+      byQueue.set(queueArn, changes);
+      if (breakerHold) holds.push({ queueArn, messageId, receiptHandle, untilMs: now + visibilitySeconds * 1000 });
     });
     if (byQueue.size === 0) return { failures: [], lastInWindow };
-    const queues = this.queues.until(sqsEnd.signal);
-    const visibility = new VisibilityUpdater(this.sqs.until(sqsEnd.signal));
+    const failures = await this.applyVisibility(byQueue, sqsEnd);
+    if (holds.length > 0) {
+      const unchanged = new Set(failures.map((failure) => failure.messageId));
+      const held = holds.filter((hold) => !unchanged.has(hold.messageId));
+      this.held.remember(held, now);
+    }
+    return { failures, lastInWindow };
+  }
+
+  /**
+   * Releases the records the breaker held back in earlier batches (see held-records.ts), but for `records`, the
+   * batch's own: their visibility set to 0, the calls abandoned at `sqsEnd` or {@link RELEASE_MARGIN_MS} after they
+   * start. A handle SQS no longer takes (the message deleted, or received again) is dropped: not the batch's error.
+   */
+  private async releaseHeld(records: readonly SQSRecord[], sqsEnd: Deadline): Promise<void> {
+    if (this.held.size === 0) return;
+    const now = Date.now();
+    const byQueue = this.held.takeReleasable(now, new Set(records.map((record) => record.messageId)));
+    if (byQueue.size === 0) return;
+    const failures = await this.applyVisibility(byQueue, new Deadline(Math.min(sqsEnd.at, now + RELEASE_MARGIN_MS)));
+    for (const failure of failures) {
+      this.logger.debug('Held record not released; it comes back when its hold ends', {
+        messageId: failure.messageId,
+        error: failure.reason,
+      });
+    }
+    const released = [...byQueue.values()].reduce((count, changes) => count + changes.length, 0) - failures.length;
+    this.logger.info('Records held by the circuit breaker released', { released, notReleased: failures.length });
+  }
+
+  /**
+   * Applies visibility changes, per source queue ARN, and resolves (never rejects) with those not made. Calls and
+   * queue URL lookups still in flight at `deadline` are abandoned.
+   */
+  private async applyVisibility(
+    byQueue: ReadonlyMap<string, readonly VisibilityChange[]>,
+    deadline: Deadline,
+  ): Promise<FailedVisibilityChange[]> {
+    const queues = this.queues.until(deadline.signal);
+    const visibility = new VisibilityUpdater(this.sqs.until(deadline.signal));
     const results = await Promise.all(
       [...byQueue].map(async ([queueArn, changes]) => {
         try {
@@ -493,7 +546,7 @@ export class BatchRelay {
         }
       }),
     );
-    return { failures: results.flat(), lastInWindow };
+    return results.flat();
   }
 
   /** The per-record lines for records not delivered, the batch summary line, and the counters. */

@@ -1,11 +1,13 @@
 /**
  * An outage through the real handler, fauxqs and a webhook that goes away and comes back: the
  * breaker opens after OUTAGE_THRESHOLD failures, holds the rest of the batch back with the open
- * interval as visibility, lets one probe through per interval, and closes on the first answer.
+ * interval as visibility, lets one probe through per interval, and closes on the first answer, releasing
+ * what it held in earlier batches.
  */
+import type { SQSEvent } from 'aws-lambda';
 import { expect, test } from 'vitest';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';
-import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
+import { acknowledge, capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 
 const emulator = await emulatorForFile({ visibilityTimeout: 60 });
 const webhook = await webhookForFile();
@@ -112,3 +114,55 @@ test('when the probe succeeds, the records waiting beside it go out in the same 
   expect(response.batchItemFailures).toEqual([]);
   expect(webhook.requests.length).toBe(2 + event.Records.length);
 });
+
+test('the probe that closes the breaker releases the batches it held: visible again at once, then each delivered once', async () => {
+  const intervalSeconds = 4;
+  webhook.respondWith(() => ({ status: 503 })); // down: 503 without Retry-After
+  const bodies = Array.from({ length: 30 }, (_, index) => `r${index}`);
+  for (const body of bodies) await emulator.send(body);
+  const handler = relayFor({
+    WEBHOOK_URL: webhook.url,
+    MAX_CONCURRENCY: '10',
+    OUTAGE_THRESHOLD: '3',
+    OUTAGE_BACKOFF_SECONDS: String(intervalSeconds),
+    OUTAGE_BACKOFF_MAX_SECONDS: String(intervalSeconds),
+    BACKOFF: 'fixed',
+    BACKOFF_BASE_SECONDS: '1',
+  });
+  /** One invocation as Lambda makes it: receive, invoke, delete what the handler acknowledged. */
+  const relayOnce = async (): Promise<SQSEvent> => {
+    const event = await emulator.receiveEvent(10);
+    if (event.Records.length > 0) await acknowledge(emulator.sqs, emulator.queue.url, event, await invoke(handler, event));
+    return event;
+  };
+  await relayOnce(); // the failures open the breaker: the batch is held for the interval
+  const openedBy = Date.now();
+  expect(webhook.requests).toHaveLength(10);
+  // Halfway through the interval a second batch is held: its hold outlasts the probe by half an interval.
+  await sleep((intervalSeconds * 1000) / 2);
+  const held = await relayOnce();
+  expect(held.Records).toHaveLength(10);
+  expect(webhook.requests).toHaveLength(10);
+
+  await sleep(openedBy + intervalSeconds * 1000 + 100 - Date.now()); // the probe is due
+  webhook.respondWith(() => ({ status: 200 }));
+  const upAt = Date.now();
+  const closing = await relayOnce(); // its first record is the probe, and it succeeds
+  expect(closing.Records.length).toBeGreaterThan(0);
+  expect(webhook.requests.filter((request) => request.receivedAt >= upAt)).toHaveLength(closing.Records.length); // all sent: it closed
+  // SQS's own state, right after the closing invocation: the second batch is receivable again, no longer in flight.
+  const queue = emulator.server.inspectQueue(emulator.queue.name);
+  const ready = new Set(queue?.messages.ready.map((message) => message.messageId));
+  const inflight = new Set(queue?.messages.inflight.map((entry) => entry.message.messageId));
+  expect(held.Records.filter((record) => !ready.has(record.messageId) || inflight.has(record.messageId))).toEqual([]);
+
+  for (let rounds = 0; rounds < 50; rounds += 1) {
+    const { ready: waiting, inflight: inFlight, delayed } = emulator.counts(emulator.queue);
+    if (waiting + inFlight + delayed === 0) break;
+    if ((await relayOnce()).Records.length === 0) await sleep(200);
+  }
+  expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+  const deliveries = webhook.requests.filter((request) => request.receivedAt >= upAt).map((request) => request.body.toString());
+  expect(deliveries.sort()).toEqual([...bodies].sort()); // each message exactly once
+  expect(emulator.counts(emulator.dlq).ready).toBe(0);
+}, 30_000);

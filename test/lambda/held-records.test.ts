@@ -1,0 +1,278 @@
+/**
+ * Releasing what the circuit breaker held back once it closes: the memory of held handles on its own
+ * (cap, expiry, the current batch left alone), a property over any sequence of holds and releases,
+ * and the relay's calls through a recording SQS client (no SQS at all) and a real webhook.
+ */
+import {
+  ChangeMessageVisibilityBatchCommand,
+  type ChangeMessageVisibilityBatchCommandInput,
+  type ChangeMessageVisibilityBatchCommandOutput,
+  GetQueueUrlCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
+import { afterEach, describe, expect, test, vi } from 'vitest';
+import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from '../../lambda/held-records';
+import { sqsRecord } from '../../testkit/records';
+import { webhookForFile } from '../support/fixtures';
+import { capturedTelemetry, invoke, relayFor } from '../support/relay';
+
+const QUEUE_A = 'arn:aws:sqs:us-east-1:000000000000:orders';
+const QUEUE_B = 'arn:aws:sqs:us-east-1:000000000000:invoices';
+
+const held = (messageId: string, untilMs: number, queueArn = QUEUE_A, receiptHandle = `h-${messageId}`): HeldRecord => ({
+  queueArn,
+  messageId,
+  receiptHandle,
+  untilMs,
+});
+
+/** The handles `takeReleasable` hands back, per queue ARN, each change checked to be a release (visibility 0). */
+function released(records: HeldRecords, nowMs: number, current: ReadonlySet<string> = new Set()): Record<string, string[]> {
+  const byQueue: Record<string, string[]> = {};
+  for (const [queueArn, changes] of records.takeReleasable(nowMs, current)) {
+    for (const change of changes) expect(change.visibilitySeconds).toBe(0);
+    byQueue[queueArn] = changes.map((change) => change.receiptHandle);
+  }
+  return byQueue;
+}
+
+describe('HeldRecords', () => {
+  test('releases every live hold once, grouped by queue, then nothing', () => {
+    const records = new HeldRecords();
+    records.remember([held('a', 60_000), held('b', 60_000, QUEUE_B), held('c', 60_000)], 0);
+    expect(released(records, 1_000)).toEqual({ [QUEUE_A]: ['h-a', 'h-c'], [QUEUE_B]: ['h-b'] });
+    expect(records.size).toBe(0);
+    expect(released(records, 1_000)).toEqual({});
+  });
+
+  test('a hold that has run out, or is within the margin of it, is forgotten, not released', () => {
+    const records = new HeldRecords();
+    records.remember([held('gone', 10_000), held('ending', 10_000 + RELEASE_MARGIN_MS), held('live', 10_001 + RELEASE_MARGIN_MS)], 0);
+    expect(released(records, 10_000)).toEqual({ [QUEUE_A]: ['h-live'] });
+    records.remember([held('old', 5_000)], 0);
+    records.remember([held('new', 60_000)], 5_000); // remembering sweeps what has run out
+    expect(records.size).toBe(1);
+  });
+
+  test("the current batch's messages are never released", () => {
+    const records = new HeldRecords();
+    records.remember([held('a', 60_000), held('b', 60_000)], 0);
+    expect(released(records, 0, new Set(['b']))).toEqual({ [QUEUE_A]: ['h-a'] });
+  });
+
+  test('a message held again replaces its older handle', () => {
+    const records = new HeldRecords();
+    records.remember([held('a', 60_000, QUEUE_A, 'first')], 0);
+    records.remember([held('a', 90_000, QUEUE_A, 'second')], 30_000);
+    expect(released(records, 30_000)).toEqual({ [QUEUE_A]: ['second'] });
+  });
+
+  test('past the cap the oldest are forgotten', () => {
+    const records = new HeldRecords(3);
+    records.remember([held('1', 60_000), held('2', 60_000)], 0);
+    records.remember([held('3', 60_000), held('4', 60_000), held('5', 60_000)], 0);
+    expect(records.size).toBe(3);
+    expect(released(records, 0)).toEqual({ [QUEUE_A]: ['h-3', 'h-4', 'h-5'] });
+  });
+
+  test('property: whatever holds and releases, only live, latest, remembered handles outside the batch are released, once; never past the cap', () => {
+    const CAP = 8;
+    const step = fc.oneof(
+      fc.record({
+        kind: fc.constant('hold' as const),
+        holds: fc.array(
+          fc.record({
+            message: fc.integer({ min: 0, max: 15 }),
+            queue: fc.constantFrom(QUEUE_A, QUEUE_B),
+            seconds: fc.integer({ min: 0, max: 10 }),
+          }),
+          { maxLength: 6 },
+        ),
+      }),
+      fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 0, max: 6_000 }) }),
+      fc.record({ kind: fc.constant('release' as const), current: fc.uniqueArray(fc.integer({ min: 0, max: 15 }), { maxLength: 4 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 30 }), (steps) => {
+        const records = new HeldRecords(CAP);
+        let now = 0;
+        let serial = 0;
+        /** The model: each message's latest hold since the last release, and whether the cap may have dropped some. */
+        let latest = new Map<string, HeldRecord>();
+        let holdsSinceRelease = 0;
+        const everReleased = new Set<string>();
+        for (const s of steps) {
+          if (s.kind === 'wait') now += s.ms;
+          if (s.kind === 'hold') {
+            const holds = s.holds.map((h) => {
+              serial += 1;
+              return held(`m${h.message}`, now + h.seconds * 1000, h.queue, `r${serial}`);
+            });
+            records.remember(holds, now);
+            for (const h of holds) latest.set(h.messageId, h);
+            holdsSinceRelease += holds.length;
+          }
+          if (s.kind === 'release') {
+            const current = new Set(s.current.map((message) => `m${message}`));
+            const handles = Object.values(released(records, now, current)).flat();
+            const expected = [...latest.values()]
+              .filter((h) => h.untilMs - now > RELEASE_MARGIN_MS && !current.has(h.messageId))
+              .map((h) => h.receiptHandle);
+            for (const handle of handles) {
+              expect(expected).toContain(handle);
+              expect(everReleased.has(handle)).toBe(false);
+              everReleased.add(handle);
+            }
+            // Without the cap's evictions, exactly those.
+            if (holdsSinceRelease <= CAP) expect(handles.sort()).toEqual(expected.sort());
+            latest = new Map();
+            holdsSinceRelease = 0;
+          }
+          expect(records.size).toBeLessThanOrEqual(CAP);
+        }
+      }),
+    );
+  });
+});
+
+/** An SQS client that answers GetQueueUrl and records every ChangeMessageVisibilityBatch; handles in `invalid` (as it is then) fail as SQS fails them. */
+function recordingSqs(invalid: ReadonlySet<string> = new Set()): {
+  sqs: SQSClient;
+  visibilityCalls: ChangeMessageVisibilityBatchCommandInput[];
+} {
+  const visibilityCalls: ChangeMessageVisibilityBatchCommandInput[] = [];
+  const send = async (command: unknown): Promise<unknown> => {
+    if (command instanceof GetQueueUrlCommand)
+      return { QueueUrl: `https://sqs.us-east-1.amazonaws.com/000000000000/${command.input.QueueName}` };
+    if (command instanceof ChangeMessageVisibilityBatchCommand) {
+      visibilityCalls.push(command.input);
+      const entries = command.input.Entries ?? [];
+      const output: Partial<ChangeMessageVisibilityBatchCommandOutput> = {
+        Successful: entries.filter((entry) => !invalid.has(entry.ReceiptHandle ?? '')).map((entry) => ({ Id: entry.Id })),
+        Failed: entries
+          .filter((entry) => invalid.has(entry.ReceiptHandle ?? ''))
+          .map((entry) => ({
+            Id: entry.Id,
+            Code: 'ReceiptHandleIsInvalid',
+            Message: 'The input receipt handle is invalid.',
+            SenderFault: true,
+          })),
+      };
+      return output;
+    }
+    throw new Error(`unexpected SQS call ${(command as object).constructor.name}`);
+  };
+  return { sqs: { send } as unknown as SQSClient, visibilityCalls };
+}
+
+/** Message `index` of `queueArn`, received (first) now, with the given handle. */
+function recordOf(index: number, queueArn: string, receiptHandle: string): SQSRecord {
+  const now = String(Date.now());
+  return sqsRecord(index, {
+    eventSourceARN: queueArn,
+    receiptHandle,
+    attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
+  });
+}
+
+const batchOf = (records: SQSRecord[]): SQSEvent => ({ Records: records });
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, offset) => from + offset);
+/** The handles the calls set to visibility `seconds`, per queue URL's name. */
+function handlesSetTo(calls: readonly ChangeMessageVisibilityBatchCommandInput[], seconds: number): Record<string, string[]> {
+  const byQueue: Record<string, string[]> = {};
+  for (const call of calls) {
+    const entries = (call.Entries ?? []).filter((entry) => entry.VisibilityTimeout === seconds);
+    if (entries.length === 0) continue;
+    const name = call.QueueUrl?.split('/').pop() ?? '';
+    byQueue[name] = [...(byQueue[name] ?? []), ...entries.map((entry) => entry.ReceiptHandle ?? '')].sort();
+  }
+  return byQueue;
+}
+
+const webhook = await webhookForFile();
+
+describe('the relay releases what the breaker held when it closes', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  // Pacing off: its clock is Date, which these tests move by hand.
+  const SETTINGS = {
+    MAX_CONCURRENCY: '1',
+    OUTAGE_THRESHOLD: '2',
+    OUTAGE_BACKOFF_SECONDS: '30',
+    BACKOFF: 'fixed',
+    BACKOFF_BASE_SECONDS: '5',
+    PACING: 'false',
+  };
+
+  test("a later invocation whose probe succeeds sets exactly the earlier holds' handles to 0, per queue, ≤ 10 a call", async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const startedAt = Date.now();
+    const at = (seconds: number): void => void vi.setSystemTime(startedAt + seconds * 1000);
+    const invalid = new Set<string>();
+    const { sqs, visibilityCalls } = recordingSqs(invalid);
+    const telemetry = capturedTelemetry();
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, ...SETTINGS }, { sqs, logger: telemetry.logger, metrics: telemetry.metrics });
+    webhook.respondWith(() => ({ status: 503 }));
+
+    // t=0: two failures open the breaker; the rest of the batch is held 30 s (the two failed ones too).
+    await invoke(handler, batchOf(range(0, 5).map((i) => recordOf(i, QUEUE_A, `a1-${i}`))));
+    expect(webhook.requests).toHaveLength(2);
+    // t=10: two batches, from two queues, all held until t=40.
+    at(10);
+    const heldA = range(5, 18).map((i) => recordOf(i, QUEUE_A, `a2-${i}`));
+    const heldB = range(20, 24).map((i) => recordOf(i, QUEUE_B, `b-${i}`));
+    expect((await invoke(handler, batchOf(heldA))).batchItemFailures).toHaveLength(13);
+    expect((await invoke(handler, batchOf(heldB))).batchItemFailures).toHaveLength(4);
+    expect(webhook.requests).toHaveLength(2);
+    expect(handlesSetTo(visibilityCalls, 0)).toEqual({}); // nothing released while open
+
+    // t=30.5: the probe goes out and succeeds. The t=0 holds are ending anyway; the t=10 ones are released,
+    // but for message 5, which is in this batch again (under a new handle), and none of this batch's handles.
+    at(30.5);
+    webhook.respondWith(() => ({ status: 200 }));
+    invalid.add('b-21'); // deleted meanwhile, say: SQS refuses its handle
+    const current = [...range(30, 33).map((i) => recordOf(i, QUEUE_A, `a3-${i}`)), recordOf(5, QUEUE_A, 'a3-5-again')];
+    const callsBefore = visibilityCalls.length;
+    const response = await invoke(handler, batchOf(current));
+    expect(response.batchItemFailures).toEqual([]); // the handle SQS refused fails nothing
+    const releases = visibilityCalls.slice(callsBefore);
+    expect(handlesSetTo(releases, 0)).toEqual({
+      orders: range(6, 18)
+        .map((i) => `a2-${i}`)
+        .sort(),
+      invoices: ['b-20', 'b-21', 'b-22', 'b-23'],
+    });
+    expect(
+      releases.every((call) => (call.Entries ?? []).length <= 10 && call.Entries?.every((entry) => entry.VisibilityTimeout === 0)),
+    ).toBe(true);
+    expect(releases).toHaveLength(3); // 12 of orders in two calls, 4 of invoices in one
+    expect(telemetry.lines.filter((line) => line.level === 'ERROR')).toEqual([]);
+    expect(telemetry.lines.find((line) => line.message.includes('Held record not released'))).toMatchObject({ level: 'DEBUG' });
+    expect(telemetry.lines.find((line) => line.message.includes('held by the circuit breaker released'))).toMatchObject({
+      released: 15,
+      notReleased: 1,
+    });
+
+    // Released once: the next invocation, the breaker still closed, releases nothing.
+    await invoke(handler, batchOf([recordOf(40, QUEUE_A, 'a4-40')]));
+    expect(visibilityCalls.slice(callsBefore + releases.length)).toEqual([]);
+  });
+
+  test('a record held in a batch during which the breaker closes again comes back at once', async () => {
+    const { sqs, visibilityCalls } = recordingSqs();
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, ...SETTINGS, MAX_CONCURRENCY: '3' }, { sqs });
+    // Record 0 answers last, and normally: a request started before the breaker opened shows the webhook is up.
+    webhook.respondWith((request) => (request.body.toString() === '0' ? { status: 200, delayMs: 300 } : { status: 503 }));
+    const response = await invoke(handler, batchOf(range(0, 10).map((i) => recordOf(i, QUEUE_A, `h-${i}`))));
+    const sent = new Set(webhook.requests.map((request) => `h-${request.body.toString()}`));
+    expect(sent.size).toBeLessThan(10);
+    const heldHandles = range(0, 10)
+      .map((i) => `h-${i}`)
+      .filter((handle) => !sent.has(handle));
+    expect(response.batchItemFailures).toHaveLength(9);
+    expect(handlesSetTo(visibilityCalls, 0)).toEqual({ orders: heldHandles.sort() });
+  });
+});
