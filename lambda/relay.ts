@@ -209,12 +209,6 @@ export class BatchRelay {
     const latenciesMs: number[] = [];
     // One function for the batch, not one per record.
     const requestTimeoutMs = (): number => Math.min(this.config.requestTimeoutMs, timeLeftForRequests());
-    const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
-    // Started when the breaker closes, while the batch goes on: the sooner held records are back, the sooner they drain.
-    let releasing: Promise<void> | undefined;
-    const releaseHeld = (): void => {
-      releasing ??= this.releaseHeld(records, sqsEnd);
-    };
     const outcomes = await runBatch<RecordOutcome>(
       records,
       {
@@ -222,10 +216,12 @@ export class BatchRelay {
         blocksGroup: isFailure,
         canStart: () => timeLeftForRequests() >= MIN_REQUEST_TIME_MS,
       },
-      (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd, releaseHeld),
+      (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd),
     );
+    const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
     const { failures: visibilityFailures, lastInWindow } = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
-    await releasing;
+    // What the breaker held in earlier batches comes back as soon as it is closed again.
+    if (this.held.size > 0 && this.breaker.openSeconds(Date.now()) === undefined) await this.releaseHeld(records, sqsEnd);
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
@@ -281,14 +277,12 @@ export class BatchRelay {
    * @param timeoutMs the request's timeout as of now (it shrinks while waiting on a probe)
    * @param latenciesMs the batch's request latencies, to which this one's is added
    * @param requestsEnd when requests, secret reads and dead-letter copies are abandoned (the record is then retried)
-   * @param onBreakerClosed called when this record's answer closes the breaker
    */
   private async attempt(
     record: SQSRecord,
     timeoutMs: () => number,
     latenciesMs: number[],
     requestsEnd: Deadline,
-    onBreakerClosed: () => void,
   ): Promise<AttemptOutcome | NotAttempted> {
     const attempt = receiveCountOf(record);
     let permit = this.breaker.permit(Date.now());
@@ -316,7 +310,7 @@ export class BatchRelay {
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       const answeredAt = Date.now();
-      this.announce(this.breaker.record(result, permit === 'probe', answeredAt), onBreakerClosed);
+      this.announce(this.breaker.record(result, permit === 'probe', answeredAt));
       const verdict = classify(result, this.config, attempt, answeredAt, this.random);
       this.pacer.release(
         paceSignalOf(result),
@@ -391,8 +385,8 @@ export class BatchRelay {
     }
   }
 
-  /** One WARN line when the breaker opens, one INFO when it closes (and `onClosed` then). */
-  private announce(transition: BreakerTransition | undefined, onClosed: () => void): void {
+  /** One WARN line when the breaker opens, one INFO when it closes. */
+  private announce(transition: BreakerTransition | undefined): void {
     if (transition?.kind === 'opened') {
       this.logger.warn('Webhook looks down: circuit breaker opened; holding records back', { ...transition });
     } else if (transition?.kind === 'reopened') {
@@ -400,7 +394,6 @@ export class BatchRelay {
     } else if (transition?.kind === 'closed') {
       this.logger.info('Webhook answered again: circuit breaker closed', { ...transition });
       this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, transition.openSeconds);
-      onClosed();
     }
   }
 
