@@ -504,7 +504,6 @@ export class BatchRelay {
    * start. A handle SQS no longer takes (the message deleted, or received again) is dropped: not the batch's error.
    */
   private async releaseHeld(records: readonly SQSRecord[], sqsEnd: Deadline): Promise<void> {
-    if (this.held.size === 0) return;
     const now = Date.now();
     const byQueue = this.held.takeReleasable(now, new Set(records.map((record) => record.messageId)));
     if (byQueue.size === 0) return;
