@@ -29,7 +29,8 @@ import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
-import { Pacer, type PaceSnapshot, paceSignalOf } from './pacer';
+import { Pacer, type PaceSnapshot, paceKeyOf, paceSignalOf } from './pacer';
+import { quotaOf } from './rate-limit-headers';
 import { delayInWindow, windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
@@ -293,6 +294,7 @@ export class BatchRelay {
     if (permit === 'hold') return this.ended(record, { kind: 'held', delaySeconds: this.breaker.holdSeconds }, requestsEnd);
     let judged = false;
     let paced = false;
+    const key = this.config.paceKey === undefined ? undefined : paceKeyOf(record, this.config.paceKey);
     try {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
@@ -300,8 +302,8 @@ export class BatchRelay {
       const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
       this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
-      const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
-      if (slot !== true && !(await slot)) return { kind: 'not-attempted', reason: 'paced' };
+      const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS, key);
+      if (slot !== true && !(await slot)) return { kind: 'not-attempted', reason: 'paced', delaySeconds: this.pacer.retryInSeconds(key) };
       paced = true;
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
@@ -313,9 +315,15 @@ export class BatchRelay {
       this.announce(this.breaker.record(result, permit === 'probe', answeredAt));
       const verdict = classify(result, this.config, attempt, answeredAt, this.random);
       this.pacer.release(
-        paceSignalOf(result),
-        result.latencyMs,
-        verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
+        {
+          signal: paceSignalOf(result),
+          latencyMs: result.latencyMs,
+          retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
+          messageId: record.messageId,
+          // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
+          quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
+        },
+        key,
         answeredAt,
       );
       paced = false;
@@ -361,7 +369,7 @@ export class BatchRelay {
       return this.ended(record, retry, requestsEnd);
     } finally {
       // A slot taken for a request that never went (an error building or sending it) is given back without a verdict.
-      if (paced) this.pacer.release('neutral', 0);
+      if (paced) this.pacer.giveBack(key);
       // A probe that never reached the webhook must not leave the others waiting on it.
       if (permit === 'probe' && !judged) this.breaker.abandonProbe(Date.now());
     }
@@ -455,8 +463,6 @@ export class BatchRelay {
     const breakerOpen = this.breaker.openSeconds(now) !== undefined;
     const windowSeconds = this.config.retryWindowSeconds;
     const lastInWindow = new Set<string>();
-    // Records the endpoint's hold kept from starting stay away until it ends, not coming straight back to it.
-    const holdSeconds = this.pacer.holdRemainingSeconds();
     const byQueue = new Map<string, VisibilityChange[]>();
     const holds: HeldRecord[] = [];
     records.forEach((record, index) => {
@@ -466,9 +472,8 @@ export class BatchRelay {
         outcome.kind === 'retry' || outcome.kind === 'held'
           ? outcome.delaySeconds
           : outcome.kind === 'not-attempted'
-            ? outcome.reason === 'paced'
-              ? holdSeconds
-              : 0
+            ? // Records the pace kept from starting (a hold, a key's pace) stay away for what it asks, not straight back to it.
+              (outcome.delaySeconds ?? 0)
             : undefined;
       if (outcome.kind === 'held' && !breakerOpen) requested = 0;
       else if (breakerHold && outcome.kind === 'retry') requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
