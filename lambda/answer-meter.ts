@@ -21,6 +21,8 @@ export interface MeterReading {
   readonly refused: number;
   /** The time the counts cover, s (less than asked while the meter is young). */
   readonly seconds: number;
+  /** True when they are all the meter keeps, and it has been counting that long: it could look back no further. */
+  readonly all: boolean;
 }
 
 /** Requests and answers per slot of {@link SLOT_MS}. */
@@ -104,6 +106,8 @@ export class AnswerMeter {
     }
     // The current slot counts in part; a young meter covers only the time since its first count.
     const covered = Math.min((slots - 1) * SLOT_MS + (now % SLOT_MS) + 1, now - (this.firstAt ?? now) + 1);
-    return { started, accepted, refused, seconds: Math.max(SLOT_MS, covered) / 1000 };
+    // `all` only for a meter old enough to have seen all it keeps: a young one has simply not seen much yet.
+    const all = slots === SLOTS && now - (this.firstAt ?? now) >= SLOTS * SLOT_MS;
+    return { started, accepted, refused, seconds: Math.max(SLOT_MS, covered) / 1000, all };
   }
 }

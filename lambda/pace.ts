@@ -101,6 +101,8 @@ export const FLOOR_KEPT_MS = 30_000;
 export const HOLD_AFTER_MESSAGES = 10;
 /** At most this share of acceptances among them. */
 export const HOLD_ACCEPTED_SHARE = 0.2;
+/** Holds less than this apart are one run of holds: each restarts from the pace before the first. */
+const HOLDS_APART_MS = 5_000;
 /** A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}. */
 export const QUICK_HOLD_SECONDS = 5;
 export const HOLD_EVIDENCE_MS = 1_000;
@@ -121,6 +123,10 @@ const CEILING_BURST_SECONDS = 0.01;
 /** The window, ms, over which shares and rates are measured (longer while fewer than {@link MIN_ANSWERS} answers are in it). */
 const MEASURE_MS = 1_000;
 const MIN_ANSWERS = 16;
+/** … and this many before a share over any floor cuts a pace that could still doubt. */
+const SURE_ANSWERS = 32;
+/** … or this many over all the meter keeps (4 s), for a slow pace. */
+const FEWEST_ANSWERS = 4;
 /** The window over which what the webhook took is measured when a hold restarts the pace, ms. */
 const TOOK_MS = 2_000;
 /** A cut goes no lower than this share of the most the webhook took in a second of late: under it, so uneven arrivals fit. */
@@ -173,6 +179,9 @@ export class Pace {
   private tokens: number;
   private refilledAt: number;
   private heldUntil = 0;
+  /** When the hold before this one ended, and the pace before a run of holds one after another. */
+  private previousHoldEnd = Number.NEGATIVE_INFINITY;
+  private paceBeforeHolds = Number.POSITIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /** Until the first refusal the in-flight limit doubles each round trip. */
   private slowStart: boolean;
@@ -312,14 +321,21 @@ export class Pace {
   }
 
   /**
-   * A hold began: when it ends the pace starts again from what the webhook took of late (at least the slowest pace), and
-   * doubles each second from there until refusals say where to stop (as TCP's slow start after a timeout): what it sent
-   * before the hold was too much, and how much too much is not known.
+   * A hold began: when it ends the pace starts again from what the webhook took of late, or a quarter of the pace before
+   * (at least the slowest pace), and doubles each second from there until refusals say where to stop (as TCP's slow start
+   * after a timeout): what it sent before the hold was too much, and how much too much is not known.
    */
   private restartAfterHold(now: number): void {
     const reading = this.meter.read(now, TOOK_MS);
     this.refill(now);
-    this.rate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(this.effectiveRate(), reading.accepted / reading.seconds));
+    const before = this.effectiveRate();
+    // Holds one after another (a deploy refusing everything for a while): the pace before the first of them is the one the
+    // webhook took, not what each restart had grown back to.
+    if (now - this.previousHoldEnd > HOLDS_APART_MS) this.paceBeforeHolds = before;
+    this.previousHoldEnd = this.heldUntil;
+    // What the webhook took, or a quarter of the pace it had settled on before.
+    const settled = this.paceBeforeHolds === Number.POSITIVE_INFINITY ? 0 : this.paceBeforeHolds / 4;
+    this.rate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(before, Math.max(reading.accepted / reading.seconds, settled)));
     this.cutFrom = Number.POSITIVE_INFINITY;
     this.lastCutAt = now;
     this.tokens = Math.min(this.tokens, this.capacity());
@@ -356,17 +372,24 @@ export class Pace {
     const reading = this.meter.read(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR);
     const answers = reading.accepted + reading.refused;
     // No acceptance at all: a backlog of messages refused for their own sake, or the whole endpoint refusing (the hold's business).
-    if (answers < MIN_ANSWERS || reading.accepted === 0) return;
+    // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
+    if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
     const share = reading.refused / answers;
-    // With no floor every refusal is congestion, as TCP takes every loss; over a floor, only a share beyond it and its noise.
-    const expected = floor === 0 ? 0 : floor + Math.max(CONGESTION_MARGIN, floor / 2);
+    // With no floor every refusal is congestion, as TCP takes every loss; over a floor, only a share beyond it and its noise;
+    // paced to what rate-limit headers allow, only a share beyond the margin (a window's edge refuses a few).
+    const paced = floor > 0 || this.quotaRate !== Number.POSITIVE_INFINITY;
+    const expected = paced ? floor + Math.max(CONGESTION_MARGIN, floor / 2) : 0;
     const noise = floor === 0 ? 0 : 2 * Math.sqrt((expected * (1 - expected)) / answers);
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm (no cut nor hold in the last
     // CALM_MS: the containers at one webhook are not still coming down from a flood together): doubt rather than cut.
     // And answers enough for the dips to tell in time (at fewer, a share is congestion until cuts say otherwise).
     const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS && answers / reading.seconds >= DOUBT_MIN_ANSWERS_PER_SECOND;
-    if (share <= MAX_FLOOR && (this.doubt !== undefined || (calm && now - this.floorLearnedAt >= FLOOR_KEPT_MS))) {
+    const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
+    // More than any floor, on a pace that could still doubt: sure of it first (a fifth refused at random shows over half of
+    // 16 answers now and then, never of 32).
+    if (share > MAX_FLOOR && floorStale && calm && answers < SURE_ANSWERS && !reading.all) return;
+    if (share <= MAX_FLOOR && (this.doubt !== undefined || (calm && floorStale))) {
       this.doubt ??= {
         // From the next whole epoch of the clock: the containers at one webhook doubt, and dip, together.
         since: Math.ceil(now / DOUBT_EPOCH_MS) * DOUBT_EPOCH_MS,
@@ -463,13 +486,16 @@ export class Pace {
     // The most the webhook took in a second of late, less what it refuses at any rate: at a token bucket, this container's part
     // of its rate. A cut goes no lower (as BBR's bandwidth estimate): refusals that do not fall with the pace can cost their
     // share at most, never send the pace down and down while the doubts tell what they are.
-    const took = (TOOK_SHARE * this.meter.mostAcceptedInASecond(now)) / (1 - this.floor);
+    const lastSecond = this.meter.read(now, 1000);
+    const took =
+      (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds)) / (1 - this.floor);
     return Math.max(MIN_REQUESTS_PER_SECOND, Math.min(base * DECREASE_FACTOR, Math.max(took, base / 2)));
   }
 
   /** Cuts the adaptive rate to `rate`, and the in-flight limit. */
   private cutTo(now: number, rate: number): void {
-    // At what the webhook took already: nothing to cut, and the pace stays calm.
+    this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
+    // At what the webhook took already: no lower, and the pace stays calm.
     if (rate >= this.rate * 0.999) return;
     this.refill(now);
     this.cutFrom = Math.min(
@@ -477,7 +503,6 @@ export class Pace {
       Math.max(rate / DECREASE_FACTOR, this.rate === Number.POSITIVE_INFINITY ? rate : this.rate),
     );
     this.rate = rate;
-    this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
     this.lastCutAt = now;
     this.tokens = Math.min(this.tokens, this.capacity());
   }
@@ -506,7 +531,9 @@ export class Pace {
     // takes per refusal at BALANCED_SHARE refused: a slow pace (a few requests a second) settles near that share there, not
     // where a second's growth outweighs a second's refusals.
     if (now - this.lastCutAt >= RECOVERY_MS || this.cutFrom === Number.POSITIVE_INFINITY) this.rate += Math.max(1 / this.rate, 1);
-    else if (this.rate < NEAR_LAST_CUT * this.cutFrom) this.rate += Math.max(1 / this.rate, INCREASE_SHARE);
+    // Rate-limit headers that allow more say where the webhook's capacity is: grown at the full pace up to it.
+    else if (this.rate < NEAR_LAST_CUT * Math.max(this.cutFrom, this.quotaRate === Number.POSITIVE_INFINITY ? 0 : this.quotaRate))
+      this.rate += Math.max(1 / this.rate, INCREASE_SHARE);
     else this.rate += Math.min(Math.max(1 / this.rate, INCREASE_SHARE), BALANCED_GROWTH * this.rate);
     if (this.rate > UNPACED_ABOVE) this.rate = Number.POSITIVE_INFINITY;
     const ceiling = this.limits.maxRequestsPerSecond;
@@ -527,7 +554,8 @@ export class Pace {
       rate = Math.min(rate, remaining / resetSeconds);
     if (rate !== Number.POSITIVE_INFINITY) {
       this.refill(now);
-      this.quotaRate = Math.max(MIN_REQUESTS_PER_SECOND, (QUOTA_HEADROOM * rate) / shares);
+      // Kept to even below the adaptive pace's slowest: an hourly quota nearly spent may allow a request a minute.
+      this.quotaRate = Math.max(1 / 3600, (QUOTA_HEADROOM * rate) / shares);
       this.quotaUntil = now + Math.max(QUOTA_KEPT_MS, 2000 * (windowSeconds ?? resetSeconds ?? 0));
       this.tokens = Math.min(this.tokens, this.capacity());
     }

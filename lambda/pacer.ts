@@ -51,7 +51,7 @@ export const SYSTEM_CLOCK: PaceClock = {
 /** Keys paced at once, at most: the least recently used is forgotten beyond this (a few hundred bytes each). */
 export const MAX_KEYS = 4_096;
 /** The longest a request waits for its key's pace, ms: longer, and its record goes back to the queue rather than hold up the batch. */
-export const KEY_WAIT_MS = 20;
+export const KEY_WAIT_MS = 5;
 
 /** What an answer says about the pace: a slow-down signal, an acceptance, or nothing either way. */
 export function paceSignalOf(result: WebhookResult): PaceSignal {
@@ -212,6 +212,11 @@ export class Pacer {
     const keyPace = key === undefined ? undefined : this.keys.get(key);
     if (keyPace !== undefined) untilMs = Math.max(untilMs, now + keyPace.waitMs(now));
     return Math.max(0, Math.ceil((untilMs - now) / 1000));
+  }
+
+  /** When the endpoint's hold ends (ms of the clock), or 0 when it was never held. */
+  holdEndsAt(): number {
+    return this.endpoint.heldUntilMs;
   }
 
   /** The endpoint's pace now. */

@@ -201,7 +201,8 @@ export function quotaOf(headers: RateLimitHeaders, nowMs: number): Quota | undef
   }
   if (quota === undefined) {
     // A policy alone still says the long-run rate.
-    for (const policy of policies) quota = tighter(quota, { remaining: undefined, resetSeconds: undefined, ...policy });
+    for (const { limit, windowSeconds } of policies)
+      quota = tighter(quota, { remaining: undefined, resetSeconds: undefined, limit, windowSeconds });
   }
   return quota;
 }
