@@ -85,12 +85,13 @@ export const VERDICT_ANSWERS = 40;
 const MIN_VERDICT_ANSWERS = 8;
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt. */
 const CALM_MS = 1_000;
-/** A pace doubts only while it gets this many answers a second: the dips get a quarter of them, and need 8 within 2 s. */
-const DOUBT_MIN_ANSWERS_PER_SECOND = 20;
+/** In doubt, no cut for this long from its start; then cuts keep at least this share of the most the pace sent since it began. */
+const DOUBT_UNCUT_MS = 1_000;
+const DOUBT_CUTS_KEEP = 0.7;
 /** Doubts begin on whole multiples of this many ms of the clock. */
 export const DOUBT_EPOCH_MS = 1_000;
 /** A doubt without a verdict after this long ends (the floor is left as it was). */
-const DOUBT_LONGEST_MS = 2_000;
+const DOUBT_LONGEST_MS = 5_000;
 /** A doubt ends when no refusal has come for this long. */
 const DOUBT_QUIET_MS = 5_000;
 /** Standard errors by which the shares in and before the dips must differ for the refusals to have fallen with the pace. */
@@ -146,6 +147,8 @@ interface Doubt {
   readonly since: number;
   /** The rate when it began: where the pace goes back to if the refusals persist. */
   readonly rateBefore: number;
+  /** The least cuts may take the pace to while in doubt: {@link DOUBT_CUTS_KEEP} of the most it sent since the doubt began. */
+  lowest: number;
   lastRefusalAt: number;
   dipRefused: number;
   dipAnswered: number;
@@ -383,23 +386,41 @@ export class Pace {
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm (no cut nor hold in the last
     // CALM_MS: the containers at one webhook are not still coming down from a flood together): doubt rather than cut.
-    // And answers enough for the dips to tell in time (at fewer, a share is congestion until cuts say otherwise).
-    const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS && answers / reading.seconds >= DOUBT_MIN_ANSWERS_PER_SECOND;
+    const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS;
     const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
     // More than any floor, on a pace that could still doubt: sure of it first (a fifth refused at random shows over half of
     // 16 answers now and then, never of 32).
     if (share > MAX_FLOOR && floorStale && calm && answers < SURE_ANSWERS && !reading.all) return;
-    if (share <= MAX_FLOOR && (this.doubt !== undefined || (calm && floorStale))) {
-      this.doubt ??= {
+    if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale) {
+      this.refill(now);
+      const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
+      this.doubt = {
         // From the next whole epoch of the clock: the containers at one webhook doubt, and dip, together.
         since: Math.ceil(now / DOUBT_EPOCH_MS) * DOUBT_EPOCH_MS,
         rateBefore: this.rate,
+        lowest: DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered),
         lastRefusalAt: now,
         dipRefused: 0,
         dipAnswered: 0,
         baseRefused: 0,
         baseAnswered: 0,
       };
+      return;
+    }
+    // In doubt, a share some floor could explain is no cut while the dips have time to tell (a fast pace's doubt ends within a
+    // second or two); a slow pace's, longer, cuts after that, but only so far: at a congested webhook the dips will show it,
+    // and refusals that persist must not take the pace down and down meanwhile.
+    const doubt = this.doubt;
+    if (doubt !== undefined && share <= MAX_FLOOR) {
+      const offered = reading.started / reading.seconds;
+      doubt.lowest = Math.max(doubt.lowest, DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
+      if (now - doubt.since < DOUBT_UNCUT_MS) return;
+      const rate = Math.max(doubt.lowest, this.cutRate(now, reading));
+      if (rate < this.rate) {
+        this.refill(now);
+        this.rate = rate;
+        this.tokens = Math.min(this.tokens, this.capacity());
+      }
       return;
     }
     this.cutTo(now, this.cutRate(now, reading));

@@ -192,10 +192,12 @@ describe('cuts', () => {
     expect(rate).toBeGreaterThan(20);
   });
 
-  test('a refused share some floor could explain, on a calm pace, is not cut: a doubt instead (the dips will tell)', async () => {
+  test('a refused share some floor could explain, on a calm pace, is not cut at first: a doubt (the dips will tell), and then cut only so far', async () => {
     const pacer = pacerOf();
-    await answers(pacer, 200, 5, 10); // 20 % refused at 100/s, for 2 s
+    await answers(pacer, 90, 5, 10); // 20 % refused at 100/s, for 0.9 s
     expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    await answers(pacer, 300, 5, 10); // three seconds more: no verdict yet at so few answers in the dips
+    expect(pacer.snapshot().requestsPerSecond ?? Number.POSITIVE_INFINITY).toBeGreaterThanOrEqual(0.7 * 100);
   });
 
   test('once cut (the pace not calm), refusals over no floor cut again, each time at most to half', async () => {
