@@ -7,7 +7,7 @@ import { cpus, release, totalmem } from 'node:os';
 import { PROJECT_ROOT } from '../testkit/synth';
 import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 import type { throughputRun } from './harness';
-import { backPressure, recovery } from './scenarios/back-pressure';
+import { backPressure, capacity, perKey, perMessage, rateLimitHeaders, recovery } from './scenarios/back-pressure';
 import { coldStart } from './scenarios/cold-start';
 import { instructions } from './scenarios/instructions';
 import { latency, latencyBound } from './scenarios/latency';
@@ -16,7 +16,21 @@ import { throughput } from './scenarios/throughput';
 import { warmMemory } from './scenarios/warm-memory';
 
 /** Every scenario by the figures it measures (`--only` names it in kebab case): a function of bench/scenarios/ and a line here. */
-export const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery };
+export const SCENARIOS = {
+  throughput,
+  instructions,
+  latency,
+  latencyBound,
+  warmMemory,
+  coldStart,
+  mixed,
+  backPressure,
+  capacity,
+  perMessage,
+  rateLimitHeaders,
+  perKey,
+  recovery,
+};
 
 /** `T` read-only all the way down: figures are read back, never changed. */
 type ReadOnly<T> = T extends readonly (infer E)[]
@@ -52,11 +66,14 @@ export function machineInfo(node: string) {
   };
 }
 
+/** The back-pressure scenarios' figures: results written before each was measured lack it. */
+export type BackPressureKey = 'backPressure' | 'capacity' | 'perMessage' | 'rateLimitHeaders' | 'perKey' | 'recovery';
+
 /** `T` with the fields `K` optional: results written before those were measured lack them. */
 type WithOptional<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 /** One run: its facts and its figures. */
-export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery'> & {
+export type BenchResults = WithOptional<Figures, BackPressureKey> & {
   readonly machine: ReadOnly<WithOptional<ReturnType<typeof machineInfo>, 'placement'>>;
   readonly quick: boolean;
   readonly durationSeconds: number;
@@ -74,5 +91,5 @@ export type ThroughputSection = Figures['throughput'][number];
 export type SideSummary = ThroughputSection['sides'][number];
 /** One side at one batch size, in a warm container as deployed. */
 export type WarmMemoryRow = Figures['warmMemory']['rows'][number];
-export type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
+export type { BackPressureKind, BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
 export type { InstructionCount, InstructionsSection } from './scenarios/instructions';

@@ -39,6 +39,8 @@ export interface PaceLimits {
   readonly maxRequestsPerSecond: number | undefined;
   /** How many containers share what the webhook's rate-limit headers announce (`CONCURRENT_INVOCATIONS`). */
   readonly sharedBy: number;
+  /** Start with {@link INITIAL_IN_FLIGHT} in flight (the endpoint's pace; a key's starts at `maxInFlight`). */
+  readonly slowStart?: boolean;
 }
 
 /** The pace as of now, for metrics and logs. */
@@ -102,6 +104,15 @@ export const FLOOR_KEPT_MS = 30_000;
 export const HOLD_AFTER_MESSAGES = 10;
 /** At most this share of acceptances among them. */
 export const HOLD_ACCEPTED_SHARE = 0.2;
+/**
+ * In a long hold (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) one request goes through at once and then every this many
+ * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue for the rest of the hold.
+ */
+export const PROBE_EVERY_MS = 2_000;
+/** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
+export const FIRST_PROBE_MS = 250;
+/** A hold lasts this long at most, however long the `Retry-After`: records kept back go back to the queue for no longer. */
+export const LONG_HOLD_SECONDS = 6;
 /** Holds less than this apart are one run of holds: each restarts from the pace before the first. */
 const HOLDS_APART_MS = 5_000;
 /** A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}. */
@@ -124,6 +135,8 @@ const CEILING_BURST_SECONDS = 0.01;
 /** The window, ms, over which shares and rates are measured (longer while fewer than {@link MIN_ANSWERS} answers are in it). */
 const MEASURE_MS = 1_000;
 const MIN_ANSWERS = 16;
+/** The latest answers a share over any floor is judged on: the last this many ms, or {@link SURE_ANSWERS}. */
+const SWAMPED_MS = 250;
 /** … and this many before a share over any floor cuts a pace that could still doubt. */
 const SURE_ANSWERS = 32;
 /** … or this many over all the meter keeps (4 s), for a slow pace. */
@@ -184,6 +197,9 @@ export class Pace {
   private heldUntil = 0;
   /** When the hold before this one ended, and the pace before a run of holds one after another. */
   private previousHoldEnd = Number.NEGATIVE_INFINITY;
+  /** When the next probe may go in a hold, and whether one is out. */
+  private probeAt = Number.POSITIVE_INFINITY;
+  private probing = false;
   private paceBeforeHolds = Number.POSITIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /** Until the first refusal the in-flight limit doubles each round trip. */
@@ -207,8 +223,8 @@ export class Pace {
   ) {
     // Adaptive, it starts with a few in flight and doubles them each round trip until a refusal (TCP's slow start): a fresh
     // container does not send MAX_CONCURRENCY requests at once into a webhook whose capacity it does not know yet.
-    this.limit = limits.adaptive ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
-    this.slowStart = limits.adaptive;
+    this.slowStart = limits.adaptive && limits.slowStart !== false;
+    this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
     this.refilledAt = now;
     this.tokens = this.capacity();
   }
@@ -236,7 +252,11 @@ export class Pace {
   waitMs(now: number): number {
     if (this.quotaRate !== Number.POSITIVE_INFINITY && now >= this.quotaUntil) this.expireQuota(now);
     if (this.doubt !== undefined || this.dipRate !== Number.POSITIVE_INFINITY) this.followDips(now);
-    if (now < this.heldUntil) return this.heldUntil - now;
+    if (now < this.heldUntil) {
+      // A long hold lets one request through now and then, no sooner than the last one's answer: the probe.
+      if (this.probeAt <= now && !this.probing) return 0;
+      return Math.min(this.heldUntil, this.probing ? this.heldUntil : this.probeAt) - now;
+    }
     this.refill(now);
     if (this.tokens >= 1) return 0;
     return Math.ceil(((1 - this.tokens) / this.effectiveRate()) * 1000);
@@ -254,6 +274,10 @@ export class Pace {
 
   /** A request starts now (after {@link free}). */
   take(now: number): void {
+    if (now < this.heldUntil) {
+      this.probing = true;
+      this.probeAt = now + PROBE_EVERY_MS;
+    }
     this.inFlight += 1;
     if (this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
     this.meter.started(now);
@@ -269,6 +293,11 @@ export class Pace {
     return this.heldUntil;
   }
 
+  /** True in a long hold (one that is probed) when no probe is due: a request is not to wait for it. */
+  heldLong(now: number): boolean {
+    return now < this.heldUntil && this.probeAt !== Number.POSITIVE_INFINITY && (this.probing || now < this.probeAt);
+  }
+
   /**
    * Ends a request started with {@link take} and adapts the pace to its answer.
    * @returns the end of a hold this answer began (ms), else undefined
@@ -277,6 +306,17 @@ export class Pace {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
     if (!this.limits.adaptive) return undefined;
+    if (this.probing) {
+      this.probing = false;
+      // The probe was taken: whatever was refused, the webhook takes requests again. The hold is over, and the pace is
+      // what it was before it (the refusals were the refused messages' own business, or are over).
+      if (answer.signal === 'accepted' && now < this.heldUntil) {
+        this.heldUntil = now;
+        this.refill(now);
+        this.rate = Math.max(this.rate, this.paceBeforeHolds);
+        this.cutFrom = Number.POSITIVE_INFINITY;
+      }
+    }
     if (answer.quota !== undefined) this.applyQuota(answer.quota, now);
     const { signal } = answer;
     if (signal === 'neutral') {
@@ -316,9 +356,17 @@ export class Pace {
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
     if (run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS && now - run.startedAt < HOLD_EVIDENCE_MS) return undefined;
     this.run = undefined;
-    const until = now + run.shortestRetryAfterSeconds * 1000;
+    // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
+    // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
+    // took, nothing), a few times a minute.
+    const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
+    const until = now + seconds * 1000;
     if (until <= this.heldUntil) return undefined;
     this.heldUntil = until;
+    this.probing = false;
+    // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
+    // Pacer: they are likely more of what was refused), then every PROBE_EVERY_MS; a short one is waited out.
+    this.probeAt = seconds > QUICK_HOLD_SECONDS ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
     this.restartAfterHold(now);
     return until;
   }
@@ -388,9 +436,14 @@ export class Pace {
     // CALM_MS: the containers at one webhook are not still coming down from a flood together): doubt rather than cut.
     const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS;
     const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
-    // More than any floor, on a pace that could still doubt: sure of it first (a fifth refused at random shows over half of
-    // 16 answers now and then, never of 32).
-    if (share > MAX_FLOOR && floorStale && calm && answers < SURE_ANSWERS && !reading.all) return;
+    // More than any floor: judged on the latest answers only (a backlog refused first, then taken, is no flood), and on a pace
+    // that could still doubt, on enough of them (a fifth refused at random shows over half of 16 answers now and then, never of 32).
+    if (share > MAX_FLOOR) {
+      const latest = this.meter.read(now, SWAMPED_MS, SURE_ANSWERS);
+      const latestAnswers = latest.accepted + latest.refused;
+      if (latest.refused <= MAX_FLOOR * latestAnswers) return;
+      if (floorStale && calm && latestAnswers < SURE_ANSWERS && !latest.all) return;
+    }
     if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale) {
       this.refill(now);
       const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);

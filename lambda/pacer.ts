@@ -6,10 +6,11 @@
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
+import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
 import type { WebhookResult } from './transmitter';
 
 export {
+  QUICK_HOLD_SECONDS,
   CONGESTION_MARGIN,
   DECREASE_FACTOR,
   HOLD_AFTER_MESSAGES,
@@ -107,7 +108,8 @@ export class Pacer {
     let pace = this.keys.get(key);
     if (pace === undefined) {
       // A key's own ceiling would be the endpoint's again: a key is paced only by what its answers say.
-      pace = new Pace({ ...this.limits, maxRequestsPerSecond: undefined }, now);
+      // Nor a slow start: the endpoint's keeps the webhook from a fresh container's flood; a key's would only hold a tenant back.
+      pace = new Pace({ ...this.limits, maxRequestsPerSecond: undefined, slowStart: false }, now);
       if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
     } else this.keys.delete(key);
     this.keys.set(key, pace);
@@ -129,12 +131,21 @@ export class Pacer {
       return true;
     }
     // A hold that outlasts the deadline, or a key's pace that would hold up the batch: the record goes back (see retryInSeconds).
-    if (now >= deadlineMs || this.endpoint.heldUntilMs > deadlineMs) return Promise.resolve(false);
+    if (now >= deadlineMs || this.heldPast(deadlineMs, now)) return Promise.resolve(false);
     if (keyPace !== undefined && keyPace.waitMs(now) > Math.min(KEY_WAIT_MS, deadlineMs - now)) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       this.waiters.push({ resolve, deadlineMs, keyPace });
       this.pump();
     });
+  }
+
+  /**
+   * True when the endpoint's hold keeps a request from starting before `deadlineMs`, or is a long one and no probe is due: a
+   * record does not sit through a long hold, it goes back to the queue for it (the probes come from later batches).
+   */
+  private heldPast(deadlineMs: number, now: number): boolean {
+    const endpoint = this.endpoint;
+    return endpoint.heldLong(now) || (endpoint.heldUntilMs > deadlineMs && endpoint.waitMs(now) > 0);
   }
 
   /** Starts whichever waiters may start now, gives up on those past their deadline or held past it, and sets a timer for the rest. */
@@ -144,11 +155,10 @@ export class Pacer {
       this.timer = undefined;
     }
     const now = this.clock.now();
-    const endpointHeldUntil = this.endpoint.heldUntilMs;
     for (let i = this.waiters.length - 1; i >= 0; i -= 1) {
       const waiter = this.waiters[i] as Waiter;
       const keyHeldUntil = waiter.keyPace?.heldUntilMs ?? 0;
-      if (now >= waiter.deadlineMs || endpointHeldUntil > waiter.deadlineMs || keyHeldUntil > waiter.deadlineMs) {
+      if (now >= waiter.deadlineMs || this.heldPast(waiter.deadlineMs, now) || keyHeldUntil > waiter.deadlineMs) {
         this.waiters.splice(i, 1);
         waiter.resolve(false);
       }
@@ -190,9 +200,20 @@ export class Pacer {
     if (answer.signal === 'slow-down') this.refused += 1;
     const keyPace = key === undefined ? undefined : this.keys.get(key);
     const keyHeld = keyPace?.answered(answer, now);
-    const endpointHeld = this.endpoint.answered(answer, now);
-    // A hold that began: the waiters it outlasts stop waiting now, not at their deadline.
+    // Paced per key, rate-limit headers are the key's (a quota per tenant would otherwise hold back all the others).
+    const endpointHeld = this.endpoint.answered(
+      keyPace === undefined || answer.quota === undefined ? answer : { ...answer, quota: undefined },
+      now,
+    );
+    // A long hold that began: the waiters stop waiting now and their records go back to the queue (they are the refused
+    // batch's: the probes come from the next ones). A short one: those it outlasts, not at their deadline.
+    if (endpointHeld !== undefined && endpointHeld - now > QUICK_HOLD_SECONDS * 1000) this.dropWaiters();
     if (this.waiters.length > 0 || endpointHeld !== undefined || keyHeld !== undefined) this.pump();
+  }
+
+  /** Every waiter gets `false` now: its record goes back to the queue. */
+  private dropWaiters(): void {
+    for (const waiter of this.waiters.splice(0)) waiter.resolve(false);
   }
 
   /** Gives back a slot taken for a request that never went (an error building or sending it), without a verdict. */

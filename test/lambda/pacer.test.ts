@@ -12,10 +12,14 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
 import {
   DECREASE_FACTOR,
+  FIRST_PROBE_MS,
+  HOLD_ACCEPTED_SHARE,
   HOLD_AFTER_MESSAGES,
   HOLD_EVIDENCE_MS,
   INITIAL_IN_FLIGHT,
+  LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
+  PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
 } from '../../lambda/pace';
@@ -298,14 +302,31 @@ describe('the endpoint hold', () => {
     expect(pacer.holdEndsAt()).toBe(Date.now() + 2000);
   });
 
-  test(`a long Retry-After only once the refusals have gone on for ${HOLD_EVIDENCE_MS} ms: one tenant's backlog passes sooner`, async () => {
+  test(`a long Retry-After only once the refusals have gone on for ${HOLD_EVIDENCE_MS} ms, and ${LONG_HOLD_SECONDS} s at first`, async () => {
     const pacer = pacerOf();
     const firstAt = Date.now() + 10;
-    await refuse(pacer, 5 * HOLD_AFTER_MESSAGES, 3600, 10); // 490 ms of refusals
+    await refuse(pacer, 5 * HOLD_AFTER_MESSAGES, 3600, 10); // 490 ms of refusals: one tenant's backlog passes sooner
     expect(pacer.holdEndsAt()).toBe(0);
     while (pacer.holdEndsAt() === 0 && Date.now() < firstAt + 2000) await refuse(pacer, 1, 3600, 10);
     expect(Date.now() - firstAt).toBeGreaterThanOrEqual(HOLD_EVIDENCE_MS);
-    expect(pacer.holdEndsAt()).toBe(Date.now() + 3_600_000);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+  });
+
+  test('a long hold is probed: its records go back at once, but a request every 2 s; one the webhook takes ends the hold', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 200 && pacer.holdEndsAt() === 0; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 10);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+    expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
+    expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    await vi.advanceTimersByTimeAsync(PROBE_EVERY_MS);
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    pacer.release(answer('accepted'));
+    expect(pacer.holdEndsAt()).toBe(Date.now());
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
   });
 
   test('the same messages refused again and again are not many messages', async () => {
@@ -480,6 +501,14 @@ describe('per-key paces', () => {
     expect([b.started(), a.started()]).toEqual([true, undefined]);
   });
 
+  test("paced per key, an answer's rate-limit headers pace its key, not the endpoint", async () => {
+    const pacer = pacerOf({ sharedBy: 1 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 0, resetSeconds: 60, limit: 60, windowSeconds: 60 } }), 0, 'tenant-a');
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    expect(pacer.acquire(Infinity, 'tenant-b')).toBe(true);
+    expect(pacer.retryInSeconds('tenant-a')).toBeGreaterThan(0);
+  });
+
   test(`at most ${MAX_KEYS} keys: the least recently used is forgotten`, () => {
     const pacer = pacerOf({ adaptive: false, maxInFlight: 1 });
     for (let i = 0; i <= MAX_KEYS; i += 1) {
@@ -610,12 +639,21 @@ describe('properties', () => {
         ),
         async (answers) => {
           const pacer = pacerOf();
-          /** Refusals with a Retry-After since the last hold or neutral answer: the run as the rule defines it. */
+          /**
+           * Refusals with a Retry-After since the last hold, neutral answer, or more acceptances than a fifth of them: the run as
+           * the rule defines it.
+           */
           let run: { message: string; retryAfter: number }[] = [];
+          let accepted = 0;
           for (const a of answers) {
             const before = pacer.holdEndsAt();
             const messageId = `m${a.message}`;
             await exchange(pacer, { signal: a.signal, latencyMs: 1, retryAfterSeconds: a.retryAfter, messageId }, a.gapMs);
+            if (a.signal === 'accepted' && run.length > 0) {
+              accepted += 1;
+              if (accepted > HOLD_ACCEPTED_SHARE * Math.max(HOLD_AFTER_MESSAGES, new Set(run.map((r) => r.message)).size)) run = [];
+            }
+            if (a.signal === 'neutral' || run.length === 0) accepted = 0;
             if (a.signal === 'neutral') run = [];
             if (a.signal === 'slow-down' && a.retryAfter !== undefined) run.push({ message: messageId, retryAfter: a.retryAfter });
             if (pacer.holdEndsAt() === before) continue;
@@ -623,6 +661,7 @@ describe('properties', () => {
             expect(new Set(run.map((r) => r.message)).size).toBeGreaterThanOrEqual(HOLD_AFTER_MESSAGES);
             expect(pacer.holdEndsAt() - Date.now()).toBeLessThanOrEqual(1000 * Math.min(...run.map((r) => r.retryAfter)));
             run = [];
+            accepted = 0;
           }
         },
       ),
