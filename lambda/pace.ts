@@ -119,7 +119,7 @@ const HOLDS_APART_MS = 5_000;
 export const QUICK_HOLD_SECONDS = 5;
 export const HOLD_EVIDENCE_MS = 1_000;
 /** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
-export const QUOTA_HEADROOM = 0.9;
+export const QUOTA_HEADROOM = 0.95;
 /** A reset this long or longer is spread over (the remaining quota ÷ the time left); a shorter one, in whole seconds, is too coarse. */
 const QUOTA_SPREAD_MIN_SECONDS = 10;
 /** How long a quota from rate-limit headers binds after the last answer that carried them, at least, ms. */
@@ -426,15 +426,15 @@ export class Pace {
     // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
     if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
     const share = reading.refused / answers;
-    // With no floor every refusal is congestion, as TCP takes every loss; over a floor, only a share beyond it and its noise;
-    // paced to what rate-limit headers allow, only a share beyond the margin (a window's edge refuses a few).
-    const paced = floor > 0 || this.quotaRate !== Number.POSITIVE_INFINITY;
-    const expected = paced ? floor + Math.max(CONGESTION_MARGIN, floor / 2) : 0;
-    const noise = floor === 0 ? 0 : 2 * Math.sqrt((expected * (1 - expected)) / answers);
-    if (share <= expected + noise) return;
-    // A share some floor could explain, the floor not learned lately, and the pace calm (no cut nor hold in the last
-    // CALM_MS: the containers at one webhook are not still coming down from a flood together): doubt rather than cut.
+    // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
     const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS;
+    // Cut lately, with no floor, every refusal is congestion, as TCP takes every loss. Over a floor, on a calm pace, or paced
+    // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
+    const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
+    const expected = tolerant ? floor + Math.max(CONGESTION_MARGIN, floor / 2) : 0;
+    const noise = tolerant ? 2 * Math.sqrt((expected * (1 - expected)) / answers) : 0;
+    if (share <= expected + noise) return;
+    // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
     const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
     // More than any floor: judged on the latest answers only (a backlog refused first, then taken, is no flood), and on a pace
     // that could still doubt, on enough of them (a fifth refused at random shows over half of 16 answers now and then, never of 32).
