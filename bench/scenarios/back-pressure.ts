@@ -139,7 +139,9 @@ async function measure(
         const rest = shape === undefined ? undefined : ids.filter((id, i) => shape.rest(limit, id, i));
         const result = {
           drainSeconds: ((limit.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000,
-          ...(rest === undefined ? {} : { restDrainSeconds: (Math.max(...rest.map((id) => limit.deliveredAt.get(id) ?? Number.NaN)) - startedAt) / 1000 }),
+          ...(rest === undefined
+            ? {}
+            : { restDrainSeconds: (Math.max(...rest.map((id) => limit.deliveredAt.get(id) ?? Number.NaN)) - startedAt) / 1000 }),
           delivered: limit.delivered.size,
           duplicates: limit.duplicates(),
           deadLettered,
@@ -186,7 +188,8 @@ export function goalMet(section: BackPressureSection, run: BackPressureRun): boo
   const rate = section.requestsPerSecond;
   const [drainFactor, refused] =
     section.kind === 'rate-limit-headers' ? [ANNOUNCED_DRAIN_GOAL_FACTOR, ANNOUNCED_REFUSED_GOAL] : [DRAIN_GOAL_FACTOR, REFUSED_GOAL];
-  const bounded = rate === undefined || (run.drainSeconds <= (drainFactor * section.messages) / rate && run.refused <= refused * run.requests);
+  const bounded =
+    rate === undefined || (run.drainSeconds <= (drainFactor * section.messages) / rate && run.refused <= refused * run.requests);
   return run.delivered === section.messages && run.deadLettered === 0 && run.left === 0 && bounded;
 }
 
@@ -255,11 +258,18 @@ const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(rand
  */
 export async function perMessage(): Promise<BackPressureSection[]> {
   const over = 'over-quota';
-  const cases: { description: string; tenantOf: (index: number) => string; refuse: () => NonNullable<RateLimitedWebhookOptions['refuse']> }[] = [
+  const cases: {
+    description: string;
+    tenantOf: (index: number) => string;
+    refuse: () => NonNullable<RateLimitedWebhookOptions['refuse']>;
+  }[] = [
     {
       description: 'one tenant in 20 (5 % of the messages) always refused with `429` + `Retry-After: 3600`',
       tenantOf: (i) => (i % 20 === 0 ? over : `tenant-${i % 7}`),
-      refuse: () => ({ tenant }) => (tenant === over ? 3600 : undefined),
+      refuse:
+        () =>
+        ({ tenant }) =>
+          tenant === over ? 3600 : undefined,
     },
     {
       description: "one tenant's messages, 20 % of them, always refused with a `Retry-After` from 1 s to 1 h",
@@ -288,7 +298,10 @@ export async function perMessage(): Promise<BackPressureSection[]> {
     {
       description: "the refused tenant's backlog of 200 messages arriving first, refused with `Retry-After: 3600`",
       tenantOf: (i) => (i < 200 ? over : `tenant-${i % 7}`),
-      refuse: () => ({ tenant }) => (tenant === over ? 3600 : undefined),
+      refuse:
+        () =>
+        ({ tenant }) =>
+          tenant === over ? 3600 : undefined,
     },
   ];
   const shape: Omit<RunShape, 'tenantOf'> = {
@@ -327,7 +340,8 @@ export async function rateLimitHeaders(): Promise<BackPressureSection> {
  */
 export async function perKey(): Promise<BackPressureSection> {
   const limited = 'limited';
-  const description = 'one tenant in 20 (5 % of the messages) limited to 10 requests a second (`429` + `Retry-After: 1` above), the others unlimited';
+  const description =
+    'one tenant in 20 (5 % of the messages) limited to 10 requests a second (`429` + `Retry-After: 1` above), the others unlimited';
   log(`per-key: ${REST_MESSAGES} messages at once, ${description}`);
   const tenantOf = (i: number): string => (i % 20 === 0 ? limited : `tenant-${i % 7}`);
   const webhook = (): RateLimitedWebhookOptions => ({ tenantLimits: { [limited]: 10 } });
