@@ -130,6 +130,25 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     }
   });
 
+  test("that backlog at a slower webhook (50 ms answers), long enough to hold the endpoint: the hold is short and probed", async () => {
+    const times: number[] = [];
+    for (const adaptive of [true, false]) {
+      const messages = messagesOf(4_000, (i) => (i < 200 ? 'refused' : 't'));
+      const result = await simulate({
+        messages,
+        webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
+        maxMs: 300_000,
+        latencyMs: 50,
+        pacing: { adaptive },
+        done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
+      });
+      times.push(result.doneMs);
+    }
+    const [paced, unpaced] = times as [number, number];
+    // Held for the hour, none of the others would be delivered in the run's five minutes.
+    expect(unpaced / paced).toBeGreaterThanOrEqual(0.6);
+  });
+
   test('a webhook refusing everything for an hour (429 + Retry-After: 3600) is held after a second of it, not asked 4,000 times in a minute', async () => {
     const run = (adaptive: boolean) =>
       simulate({
