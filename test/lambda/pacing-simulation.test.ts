@@ -130,7 +130,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     }
   });
 
-  test("that backlog at a slower webhook (50 ms answers), long enough to hold the endpoint: the hold is short and probed", async () => {
+  test('that backlog at a slower webhook (50 ms answers), long enough to hold the endpoint: the hold is short and probed', async () => {
     const times: number[] = [];
     for (const adaptive of [true, false]) {
       const messages = messagesOf(4_000, (i) => (i < 200 ? 'refused' : 't'));
