@@ -204,6 +204,11 @@ export class Pace {
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /** Until the first refusal the in-flight limit doubles each round trip. */
   private slowStart: boolean;
+  /**
+   * Since a short hold (a token bucket far below what was sent), until the next cut: the pace doubles back up from what the
+   * webhook took, and its next refusals say it went too far, with no doubt.
+   */
+  private climbingAfterQuickHold = false;
   /** The rate the last cut came from (Infinity before any): growth slows near it. */
   private cutFrom = Number.POSITIVE_INFINITY;
   private latencyMs = 0;
@@ -360,6 +365,7 @@ export class Pace {
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
     // took, nothing), a few times a minute.
     const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
+    this.climbingAfterQuickHold = seconds <= QUICK_HOLD_SECONDS;
     const until = now + seconds * 1000;
     if (until <= this.heldUntil) return undefined;
     this.heldUntil = until;
@@ -377,6 +383,8 @@ export class Pace {
    * after a timeout): what it sent before the hold was too much, and how much too much is not known.
    */
   private restartAfterHold(now: number): void {
+    // Whatever it was in doubt of, a hold is no time to compare dips: it ends without a verdict, and may begin again.
+    if (this.doubt !== undefined) this.dropDoubt(now);
     const reading = this.meter.read(now, TOOK_MS);
     this.refill(now);
     const before = this.effectiveRate();
@@ -444,7 +452,7 @@ export class Pace {
       if (latest.refused <= MAX_FLOOR * latestAnswers) return;
       if (floorStale && calm && latestAnswers < SURE_ANSWERS && !latest.all) return;
     }
-    if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale) {
+    if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale && !this.climbingAfterQuickHold) {
       this.refill(now);
       const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
       this.doubt = {
@@ -476,6 +484,8 @@ export class Pace {
       }
       return;
     }
+    // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
+    if (doubt !== undefined) this.dropDoubt(now);
     this.cutTo(now, this.cutRate(now, reading));
   }
 
@@ -538,8 +548,13 @@ export class Pace {
 
   /** Leaves doubt (and its dip); the floor counts as learned now. */
   private endDoubt(now: number): void {
-    this.doubt = undefined;
+    this.dropDoubt(now);
     this.floorLearnedAt = now;
+  }
+
+  /** Leaves doubt (and its dip), the floor left as it was. */
+  private dropDoubt(now: number): void {
+    this.doubt = undefined;
     if (this.dipRate !== Number.POSITIVE_INFINITY) {
       this.refill(now);
       this.dipRate = Number.POSITIVE_INFINITY;
@@ -568,6 +583,7 @@ export class Pace {
 
   /** Cuts the adaptive rate to `rate`, and the in-flight limit. */
   private cutTo(now: number, rate: number): void {
+    this.climbingAfterQuickHold = false;
     this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
     // At what the webhook took already: no lower, and the pace stays calm.
     if (rate >= this.rate * 0.999) return;
@@ -593,7 +609,8 @@ export class Pace {
 
   private speedUp(now: number): void {
     this.limit = Math.min(this.limits.maxInFlight, this.limit + (this.slowStart ? 1 : 1 / this.limit));
-    if (this.rate === Number.POSITIVE_INFINITY) return;
+    // In doubt, the pace stays where it was: growing, it would add the congestion the dips are to tell from a floor.
+    if (this.rate === Number.POSITIVE_INFINITY || this.doubt !== undefined) return;
     const sent = this.meter.read(now, MEASURE_MS);
     // Grown only while the limit is what holds the pace back, not its batches.
     if (this.rate >= (OFFERED_HEADROOM * sent.started) / sent.seconds) return;
