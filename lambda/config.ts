@@ -9,7 +9,7 @@ import type { SecretSource } from './secrets';
 import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
-import { parseSigningKeys } from './signing';
+import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
 import type { PacingSettings } from './pacer';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
@@ -131,8 +131,9 @@ function checkLiteral(
   if (source?.kind !== 'literal') return source;
   try {
     check(source.value);
-  } catch {
-    throw new ConfigError(name, expected, '(value not shown)');
+  } catch (error) {
+    // The checks' messages never hold the value (signing.ts, checkAuthorizationValue): what is wrong, not what was given.
+    throw new ConfigError(name, expected, `(value not shown: ${error instanceof Error ? error.message : 'invalid'})`);
   }
   return source;
 }
@@ -252,7 +253,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
       'SIGNING_SECRET',
       parseSigningKeys,
-      'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)',
+      `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
     ),
     authorization: checkLiteral(
       secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),

@@ -341,6 +341,20 @@ describe('secrets (signing and Authorization)', () => {
     expect(error.message).not.toContain('s3cr3t');
   });
 
+  test('a signing key shorter than 24 bytes (Standard Webhooks) is refused in one line naming SIGNING_SECRET, without echoing it; 24 bytes pass', () => {
+    const short = `whsec_${Buffer.from('s3cr3t key of 23 bytes.').toString('base64')}`;
+    const error = configErrorOf(() => load({ SIGNING_SECRET: short }));
+    expect(error.variable).toBe('SIGNING_SECRET');
+    expect(error.message).toContain('signing secret #1 is a key of 23 bytes; Standard Webhooks asks for at least 24');
+    expect(error.message).not.toContain(short.slice(6));
+    expect(error.message).not.toContain('\n');
+    // The second of two keys (rotation) is checked too.
+    expect(configErrorOf(() => load({ SIGNING_SECRET: `${SIGNING} ${short}` })).message).toContain(
+      'signing secret #2 is a key of 23 bytes',
+    );
+    expect(load({ SIGNING_SECRET: `whsec_${Buffer.from('exactly twenty-four byte').toString('base64')}` }).signingSecret).toBeDefined();
+  });
+
   test.each(['-1', '86401', 'soon'])('SECRETS_REFRESH_SECONDS=%s is refused by name', (raw) => {
     expect(configErrorOf(() => load({ SECRETS_REFRESH_SECONDS: raw })).variable).toBe('SECRETS_REFRESH_SECONDS');
   });

@@ -217,6 +217,33 @@ describe('hostile webhooks', () => {
   });
 });
 
+describe("the producer's headers together", () => {
+  test('ten legal 4 KiB attributes against a Node.js webhook with its default 16 KiB header limit: delivered, the largest left out with a WARN each, nothing dead-lettered', async () => {
+    const attributes = Object.fromEntries(
+      Array.from({ length: 10 }, (_, index) => [`big${index}`, { DataType: 'String', StringValue: String(index).repeat(4_096) }]),
+    );
+    await emulator.send('{"order":42}', { attributes: { ...attributes } });
+    const event = await emulator.receiveEvent(1);
+    const telemetry = capturedTelemetry();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }, telemetry), event);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(webhook.requests).toHaveLength(1);
+    expect(emulator.messages(emulator.dlq)).toEqual([]);
+    const sent = Object.keys(webhook.requests[0]?.headers ?? {}).filter((name) => name.startsWith('x-carrier-attr-'));
+    expect(sent).toHaveLength(1);
+    const warned = telemetry.lines.filter((line) => line.message === 'Message attribute not sent as a header');
+    expect(warned.map((line) => line.attribute).sort()).toEqual(
+      Object.keys(attributes).filter((name) => `x-carrier-attr-${name}` !== sent[0]),
+    );
+    expect(warned[0]?.reason).toMatch(/attribute headers together are over 8192 bytes/);
+    // The request still verifies: nothing the signature covers was touched.
+    const request = webhook.requests[0];
+    expect(() =>
+      new Webhook(SECRET).verify(request?.body.toString() ?? '', receivedSignatureHeaders(), { jsonParse: false }),
+    ).not.toThrow();
+  });
+});
+
 describe('hostile input (property)', () => {
   test('for arbitrary attributes and bodies: every header sent is legal, bodies arrive byte for byte, no record is lost', async () => {
     const attributeName = fc
