@@ -3,7 +3,7 @@
  * non-default knob changes, attaching to an existing queue, and the synth-time errors for values
  * SQS, Lambda or the function would reject.
  */
-import { CfnParameter, Duration, Stack } from 'aws-cdk-lib';
+import { CfnParameter, Duration, SecretValue, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -688,6 +688,69 @@ describe('WebhookRelay secrets', () => {
       expect([grant?.Action].flat().sort(), arn).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
     }
     expect(JSON.stringify(template.toJSON())).not.toMatch(/AUTH_HEADER|SIGNING_SECRET"/);
+  });
+});
+
+describe('WebhookRelay signing secret known at synth', () => {
+  const plain = (value: string) => (stack: Stack) => ({
+    signingSecret: new secretsmanager.Secret(stack, 'Mine', { secretStringValue: SecretValue.unsafePlainText(value) }),
+  });
+  const generated = (options: secretsmanager.SecretStringGenerator) => (stack: Stack) => ({
+    signingSecret: new secretsmanager.Secret(stack, 'Mine', { generateSecretString: options }),
+  });
+
+  it.each([
+    [
+      'a value of 23 bytes',
+      plain(`whsec_${Buffer.from('twenty-three bytes long').toString('base64')}`),
+      /^WebhookRelay: signingSecret holds a value the function would refuse: signing secret #1 is a key of 23 bytes; Standard Webhooks asks for at least 24 \(32 base64 characters\)$/,
+    ],
+    [
+      'a value that is not base64',
+      plain('whsec_not*base64!'),
+      /signingSecret holds a value the function would refuse: signing secret #1 is not of the form/,
+    ],
+    [
+      '28 generated characters (21 bytes)',
+      generated({ excludePunctuation: true, includeSpace: false, passwordLength: 28 }),
+      /^WebhookRelay: signingSecret generates 28 characters, a key of 21 bytes: a Standard Webhooks key is base64 of at least 24 bytes; generate it with/,
+    ],
+    [
+      'Secrets Manager’s defaults (32 characters with punctuation)',
+      generated({}),
+      /signingSecret generates punctuation or spaces, which are not base64/,
+    ],
+    [
+      'a JSON document',
+      generated({ excludePunctuation: true, secretStringTemplate: '{}', generateStringKey: 'key' }),
+      /generates a JSON document/,
+    ],
+    ['49 characters', generated({ excludePunctuation: true, passwordLength: 49 }), /generates 49 characters, which is not base64/],
+  ])('%s fails synth naming signingSecret, never echoing the value', (_case, configure, message) => {
+    let error: unknown;
+    try {
+      relay({}, configure);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(WebhookRelayConfigError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toMatch(/dHdlbnR5|not\*base64/);
+  });
+
+  it.each([
+    ['a value of 24 bytes', plain(`whsec_${Buffer.from('exactly twenty-four byte').toString('base64')}`)],
+    [
+      'two keys while rotating',
+      plain(`whsec_${Buffer.from('exactly twenty-four byte').toString('base64')} whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw`),
+    ],
+    ['32 generated letters and digits', generated({ excludePunctuation: true, includeSpace: false, passwordLength: 32 })],
+    [
+      'an imported secret (checked when the function reads it)',
+      (stack: Stack) => ({ signingSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'S', 'mine') }),
+    ],
+  ])('%s passes', (_case, configure) => {
+    expect(() => relay({}, configure)).not.toThrow();
   });
 });
 
