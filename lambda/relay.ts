@@ -21,7 +21,7 @@ import { latencySample } from './latency';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from './held-records';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
-import { buildDeliveryRequest, type DeliveryRequest } from './request';
+import { buildDeliveryRequest, type DeliveryRequest, idempotencyKeyOf } from './request';
 import { backoffDelay, clampVisibility } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
@@ -29,6 +29,7 @@ import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
+import { WebhookTarget } from './webhook-target';
 import { Pacer, type PaceSnapshot, paceSignalOf } from './pacer';
 import { delayInWindow, windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
@@ -142,7 +143,8 @@ export class BatchRelay {
   private readonly logger: Logger;
   private readonly metrics: Metrics;
   private readonly random: () => number;
-  private readonly transmitter: WebhookTransmitter;
+  /** The webhook's URL (given, or read from Secrets Manager) and the connections to it. */
+  private readonly target: WebhookTarget;
   private readonly sqs: SqsGateway;
   private readonly queues: QueueDirectory;
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
@@ -168,7 +170,6 @@ export class BatchRelay {
       new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
     this.sqs = new SqsGateway(dependencies.sqs);
-    this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
     this.queues = new QueueDirectory(this.sqs, config.deadLetterQueueUrl);
     this.breaker = new CircuitBreaker(config.breaker);
     this.pacer = new Pacer(config.pacing);
@@ -179,6 +180,7 @@ export class BatchRelay {
     this.authorization =
       config.authorization &&
       new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh, secretOptions);
+    this.target = new WebhookTarget(config, (url) => new WebhookTransmitter(url, config.maxConcurrency), secretOptions);
   }
 
   /** The dead-letter writer whose SQS calls are abandoned when `signal` aborts (made per copy: copies are rare). */
@@ -222,6 +224,7 @@ export class BatchRelay {
     const { failures: visibilityFailures, lastInWindow } = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
     // What the breaker held in earlier batches comes back as soon as it is closed again.
     if (this.held.size > 0 && this.breaker.openSeconds(Date.now()) === undefined) await this.releaseHeld(records, sqsEnd);
+    this.target.closeRetired();
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
@@ -256,7 +259,7 @@ export class BatchRelay {
         : (outcome.response ?? outcome.error ?? '');
     try {
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const { id } = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const id = idempotencyKeyOf(record, credentials.signingKeys);
       const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, response, {
         originalId: id,
         signingKeys: credentials.signingKeys,
@@ -297,7 +300,8 @@ export class BatchRelay {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const target = this.target.peek() ?? (await this.target.get(requestsEnd.signal));
+      const request = buildDeliveryRequest(record, target.config, credentials.signingKeys);
       this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
       const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
@@ -306,7 +310,7 @@ export class BatchRelay {
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
       if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'not-attempted', reason: 'deadline' };
-      const result = await this.transmitter.post(request.headers, request.body, requestTimeoutMs);
+      const result = await target.transmitter.post(request.headers, request.body, requestTimeoutMs);
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       const answeredAt = Date.now();
@@ -624,7 +628,7 @@ export class BatchRelay {
 
   /** Closes kept-alive webhook connections. */
   close(): void {
-    this.transmitter.close();
+    this.target.close();
   }
 }
 

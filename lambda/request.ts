@@ -29,6 +29,9 @@ const HEADER_LINE_OVERHEAD = 4;
 /** Where the `Content-Type` value sits in a request's header list (a `Body.ContentType` attribute replaces it). */
 const CONTENT_TYPE_VALUE_INDEX = 3;
 
+/** What building a request reads of the configuration, the webhook's URL known (given, or read from its secret). */
+export type DeliveryConfig = Pick<RelayConfig, 'headerPrefix' | 'defaultContentType' | 'userAgent'> & { readonly webhookUrl: URL };
+
 /** The request for one record: what is sent, and which attributes had to be left out. */
 export interface DeliveryRequest {
   /** The message's idempotency key ({@link idempotencyKeyOf}): the `Message-Id` header, and the id a signature covers. */
@@ -184,7 +187,7 @@ let lastQueue = { arn: '', name: '', legal: true, fifo: false };
  * same request, which the property tests rely on.
  * @param signingKeys the webhook signing keys, which vouch for a redriven copy's original id ({@link idempotencyKeyOf})
  */
-export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, signingKeys?: readonly Buffer[]): DeliveryRequest {
+export function buildDeliveryRequest(record: SQSRecord, config: DeliveryConfig, signingKeys?: readonly Buffer[]): DeliveryRequest {
   if (headerNames.prefix !== config.headerPrefix) headerNames = carrierHeaderNames(config.headerPrefix);
   const names = headerNames;
   const body = utf8Bytes(record.body ?? '');

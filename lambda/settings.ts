@@ -56,7 +56,14 @@ export const FUNCTION_SETTINGS = {
     prop: 'webhookUrl',
     context: 'webhookUrl',
     kind: 'url',
-    defaultText: '(required; the stack: parameter `WebhookUrl`)',
+    defaultText: '(required, or `WEBHOOK_URL_SECRET_ARN`; the stack: parameter `WebhookUrl`)',
+  },
+  WEBHOOK_URL_SECRET_ARN: {
+    scope: 'function',
+    variable: 'WEBHOOK_URL_SECRET_ARN',
+    prop: 'webhookUrlSecret',
+    context: 'webhookUrlSecretArn',
+    kind: 'arn',
   },
   ALLOW_INSECURE_HTTP: {
     scope: 'function',
@@ -579,7 +586,9 @@ export const SETTING_LIST: readonly Setting[] = /* @__PURE__ */ Object.values(SE
  */
 export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL:
-    'where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required',
+    "where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. The URL is written into the template and the function's environment as given: a URL that carries a token (in its query or path) belongs in `WEBHOOK_URL_SECRET_ARN` (synth warns about a query string). Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required",
+  WEBHOOK_URL_SECRET_ARN:
+    "a Secrets Manager secret holding the webhook's URL, instead of `WEBHOOK_URL`: for a URL that embeds a token, which then never appears in the template, the environment or a log. The same rules as `WEBHOOK_URL`; re-read every `SECRETS_REFRESH_SECONDS`, the last good URL kept. Lambda only: local runs and the daemon take `WEBHOOK_URL`",
   ALLOW_INSECURE_HTTP: '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack)',
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',

@@ -137,6 +137,7 @@ const READ_BY_HAND: ReadonlySet<string> = new Set([
   'deadLetterQueueArn',
   'signingSecretArn',
   'authSecretArn',
+  'webhookUrlSecretArn',
   'backoffSchedule',
 ]);
 
@@ -243,6 +244,14 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     SECRET_ARN,
     'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
   );
+  const webhookUrlSecretArn = arn(
+    'webhookUrlSecretArn',
+    str('webhookUrlSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf',
+  );
+  if (webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
+    throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
 
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
   const relay: Record<string, unknown> = {};
@@ -267,6 +276,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       deadLetterQueueArn,
       signingSecretArn,
       authSecretArn,
+      webhookUrlSecretArn,
       relay: { ...relay, name: stackName, backoffSchedule: schedule(str('backoffSchedule')) } as WebhookRelayStackProps['relay'],
     },
   };

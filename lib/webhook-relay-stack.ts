@@ -16,9 +16,14 @@ export interface WebhookRelayStackProps extends StackProps {
    * CloudFormation parameter `WebhookUrl`, so `cdk synth` works without it while `cdk deploy`
    * refuses to run until a URL is given (by `-c webhookUrl=…` or `--parameters WebhookUrl=…`).
    */
-  readonly relay: Omit<WebhookRelayProps, 'webhookUrl' | 'queue' | 'deadLetterQueue' | 'alarmTopic' | 'signingSecret' | 'authSecret'> & {
+  readonly relay: Omit<
+    WebhookRelayProps,
+    'webhookUrl' | 'webhookUrlSecret' | 'queue' | 'deadLetterQueue' | 'alarmTopic' | 'signingSecret' | 'authSecret'
+  > & {
     readonly webhookUrl?: string;
   };
+  /** A Secrets Manager secret holding the webhook's URL (one that embeds a token), instead of `relay.webhookUrl`. */
+  readonly webhookUrlSecretArn?: string;
   /** Relay from this existing queue (same account and region) instead of creating one. */
   readonly queueArn?: string;
   /** The existing queue's dead-letter queue; required with `queueArn`. */
@@ -45,14 +50,16 @@ export class WebhookRelayStack extends Stack {
   readonly relay: WebhookRelay;
 
   constructor(scope: Construct, id: string, props: WebhookRelayStackProps) {
-    const { relay, queueArn, deadLetterQueueArn, signingSecretArn, authSecretArn, ...stackProps } = props;
+    const { relay, queueArn, deadLetterQueueArn, signingSecretArn, authSecretArn, webhookUrlSecretArn, ...stackProps } = props;
     super(scope, id, {
       description: 'sqs-webhook-relay: an SQS queue relayed to an HTTP webhook by a Lambda function',
       ...stackProps,
     });
     Tags.of(this).add('application', 'sqs-webhook-relay');
 
-    const webhookUrl = relay.webhookUrl ?? this.webhookUrlParameter(relay.allowInsecureHttp === true);
+    const webhookUrlSecret = webhookUrlSecretArn === undefined ? undefined : importSecret(this, 'WebhookUrlSecret', webhookUrlSecretArn);
+    const webhookUrl =
+      relay.webhookUrl ?? (webhookUrlSecret === undefined ? this.webhookUrlParameter(relay.allowInsecureHttp === true) : undefined);
     let queue: sqs.IQueue | undefined;
     let deadLetterQueue: sqs.IQueue | undefined;
     if (queueArn !== undefined) {
@@ -66,7 +73,15 @@ export class WebhookRelayStack extends Stack {
     const signingSecret = signingSecretArn === undefined ? undefined : importSecret(this, 'ExistingSigningSecret', signingSecretArn);
     const authSecret = authSecretArn === undefined ? undefined : importSecret(this, 'AuthSecret', authSecretArn);
 
-    this.relay = new WebhookRelay(this, 'Relay', { ...relay, webhookUrl, queue, deadLetterQueue, signingSecret, authSecret });
+    this.relay = new WebhookRelay(this, 'Relay', {
+      ...relay,
+      webhookUrl,
+      webhookUrlSecret,
+      queue,
+      deadLetterQueue,
+      signingSecret,
+      authSecret,
+    });
 
     const output = (id: string, value: string, description: string): CfnOutput => new CfnOutput(this, id, { value, description });
     output('QueueUrl', this.relay.queue.queueUrl, 'Send messages here (SendMessage QueueUrl)');

@@ -84,6 +84,7 @@ export class WebhookRelay extends Construct {
     this.signingSecret = resolved.signing ? (props.signingSecret ?? this.createSigningSecret()) : undefined;
     this.environment = functionEnvironment(props, resolved, {
       deadLetterQueueUrl: deadLetterQueue.queueUrl,
+      webhookUrlSecretArn: props.webhookUrlSecret?.secretArn,
       signingSecretArn: this.signingSecret?.secretArn,
       authSecretArn: props.authSecret?.secretArn,
     });
@@ -129,6 +130,7 @@ export class WebhookRelay extends Construct {
     // Read access to exactly the secrets it sends with, nothing else in Secrets Manager.
     this.signingSecret?.grantRead(this.function);
     props.authSecret?.grantRead(this.function);
+    props.webhookUrlSecret?.grantRead(this.function);
 
     // ---- monitoring ----
     this.alarmTopic =

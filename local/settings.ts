@@ -126,6 +126,13 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : int(env, 'MAX_RECEIVE_COUNT');
   const existingQueueUrl = queueUrl(env);
   const webhookUrl = read(env, 'WEBHOOK_URL');
+  if (read(env, 'WEBHOOK_URL_SECRET_ARN') !== undefined) {
+    throw new ConfigError(
+      'WEBHOOK_URL_SECRET_ARN',
+      "unset here: it is the deployed function's; local runs and the daemon take the URL in WEBHOOK_URL",
+      read(env, 'WEBHOOK_URL_SECRET_ARN'),
+    );
+  }
   // The demo webhook answers 200 to everything: relaying a real queue into it would delete every message.
   if (existingQueueUrl !== undefined && webhookUrl === undefined) {
     const typo = [...mistypedVariables(env)].find(([, variable]) => variable === 'WEBHOOK_URL')?.[0];

@@ -14,6 +14,7 @@ import type { ResolvedSettings } from './resolve';
 /** What only exists once the construct has built it: the DLQ's URL and the secrets' ARNs (tokens). */
 export interface EnvironmentRefs {
   readonly deadLetterQueueUrl: string;
+  readonly webhookUrlSecretArn?: string | undefined;
   readonly signingSecretArn: string | undefined;
   readonly authSecretArn: string | undefined;
 }
@@ -35,7 +36,14 @@ function written(setting: Setting, value: unknown): string {
  */
 export function functionEnvironment(props: WebhookRelayProps, resolved: ResolvedSettings, refs: EnvironmentRefs): Record<string, string> {
   const allowInsecureHttp = props.allowInsecureHttp ?? RELAY_DEFAULTS.allowInsecureHttp;
-  if (!Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
+  check(
+    (props.webhookUrl === undefined) !== (refs.webhookUrlSecretArn === undefined),
+    'webhookUrl',
+    props.webhookUrl === undefined
+      ? 'is required (or webhookUrlSecret, a secret holding it)'
+      : 'and webhookUrlSecret are two ways of giving the URL; give one',
+  );
+  if (props.webhookUrl !== undefined && !Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
 
   // Values the construct derives or creates, rather than takes from a prop as is.
   const derived: Readonly<Record<string, string | undefined>> = {
@@ -47,6 +55,7 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     // The event source's ceiling: how many invocations share MAX_REQUESTS_PER_SECOND.
     CONCURRENT_INVOCATIONS: String(resolved.maxConcurrency),
     // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
+    WEBHOOK_URL_SECRET_ARN: refs.webhookUrlSecretArn,
     SIGNING_SECRET_ARN: refs.signingSecretArn,
     AUTH_SECRET_ARN: refs.authSecretArn,
     OUTAGE_THRESHOLD: String(resolved.breaker.threshold),
@@ -86,6 +95,7 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
   // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
   const standIns: Record<string, string> = {
     WEBHOOK_URL: 'https://deploy-time.invalid/',
+    WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
   };

@@ -15,6 +15,7 @@ import {
   MAX_VISIBILITY_SECONDS,
 } from '../../lambda/aws-limits';
 import type { BreakerSettings } from '../../lambda/breaker';
+import { redactUrl } from '../../lambda/config';
 import { SETTINGS } from '../../lambda/settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from '../../lambda/signing';
 import { check, seconds, wholeNumber } from './checks';
@@ -72,6 +73,9 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     'name',
     `must be 1 to 200 letters, digits, "-" or "_" (it names the dashboard and alarms); got ${JSON.stringify(name)}`,
   );
+
+  const webhookUrlWarning = queryStringWarning(props.webhookUrl);
+  if (webhookUrlWarning !== undefined) warnings.push(webhookUrlWarning);
 
   const timeout = props.timeout ?? d.timeout;
   const timeoutSeconds = seconds(timeout, 'timeout', Duration.seconds(1), Duration.seconds(MAX_FUNCTION_TIMEOUT_SECONDS));
@@ -214,4 +218,23 @@ function checkSigningSecret(secret: secretsmanager.ISecret): void {
     'signingSecret',
     `${problem}: a Standard Webhooks key is base64 of at least ${MIN_SIGNING_KEY_BYTES} bytes; generate it with { excludePunctuation: true, includeSpace: false, passwordLength: 48 } (as the construct does when given none)`,
   );
+}
+
+/**
+ * A warning when the webhook URL has a query string or fragment, where tokens travel: the URL is
+ * written into the template and the function's environment as given. (User-info is refused.)
+ */
+function queryStringWarning(webhookUrl: string | undefined): ResolvedWarning | undefined {
+  if (webhookUrl === undefined || Token.isUnresolved(webhookUrl)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(webhookUrl);
+  } catch {
+    return undefined; // refused with the function's rules, by the environment's check
+  }
+  if (url.search === '' && url.hash === '' && !webhookUrl.includes('?')) return undefined;
+  return {
+    id: 'sqs-webhook-relay:webhookUrlInTemplate',
+    message: `webhookUrl ${redactUrl(webhookUrl)} has a query string, which is written into the template and the function's environment in clear. If it carries a token, keep the whole URL in Secrets Manager instead: webhookUrlSecret (-c webhookUrlSecretArn=…).`,
+  };
 }

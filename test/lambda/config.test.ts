@@ -42,7 +42,7 @@ describe('defaults', () => {
       userAgent: `sqs-webhook-relay/${version}`,
     });
     expect(config.deadLetterQueueUrl).toBeUndefined();
-    expect(config.webhookUrl.href).toBe(WEBHOOK_URL);
+    expect(config.webhookUrl?.href).toBe(WEBHOOK_URL);
     expect(config.userAgent).toMatch(/^sqs-webhook-relay\/\d+\.\d+\.\d+/);
   });
 
@@ -66,7 +66,7 @@ describe('defaults', () => {
     vi.stubEnv('MAX_CONCURRENCY', '3');
     try {
       const config = loadConfig();
-      expect(config.webhookUrl.hostname).toBe('from-process-env.example.com');
+      expect(config.webhookUrl?.hostname).toBe('from-process-env.example.com');
       expect(config.maxConcurrency).toBe(3);
     } finally {
       vi.unstubAllEnvs();
@@ -105,7 +105,7 @@ describe('every variable is read', () => {
 
   test('values are trimmed', () => {
     const config = load({ WEBHOOK_URL: `  ${WEBHOOK_URL}\n`, MAX_CONCURRENCY: ' 7 ', BACKOFF: ' linear ', HEADER_PREFIX: ' X-A- ' });
-    expect(config.webhookUrl.href).toBe(WEBHOOK_URL);
+    expect(config.webhookUrl?.href).toBe(WEBHOOK_URL);
     expect(config.maxConcurrency).toBe(7);
     expect(config.backoff.policy).toBe('linear');
     expect(config.headerPrefix).toBe('X-A-');
@@ -244,8 +244,8 @@ describe('WEBHOOK_URL', () => {
   });
 
   test('https is accepted anywhere; scheme and host are case-insensitive', () => {
-    expect(loadConfig({ WEBHOOK_URL: 'https://10.0.0.5:8443/hook' }).webhookUrl.port).toBe('8443');
-    expect(loadConfig({ WEBHOOK_URL: 'HTTPS://Hooks.Example.COM/In' }).webhookUrl.href).toBe('https://hooks.example.com/In');
+    expect(loadConfig({ WEBHOOK_URL: 'https://10.0.0.5:8443/hook' }).webhookUrl?.port).toBe('8443');
+    expect(loadConfig({ WEBHOOK_URL: 'HTTPS://Hooks.Example.COM/In' }).webhookUrl?.href).toBe('https://hooks.example.com/In');
   });
 
   test.each([
@@ -258,7 +258,7 @@ describe('WEBHOOK_URL', () => {
     'http://127.1/',
     'http://[::1]:3000/hook',
   ])('plain http is accepted for the loopback host of %s', (raw) => {
-    expect(loadConfig({ WEBHOOK_URL: raw }).webhookUrl.protocol).toBe('http:');
+    expect(loadConfig({ WEBHOOK_URL: raw }).webhookUrl?.protocol).toBe('http:');
   });
 
   test.each([
@@ -280,12 +280,12 @@ describe('WEBHOOK_URL', () => {
     const error = configErrorOf(() => loadConfig({ WEBHOOK_URL: raw }));
     expect(error.variable).toBe('WEBHOOK_URL');
     expect(error.message).toContain('ALLOW_INSECURE_HTTP=true');
-    expect(loadConfig({ WEBHOOK_URL: raw, ALLOW_INSECURE_HTTP: 'true' }).webhookUrl.protocol).toBe('http:');
+    expect(loadConfig({ WEBHOOK_URL: raw, ALLOW_INSECURE_HTTP: 'true' }).webhookUrl?.protocol).toBe('http:');
   });
 
   test('ALLOW_INSECURE_HTTP accepts the boolean spellings and rejects others by name', () => {
     const http = 'http://webhook:8080/in';
-    expect(loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'YES' }).webhookUrl.host).toBe('webhook:8080');
+    expect(loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'YES' }).webhookUrl?.host).toBe('webhook:8080');
     expect(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'false' })).toThrow(/WEBHOOK_URL/);
     expect(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: '0' })).toThrow(/WEBHOOK_URL/);
     expect(configErrorOf(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'sure' })).variable).toBe('ALLOW_INSECURE_HTTP');

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { checkAuthorizationValue, loadConfig, type RelayConfig } from '../../lambda/config';
 import { isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH, MAX_PRODUCER_HEADER_BYTES } from '../../lambda/header-rules';
-import { buildDeliveryRequest, type DeliveryRequest } from '../../lambda/request';
+import { buildDeliveryRequest, type DeliveryConfig, type DeliveryRequest } from '../../lambda/request';
 import { queueNameOfArn } from '../../lambda/sqs-util';
 import { sqsRecord as syntheticRecord } from '../../testkit/records';
 
@@ -45,7 +45,12 @@ function sqsRecord(options: RecordOptions = {}): SQSRecord {
 }
 
 const str = (value: string, dataType = 'String') => ({ dataType, stringValue: value });
-const config = (env: Record<string, string> = {}): RelayConfig => loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/in', ...env });
+/** The configuration `env` gives, its webhook URL known (as the relay's target has it). */
+function config(env: Record<string, string> = {}): RelayConfig & DeliveryConfig {
+  const loaded = loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/in', ...env });
+  if (loaded.webhookUrl === undefined) throw new Error('no WEBHOOK_URL');
+  return { ...loaded, webhookUrl: loaded.webhookUrl };
+}
 const DEFAULTS = config();
 
 /**
@@ -53,7 +58,7 @@ const DEFAULTS = config();
  * after checking the list itself: pairs, `Host` first, and no header twice in any letter case
  * (a list, unlike an object, could carry two).
  */
-function build(record: SQSRecord, relayConfig: RelayConfig): Omit<DeliveryRequest, 'headers'> & { headers: Record<string, string> } {
+function build(record: SQSRecord, relayConfig: DeliveryConfig): Omit<DeliveryRequest, 'headers'> & { headers: Record<string, string> } {
   const request = buildDeliveryRequest(record, relayConfig);
   const list = request.headers;
   expect(list.length % 2).toBe(0);

@@ -691,6 +691,35 @@ describe('WebhookRelay secrets', () => {
   });
 });
 
+describe('WebhookRelay webhookUrlSecret', () => {
+  it('the URL from a secret: its ARN in the environment, no WEBHOOK_URL, read access for the function', () => {
+    const { template } = relay({ webhookUrl: undefined }, (stack) => ({
+      webhookUrlSecret: new secretsmanager.Secret(stack, 'Url', {
+        secretStringValue: SecretValue.unsafePlainText('https://h.example.com/?t=1'),
+      }),
+    }));
+    const environment = environmentOf(template);
+    const secret = Object.keys(resourcesOf(template, 'AWS::SecretsManager::Secret')).find((id) => id.startsWith('Url'));
+    expect(environment.WEBHOOK_URL_SECRET_ARN).toEqual({ Ref: secret });
+    expect(environment.WEBHOOK_URL).toBeUndefined();
+    const statements = (
+      onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }
+    ).Statement;
+    expect(statements.some((statement) => JSON.stringify(statement.Resource).includes(String(secret)))).toBe(true);
+  });
+
+  it.each([
+    ['both', { webhookUrl: URL_ }, /^WebhookRelay: webhookUrl and webhookUrlSecret are two ways of giving the URL; give one$/],
+    ['neither', { webhookUrl: undefined }, /^WebhookRelay: webhookUrl is required \(or webhookUrlSecret, a secret holding it\)$/],
+  ])('%s: refused naming webhookUrl', (_case, props, message) => {
+    expect(() =>
+      relay(props, (stack) =>
+        _case === 'both' ? { webhookUrlSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'U', 'webhook-url') } : {},
+      ),
+    ).toThrow(message);
+  });
+});
+
 describe('WebhookRelay signing secret known at synth', () => {
   const plain = (value: string) => (stack: Stack) => ({
     signingSecret: new secretsmanager.Secret(stack, 'Mine', { secretStringValue: SecretValue.unsafePlainText(value) }),

@@ -55,6 +55,7 @@ describe('local settings', () => {
     [{ MAX_RECEIVE_COUNT: '0' }, 'MAX_RECEIVE_COUNT'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' }, 'WEBHOOK_URL'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders', WEBHOOK_URL: '  ' }, 'WEBHOOK_URL'],
+    [{ WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:url' }, 'WEBHOOK_URL_SECRET_ARN'],
   ])('%j is refused, naming the variable', (env, variable) => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
   });
