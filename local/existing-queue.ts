@@ -35,7 +35,8 @@ export interface ExistingQueue {
 /** Credentials for an SQS emulator: any are accepted, and these are what the runner, its hints and daemon mode on loopback use. */
 export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
 
-function isAwsHost(hostname: string): boolean {
+/** True for the hosts of AWS's own SQS endpoints (the SDK then picks the regional https endpoint itself). */
+export function isAwsHost(hostname: string): boolean {
   return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
 }
 

@@ -60,6 +60,51 @@ describe('local settings', () => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
   });
 
+  describe('plain http carries SigV4-signed calls and health checks only to loopback, or with ALLOW_INSECURE_HTTP', () => {
+    const WEBHOOK = { WEBHOOK_URL: 'https://hooks.example.com/in' };
+    test.each([
+      [{ QUEUE_URL: 'http://sqs.internal:9324/000000000000/orders' }, 'QUEUE_URL'],
+      [{ QUEUE_URL: 'http://10.0.0.5:4566/000000000000/orders' }, 'QUEUE_URL'],
+      // *.localhost names are resolved by DNS on many machines (glibc): not loopback for certain.
+      [{ QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders' }, 'QUEUE_URL'],
+      [
+        { QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/orders', AWS_ENDPOINT_URL_SQS: 'http://vpce.internal:80' },
+        'AWS_ENDPOINT_URL_SQS',
+      ],
+      [{ QUEUE_URL: 'http://127.0.0.1:4566/1/orders', AWS_ENDPOINT_URL: 'http://sqs.internal:4566' }, 'AWS_ENDPOINT_URL'],
+      [{ WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      [{ WEBHOOK_HEALTH_CHECK_URL: 'http://foo.localhost/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+    ])('%j is refused, naming the variable', (env, variable) => {
+      const run = () => loadLocalSettings({ ...WEBHOOK, ...env }, false);
+      expect(run).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+      expect(run).toThrow(/ALLOW_INSECURE_HTTP=true/);
+      // The operator's say-so that the network is private.
+      expect(() => loadLocalSettings({ ...WEBHOOK, ...env, ALLOW_INSECURE_HTTP: 'true' }, false)).not.toThrow();
+    });
+
+    test.each([
+      { QUEUE_URL: 'http://127.0.0.1:4566/000000000000/orders' },
+      { QUEUE_URL: 'http://localhost:9324/000000000000/orders' },
+      { QUEUE_URL: 'http://[::1]:9324/000000000000/orders' },
+      { QUEUE_URL: 'https://sqs.internal:9324/000000000000/orders' },
+      // An AWS queue URL is not an endpoint: the SDK calls AWS's regional https endpoint.
+      { QUEUE_URL: 'http://sqs.eu-west-1.amazonaws.com/123456789012/orders' },
+      { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566' },
+      { WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' },
+      { WEBHOOK_HEALTH_CHECK_URL: 'https://worker.internal/health' },
+      // The sandbox talks to its own emulator, whatever the endpoint variables say.
+      { AWS_ENDPOINT_URL_SQS: 'http://sqs.internal:4566' },
+    ])('%j is accepted', (env) => {
+      expect(() => loadLocalSettings({ ...WEBHOOK, ...env }, false)).not.toThrow();
+    });
+
+    test('ALLOW_INSECURE_HTTP is read strictly: a typo of its value is refused by name', () => {
+      expect(() =>
+        loadLocalSettings({ ...WEBHOOK, WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health', ALLOW_INSECURE_HTTP: 'ja' }, false),
+      ).toThrow(expect.objectContaining({ variable: 'ALLOW_INSECURE_HTTP' }));
+    });
+  });
+
   test('variables one typo away from a setting are found, with the setting they resemble; other variables are not', () => {
     const env = {
       WEBHOOK_ULR: 'https://hooks.example.com',
