@@ -5,6 +5,8 @@
  */
 import { CfnParameter, Duration, SecretValue, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -173,16 +175,13 @@ describe('WebhookRelay with default props', () => {
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
     ]);
-    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual([
-      'sqs:GetQueueAttributes',
-      'sqs:GetQueueUrl',
-      'sqs:SendMessage',
-    ]);
+    // SendMessage alone: the function has the DLQ's URL (DLQ_URL) and never asks for it or its attributes.
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual(['sqs:SendMessage']);
     const logGroup = onlyResource(template, 'AWS::Logs::LogGroup');
     expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [logGroup.id, 'Arn'] }))).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
-    // Read access to its own signing secret, and to nothing else in Secrets Manager.
+    // The value of its own signing secret, and nothing else in Secrets Manager (no DescribeSecret: never called).
     const secret = onlyResource(template, 'AWS::SecretsManager::Secret');
-    expect(byResource.get(JSON.stringify({ Ref: secret.id }))).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(byResource.get(JSON.stringify({ Ref: secret.id }))).toEqual(['secretsmanager:GetSecretValue']);
     expect(statements).toHaveLength(4);
     for (const s of statements) expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"/);
     // No managed policy (AWSLambdaBasicExecutionRole would allow writing to any log group).
@@ -444,6 +443,99 @@ describe('WebhookRelay with non-default props', () => {
   });
 });
 
+describe('WebhookRelay on an existing queue: its protection is checked', () => {
+  /** The protection warnings of a synth (ids and texts). */
+  function protection(configure: (stack: Stack) => Partial<WebhookRelayProps>): { id: string; text: string }[] {
+    const { stack } = relay({ maxReceiveCount: 3, retryWindow: Duration.seconds(0) }, configure);
+    return Annotations.fromStack(stack)
+      .findWarning('*', Match.anyValue())
+      .map((warning) => ({ text: String(warning.entry.data), id: /\[ack: ([^\]]+)\]/.exec(String(warning.entry.data))?.[1] ?? '' }))
+      .filter((warning) => /encrypted|TLS/.test(warning.text));
+  }
+
+  it('queues of this app made as the construct makes its own (encrypted, TLS only): no warning', () => {
+    expect(
+      protection((stack) => {
+        const dlq = new sqs.Queue(stack, 'D', { enforceSSL: true, encryption: sqs.QueueEncryption.KMS_MANAGED });
+        return { queue: new sqs.Queue(stack, 'Q', { enforceSSL: true, deadLetterQueue: { queue: dlq, maxReceiveCount: 3 } }) };
+      }),
+    ).toEqual([]);
+  });
+
+  it('a queue of this app unencrypted and without a TLS policy, its DLQ likewise: a warning for each, naming the fix', () => {
+    const warnings = protection((stack) => {
+      const dlq = new sqs.Queue(stack, 'D', { queueName: 'orders-dlq', encryption: sqs.QueueEncryption.UNENCRYPTED });
+      return {
+        queue: new sqs.Queue(stack, 'Q', {
+          queueName: 'orders',
+          encryption: sqs.QueueEncryption.UNENCRYPTED,
+          deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+        }),
+      };
+    });
+    expect(warnings.map((warning) => warning.id)).toEqual([
+      'sqs-webhook-relay:queueNotEncrypted',
+      'sqs-webhook-relay:queueAllowsPlainHttp',
+      'sqs-webhook-relay:queueNotEncrypted',
+      'sqs-webhook-relay:queueAllowsPlainHttp',
+    ]);
+    expect(warnings[0]?.text).toContain('The queue (orders) is not encrypted at rest (encryption: UNENCRYPTED)');
+    expect(warnings[3]?.text).toContain('The deadLetterQueue (orders-dlq) accepts requests without TLS');
+    expect(warnings[3]?.text).toContain('enforceSSL: true');
+  });
+
+  it('a TLS policy of its own (a QueuePolicy naming the queue) counts as enforceSSL does', () => {
+    const warnings = protection((stack) => {
+      const dlq = new sqs.Queue(stack, 'D', { enforceSSL: true });
+      const queue = new sqs.Queue(stack, 'Q', { deadLetterQueue: { queue: dlq, maxReceiveCount: 3 } });
+      const policy = new sqs.QueuePolicy(stack, 'TlsOnly', { queues: [queue] });
+      policy.document.addStatements(
+        new iam.PolicyStatement({
+          effect: iam.Effect.DENY,
+          actions: ['sqs:*'],
+          principals: [new iam.AnyPrincipal()],
+          resources: [queue.queueArn],
+          conditions: { Bool: { 'aws:SecureTransport': 'false' } },
+        }),
+      );
+      return { queue };
+    });
+    expect(warnings).toEqual([]);
+  });
+
+  it('imported queues: one warning that their protection cannot be seen, naming both and how to check', () => {
+    const warnings = protection((stack) => ({
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:111122223333:orders'),
+      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq'),
+    }));
+    expect(warnings.map((warning) => warning.id)).toEqual(['sqs-webhook-relay:importedQueueProtection']);
+    expect(warnings[0]?.text).toContain('the imported queue (orders) and deadLetterQueue (orders-dlq) are encrypted at rest and refuse');
+    expect(warnings[0]?.text).toContain('aws sqs get-queue-attributes');
+  });
+});
+
+describe('WebhookRelay secrets: the value, nothing more', () => {
+  it('a secret by partial ARN, with a KMS key: GetSecretValue on the ARN and its suffix, and decrypt through Secrets Manager only', () => {
+    const { template } = relay({}, (stack) => ({
+      signingSecret: secretsmanager.Secret.fromSecretAttributes(stack, 'S', {
+        secretPartialArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing',
+        encryptionKey: new kms.Key(stack, 'SigningKey'),
+      }),
+    }));
+    const statements = (onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: unknown[] }).Statement;
+    expect(statements).toContainEqual({
+      Action: 'secretsmanager:GetSecretValue',
+      Effect: 'Allow',
+      Resource: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-??????',
+    });
+    expect(JSON.stringify(statements)).not.toContain('DescribeSecret');
+    // The key's own policy lets the function decrypt, through Secrets Manager only (as grantRead does).
+    const keyPolicy = JSON.stringify(onlyResource(template, 'AWS::KMS::Key').properties.KeyPolicy);
+    expect(keyPolicy).toContain('kms:Decrypt');
+    expect(keyPolicy).toMatch(/kms:ViaService.*secretsmanager\./);
+  });
+});
+
 describe('WebhookRelay on an existing queue', () => {
   it('a Queue with its own DLQ: relays from it, uses its DLQ and receive count, creates no queue', () => {
     const { template, relay: r } = relay({}, (stack) => {
@@ -685,7 +777,7 @@ describe('WebhookRelay secrets', () => {
     for (const arn of [signingArn, authArn]) {
       // CDK may merge both grants into one statement with two resources.
       const grant = statements.find((s) => [s.Resource].flat().includes(arn));
-      expect([grant?.Action].flat().sort(), arn).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+      expect([grant?.Action].flat().sort(), arn).toEqual(['secretsmanager:GetSecretValue']);
     }
     expect(JSON.stringify(template.toJSON())).not.toMatch(/AUTH_HEADER|SIGNING_SECRET"/);
   });
