@@ -20,9 +20,6 @@ import { queueNameOfArn } from './sqs-util';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
 export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
-/** W3C trace-context attributes copied to headers of the same name, when they are well-formed. */
-export const TRACE_ATTRIBUTES = ['traceparent', 'tracestate'] as const;
-
 /** Bytes a header takes on the wire besides its name and value: `: ` and CRLF. */
 const HEADER_LINE_OVERHEAD = 4;
 
