@@ -444,6 +444,8 @@ describe('WebhookRelay with non-default props', () => {
 });
 
 describe('WebhookRelay on an existing queue: its protection is checked', () => {
+  /** The visibility timeout the construct asks for (6 × 30 s): no other warning in the way. */
+  const THREE_MINUTES = Duration.minutes(3);
   /** The protection warnings of a synth (ids and texts). */
   function protection(configure: (stack: Stack) => Partial<WebhookRelayProps>): { id: string; text: string }[] {
     const { stack } = relay({ maxReceiveCount: 3, retryWindow: Duration.seconds(0) }, configure);
@@ -457,7 +459,13 @@ describe('WebhookRelay on an existing queue: its protection is checked', () => {
     expect(
       protection((stack) => {
         const dlq = new sqs.Queue(stack, 'D', { enforceSSL: true, encryption: sqs.QueueEncryption.KMS_MANAGED });
-        return { queue: new sqs.Queue(stack, 'Q', { enforceSSL: true, deadLetterQueue: { queue: dlq, maxReceiveCount: 3 } }) };
+        return {
+          queue: new sqs.Queue(stack, 'Q', {
+            visibilityTimeout: THREE_MINUTES,
+            enforceSSL: true,
+            deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+          }),
+        };
       }),
     ).toEqual([]);
   });
@@ -468,6 +476,7 @@ describe('WebhookRelay on an existing queue: its protection is checked', () => {
       return {
         queue: new sqs.Queue(stack, 'Q', {
           queueName: 'orders',
+          visibilityTimeout: THREE_MINUTES,
           encryption: sqs.QueueEncryption.UNENCRYPTED,
           deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
         }),
@@ -487,7 +496,7 @@ describe('WebhookRelay on an existing queue: its protection is checked', () => {
   it('a TLS policy of its own (a QueuePolicy naming the queue) counts as enforceSSL does', () => {
     const warnings = protection((stack) => {
       const dlq = new sqs.Queue(stack, 'D', { enforceSSL: true });
-      const queue = new sqs.Queue(stack, 'Q', { deadLetterQueue: { queue: dlq, maxReceiveCount: 3 } });
+      const queue = new sqs.Queue(stack, 'Q', { visibilityTimeout: THREE_MINUTES, deadLetterQueue: { queue: dlq, maxReceiveCount: 3 } });
       const policy = new sqs.QueuePolicy(stack, 'TlsOnly', { queues: [queue] });
       policy.document.addStatements(
         new iam.PolicyStatement({
