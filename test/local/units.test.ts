@@ -237,6 +237,7 @@ describe("the handler's lines on a terminal", () => {
 
 describe('text from outside, on a terminal', () => {
   /** Anything a terminal would act on: C0 but line feed and tab, DEL, C1. */
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
   const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
   const HOSTILE = [
     ['a title change (OSC … BEL)', 'a\u001b]0;pwned\u0007b', 'ab'],
