@@ -172,7 +172,7 @@ function webhookUrl(env: Env): URL | undefined {
     throw new ConfigError('WEBHOOK_URL_SECRET_ARN', 'unset when WEBHOOK_URL is set (give the URL one way)', secretId);
   if (raw === undefined) {
     if (secretId !== undefined) return undefined;
-    throw new ConfigError(name, `${HTTPS_OR_LOOPBACK}, or WEBHOOK_URL_SECRET_ARN a Secrets Manager secret holding one`, raw);
+    throw new ConfigError(name, `${HTTPS_OR_LOOPBACK}, unless WEBHOOK_URL_SECRET_ARN names a Secrets Manager secret holding it`, raw);
   }
   const url = checkedWebhookUrl(raw, allowInsecure);
   if (!(url instanceof URL)) throw new ConfigError(name, url.expected, url.shown);

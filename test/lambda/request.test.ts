@@ -7,7 +7,7 @@ import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-l
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { checkAuthorizationValue, loadConfig, type RelayConfig } from '../../lambda/config';
-import { isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH, MAX_PRODUCER_HEADER_BYTES } from '../../lambda/header-rules';
+import { isLegalHeaderValue, isTraceParent, MAX_ATTRIBUTE_HEADER_LENGTH, MAX_PRODUCER_HEADER_BYTES } from '../../lambda/header-rules';
 import { buildDeliveryRequest, type DeliveryConfig, type DeliveryRequest } from '../../lambda/request';
 import { queueNameOfArn } from '../../lambda/sqs-util';
 import { sqsRecord as syntheticRecord } from '../../testkit/records';
@@ -525,6 +525,29 @@ describe('trace context (W3C)', () => {
     expect(headers.traceparent).toBe(PARENT);
     expect(headers).not.toHaveProperty('tracestate');
     expect(skippedAttributes).toEqual([{ name: 'tracestate', reason: 'not a W3C Trace Context tracestate' }]);
+  });
+
+  test('property: isTraceParent agrees with the specification read as a regular expression', () => {
+    // W3C Trace Context, section 3.2: version-format, then a later version's extra fields after a "-".
+    const specification = (value: string): boolean => {
+      const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/.exec(value);
+      if (match === null || match[1] === 'ff' || /^0+$/.test(match[2] as string) || /^0+$/.test(match[3] as string)) return false;
+      return match[1] !== '00' || match[5] === undefined;
+    };
+    const hex = (length: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdefA0'), minLength: length, maxLength: length });
+    const candidate = fc.oneof(
+      fc
+        .tuple(hex(2), hex(32), hex(16), hex(2), fc.constantFrom('', '-', '-x', 'x', '-00'))
+        .map(([version, trace, parent, flags, rest]) => `${version}-${trace}-${parent}-${flags}${rest}`),
+      fc.constantFrom('00', 'ff', '01', 'cc').map((version) => `${version}-${'0'.repeat(32)}-00f067aa0ba902b7-01`),
+      fc.string({ unit: fc.constantFrom('0', 'f', 'a', '-', 'G', ' '), maxLength: 60 }),
+    );
+    fc.assert(
+      fc.property(candidate, (value) => {
+        expect(isTraceParent(value), value).toBe(specification(value));
+      }),
+      { numRuns: 3_000 },
+    );
   });
 
   test('a tracestate alone is left out: it means nothing without a traceparent', () => {

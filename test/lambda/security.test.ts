@@ -224,7 +224,7 @@ describe('the webhook URL from Secrets Manager (WEBHOOK_URL_SECRET_ARN)', () => 
       'Invalid configuration: WEBHOOK_URL_SECRET_ARN must be unset when WEBHOOK_URL is set (give the URL one way); got "webhook-url"',
     );
     expect(() => relayFor({})).toThrow(
-      /^Invalid configuration: WEBHOOK_URL must be an absolute https:\/\/ URL .*, or WEBHOOK_URL_SECRET_ARN/,
+      /^Invalid configuration: WEBHOOK_URL must be an absolute https:\/\/ URL .*, unless WEBHOOK_URL_SECRET_ARN names a Secrets Manager secret holding it; got nothing$/,
     );
   });
 });
