@@ -1,0 +1,230 @@
+/**
+ * Mutual TLS: the client certificate the relay presents to the webhook, and the private CA it
+ * trusts beside the platform's. From a Secrets Manager secret (`CLIENT_CERTIFICATE_SECRET_ARN`,
+ * JSON `{ "certificate": PEM, "privateKey": PEM, "caCertificate"?: PEM }`) or from files
+ * (`CLIENT_CERTIFICATE_FILE` and `CLIENT_KEY_FILE`; `CA_CERTIFICATE_FILE`), each read through
+ * {@link CachedSecret}: re-read every `SECRETS_REFRESH_SECONDS`, the last good value kept when a
+ * read fails or a new value does not parse. New connections use the current certificate; kept-alive
+ * ones keep theirs until they are closed (seconds: see transmitter.ts).
+ *
+ * It also watches the handshakes: a webhook that refuses the certificate (a TLS alert) or a
+ * certificate of the webhook's that is not trusted is one ERROR naming the alert or the reason, when
+ * it starts and when it changes, and one INFO when a handshake succeeds again; never one per record.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { SecureContext, TLSSocket } from 'node:tls';
+import { CachedSecret, type CachedSecretOptions, type SecretSource } from './secrets';
+
+/** Where the certificate, its key and the extra CA come from (see lambda/config.ts). */
+export interface ClientCertificateSettings {
+  /**
+   * The sources, read and merged in order: a secret or files with `certificate` and `privateKey`
+   * (and perhaps `caCertificate`), and perhaps a file with `caCertificate` only.
+   */
+  readonly sources: readonly SecretSource[];
+}
+
+/** The PEM texts of one source: a certificate with its key, a CA bundle, or both. */
+export interface TlsMaterial {
+  readonly certificate?: string;
+  readonly privateKey?: string;
+  readonly caCertificate?: string;
+}
+
+/** The first line of what a JSON secret must look like, for messages. */
+const EXPECTED_JSON = '{"certificate": "<PEM>", "privateKey": "<PEM>"} (and optionally "caCertificate")';
+
+/** The platform's trusted CAs, with `NODE_EXTRA_CA_CERTS` where Node.js can say (22.15 and later). */
+function platformCas(): string[] {
+  const tls = process.getBuiltinModule('node:tls');
+  const withExtra = (tls as { getCACertificates?: (type: string) => string[] }).getCACertificates?.('default');
+  return withExtra ?? [...tls.rootCertificates];
+}
+
+/** The TLS context for `material`: the platform's CAs plus its own, its certificate and key. OpenSSL's checks apply. */
+function secureContextOf(material: TlsMaterial): SecureContext {
+  const tls = process.getBuiltinModule('node:tls');
+  return tls.createSecureContext({
+    ...(material.caCertificate === undefined ? {} : { ca: [...platformCas(), material.caCertificate] }),
+    ...(material.certificate === undefined ? {} : { cert: material.certificate, key: material.privateKey }),
+  });
+}
+
+/** OpenSSL's reason, without anything of the PEM it read ("no start line", "key values mismatch"). */
+function reasonOf(error: unknown): string {
+  const reason = (error as { reason?: unknown } | undefined)?.reason;
+  if (typeof reason === 'string' && reason !== '') return reason;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : 'not a valid PEM certificate and key';
+}
+
+/**
+ * Parses one source's text (JSON, as a secret holds it and as files are read, see secrets.ts) and
+ * checks it with OpenSSL: a certificate that does not match its key, or text that is not PEM, is
+ * refused here, never at a handshake. Messages never hold any of the text.
+ */
+export function parseTlsMaterial(raw: string): TlsMaterial {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`not JSON: expected ${EXPECTED_JSON}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error(`not a JSON object: expected ${EXPECTED_JSON}`);
+  const { certificate, privateKey, caCertificate } = parsed as Record<string, unknown>;
+  for (const [name, value] of Object.entries({ certificate, privateKey, caCertificate })) {
+    if (value !== undefined && (typeof value !== 'string' || !value.includes('-----BEGIN ')))
+      throw new Error(`"${name}" is not PEM text (-----BEGIN …)`);
+  }
+  if ((certificate === undefined) !== (privateKey === undefined))
+    throw new Error(`"${certificate === undefined ? 'certificate' : 'privateKey'}" is missing: the certificate and its key go together`);
+  if (certificate === undefined && caCertificate === undefined)
+    throw new Error(`has neither a certificate nor a CA: expected ${EXPECTED_JSON}`);
+  const material = { certificate, privateKey, caCertificate } as TlsMaterial;
+  try {
+    secureContextOf(material);
+  } catch (error) {
+    throw new Error(`refused by OpenSSL: ${reasonOf(error)}`);
+  }
+  return material;
+}
+
+/** What a handshake came to, for the log: accepted, or why not (a TLS alert's name, a certificate error's code). */
+type HandshakeState = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readonly reason: string; readonly alert?: string };
+
+/** Error codes of a webhook certificate the relay does not trust. */
+const UNTRUSTED_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * The TLS alert a failed handshake carries, by its RFC 8446 name (`certificate_required`,
+ * `unknown_ca`, `bad_certificate`, …), from OpenSSL's error code
+ * (`ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED`); `undefined` for any other error.
+ */
+export function tlsAlertOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string') return undefined;
+  const match = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_([A-Z_]+)$/.exec(code);
+  return match === null ? undefined : (match[1] as string).toLowerCase();
+}
+
+/** What a {@link ClientCertificate} is built with besides its settings. */
+export interface ClientCertificateOptions extends CachedSecretOptions {
+  /** Where the handshake ERROR and INFO lines go (and the secret's, see {@link CachedSecret}). */
+  readonly logger?: Pick<Logger, 'warn' | 'error' | 'info'>;
+  /** How long a value read is used before it is read again (`SECRETS_REFRESH_SECONDS`). */
+  readonly refreshSeconds: number;
+}
+
+/** The client certificate and extra CA of one webhook, kept fresh; long-lived, one per warm container. */
+export class ClientCertificate {
+  private readonly parts: readonly CachedSecret<TlsMaterial>[];
+  /** The context built last, and the parts' values it was built from (the same objects while unchanged). */
+  private built: { readonly from: readonly TlsMaterial[]; readonly context: SecureContext } | undefined;
+  private readonly logger: Pick<Logger, 'warn' | 'error' | 'info'> | undefined;
+  /** The last handshake's outcome as logged; `undefined` before the first. */
+  private state: HandshakeState | undefined;
+
+  constructor(settings: ClientCertificateSettings, options: ClientCertificateOptions) {
+    this.logger = options.logger;
+    this.parts = settings.sources.map(
+      (source) => new CachedSecret(source, 'client certificate', parseTlsMaterial, options.refreshSeconds, options),
+    );
+  }
+
+  /** Whether it presents a certificate (rather than only trusting an extra CA). */
+  get presentsCertificate(): boolean {
+    return this.built?.from.some((material) => material.certificate !== undefined) ?? false;
+  }
+
+  /**
+   * The TLS context to connect with: at once when every part is fresh in memory, else once read.
+   * @throws when a part was never read and cannot be now (the request then fails and is retried)
+   */
+  secureContext(signal?: AbortSignal): SecureContext | Promise<SecureContext> {
+    const known = this.parts.map((part) => part.peek());
+    if (known.every((material) => material !== undefined)) return this.contextOf(known as TlsMaterial[]);
+    return Promise.all(this.parts.map((part) => part.get(signal))).then((materials) => this.contextOf(materials));
+  }
+
+  private contextOf(materials: readonly TlsMaterial[]): SecureContext {
+    const built = this.built;
+    if (built !== undefined && built.from.length === materials.length && built.from.every((material, i) => material === materials[i]))
+      return built.context;
+    const merged: { certificate?: string; privateKey?: string; caCertificate?: string } = {};
+    const cas: string[] = [];
+    for (const material of materials) {
+      if (material.certificate !== undefined) {
+        merged.certificate = material.certificate;
+        merged.privateKey = material.privateKey;
+      }
+      if (material.caCertificate !== undefined) cas.push(material.caCertificate);
+    }
+    if (cas.length > 0) merged.caCertificate = cas.join('\n');
+    const context = secureContextOf(merged);
+    this.built = { from: materials, context };
+    return context;
+  }
+
+  /**
+   * Watches one new connection's handshake: a refusal (a TLS alert from the webhook, or its
+   * certificate not trusted here) is logged once as ERROR when it starts or changes, a success
+   * after one once as INFO. TLS 1.3 servers check the client's certificate after the client
+   * considers the handshake done, so acceptance is the server's session ticket (sent once it
+   * accepted) or, for TLS 1.2, the handshake itself.
+   */
+  watch(socket: TLSSocket): void {
+    const onError = (error: Error): void => {
+      const alert = tlsAlertOf(error);
+      const code = (error as NodeJS.ErrnoException).code ?? '';
+      if (alert !== undefined) this.observe({ kind: 'refused', reason: `TLS alert ${alert}`, alert });
+      else if (UNTRUSTED_CODES.has(code)) this.observe({ kind: 'refused', reason: `the webhook's certificate is not trusted (${code})` });
+    };
+    const accepted = (): void => {
+      socket.removeListener('error', onError);
+      this.observe({ kind: 'accepted' });
+    };
+    // `on`, not `once`: an error with no listener left would be thrown.
+    socket.on('error', onError);
+    socket.once('close', () => {
+      socket.removeListener('error', onError);
+      socket.removeListener('session', accepted);
+    });
+    socket.once('secureConnect', () => {
+      if (socket.getProtocol() === 'TLSv1.3') socket.once('session', accepted);
+      else accepted();
+    });
+  }
+
+  private observe(next: HandshakeState): void {
+    const was = this.state;
+    if (next.kind === 'accepted') {
+      this.state = next;
+      if (was?.kind === 'refused') this.logger?.info('The webhook accepts the TLS connection again', { previously: was.reason });
+      return;
+    }
+    if (was?.kind === 'refused' && was.reason === next.reason) return;
+    this.state = next;
+    const presented = this.presentsCertificate;
+    const message =
+      next.alert === undefined
+        ? `Webhook TLS failed: ${next.reason}; records are retried (set CA_CERTIFICATE_FILE or the secret's caCertificate to trust a private CA)`
+        : `The webhook refused the TLS connection with the alert ${next.alert}${presented ? ': it does not accept the client certificate' : ''}; records are retried`;
+    this.logger?.error(message, {
+      reason: next.reason,
+      ...(next.alert === undefined ? {} : { tlsAlert: next.alert }),
+      clientCertificate: presented ? 'presented' : 'none',
+    });
+  }
+}
