@@ -90,8 +90,10 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
   return material;
 }
 
-/** What a handshake came to, for the log: accepted, or why not (a TLS alert's name, a certificate error's code). */
-type HandshakeState = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readonly reason: string; readonly alert?: string };
+/** What a connection came to, for the log: accepted, or why not (a TLS alert's name, a certificate error's code) and the line that says so. */
+type HandshakeState =
+  | { readonly kind: 'accepted' }
+  | { readonly kind: 'refused'; readonly reason: string; readonly message: string; readonly alert?: string };
 
 /** Error codes of a webhook certificate the relay does not trust. */
 const UNTRUSTED_CODES = new Set([
@@ -178,32 +180,62 @@ export class ClientCertificate {
   }
 
   /**
-   * Watches one new connection's handshake: a refusal (a TLS alert from the webhook, or its
-   * certificate not trusted here) is logged once as ERROR when it starts or changes, a success
-   * after one once as INFO. TLS 1.3 servers check the client's certificate after the client
-   * considers the handshake done, so acceptance is the server's session ticket (sent once it
-   * accepted) or, for TLS 1.2, the handshake itself.
+   * Watches one new connection: a refusal is logged once as ERROR when it starts or changes, an
+   * answer after one once as INFO. A refusal is a TLS alert from the webhook, its certificate not
+   * trusted here, or, when a certificate was presented, the connection closed by the webhook right
+   * after the handshake without a byte of answer: TLS 1.3 servers check the client's certificate
+   * after the client considers the handshake done, and some (Node.js's) then close without an alert.
+   * Acceptance is the first byte of an answer.
    */
   watch(socket: TLSSocket): void {
+    let handshaken = false;
+    let failed = false;
     const onError = (error: Error): void => {
+      failed = true;
       const alert = tlsAlertOf(error);
       const code = (error as NodeJS.ErrnoException).code ?? '';
-      if (alert !== undefined) this.observe({ kind: 'refused', reason: `TLS alert ${alert}`, alert });
-      else if (UNTRUSTED_CODES.has(code)) this.observe({ kind: 'refused', reason: `the webhook's certificate is not trusted (${code})` });
+      if (alert !== undefined) {
+        const certificate = this.presentsCertificate ? 'the client certificate' : 'the connection (no client certificate is configured)';
+        this.observe({
+          kind: 'refused',
+          reason: `TLS alert ${alert}`,
+          alert,
+          message: `The webhook refused ${certificate} with the TLS alert ${alert}`,
+        });
+      } else if (UNTRUSTED_CODES.has(code)) {
+        this.observe({
+          kind: 'refused',
+          reason: `certificate not trusted (${code})`,
+          message: `The webhook's TLS certificate is not trusted (${code}): is its CA in CA_CERTIFICATE_FILE or the secret's caCertificate?`,
+        });
+      }
     };
-    const accepted = (): void => {
-      socket.removeListener('error', onError);
+    const onData = (): void => {
+      stop();
       this.observe({ kind: 'accepted' });
+    };
+    const onClose = (): void => {
+      stop();
+      if (handshaken && !failed && this.presentsCertificate)
+        this.observe({
+          kind: 'refused',
+          reason: 'closed right after the TLS handshake',
+          message:
+            'The webhook closed the connection right after the TLS handshake, without an answer: it does not seem to accept the client certificate',
+        });
+    };
+    const stop = (): void => {
+      socket.removeListener('error', onError);
+      socket.removeListener('data', onData);
+      socket.removeListener('close', onClose);
     };
     // `on`, not `once`: an error with no listener left would be thrown.
     socket.on('error', onError);
-    socket.once('close', () => {
-      socket.removeListener('error', onError);
-      socket.removeListener('session', accepted);
-    });
+    socket.once('close', onClose);
+    // By then node:http reads the socket (its own 'data' listener is on): one more listener takes nothing from it.
     socket.once('secureConnect', () => {
-      if (socket.getProtocol() === 'TLSv1.3') socket.once('session', accepted);
-      else accepted();
+      handshaken = true;
+      socket.once('data', onData);
     });
   }
 
@@ -217,11 +249,7 @@ export class ClientCertificate {
     if (was?.kind === 'refused' && was.reason === next.reason) return;
     this.state = next;
     const presented = this.presentsCertificate;
-    const message =
-      next.alert === undefined
-        ? `Webhook TLS failed: ${next.reason}; records are retried (set CA_CERTIFICATE_FILE or the secret's caCertificate to trust a private CA)`
-        : `The webhook refused the TLS connection with the alert ${next.alert}${presented ? ': it does not accept the client certificate' : ''}; records are retried`;
-    this.logger?.error(message, {
+    this.logger?.error(`${next.message}; records are retried`, {
       reason: next.reason,
       ...(next.alert === undefined ? {} : { tlsAlert: next.alert }),
       clientCertificate: presented ? 'presented' : 'none',
