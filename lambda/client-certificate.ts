@@ -106,7 +106,6 @@ const UNTRUSTED_CODES = new Set([
   'CERT_NOT_YET_VALID',
   'CERT_UNTRUSTED',
   'CERT_REJECTED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
 /**
@@ -202,11 +201,17 @@ export class ClientCertificate {
           alert,
           message: `The webhook refused ${certificate} with the TLS alert ${alert}`,
         });
+      } else if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+        this.observe({
+          kind: 'refused',
+          reason: `certificate not for this host (${code})`,
+          message: `The webhook's TLS certificate does not name the webhook's host (${code})`,
+        });
       } else if (UNTRUSTED_CODES.has(code)) {
         this.observe({
           kind: 'refused',
           reason: `certificate not trusted (${code})`,
-          message: `The webhook's TLS certificate is not trusted (${code}): is its CA in CA_CERTIFICATE_FILE or the secret's caCertificate?`,
+          message: `The webhook's TLS certificate is not trusted (${code}): its CA belongs in CA_CERTIFICATE_FILE or the secret's caCertificate`,
         });
       }
     };

@@ -15,6 +15,8 @@ export interface TunnelRequest {
   readonly authorization: string | undefined;
   /** What the proxy answered (`undefined` while hanging). */
   status: number | undefined;
+  /** Whether the tunnel is open now (established, and neither side closed). */
+  open: boolean;
 }
 
 /** A running {@link startConnectProxy}. */
@@ -24,8 +26,6 @@ export interface TestConnectProxy {
   readonly port: number;
   /** Every CONNECT received, in order. */
   readonly tunnels: TunnelRequest[];
-  /** Tunnels open now. */
-  openTunnels(): number;
   /** While true, CONNECTs are never answered. */
   hanging: boolean;
   close(): Promise<void>;
@@ -37,7 +37,6 @@ export interface TestConnectProxy {
  */
 export async function startConnectProxy(credentials?: string): Promise<TestConnectProxy> {
   const sockets = new Set<Socket>();
-  let open = 0;
   const expected = credentials === undefined ? undefined : `Basic ${Buffer.from(credentials).toString('base64')}`;
   const server: Server = createServer((_req, res) => {
     // A forward proxy for plain requests is not what this one is.
@@ -45,7 +44,12 @@ export async function startConnectProxy(credentials?: string): Promise<TestConne
     res.end('CONNECT only');
   });
   server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
-    const tunnel: TunnelRequest = { authority: req.url ?? '', authorization: req.headers['proxy-authorization'], status: undefined };
+    const tunnel: TunnelRequest = {
+      authority: req.url ?? '',
+      authorization: req.headers['proxy-authorization'],
+      status: undefined,
+      open: false,
+    };
     proxy.tunnels.push(tunnel);
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
@@ -61,7 +65,7 @@ export async function startConnectProxy(credentials?: string): Promise<TestConne
       tunnel.status = 200;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
-      open += 1;
+      tunnel.open = true;
       upstream.pipe(client);
       client.pipe(upstream);
     });
@@ -71,7 +75,7 @@ export async function startConnectProxy(credentials?: string): Promise<TestConne
       client.destroy();
     });
     client.on('close', () => {
-      if (tunnel.status === 200) open -= 1;
+      tunnel.open = false;
       upstream.destroy();
     });
     upstream.on('error', () => {
@@ -87,7 +91,6 @@ export async function startConnectProxy(credentials?: string): Promise<TestConne
     url: `http://127.0.0.1:${port}`,
     port,
     tunnels: [],
-    openTunnels: () => open,
     hanging: false,
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -42,7 +42,13 @@ let nextIndex = 0;
 function records(count: number): SQSRecord[] {
   return Array.from({ length: count }, () => {
     nextIndex += 1;
-    return sqsRecord(nextIndex, { body: `{"n":${nextIndex}}`, eventSourceARN: emulator.queue.arn });
+    // Received just now: well inside its retry window (the default 2023 timestamp would be past it).
+    const now = String(Date.now());
+    return sqsRecord(nextIndex, {
+      body: `{"n":${nextIndex}}`,
+      eventSourceARN: emulator.queue.arn,
+      attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
+    });
   });
 }
 
