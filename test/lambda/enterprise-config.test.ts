@@ -62,7 +62,11 @@ describe('OAuth', () => {
     [{ ...OAUTH, OAUTH_TOKEN_URL: 'http://login.example.com/token' }, 'OAUTH_TOKEN_URL', 'http:// only for loopback hosts'],
     [{ ...OAUTH, OAUTH_TOKEN_URL: 'https://id:pw@login.example.com/token' }, 'OAUTH_TOKEN_URL', 'without user:password'],
     [{ ...OAUTH, OAUTH_SCOPE: 'a "b"' }, 'OAUTH_SCOPE', 'scope names'],
-    [{ ...OAUTH, OAUTH_CLIENT_AUTHENTICATION: 'private_key_jwt' }, 'OAUTH_CLIENT_AUTHENTICATION', 'one of client_secret_basic, client_secret_post'],
+    [
+      { ...OAUTH, OAUTH_CLIENT_AUTHENTICATION: 'private_key_jwt' },
+      'OAUTH_CLIENT_AUTHENTICATION',
+      'one of client_secret_basic, client_secret_post',
+    ],
     [{ ...OAUTH, AUTH_HEADER: 'Bearer static' }, 'AUTH_HEADER', 'unset when OAUTH_TOKEN_URL is set'],
     [{ ...OAUTH, AUTH_SECRET_ARN: 'auth' }, 'AUTH_SECRET_ARN', 'unset when OAUTH_TOKEN_URL is set'],
   ] as const)('%j is refused, naming %s', (env, variable, expected) => {
@@ -102,15 +106,25 @@ describe('the client certificate', () => {
         { kind: 'files', files: { caCertificate: caFile } },
       ],
     });
-    expect(load({ CA_CERTIFICATE_FILE: caFile }).clientCertificate).toEqual({ sources: [{ kind: 'files', files: { caCertificate: caFile } }] });
+    expect(load({ CA_CERTIFICATE_FILE: caFile }).clientCertificate).toEqual({
+      sources: [{ kind: 'files', files: { caCertificate: caFile } }],
+    });
   });
 
   test.each([
     [() => ({ CLIENT_CERTIFICATE_FILE: certificate }), 'CLIENT_KEY_FILE', 'go together'],
     [() => ({ CLIENT_KEY_FILE: key }), 'CLIENT_CERTIFICATE_FILE', 'go together'],
-    [() => ({ CLIENT_CERTIFICATE_SECRET_ARN: 'cert', CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key }), 'CLIENT_CERTIFICATE_FILE', 'one way'],
+    [
+      () => ({ CLIENT_CERTIFICATE_SECRET_ARN: 'cert', CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key }),
+      'CLIENT_CERTIFICATE_FILE',
+      'one way',
+    ],
     [() => ({ CLIENT_CERTIFICATE_FILE: join(dir, 'missing.crt'), CLIENT_KEY_FILE: key }), 'CLIENT_CERTIFICATE_FILE', 'ENOENT'],
-    [() => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file('other.key', other.privateKey) }), 'CLIENT_CERTIFICATE_FILE', 'key values mismatch'],
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file('other.key', other.privateKey) }),
+      'CLIENT_CERTIFICATE_FILE',
+      'key values mismatch',
+    ],
     [() => ({ CA_CERTIFICATE_FILE: file('not-pem.crt', 'hello') }), 'CA_CERTIFICATE_FILE', 'not PEM'],
   ] as const)('%#: refused at start, naming %s', (env, variable, expected) => {
     const error = configErrorOf(() => load(env()));
