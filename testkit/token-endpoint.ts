@@ -13,6 +13,8 @@ export interface TokenGrant {
   readonly clientAuthentication: 'client_secret_basic' | 'client_secret_post' | 'none';
   readonly clientId: string | undefined;
   readonly form: Record<string, string>;
+  /** `Date.now()` when it arrived. */
+  readonly receivedAt: number;
 }
 
 /** A running {@link startTokenEndpoint}. */
@@ -30,6 +32,8 @@ export interface TestTokenEndpoint {
   hanging: boolean;
   /** Whether `header` (`Bearer …`) carries a token it issued that has not expired, nor been revoked. */
   verify(header: string | undefined): boolean;
+  /** When a token it issued expires (`Date.now()` time), if it did issue it and it has an `expires_in`. */
+  expiryOf(token: string): number | undefined;
   /** Makes a token it issued invalid at once (the webhook then answers 401 to it). */
   revoke(token: string): void;
   close(): Promise<void>;
@@ -43,6 +47,7 @@ export async function startTokenEndpoint(clientId: string, clientSecret: string)
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
+      const receivedAt = Date.now();
       const form = Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString()));
       const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '');
       let grant: TokenGrant;
@@ -53,13 +58,13 @@ export async function startTokenEndpoint(clientId: string, clientSecret: string)
           .toString()
           .split(':');
         const decode = (text: string): string => decodeURIComponent(text.replace(/\+/g, ' '));
-        grant = { clientAuthentication: 'client_secret_basic', clientId: decode(id), form };
+        grant = { clientAuthentication: 'client_secret_basic', clientId: decode(id), form, receivedAt };
         secret = decode(password);
       } else if (form.client_id !== undefined) {
-        grant = { clientAuthentication: 'client_secret_post', clientId: form.client_id, form };
+        grant = { clientAuthentication: 'client_secret_post', clientId: form.client_id, form, receivedAt };
         secret = form.client_secret;
       } else {
-        grant = { clientAuthentication: 'none', clientId: undefined, form };
+        grant = { clientAuthentication: 'none', clientId: undefined, form, receivedAt };
       }
       endpoint.grants.push(grant);
       if (endpoint.hanging) return;
@@ -97,6 +102,9 @@ export async function startTokenEndpoint(clientId: string, clientSecret: string)
       const token = /^Bearer (.+)$/.exec(header ?? '')?.[1];
       const expiry = token === undefined ? undefined : expiries.get(token);
       return expiry !== undefined && Date.now() < expiry;
+    },
+    expiryOf(token) {
+      return expiries.get(token);
     },
     revoke(token) {
       expiries.delete(token);
