@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import { version } from '../package.json';
 import type { SecretSource } from './secrets';
-import { type ClientCertificateSettings, parseTlsMaterial } from './client-certificate';
+import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
 import type { OAuthSettings } from './oauth-tokens';
 import type { ProxySettings } from './proxy';
 import type { OAuthClientAuthentication } from './token-endpoint';

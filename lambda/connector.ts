@@ -3,15 +3,13 @@
  * enough: through a forward proxy's CONNECT tunnel (proxy.ts), presenting a client certificate and
  * trusting an extra CA (client-certificate.ts). Only new connections pass here: a request on a
  * kept-alive connection costs nothing more, and with neither configured there is no connector at
- * all (the agents are node:http's own).
+ * all (the agents are node:http's own). The implementation (connection-opener.ts) loads with the
+ * first connection: a relay with neither configured never loads it, nor the cold start pays for it.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Agent as HttpAgent, ClientRequestArgs } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
-import { ClientCertificate } from './client-certificate';
 import type { RelayConfig } from './config';
-import { openTunnel, type ProxySettings, proxyFor } from './proxy';
 
 /** The options node:http's agent opens a connection with (host, port, servername, …). */
 export type ConnectionOptions = ClientRequestArgs & { servername?: string };
@@ -47,103 +45,54 @@ export function connectingAgent<A extends new (...args: any[]) => HttpAgent>(Bas
   };
 }
 
-/** What {@link connectorFor} builds a connector from. */
-export interface ConnectorSettings {
-  /** The one origin the agent connects to: the webhook, or the token endpoint. */
-  readonly target: URL;
-  readonly proxy: ProxySettings | undefined;
-  /** The client certificate and extra CA, for `https://` targets. */
-  readonly clientCertificate: ClientCertificate | undefined;
-  /** Bound on reaching the proxy and its answer to a CONNECT, ms (the request's own timeout bounds the rest). */
-  readonly tunnelTimeoutMs: number;
-}
-
-/**
- * The connector for `target`, or `undefined` when a direct connection with the platform's trust
- * will do (no proxy for it, no certificate): node:http's agents as they are.
- */
-export function connectorFor(settings: ConnectorSettings): Connector | undefined {
-  const proxy = proxyFor(settings.proxy, settings.target);
-  const tls = settings.target.protocol === 'https:' ? settings.clientCertificate : undefined;
-  if (proxy === undefined && tls === undefined) return undefined;
-  const { tunnelTimeoutMs } = settings;
+/** A connector whose implementation `load` brings on the first connection it opens. */
+function lazyConnector(load: () => Promise<Connector | undefined>): Connector {
+  let loaded: Promise<Connector | undefined> | undefined;
   return {
     open(options, direct, done) {
-      const overTls = (socket: Duplex | undefined): void => {
-        if (tls === undefined) {
-          done(null, socket === undefined ? direct(options) : direct({ ...options, socket } as ConnectionOptions));
-          return;
-        }
-        const connect = (context: import('node:tls').SecureContext): void => {
-          // No TLS session resumed: a resumed session would keep the identity of a certificate since rotated.
-          const withTls = { ...options, secureContext: context, session: undefined, ...(socket === undefined ? {} : { socket }) };
-          const tlsSocket = direct(withTls as ConnectionOptions) as TLSSocket;
-          tls.watch(tlsSocket);
-          done(null, tlsSocket);
-        };
-        let context: ReturnType<ClientCertificate['secureContext']>;
-        try {
-          context = tls.secureContext();
-        } catch (error) {
-          socket?.destroy();
-          done(certificateUnavailable(error));
-          return;
-        }
-        if (!(context instanceof Promise)) {
-          connect(context);
-          return;
-        }
-        context.then(connect, (error: unknown) => {
-          socket?.destroy();
-          done(certificateUnavailable(error));
-        });
-      };
-      if (proxy === undefined) {
-        overTls(undefined);
-        return;
-      }
-      const host = options.host ?? options.hostname ?? 'localhost';
-      const port = Number(options.port ?? (settings.target.protocol === 'https:' ? 443 : 80));
-      openTunnel(proxy, host, port, tunnelTimeoutMs, (error, tunnel) => {
-        if (error !== null || tunnel === undefined) done(error ?? new Error('no tunnel'));
-        // Plain http inside the tunnel is the target's own protocol: the socket as it is.
-        else if (settings.target.protocol === 'https:') overTls(tunnel);
-        else done(null, tunnel);
-      });
+      loaded ??= load();
+      loaded.then(
+        (connector) => {
+          if (connector !== undefined) {
+            connector.open(options, direct, done);
+            return;
+          }
+          // Neither the proxy (NO_PROXY, a loopback host) nor a certificate applies: the agent's own way.
+          let socket: Duplex;
+          try {
+            socket = direct(options);
+          } catch (error) {
+            done(error as Error);
+            return;
+          }
+          done(null, socket);
+        },
+        (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+      );
     },
   };
 }
 
-/** A client certificate that could not be read: the request fails before it is sent, and the record is retried. */
-export class ClientCertificateUnavailableError extends Error {
-  /** Node.js-style code, so that the transmitter classes it as the relay's own problem, not the webhook's. */
-  readonly code = 'ERR_CLIENT_CERTIFICATE_UNAVAILABLE';
-
-  constructor(reason: string) {
-    super(`the client certificate is not available: ${reason}`);
-    this.name = 'ClientCertificateUnavailableError';
-  }
-}
-
-function certificateUnavailable(error: unknown): ClientCertificateUnavailableError {
-  return new ClientCertificateUnavailableError(error instanceof Error ? error.message : String(error));
-}
-
 /**
- * The connector of `config`'s webhook: its proxy and its client certificate, or `undefined` when it
- * has neither (the transmitter then uses node:http's agents as they are).
+ * The connector of `config`'s webhook (its proxy, its client certificate), or `undefined` when it
+ * has neither: the transmitter then uses node:http's agents as they are.
  * @param logger where the certificate's read failures and the handshakes' refusals are logged
  */
 export function webhookConnector(
   config: Pick<RelayConfig, 'webhookUrl' | 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'>,
   logger: Pick<Logger, 'warn' | 'error' | 'info'>,
 ): Connector | undefined {
-  const settings = config.clientCertificate;
-  return connectorFor({
-    target: config.webhookUrl,
-    proxy: config.proxy,
-    clientCertificate:
-      settings === undefined ? undefined : new ClientCertificate(settings, { logger, refreshSeconds: config.secretsRefreshSeconds }),
-    tunnelTimeoutMs: config.requestTimeoutMs,
-  });
+  if (config.proxy === undefined && config.clientCertificate === undefined) return undefined;
+  return lazyConnector(() => import('./connection-opener').then((opener) => opener.webhookOpener(config, logger)));
+}
+
+/** The connector of the OAuth token endpoint (its proxy; never the webhook's certificate), or `undefined` without a proxy. */
+export function tokenEndpointConnector(config: Pick<RelayConfig, 'proxy' | 'requestTimeoutMs'>, tokenUrl: URL): Connector | undefined {
+  const { proxy } = config;
+  if (proxy === undefined) return undefined;
+  return lazyConnector(() =>
+    import('./connection-opener').then((opener) =>
+      opener.connectorFor({ target: tokenUrl, proxy, clientCertificate: undefined, tunnelTimeoutMs: config.requestTimeoutMs }),
+    ),
+  );
 }

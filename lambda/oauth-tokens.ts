@@ -12,9 +12,9 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { checkClientSecret, type RelayConfig } from './config';
-import { type Connector, connectorFor } from './connector';
+import { type Connector, tokenEndpointConnector } from './connector';
 import { CachedSecret, type CachedSecretOptions, type SecretSource } from './secrets';
-import { type GrantedToken, requestToken, scrub, type TokenRequest } from './token-endpoint';
+import type { GrantedToken, TokenRequest } from './token-endpoint';
 import type { WebhookResult, WebhookTransmitter } from './transmitter';
 
 /** `OAUTH_*`: the grant's parameters and where the client secret comes from. */
@@ -186,12 +186,7 @@ export class OAuthTokens {
       refreshSeconds: config.secretsRefreshSeconds,
       requestTimeoutMs: config.requestTimeoutMs,
       userAgent: config.userAgent,
-      connector: connectorFor({
-        target: oauth.tokenUrl,
-        proxy: config.proxy,
-        clientCertificate: undefined,
-        tunnelTimeoutMs: config.requestTimeoutMs,
-      }),
+      connector: tokenEndpointConnector(config, oauth.tokenUrl),
     });
   }
 
@@ -265,6 +260,8 @@ export class OAuthTokens {
     let granted: GrantedToken;
     try {
       const secret = await this.clientSecret.get(signal);
+      // The exchange itself loads with the first token request: a relay without OAuth never loads it.
+      const { requestToken } = await import('./token-endpoint');
       granted = await requestToken(this.request, secret, this.options.connector, this.options.requestTimeoutMs, signal);
     } catch (error) {
       return this.failed(error instanceof Error ? error.message : String(error));
@@ -315,6 +312,13 @@ export class OAuthTokens {
 /** The token endpoint as logged: origin and path, never a query string. */
 function endpointOf(url: URL): string {
   return `${url.origin}${url.pathname}`;
+}
+
+/** `text` with every occurrence of each of `secrets` (4 characters or more) replaced by `…`. */
+export function scrub(text: string, secrets: readonly (string | undefined)[]): string {
+  let out = text;
+  for (const secret of secrets) if (secret !== undefined && secret.length >= 4) out = out.split(secret).join('…');
+  return out;
 }
 
 /** `result` with `token` cut out of the webhook's answer, which is logged and may become a dead letter's reason. */

@@ -5,11 +5,12 @@
  * reached as the webhook is: through the proxy when one applies (connector.ts).
  *
  * Neither the client secret nor a token ever appears in an error: the endpoint's own error text is
- * scrubbed of both before it is quoted.
+ * scrubbed of both before it is quoted. Loaded with the first token request (see oauth-tokens.ts).
  */
 import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { connectingAgent, type Connector } from './connector';
 import { isLegalHeaderValue } from './header-rules';
+import { scrub } from './oauth-tokens';
 import type { OAUTH_CLIENT_AUTHENTICATIONS } from './settings';
 
 /** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}. */
@@ -63,13 +64,6 @@ function grantOf(request: TokenRequest, clientSecret: string): { body: string; a
   // RFC 6749 §2.3.1: the id and secret form-encoded, then joined by ':' and base64-encoded.
   const basic = Buffer.from(`${formEncode(request.clientId)}:${formEncode(clientSecret)}`, 'utf8').toString('base64');
   return { body: form.join('&'), authorization: `Basic ${basic}` };
-}
-
-/** `text` with every occurrence of each of `secrets` replaced by `…`. */
-export function scrub(text: string, secrets: readonly (string | undefined)[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret !== undefined && secret.length >= 4) out = out.split(secret).join('…');
-  return out;
 }
 
 /** The endpoint named in messages: its origin and path, never a query string. */
