@@ -80,6 +80,7 @@ describe('one token per container', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect(tokens.grants).toHaveLength(1);
     expect(tokens.grants[0]).toEqual({
+      receivedAt: expect.any(Number),
       clientAuthentication: 'client_secret_basic',
       clientId: CLIENT_ID,
       form: { grant_type: 'client_credentials', scope: 'orders:write audit', audience: 'https://api.example.com' },
@@ -97,6 +98,7 @@ describe('one token per container', () => {
     expect((await invoke(handler, { Records: records(3) })).batchItemFailures).toEqual([]);
     expect(tokens.grants).toEqual([
       {
+        receivedAt: expect.any(Number),
         clientAuthentication: 'client_secret_post',
         clientId: CLIENT_ID,
         form: { grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET },
