@@ -65,13 +65,18 @@ export function isServerFailure(result: WebhookResult): boolean {
   return status >= 500 && status <= 599 && !(status === 503 && result.retryAfter !== undefined);
 }
 
+/** Under SQS's count semantics, each receive's hold is this many times the last one's. */
+export const COUNTED_HOLD_GROWTH = 3;
+
 /**
  * The hold of a record on its `receiveCount`-th receive under SQS's count semantics (the retry window off), where
- * every hold spends one of its receives: the probe interval doubled per receive, up to the longest hold.
+ * every hold spends one of its receives: the probe interval tripled per receive (10, 30, 90, 270, 810 s), up to the
+ * longest hold. So that SQS's common count of 5 rides out about 20 minutes of outage (1,210 s), while the first
+ * holds, short, bring a short outage's backlog back soon.
  */
 export function countedHoldSeconds(settings: BreakerSettings, receiveCount: number): number {
-  const doublings = Math.max(0, Math.min(30, Math.floor(receiveCount) - 1)); // 2³⁰ intervals is past any cap
-  return Math.min(settings.maxHoldSeconds, settings.probeIntervalSeconds * 2 ** doublings);
+  const steps = Math.max(0, Math.min(30, Math.floor(receiveCount) - 1)); // 3³⁰ intervals is past any cap
+  return Math.min(settings.maxHoldSeconds, settings.probeIntervalSeconds * COUNTED_HOLD_GROWTH ** steps);
 }
 
 /** One webhook's breaker. */

@@ -618,7 +618,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   OUTAGE_BACKOFF_SECONDS:
     "while the breaker is open, one probe per this many seconds, so the webhook's return is noticed within it; also the shortest hold of the records held back",
   OUTAGE_BACKOFF_MAX_SECONDS:
-    'the longest hold: a record held back by the open breaker stays away a quarter of the time it has been open, from `OUTAGE_BACKOFF_SECONDS` up to this (with `RETRY_WINDOW_HOURS=0`, doubling with each receive instead)',
+    'the longest hold: a record held back by the open breaker stays away a quarter of the time it has been open, from `OUTAGE_BACKOFF_SECONDS` up to this (with `RETRY_WINDOW_HOURS=0`, tripling with each receive instead: 10, 30, 90 … s)',
   POWERTOOLS_SERVICE_NAME: "`service` of every log line and the metrics' dimension",
   POWERTOOLS_METRICS_NAMESPACE: 'CloudWatch namespace of the metrics',
   POWERTOOLS_LOG_LEVEL: "the log level, any of Powertools Logger's (case-insensitive); local mode also reads `LOG_LEVEL`",

@@ -223,8 +223,10 @@ describe('state machine', () => {
 });
 
 describe('countedHoldSeconds (the retry window off: every hold spends a receive)', () => {
-  test('the probe interval doubled per receive, up to the longest hold', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((receive) => countedHoldSeconds(settings, receive))).toEqual([10, 20, 40, 80, 160, 320, 640, 900]);
+  test('the probe interval tripled per receive, up to the longest hold: a count of 5 rides out 20 minutes', () => {
+    const holds = [1, 2, 3, 4, 5, 6, 7].map((receive) => countedHoldSeconds(settings, receive));
+    expect(holds).toEqual([10, 30, 90, 270, 810, 900, 900]);
+    expect(holds.slice(0, 5).reduce((sum, hold) => sum + hold, 0)).toBe(1_210);
     expect(countedHoldSeconds(settings, 10_000)).toBe(900);
     expect(countedHoldSeconds(settings, 0)).toBe(10);
   });
