@@ -72,7 +72,7 @@ export type AttemptOutcome =
       /** A failure the breaker counts (see `isServerFailure`): while it is open, parked at least for its hold. */
       readonly outage?: boolean;
     }
-  /** Not sent: the circuit breaker is open. Comes back after the breaker's interval. */
+  /** Not sent: the circuit breaker is open. Comes back after the breaker's hold. */
   | { readonly kind: 'held'; readonly delaySeconds: number; readonly error?: string };
 
 /** What happened to one record of a batch. */
@@ -527,8 +527,9 @@ export class BatchRelay {
 
   /**
    * Releases the records the breaker held back in earlier batches (see held-records.ts), but for `records`, the
-   * batch's own: their visibility set to 0, the calls abandoned at `sqsEnd` or {@link RELEASE_MARGIN_MS} after they
-   * start. A handle SQS no longer takes (the message deleted, or received again) is dropped: not the batch's error.
+   * batch's own: their visibility set to 0 (or to what is left of their window's spacing), the calls abandoned at
+   * `sqsEnd` or {@link RELEASE_MARGIN_MS} after they start. A handle SQS no longer takes (the message deleted, or
+   * received again) is dropped: not the batch's error.
    */
   private async releaseHeld(records: readonly SQSRecord[], sqsEnd: Deadline): Promise<void> {
     const now = Date.now();
