@@ -14,6 +14,9 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from '../../lambda/held-records';
+import { returnVisibility } from '../../lambda/return-visibility';
+import { MAX_VISIBILITY_SECONDS, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
+import { CRASH_RESERVE_RECEIVES } from '../../lambda/retry-window';
 import { sqsRecord } from '../../testkit/records';
 import { webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor } from '../support/relay';
@@ -169,6 +172,57 @@ describe('HeldRecords', () => {
         }
       }),
     );
+  });
+});
+
+describe('a breaker that opens and closes again and again', () => {
+  const LONGEST_PARK = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS;
+  /**
+   * One message held by an open breaker on every receive, and released when the breaker closes `closeAfter` seconds
+   * later, from its first receive to its window's end: the receives it had before the window ended (or the backstop).
+   */
+  function receivesWhileFlapping(windowSeconds: number, maxReceiveCount: number, holdSeconds: number, closeAfter: number): number {
+    const records = new HeldRecords();
+    let at = 0;
+    let receiveCount = 1;
+    // Past the backstop SQS would have moved it: no need to follow it further.
+    while (at < windowSeconds && receiveCount <= maxReceiveCount) {
+      const window = { timeLeftSeconds: windowSeconds - at, receiveCount, maxReceiveCount };
+      const decided = returnVisibility(
+        { kind: 'held', delaySeconds: holdSeconds },
+        { breakerHoldSeconds: holdSeconds, endpointHoldSeconds: 0, window, elapsedSeconds: 0 },
+      );
+      const visibility = decided.visibilitySeconds ?? 0;
+      records.remember(
+        [held('flapping', (at + visibility) * 1000, QUEUE_A, `r${receiveCount}`, (at + decided.releaseFloorSeconds) * 1000)],
+        at * 1000,
+      );
+      const closedAt = at + Math.min(closeAfter, visibility);
+      const [release] = records.takeReleasable(closedAt * 1000, new Set()).get(QUEUE_A) ?? [];
+      at = release === undefined ? at + visibility : closedAt + release.visibilitySeconds;
+      if (at < windowSeconds) receiveCount += 1;
+    }
+    return receiveCount;
+  }
+
+  test("property: each release keeps the window's spacing, so the receives kept for crashes are never spent", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .tuple(fc.integer({ min: 60, max: 14 * 86_400 }), fc.integer({ min: 10, max: 1_000 }))
+          .filter(([windowSeconds, max]) => windowSeconds <= (max - CRASH_RESERVE_RECEIVES - 1) * (LONGEST_PARK - 1)),
+        fc.integer({ min: 1, max: 900 }),
+        fc.double({ min: 0.5, max: 900, noNaN: true }),
+        ([windowSeconds, max], holdSeconds, closeAfter) => {
+          expect(receivesWhileFlapping(windowSeconds, max, holdSeconds, closeAfter)).toBeLessThan(max - CRASH_RESERVE_RECEIVES);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  test('example: the defaults (24 hours, 483 receives), the breaker closing 2 s after each 10-second hold', () => {
+    expect(receivesWhileFlapping(86_400, 483, 10, 2)).toBeLessThan(483 - CRASH_RESERVE_RECEIVES);
   });
 });
 
