@@ -65,8 +65,8 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     OAUTH_CLIENT_SECRET_ARN: refs.oauthClientSecretArn,
     CLIENT_CERTIFICATE_SECRET_ARN: refs.clientCertificateSecretArn,
     OUTAGE_THRESHOLD: String(resolved.breaker.threshold),
-    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.initialIntervalSeconds),
-    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxIntervalSeconds),
+    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.probeIntervalSeconds),
+    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxHoldSeconds),
     POWERTOOLS_SERVICE_NAME: resolved.serviceName,
     POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
   };
