@@ -4,6 +4,7 @@
  * `npx cdk synth` works offline and without credentials.
  */
 import { Annotations, CfnOutput, CfnParameter, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -18,7 +19,18 @@ export interface WebhookRelayStackProps extends StackProps {
    */
   readonly relay: Omit<
     WebhookRelayProps,
-    'webhookUrl' | 'webhookUrlSecret' | 'queue' | 'deadLetterQueue' | 'alarmTopic' | 'signingSecret' | 'authSecret'
+    | 'webhookUrl'
+    | 'webhookUrlSecret'
+    | 'queue'
+    | 'deadLetterQueue'
+    | 'alarmTopic'
+    | 'signingSecret'
+    | 'authSecret'
+    | 'oauthClientSecret'
+    | 'clientCertificateSecret'
+    | 'vpc'
+    | 'vpcSubnets'
+    | 'securityGroups'
   > & {
     readonly webhookUrl?: string;
   };
@@ -32,6 +44,20 @@ export interface WebhookRelayStackProps extends StackProps {
   readonly signingSecretArn?: string;
   /** A Secrets Manager secret holding the `Authorization` value to send. */
   readonly authSecretArn?: string;
+  /** A Secrets Manager secret holding the OAuth client secret (with `relay.oauthTokenUrl`). */
+  readonly oauthClientSecretArn?: string;
+  /** A Secrets Manager secret holding the client certificate (mutual TLS), as JSON. */
+  readonly clientCertificateSecretArn?: string;
+  /**
+   * Put the function in an existing VPC, by ids: imported as they are, never looked up, so that
+   * `cdk synth` stays offline. The subnets are the function's (private ones leaving by a NAT gateway).
+   */
+  readonly network?: {
+    readonly vpcId: string;
+    readonly subnetIds: readonly string[];
+    /** @default one security group created, all outbound allowed */
+    readonly securityGroupIds?: readonly string[];
+  };
 }
 
 /** A secret by complete ARN (ending in the 6-character suffix Secrets Manager adds) or partial ARN. */
@@ -50,7 +76,18 @@ export class WebhookRelayStack extends Stack {
   readonly relay: WebhookRelay;
 
   constructor(scope: Construct, id: string, props: WebhookRelayStackProps) {
-    const { relay, queueArn, deadLetterQueueArn, signingSecretArn, authSecretArn, webhookUrlSecretArn, ...stackProps } = props;
+    const {
+      relay,
+      queueArn,
+      deadLetterQueueArn,
+      signingSecretArn,
+      authSecretArn,
+      webhookUrlSecretArn,
+      oauthClientSecretArn,
+      clientCertificateSecretArn,
+      network,
+      ...stackProps
+    } = props;
     super(scope, id, {
       description: 'sqs-webhook-relay: an SQS queue relayed to an HTTP webhook by a Lambda function',
       ...stackProps,
@@ -73,6 +110,11 @@ export class WebhookRelayStack extends Stack {
     const signingSecret = signingSecretArn === undefined ? undefined : importSecret(this, 'ExistingSigningSecret', signingSecretArn);
     const authSecret = authSecretArn === undefined ? undefined : importSecret(this, 'AuthSecret', authSecretArn);
 
+    const oauthClientSecret =
+      oauthClientSecretArn === undefined ? undefined : importSecret(this, 'OAuthClientSecret', oauthClientSecretArn);
+    const clientCertificateSecret =
+      clientCertificateSecretArn === undefined ? undefined : importSecret(this, 'ClientCertificateSecret', clientCertificateSecretArn);
+
     this.relay = new WebhookRelay(this, 'Relay', {
       ...relay,
       webhookUrl,
@@ -81,6 +123,9 @@ export class WebhookRelayStack extends Stack {
       deadLetterQueue,
       signingSecret,
       authSecret,
+      oauthClientSecret,
+      clientCertificateSecret,
+      ...(network === undefined ? {} : this.importNetwork(network)),
     });
 
     const output = (id: string, value: string, description: string): CfnOutput => new CfnOutput(this, id, { value, description });
@@ -110,6 +155,24 @@ export class WebhookRelayStack extends Stack {
     }
     output('FunctionName', this.relay.function.functionName, 'The relay function (logs: aws logs tail --follow <log group>)');
     output('LogGroupName', this.relay.logGroup.logGroupName, "The function's log group");
+  }
+
+  /**
+   * The VPC, subnets and security groups by id, as the construct takes them: imported without a
+   * lookup (`Vpc.fromLookup` would need credentials and a context file at synth).
+   */
+  private importNetwork(
+    network: NonNullable<WebhookRelayStackProps['network']>,
+  ): Pick<WebhookRelayProps, 'vpc' | 'vpcSubnets' | 'securityGroups'> {
+    // The zones are not needed: the subnets are given by id. A list token keeps fromVpcAttributes' checks content.
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId: network.vpcId, availabilityZones: Fn.getAzs() });
+    return {
+      vpc,
+      vpcSubnets: { subnets: network.subnetIds.map((id, index) => ec2.Subnet.fromSubnetId(this, `Subnet${index}`, id)) },
+      securityGroups: network.securityGroupIds?.map((id, index) =>
+        ec2.SecurityGroup.fromSecurityGroupId(this, `SecurityGroup${index}`, id),
+      ),
+    };
   }
 
   /** Stands in for a webhook URL not given at synth time; CloudFormation then demands it at deploy. */
