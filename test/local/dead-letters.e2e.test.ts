@@ -8,7 +8,13 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SetQueueAttributesCommand,
+} from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
@@ -157,6 +163,34 @@ describe('summary', () => {
       err: expect.stringContaining('--status must be an HTTP status'),
     });
     expect(await deadLetters(['repaly'])).toMatchObject({ status: 2, err: expect.stringContaining('summary or replay') });
+    // Replay from the DLQ alone needs its one source queue; this emulator cannot list them.
+    expect(await deadLetters(['replay', '--dlq-url', emulator.dlq.url])).toMatchObject({
+      status: 2,
+      err: expect.stringMatching(/^sqs-webhook-relay dead-letters: replay needs the main queue: give --queue-url/),
+    });
+  });
+
+  test('progress on a terminal; a DLQ with a redrive policy of its own is named, since every read counts a receive', async () => {
+    await fillDeadLetterQueue(emulator, refused(25, 404));
+    await emulator.sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: emulator.dlq.url,
+        Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: emulator.queue.arn, maxReceiveCount: 1000 }) },
+      }),
+    );
+    let err = '';
+    let out = '';
+    const io: CommandIo = {
+      out: { write: (text: string) => (out += text) },
+      err: { write: (text: string) => (err += text) },
+      env: {},
+      errIsTerminal: true,
+    };
+    expect(await runDeadLetters(['summary', '--queue-url', emulator.queue.url, '--parallel', '1'], io)).toBe(0);
+    expect(err).toMatch(/\rread \d+ of about 25…/);
+    expect(err.endsWith('\r\u001b[K')).toBe(true);
+    expect(out).toMatch(/Note: the DLQ has a redrive policy of its own .*every read counts a receive/);
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 25, inflight: 0, delayed: 0 });
   });
 });
 
