@@ -155,13 +155,16 @@ export function fitReason(reason: DeadLetterReason, freeBytes: number, slotFree:
 }
 
 function copyAttributes(record: SQSRecord): Record<string, MessageAttributeValue> {
-  const copied: Record<string, MessageAttributeValue> = {};
+  // Without a prototype: a producer's attribute named `__proto__` is an attribute like any other.
+  const copied: Record<string, MessageAttributeValue> = Object.create(null);
   for (const [name, attribute] of Object.entries(record.messageAttributes ?? {})) {
-    if (attribute.dataType.startsWith('Binary')) {
+    if (typeof attribute !== 'object' || attribute === null) continue;
+    const dataType = typeof attribute.dataType === 'string' ? attribute.dataType : 'String';
+    if (dataType.startsWith('Binary')) {
       if (attribute.binaryValue !== undefined)
-        copied[name] = { DataType: attribute.dataType, BinaryValue: Buffer.from(attribute.binaryValue, 'base64') };
+        copied[name] = { DataType: dataType, BinaryValue: Buffer.from(attribute.binaryValue, 'base64') };
     } else if (attribute.stringValue !== undefined) {
-      copied[name] = { DataType: attribute.dataType, StringValue: attribute.stringValue };
+      copied[name] = { DataType: dataType, StringValue: attribute.stringValue };
     }
   }
   return copied;

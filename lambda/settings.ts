@@ -589,7 +589,7 @@ export const SETTING_LIST: readonly Setting[] = /* @__PURE__ */ Object.values(SE
  */
 export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL:
-    'where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. Local mode: the demo webhook when unset',
+    'where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required',
   ALLOW_INSECURE_HTTP: '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack)',
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',

@@ -11,7 +11,6 @@ import { backstopReceiveCount } from '../lambda/retry-window';
 import type { Env } from '../lambda/env';
 import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue } from './existing-queue';
 import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from './runner';
-import { webhookFor } from './sandbox/sandbox';
 
 /**
  * Starts the daemon on `QUEUE_URL`.
@@ -20,8 +19,9 @@ import { webhookFor } from './sandbox/sandbox';
  */
 export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise<LocalRelay> {
   const { functionEnv, settings, log, telemetry, preliminary } = prepareLocalStart(env, io);
-  const queueUrl = settings.queueUrl;
-  if (queueUrl === undefined) throw new Error('startDaemon needs QUEUE_URL (bin/local.ts starts the sandbox without it)');
+  const { queueUrl, webhookUrl } = settings;
+  // loadLocalSettings refuses QUEUE_URL without WEBHOOK_URL; bin/local.ts starts the sandbox without QUEUE_URL.
+  if (queueUrl === undefined || webhookUrl === undefined) throw new Error('startDaemon needs QUEUE_URL and WEBHOOK_URL');
   const connection = connectionFor(queueUrl, env);
   const probe = new SQSClient(clientConfig(connection));
   let described: ExistingQueue;
@@ -59,8 +59,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
   }
   // DLQ_URL and MAX_RECEIVE_COUNT as set win; otherwise the queue's redrive policy fills them in.
   const dlqUrl = env.DLQ_URL || described.dlqUrl;
-  return withCleanup(async (onClose, closeAll) => {
-    const { webhookUrl, demoWebhook } = await webhookFor(settings, preliminary, log, onClose);
+  return withCleanup(async (_onClose, closeAll) => {
     const config = loadConfig({
       ...functionEnv,
       DLQ_URL: dlqUrl,
@@ -82,7 +81,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
         visibilityTimeoutSeconds: described.visibilityTimeoutSeconds,
       },
       webhookUrl,
-      demoWebhook,
+      demoWebhook: false,
       telemetry,
       log,
       styles: io.styles,

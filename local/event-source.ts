@@ -5,7 +5,7 @@
  * the handler exactly what Lambda would.
  */
 import { randomUUID } from 'node:crypto';
-import type { Message, MessageAttributeValue, ReceiveMessageCommandInput } from '@aws-sdk/client-sqs';
+import type { Message, MessageAttributeValue, ReceiveMessageCommandInput, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSMessageAttribute, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import { parseQueueArn } from '../lambda/sqs-util';
 
@@ -15,7 +15,9 @@ export const RECEIVE_ALL_ATTRIBUTES: Pick<ReceiveMessageCommandInput, 'MessageSy
   MessageAttributeNames: ['All'],
 };
 
-function toRecordAttribute(value: MessageAttributeValue): SQSMessageAttribute {
+/** An attribute as Lambda puts it in a record, or `undefined` for a value that is not one (see {@link keepProtoNamedAttributes}). */
+function toRecordAttribute(value: MessageAttributeValue | undefined): SQSMessageAttribute | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
   // Lambda sends binary values base64-encoded and always includes the two (reserved) list fields.
   return {
     stringValue: value.StringValue,
@@ -24,6 +26,77 @@ function toRecordAttribute(value: MessageAttributeValue): SQSMessageAttribute {
     binaryListValues: (value.BinaryListValues ?? []).map((bytes) => Buffer.from(bytes).toString('base64')),
     dataType: value.DataType ?? 'String',
   };
+}
+
+/**
+ * The producer's attributes as Lambda's record has them. `Object.fromEntries` defines each name
+ * as an own property, `__proto__` and `constructor` included, as Lambda's JSON event does.
+ */
+function toRecordAttributes(attributes: Message['MessageAttributes']): SQSRecord['messageAttributes'] {
+  const entries: [string, SQSMessageAttribute][] = [];
+  for (const [name, value] of Object.entries(attributes ?? {})) {
+    const attribute = toRecordAttribute(value);
+    if (attribute !== undefined) entries.push([name, attribute]);
+  }
+  return Object.fromEntries(entries);
+}
+
+/**
+ * The AWS SDK's JSON reader hands back a message attribute named `__proto__` (a name SQS accepts)
+ * with its value lost: `undefined`. This puts the value back from the raw response, so that the
+ * daemon relays such a message as Lambda does. Only a body containing `"__proto__"` is parsed again.
+ */
+export function keepProtoNamedAttributes(sqs: SQSClient): void {
+  type RawMessage = { MessageId?: string; MessageAttributes?: Record<string, MessageAttributeValue> };
+  // A call's raw values, by message id, between the two steps (keyed by the call's context).
+  const rawValues = new WeakMap<object, Map<string, MessageAttributeValue>>();
+  // Inside the SDK's reader: the raw response, before it is read.
+  sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const response = result.response as { body?: unknown };
+      const body = response.body;
+      if (body === undefined || body instanceof Uint8Array || typeof (body as AsyncIterable<Buffer>)[Symbol.asyncIterator] !== 'function')
+        return result;
+      const chunks: Buffer[] = [];
+      for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+      const bytes = Buffer.concat(chunks);
+      response.body = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      if (!bytes.includes('"__proto__"')) return result;
+      try {
+        const raw = JSON.parse(bytes.toString('utf8')) as { Messages?: RawMessage[] };
+        for (const message of raw.Messages ?? []) {
+          // The own property JSON.parse defined, not the prototype accessor of the same name.
+          const value = Object.getOwnPropertyDescriptor(message.MessageAttributes ?? {}, '__proto__')?.value as
+            | MessageAttributeValue
+            | undefined;
+          if (message.MessageId === undefined || value === undefined) continue;
+          const values = rawValues.get(context) ?? new Map<string, MessageAttributeValue>();
+          values.set(message.MessageId, value);
+          rawValues.set(context, values);
+        }
+      } catch {
+        // Not JSON: the SDK's reader reports it.
+      }
+      return result;
+    },
+    { step: 'deserialize', priority: 'low', name: 'readRawProtoAttributes' },
+  );
+  // Outside it: the messages as read, their lost values put back.
+  sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const found = rawValues.get(context);
+      if (found === undefined) return result;
+      for (const message of (result.output as { Messages?: Message[] }).Messages ?? []) {
+        const value = message.MessageId === undefined ? undefined : found.get(message.MessageId);
+        if (value !== undefined && message.MessageAttributes !== undefined)
+          Object.defineProperty(message.MessageAttributes, '__proto__', { value, enumerable: true, writable: true, configurable: true });
+      }
+      return result;
+    },
+    { step: 'initialize', priority: 'high', name: 'restoreProtoAttributes' },
+  );
 }
 
 /**
@@ -54,9 +127,7 @@ export function toSqsRecord(message: Message, queueArn: string): SQSRecord {
     receiptHandle: message.ReceiptHandle ?? '',
     body: message.Body ?? '',
     attributes,
-    messageAttributes: Object.fromEntries(
-      Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, toRecordAttribute(value)]),
-    ),
+    messageAttributes: toRecordAttributes(message.MessageAttributes),
     md5OfBody: message.MD5OfBody ?? '',
     eventSource: 'aws:sqs',
     eventSourceARN: queueArn,

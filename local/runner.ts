@@ -16,11 +16,12 @@ import type { Env } from '../lambda/env';
 import { createRelayHandler, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from '../lambda/relay';
 import { errorText } from '../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand } from './banner';
+import { keepProtoNamedAttributes } from './event-source';
 import { clientConfig, type SqsConnection } from './existing-queue';
 import { HealthGate } from './health-check';
 import { createLocalLog, type LocalLog, PLAIN, RelayLogger, type Styles, type TextOutput } from './log';
 import { type EventSourceMapping, type MappingObserver, startEventSourceMapping } from './poller';
-import { type LocalSettings, loadLocalSettings } from './settings';
+import { type LocalSettings, loadLocalSettings, mistypedVariables } from './settings';
 
 /** Where the runner writes, and how. */
 export interface RunnerIo {
@@ -100,6 +101,9 @@ export const STANDALONE_WAIT_TIME_SECONDS = 5;
 export function prepareLocalStart(env: Env, io: RunnerIo): LocalStart {
   const settings = loadLocalSettings(env, io.isTerminal);
   const log = createLocalLog(settings.logFormat, settings.logLevel, io.out, settings.logFormat === 'pretty' ? io.styles : PLAIN);
+  for (const [typo, variable] of mistypedVariables(env)) {
+    log.line('WARN', `${typo} is not a setting of the relay; did you mean ${variable}? (${variable} keeps its default)`);
+  }
   const functionEnv: Env = { ...env, CONCURRENT_INVOCATIONS: String(settings.pollers) };
   const preliminary = loadConfig({ ...functionEnv, WEBHOOK_URL: settings.webhookUrl ?? 'http://127.0.0.1/webhook' });
   // EMF lines are for CloudWatch; here they would bury the log. POWERTOOLS_METRICS_DISABLED=false brings them back.
@@ -183,6 +187,7 @@ function mappingObserver(log: LocalLog, deadLettered: readonly Set<string>[], vi
 export function startRunner(options: RunnerOptions): LocalRelay {
   const { config, settings, connection, queue, log, telemetry } = options;
   const sqs = new SQSClient(clientConfig(connection));
+  keepProtoNamedAttributes(sqs);
   const deadLettered = Array.from({ length: settings.pollers }, () => new Set<string>());
   const info: ReadyInfo = {
     ...queue,

@@ -5,7 +5,8 @@
  */
 import { redactUrl } from '../lambda/config';
 import { ConfigError, type Env, integerSetting, read } from '../lambda/env';
-import { LOG_LEVELS, SETTINGS, type SettingName } from '../lambda/settings';
+import { likelyTypos } from '../lambda/nearest-name';
+import { LOG_LEVELS, SETTING_LIST, SETTINGS, type SettingName } from '../lambda/settings';
 
 export { LOG_LEVELS };
 
@@ -30,7 +31,7 @@ export interface LocalSettings {
   readonly pollers: number;
   /** `FUNCTION_TIMEOUT_SECONDS`: the deadline each invocation's context counts down from. */
   readonly functionTimeoutSeconds: number;
-  /** `WEBHOOK_URL`, or `undefined` to start the demo webhook. */
+  /** `WEBHOOK_URL`, or `undefined` to start the demo webhook (the sandbox only: with `QUEUE_URL` it is required). */
   readonly webhookUrl: string | undefined;
   /** `DEMO_WEBHOOK_PORT`: the demo webhook's port on 127.0.0.1; 0 (default) picks a free one. */
   readonly demoWebhookPort: number;
@@ -93,6 +94,22 @@ function logLevel(env: Env): string {
   return level;
 }
 
+/** Every variable the function and the local runner read. */
+const VARIABLES: readonly string[] = SETTING_LIST.flatMap((setting) =>
+  setting.scope !== 'stack' && setting.variable !== undefined ? [setting.variable] : [],
+);
+
+/**
+ * The environment's variables that look like a mistyped setting (`WEBHOOK_ULR`, `webhook_url`),
+ * each with the setting's variable: the setting itself then silently keeps its default.
+ */
+export function mistypedVariables(env: Env): Map<string, string> {
+  return likelyTypos(
+    Object.keys(env).filter((name) => read(env, name) !== undefined),
+    VARIABLES,
+  );
+}
+
 /**
  * Reads the local runner's settings.
  * @param env the environment (`process.env`)
@@ -107,8 +124,20 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   const format = read(env, 'LOG_FORMAT')?.toLowerCase();
   if (format !== undefined && format !== 'pretty' && format !== 'json') throw new ConfigError('LOG_FORMAT', '"pretty" or "json"', format);
   const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : int(env, 'MAX_RECEIVE_COUNT');
+  const existingQueueUrl = queueUrl(env);
+  const webhookUrl = read(env, 'WEBHOOK_URL');
+  // The demo webhook answers 200 to everything: relaying a real queue into it would delete every message.
+  if (existingQueueUrl !== undefined && webhookUrl === undefined) {
+    const typo = [...mistypedVariables(env)].find(([, variable]) => variable === 'WEBHOOK_URL')?.[0];
+    const hint = typo === undefined ? '' : `; ${typo} is set: a typo?`;
+    throw new ConfigError(
+      'WEBHOOK_URL',
+      `set when QUEUE_URL names an existing queue (the demo webhook is for the sandbox only${hint})`,
+      undefined,
+    );
+  }
   return {
-    queueUrl: queueUrl(env),
+    queueUrl: existingQueueUrl,
     sqsPort: int(env, 'SQS_PORT'),
     queueName,
     maxReceiveCount,
@@ -116,7 +145,7 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
     maxBatchingWindowSeconds: int(env, 'MAX_BATCHING_WINDOW_SECONDS'),
     pollers: int(env, 'POLLERS'),
     functionTimeoutSeconds: int(env, 'FUNCTION_TIMEOUT_SECONDS'),
-    webhookUrl: read(env, 'WEBHOOK_URL'),
+    webhookUrl,
     demoWebhookPort: int(env, 'DEMO_WEBHOOK_PORT'),
     logFormat: format ?? (isTerminal ? 'pretty' : 'json'),
     logLevel: logLevel(env),

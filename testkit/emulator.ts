@@ -8,7 +8,7 @@ import { type Message, ReceiveMessageCommand, SendMessageCommand, type MessageAt
 import type { SQSEvent } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../lambda/sqs-util';
-import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from '../local/event-source';
+import { keepProtoNamedAttributes, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from '../local/event-source';
 
 export interface QueueRef {
   readonly name: string;
@@ -40,6 +40,11 @@ export interface Emulator {
   receiveEvent(max?: number, waitSeconds?: number): Promise<SQSEvent>;
   /** Messages of a queue by state, read without changing them. */
   counts(queue: QueueRef): { ready: number; inflight: number; delayed: number };
+  /**
+   * Every message of a queue, whatever its state, as the emulator holds it: read without changing
+   * them, and without the AWS SDK's reader (which loses an attribute named `__proto__`).
+   */
+  messages(queue: QueueRef): { body: string; attributes: Record<string, MessageAttributeValue> }[];
   stop(): Promise<void>;
 }
 
@@ -68,6 +73,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     process.env.AWS_SECRET_ACCESS_KEY = 'test';
   }
   const sqs = new SQSClient({ endpoint, region: TEST_REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  // Received as the daemon receives: a `__proto__` attribute keeps its value.
+  keepProtoNamedAttributes(sqs);
   const receive = async (from: QueueRef, max = 10, waitSeconds = 0): Promise<Message[]> => {
     const { Messages } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl: from.url, MaxNumberOfMessages: max, WaitTimeSeconds: waitSeconds, ...RECEIVE_ALL_ATTRIBUTES }),
@@ -100,6 +107,15 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       const state = server.inspectQueue(of.name);
       if (state === undefined) throw new Error(`no queue ${of.name}`);
       return { ready: state.messages.ready.length, inflight: state.messages.inflight.length, delayed: state.messages.delayed.length };
+    },
+    messages(of) {
+      const state = server.inspectQueue(of.name);
+      if (state === undefined) throw new Error(`no queue ${of.name}`);
+      const { ready, delayed, inflight } = state.messages;
+      return [...ready, ...delayed, ...inflight.map((held) => held.message)].map((message) => ({
+        body: message.body,
+        attributes: message.messageAttributes as Record<string, MessageAttributeValue>,
+      }));
     },
     async stop() {
       sqs.destroy();

@@ -66,9 +66,9 @@ function printDemoRequest(log: LocalLog, request: DemoRequest, reply: DemoReply)
 
 /**
  * The webhook to relay to: `WEBHOOK_URL`, or else a demo webhook started here that prints what it
- * gets (the daemon uses it too: a standalone relay can be tried before its webhook exists).
+ * gets. The sandbox's only: it answers 200 to everything, so a real queue relayed into it would be emptied.
  */
-export async function webhookFor(
+async function webhookFor(
   settings: LocalSettings,
   preliminary: RelayConfig,
   log: LocalLog,

@@ -84,7 +84,7 @@ describe('start-up failures', () => {
     const results = await Promise.all([
       failure({ SQS_PORT: String(taken) }),
       failure({ WEBHOOK_URL: 'ftp://example.com/hook' }),
-      failure({ QUEUE_URL: `http://127.0.0.1:${nobody}/000000000000/orders` }),
+      failure({ QUEUE_URL: `http://127.0.0.1:${nobody}/000000000000/orders`, WEBHOOK_URL: 'http://127.0.0.1:9/hook' }),
       failure({ BATCH_SIZE: '0' }),
     ]);
     const expected = [

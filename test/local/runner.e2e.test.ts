@@ -3,9 +3,9 @@
  * real handler, messages sent with the AWS SDK to the queue URL it printed, a real webhook on
  * 127.0.0.1, and the queues observed through the SQS API afterwards.
  */
-import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { type MessageAttributeValue, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, test } from 'vitest';
-import { queueCounts, stopRelay, until } from '../../testkit/relay-process';
+import { queueCounts, startRelayProcess, stopRelay, until } from '../../testkit/relay-process';
 import type { ReceivedRequest } from '../../testkit/webhook';
 import { emulatorForTest, localRelayForTest, webhookForTest } from '../support/fixtures';
 
@@ -105,6 +105,92 @@ describe('npm start with the emulator', () => {
 });
 
 describe('npm start with QUEUE_URL (standalone relay)', () => {
+  // The demo webhook answers 200 to everything: a real queue relayed into it would be emptied.
+  test.each([
+    [
+      'WEBHOOK_URL unset',
+      {},
+      /^sqs-webhook-relay: Invalid configuration: WEBHOOK_URL must be set when QUEUE_URL names an existing queue \(the demo webhook is for the sandbox only\); got nothing$/,
+    ],
+    ['WEBHOOK_URL blank', { WEBHOOK_URL: ' ' }, /WEBHOOK_URL must be set when QUEUE_URL names an existing queue/],
+    [
+      'WEBHOOK_URL mistyped',
+      { WEBHOOK_ULR: 'https://hooks.example.com/sqs' },
+      /WEBHOOK_URL must be set when QUEUE_URL names an existing queue \(the demo webhook is for the sandbox only; WEBHOOK_ULR is set: a typo\?\); got nothing$/,
+    ],
+  ])(
+    '%s: refuses to start in one line, and the queue is untouched',
+    async (_case, extra, line) => {
+      const emulator = await emulatorForTest({ keepEnvironment: true });
+      const messageId = await emulator.send('{"order":42}');
+      const relay = startRelayProcess({
+        QUEUE_URL: emulator.queue.url,
+        AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+        AWS_REGION: emulator.region,
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        ...extra,
+      });
+      expect(await relay.exited).toBe(1);
+      const errors = relay
+        .errors()
+        .split('\n')
+        .filter((text) => text.startsWith('sqs-webhook-relay:'));
+      expect(errors).toEqual([expect.stringMatching(line)]);
+      expect(relay.output()).not.toMatch(/ready|delivered/i);
+      // Never received: still visible, its receive count untouched.
+      const [message] = await emulator.receive(emulator.queue, 10, 0);
+      expect(message).toMatchObject({
+        MessageId: messageId,
+        Body: '{"order":42}',
+        Attributes: expect.objectContaining({ ApproximateReceiveCount: '1' }),
+      });
+    },
+    30_000,
+  );
+
+  test('producer attributes named __proto__, constructor and toString: the daemon keeps running, one message delivered with them, one dead-lettered with them', async () => {
+    const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
+    const webhook = await webhookForTest((request) => ({ status: request.body.toString() === 'refuse me' ? 400 : 200 }));
+    const { relay } = await localRelayForTest({
+      QUEUE_URL: emulator.queue.url,
+      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+      AWS_REGION: emulator.region,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      WEBHOOK_URL: webhook.url,
+    });
+    // As a producer would send them (JSON.parse: own properties, `__proto__` included).
+    const hostile = JSON.parse(
+      '{"__proto__":{"DataType":"String","StringValue":"p"},"constructor":{"DataType":"String","StringValue":"c"},"toString":{"DataType":"Number","StringValue":"7"}}',
+    ) as Record<string, MessageAttributeValue>;
+    await emulator.send('deliver me', { attributes: hostile });
+    await emulator.send('refuse me', { attributes: hostile });
+    await until(() => webhook.requests.length === 2 && emulator.counts(emulator.dlq).ready === 1);
+    await emulator.send('after them');
+    await until(() => webhook.requests.length === 3);
+
+    const delivered = webhook.requests.find((request) => request.body.toString() === 'deliver me');
+    expect(delivered?.headers).toMatchObject({
+      'x-carrier-attr-__proto__': 'p',
+      'x-carrier-attr-constructor': 'c',
+      'x-carrier-attr-tostring': '7',
+    });
+    const [deadLetter] = emulator.messages(emulator.dlq);
+    expect(deadLetter?.body).toBe('refuse me');
+    expect(Object.hasOwn(deadLetter?.attributes ?? {}, '__proto__')).toBe(true);
+    expect(deadLetter?.attributes).toMatchObject({
+      constructor: { DataType: 'String', StringValue: 'c' },
+      toString: { DataType: 'Number', StringValue: '7' },
+    });
+    expect(Object.getOwnPropertyDescriptor(deadLetter?.attributes, '__proto__')?.value).toMatchObject({
+      DataType: 'String',
+      StringValue: 'p',
+    });
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    expect(await stopRelay(relay)).toBe(0);
+  }, 60_000);
+
   test('SIGTERM during a slow delivery: exits 0 once the request completes, and the message is not redelivered', async () => {
     const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
     let answeredAt = 0;

@@ -14,7 +14,7 @@ import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
-import { loadLocalSettings } from '../../local/settings';
+import { loadLocalSettings, mistypedVariables } from '../../local/settings';
 import { sleep } from '../../local/sleep';
 
 describe('local settings', () => {
@@ -54,8 +54,31 @@ describe('local settings', () => {
     [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ MAX_RECEIVE_COUNT: '0' }, 'MAX_RECEIVE_COUNT'],
+    [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' }, 'WEBHOOK_URL'],
+    [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders', WEBHOOK_URL: '  ' }, 'WEBHOOK_URL'],
   ])('%j is refused, naming the variable', (env, variable) => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+  });
+
+  test('variables one typo away from a setting are found, with the setting they resemble; other variables are not', () => {
+    const env = {
+      WEBHOOK_ULR: 'https://hooks.example.com',
+      webhook_url: 'x',
+      LOG_LEVLE: 'debug',
+      BATCH_SIZES: '5',
+      // Set, exact, unrelated or blank: not typos.
+      WEBHOOK_URL: 'https://hooks.example.com',
+      AWS_PROFILE: 'ops',
+      HOSTNAME: 'box',
+      NODE_OPTIONS: '--enable-source-maps',
+      QUEUE_ULR: ' ',
+    };
+    expect(Object.fromEntries(mistypedVariables(env))).toEqual({
+      WEBHOOK_ULR: 'WEBHOOK_URL',
+      webhook_url: 'WEBHOOK_URL',
+      LOG_LEVLE: 'LOG_LEVEL',
+      BATCH_SIZES: 'BATCH_SIZE',
+    });
   });
 
   test('the visibility timeout is 6 times the function timeout plus the batching window, as in the stack, within SQS limits', () => {
