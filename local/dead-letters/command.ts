@@ -14,6 +14,7 @@ import { shellQuote } from '../banner';
 import type { CommandIo, ExitStatus } from '../command-io';
 import { AWS_OPTION_SPECS, checkQueueUrl, commandSqsClient, queueNameOfUrl, sandboxQueueUrl } from '../command-queue';
 import { sqsStartupError, StartupError, UsageError } from '../errors';
+import { keepProtoNamedAttributes } from '../event-source';
 import { describeExistingQueue } from '../existing-queue';
 import { subcommandPrefix } from '../invocation';
 import { readDeadLetter } from './dead-letter';
@@ -135,6 +136,8 @@ async function locate(
         ? undefined
         : checkQueueUrl(io.env.QUEUE_URL || sandboxQueueUrl(io.env), io.env.QUEUE_URL ? 'QUEUE_URL' : '--queue-url');
   const sqs = commandSqsClient(queueUrl ?? (dlqGiven as string), values, io.env);
+  // An attribute named `__proto__` is read back whole, so a replay sends it back too.
+  keepProtoNamedAttributes(sqs);
   try {
     const notes: string[] = [];
     let queueFifo = false;

@@ -92,7 +92,8 @@ const DELETE_RETRY_MS = 500;
 
 /** A dead letter's message attributes as SendMessage takes them (the list forms, which SQS does not implement, left out). */
 function sendableAttributes(attributes: Readonly<Record<string, MessageAttributeValue>>): Record<string, MessageAttributeValue> {
-  const copied: Record<string, MessageAttributeValue> = {};
+  // Without a prototype: a producer's attribute named `__proto__` is an attribute like any other.
+  const copied: Record<string, MessageAttributeValue> = Object.create(null);
   for (const [name, value] of Object.entries(attributes)) {
     copied[name] =
       value.BinaryValue !== undefined
@@ -120,10 +121,11 @@ function replayMessage(
       sourceQueue: target.queueName,
       replayedAt: new Date(now).toISOString(),
     });
-    const withReason = { ...attributes, [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: reason } };
+    const value: MessageAttributeValue = { DataType: 'String', StringValue: reason };
+    const bytes = messageBytes(deadLetter.body, attributes) + messageBytes('', { [DEAD_LETTER_REASON_ATTRIBUTE]: value });
     // Only where it fits: all ten attribute slots the producer's, or no room under the size limit, and it goes without.
-    if (Object.keys(attributes).length < MAX_MESSAGE_ATTRIBUTES && messageBytes(deadLetter.body, withReason) <= MAX_MESSAGE_BYTES) {
-      Object.assign(attributes, withReason);
+    if (Object.keys(attributes).length < MAX_MESSAGE_ATTRIBUTES && bytes <= MAX_MESSAGE_BYTES) {
+      attributes[DEAD_LETTER_REASON_ATTRIBUTE] = value;
       keepsId = true;
     }
   }

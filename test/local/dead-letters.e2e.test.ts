@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import {
   DeleteMessageBatchCommand,
   type Message,
+  type MessageAttributeValue,
   ReceiveMessageCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
@@ -343,6 +344,24 @@ describe('replay', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  test('every attribute goes back as it was: binary, custom types, one named __proto__', async () => {
+    const attributes = Object.fromEntries([
+      ['__proto__', { DataType: 'String', StringValue: 'not a prototype' }],
+      ['Body.ContentType', { DataType: 'String', StringValue: 'text/csv' }],
+      ['amount', { DataType: 'Number.float', StringValue: '12.5' }],
+      ['blob', { DataType: 'Binary', BinaryValue: Buffer.from([0, 1, 2, 255]) }],
+    ]) as Record<string, MessageAttributeValue>;
+    await emulator.sqs.send(new SendMessageCommand({ QueueUrl: emulator.dlq.url, MessageBody: 'a,b,c', MessageAttributes: attributes }));
+    expect((await deadLetters(['replay', '--queue-url', emulator.queue.url])).status).toBe(0);
+    const [message] = await drain(emulator.queue);
+    expect(message?.Body).toBe('a,b,c');
+    const got = message?.MessageAttributes ?? {};
+    expect(Object.getOwnPropertyDescriptor(got, '__proto__')?.value).toMatchObject({ DataType: 'String', StringValue: 'not a prototype' });
+    expect(got['Body.ContentType']).toMatchObject({ DataType: 'String', StringValue: 'text/csv' });
+    expect(got.amount).toMatchObject({ DataType: 'Number.float', StringValue: '12.5' });
+    expect(Buffer.from(got.blob?.BinaryValue ?? []).equals(Buffer.from([0, 1, 2, 255]))).toBe(true);
   });
 
   test('a FIFO queue: each dead letter goes back to its message group, in order, with a deduplication id of its own', async () => {
