@@ -337,6 +337,7 @@ async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitS
     approximate: located.approximate,
     // A FIFO scan reads the first message(s) of each group only (see scan.ts).
     complete: result.ended === 'read all' && !(located.dlqFifo && result.read < located.approximate.visible),
+    notReleased: result.notReleased,
     ...(located.retentionSeconds === undefined ? {} : { retentionSeconds: located.retentionSeconds }),
     notes: [...located.notes, ...scanNotes(result, located, true), ...(result.ended === 'limit' ? [`stopped at --limit ${limit}`] : [])],
     seconds,

@@ -53,6 +53,8 @@ export interface Summary {
   readonly approximate: { readonly visible: number; readonly inFlight: number };
   /** True when the scan read the queue to its end, not stopped by `--limit`, a signal or SQS's in-flight limit. */
   readonly complete: boolean;
+  /** Messages read that could not be made visible again: they are when their hold ends (see the notes). */
+  readonly notReleased: number;
   readonly byCause: readonly { readonly cause: CauseOrUnreadable; readonly count: number }[];
   /** By last status (`null`: no reason, so no status). */
   readonly byStatus: readonly { readonly status: number | null; readonly count: number }[];
@@ -171,7 +173,11 @@ export function formatSummary(summary: Summary, now: number, replayCommand: (sta
       (summary.approximate.inFlight > 0 ? `, and ${count(summary.approximate.inFlight)} in flight elsewhere (not read)` : '') +
       '.',
   );
-  lines.push('  Left as found: everything read is visible again, nothing deleted (each read counts one receive).');
+  lines.push(
+    summary.notReleased === 0
+      ? '  Left as found: everything read is visible again, nothing deleted (each read counts one receive).'
+      : `  Nothing deleted, but ${count(summary.notReleased)} read could not be made visible again: they are when their hold ends.`,
+  );
   for (const note of summary.notes) lines.push(`  Note: ${note}`);
   if (summary.read === 0) return `${lines.join('\n')}\n`;
 

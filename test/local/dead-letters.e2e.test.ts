@@ -99,7 +99,7 @@ describe('summary', () => {
     const { status, out, err } = await deadLetters(['summary', '--queue-url', emulator.queue.url, '--json']);
     expect({ status, err }).toEqual({ status: 0, err: '' });
     const summary = JSON.parse(out);
-    expect(summary).toMatchObject({ dlqUrl: emulator.dlq.url, queueUrl: emulator.queue.url, read: 24, complete: true });
+    expect(summary).toMatchObject({ dlqUrl: emulator.dlq.url, queueUrl: emulator.queue.url, read: 24, complete: true, notReleased: 0 });
     expect(summary.byCause).toEqual([
       { cause: 'refused permanently', count: 17 },
       { cause: 'retry window exhausted', count: 4 },
