@@ -39,7 +39,7 @@ export const SAMPLE_CHARS = 100;
 
 /** Text on one line, cut to `max` characters (whole characters) with `…`. */
 export function excerpt(text: string, max = SAMPLE_CHARS): string {
-  const flat = text.replace(/\s+/g, ' ');
+  const flat = text.replace(/\s+/g, ' ').trim();
   const characters = Array.from(flat);
   return characters.length <= max ? flat : `${characters.slice(0, max).join('')}…`;
 }
