@@ -7,7 +7,7 @@ import { parseHttpsOrLoopback, redactUrl } from '../lambda/config';
 import { boolean, ConfigError, type Env, integerSetting, read } from '../lambda/env';
 import { likelyTypos } from '../lambda/nearest-name';
 import { FUNCTION_SETTINGS, LOG_LEVELS, SETTING_LIST, SETTINGS, type SettingName } from '../lambda/settings';
-import { isAwsHost } from './existing-queue';
+import { emulatorOrigin, isAwsHost } from './existing-queue';
 
 export { LOG_LEVELS };
 
@@ -72,9 +72,10 @@ function queueUrl(env: Env): string | undefined {
   // The daemon's SQS calls are SigV4-signed, with session tokens: the webhook URL's rule holds for
   // where they go (an endpoint variable, else a queue URL not on AWS, which is its own endpoint).
   const endpointVariable = ['AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL'].find((name) => read(env, name) !== undefined);
+  // Where connectionFor sends them: a `*.localhost` queue URL is reached at 127.0.0.1.
   const [name, endpoint] =
     endpointVariable === undefined
-      ? ['QUEUE_URL', isAwsHost(url.hostname) ? undefined : raw]
+      ? ['QUEUE_URL', isAwsHost(url.hostname) ? undefined : emulatorOrigin(url)]
       : [endpointVariable, read(env, endpointVariable)];
   if (endpoint !== undefined) {
     const checked = parseHttpsOrLoopback(endpoint, allowInsecureHttp(env));

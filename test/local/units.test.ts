@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
+import { runsFromSource, subcommandPrefix } from '../../local/invocation';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
@@ -66,15 +67,18 @@ describe('local settings', () => {
     test.each([
       [{ QUEUE_URL: 'http://sqs.internal:9324/000000000000/orders' }, 'QUEUE_URL'],
       [{ QUEUE_URL: 'http://10.0.0.5:4566/000000000000/orders' }, 'QUEUE_URL'],
-      // *.localhost names are resolved by DNS on many machines (glibc): not loopback for certain.
-      [{ QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders' }, 'QUEUE_URL'],
       [
         { QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/orders', AWS_ENDPOINT_URL_SQS: 'http://vpce.internal:80' },
         'AWS_ENDPOINT_URL_SQS',
       ],
       [{ QUEUE_URL: 'http://127.0.0.1:4566/1/orders', AWS_ENDPOINT_URL: 'http://sqs.internal:4566' }, 'AWS_ENDPOINT_URL'],
       [{ WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      // The health check is asked by name, and *.localhost names go to DNS on many machines (glibc).
       [{ WEBHOOK_HEALTH_CHECK_URL: 'http://foo.localhost/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      [
+        { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/1/orders', AWS_ENDPOINT_URL_SQS: 'http://sqs.localhost:4566' },
+        'AWS_ENDPOINT_URL_SQS',
+      ],
     ])('%j is refused, naming the variable', (env, variable) => {
       const run = () => loadLocalSettings({ ...WEBHOOK, ...env }, false);
       expect(run).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
@@ -91,6 +95,8 @@ describe('local settings', () => {
       // An AWS queue URL is not an endpoint: the SDK calls AWS's regional https endpoint.
       { QUEUE_URL: 'http://sqs.eu-west-1.amazonaws.com/123456789012/orders' },
       { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566' },
+      // fauxqs's own queue URL: the daemon reaches a *.localhost host at 127.0.0.1, never through DNS.
+      { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders' },
       { WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' },
       { WEBHOOK_HEALTH_CHECK_URL: 'https://worker.internal/health' },
       // The sandbox talks to its own emulator, whatever the endpoint variables say.
@@ -307,6 +313,7 @@ describe('the printed send commands', () => {
   const info: ReadyInfo = {
     mode: 'embedded',
     sqsEndpoint: 'http://127.0.0.1:4566',
+    emulatorCredentials: true,
     region: 'us-east-1',
     queueUrl: 'http://127.0.0.1:4566/000000000000/webhook-relay',
     queueArn: 'arn:aws:sqs:us-east-1:000000000000:webhook-relay',
@@ -327,15 +334,20 @@ describe('the printed send commands', () => {
     expect(shellQuote(`it's {"a": 1}`)).toBe(`'it'\\''s {"a": 1}'`);
   });
 
-  test('bin/send.ts and the AWS CLI, with the credentials the CLI insists on for the emulator', () => {
-    expect(sendCommand(info)).toBe(`npx tsx bin/send.ts --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
+  test('send and the AWS CLI, with the credentials the CLI insists on for an emulator', () => {
+    // Run from this repository's source, as `npm start` does: the clone's npm script.
+    expect(sendCommand(info)).toBe(`npm run send -- --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
     expect(awsCliCommand(info)).toBe(
       `AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message --endpoint-url http://127.0.0.1:4566 --region us-east-1 --queue-url http://127.0.0.1:4566/000000000000/webhook-relay --message-body '{"hello":"world"}'`,
+    );
+    // The daemon on an emulator's queue reaches it with the same dummy credentials: so does its CLI line.
+    expect(awsCliCommand({ ...info, queueUrl: 'http://127.0.0.1:9324/000000000000/jobs' })).toMatch(
+      /^AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message /,
     );
     expect(
       awsCliCommand({
         ...info,
-        mode: 'existing',
+        emulatorCredentials: false,
         sqsEndpoint: undefined,
         region: 'eu-west-1',
         queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo',
@@ -343,6 +355,20 @@ describe('the printed send commands', () => {
       }),
     ).toBe(
       `aws sqs send-message --region eu-west-1 --queue-url https://sqs.eu-west-1.amazonaws.com/1/q.fifo --message-body '{"hello":"world"}' --message-group-id demo`,
+    );
+  });
+
+  test("from the package's build, the printed commands are the installed bin's", () => {
+    expect(subcommandPrefix('send', false)).toBe('npx sqs-webhook-relay send');
+    expect(subcommandPrefix('dead-letters', false)).toBe('npx sqs-webhook-relay dead-letters');
+    expect(subcommandPrefix('send', true)).toBe('npm run send --');
+    expect(runsFromSource('file:///app/node_modules/sqs-webhook-relay/dist/sqs-webhook-relay.js')).toBe(false);
+    expect(runsFromSource('file:///src/local/invocation.ts')).toBe(true);
+  });
+
+  test('the banner says how to read the DLQ', () => {
+    expect(formatBanner(info, PLAIN)).toContain(
+      `\n  npm run dead-letters -- summary --queue-url http://127.0.0.1:4566/000000000000/webhook-relay\n`,
     );
   });
 
@@ -380,9 +406,10 @@ describe('the standalone relay (QUEUE_URL)', () => {
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here.
+    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here,
+    // reached at 127.0.0.1 (not every resolver knows that *.localhost is loopback).
     expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', {})).toEqual({
-      endpoint: 'http://sqs.eu-west-1.localhost:4566',
+      endpoint: 'http://127.0.0.1:4566',
       region: 'eu-west-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
