@@ -16,7 +16,6 @@ import type { SecretsGetOptions } from '@aws-lambda-powertools/parameters/secret
 import type { SecretSource } from './config';
 import { AWS_REQUEST_HANDLER_OPTIONS, beforeDeadline, DeadlineExceededError } from './deadline';
 
-
 /** The first wait after a failed read; each further failure doubles it, up to the refresh interval. */
 export const SECRET_RETRY_INITIAL_MS = 2_000;
 
