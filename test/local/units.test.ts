@@ -122,10 +122,11 @@ describe("the handler's lines on a terminal", () => {
         receiveCount: 1,
         status: 429,
         delaySeconds: 5,
+        visibilitySeconds: 5,
       }),
     ).toBe('↻ retry in 5 s  m-1  receive 1 · HTTP 429');
     expect(
-      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 }),
+      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', visibilitySeconds: 16 }),
     ).toBe('↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
     expect(
       render('WARN', {
@@ -134,7 +135,8 @@ describe("the handler's lines on a terminal", () => {
         outcome: 'retry',
         receiveCount: 7,
         status: 503,
-        delaySeconds: 36,
+        delaySeconds: 300,
+        visibilitySeconds: 36,
       }),
     ).toBe('↻ retry in 36 s  m-5  receive 7 · HTTP 503 · next attempt is the last in its retry window');
     expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe(
@@ -143,8 +145,32 @@ describe("the handler's lines on a terminal", () => {
     expect(render('WARN', { messageId: 'm-4', outcome: 'dead-lettered', receiveCount: 1, status: 400, response: 'bad input\n' })).toBe(
       '✗ dead-lettered  m-4  receive 1 · HTTP 400 · "bad input"',
     );
-    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline' })).toBe(
+    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline', visibilitySeconds: 0 })).toBe(
       '↻ not sent, back at once  m-5  receive 2 · deadline',
+    );
+  });
+
+  test('a retry states the visibility the record was handed back with, not the delay asked for', () => {
+    const retry = {
+      message: 'Message not delivered; returned to the queue',
+      messageId: 'm-6',
+      outcome: 'retry',
+      receiveCount: 3,
+      status: 429,
+    };
+    // Retry-After: 5, spaced out to 35 s by the retry window; an hour's backoff stretched by a breaker hold.
+    expect(render('INFO', { ...retry, delaySeconds: 5, visibilitySeconds: 35 })).toBe('↻ retry in 35 s  m-6  receive 3 · HTTP 429');
+    expect(render('INFO', { ...retry, delaySeconds: 3600, visibilitySeconds: 18_060 })).toBe(
+      '↻ retry in 5 hours 1 minute  m-6  receive 3 · HTTP 429',
+    );
+    expect(render('INFO', { ...retry, delaySeconds: 0, visibilitySeconds: 0 })).toBe('↻ retry at once  m-6  receive 3 · HTTP 429');
+    // The change failed: SQS keeps the queue's default.
+    expect(render('INFO', { ...retry, delaySeconds: 5, visibilityError: 'AccessDenied' })).toBe(
+      '↻ retry after the visibility timeout  m-6  receive 3 · HTTP 429',
+    );
+    // Not sent because the webhook's pace holds the batch: back when the hold ends.
+    expect(render('INFO', { messageId: 'm-7', outcome: 'not-attempted', receiveCount: 1, reason: 'paced', visibilitySeconds: 12 })).toBe(
+      '↻ not sent, back in 12 s  m-7  receive 1 · paced',
     );
   });
 
@@ -171,9 +197,13 @@ describe("the handler's lines on a terminal", () => {
     json.warn('Message dead-lettered: the webhook refused it permanently', { messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
     json.debug('not shown at INFO');
     const pretty = new RelayLogger({ serviceName: 'svc' }, createLocalLog('pretty', 'INFO', out));
-    pretty
-      .createChild({ serviceName: 'child' })
-      .info('Message not delivered; returned to the queue', { messageId: 'm-8', outcome: 'retry', delaySeconds: 2, receiveCount: 1 });
+    pretty.createChild({ serviceName: 'child' }).info('Message not delivered; returned to the queue', {
+      messageId: 'm-8',
+      outcome: 'retry',
+      delaySeconds: 2,
+      visibilitySeconds: 2,
+      receiveCount: 1,
+    });
     expect(written).toHaveLength(2);
     expect(JSON.parse(written[0] as string)).toMatchObject({
       level: 'WARN',
