@@ -66,15 +66,22 @@ describe('start-up failures', () => {
     blocker = undefined;
   });
 
-  /** Runs the relay to its exit; returns the exit code and its own stderr lines (not Node's warnings). */
-  async function failure(env: Record<string, string>): Promise<{ code: number | string; lines: string[]; stderr: string }> {
+  /** Runs the relay to its exit; returns the exit code and every line it printed (stdout and stderr). */
+  async function failure(env: Record<string, string>): Promise<{ code: number | string; lines: string[] }> {
     const child = startRelayProcess(env);
     const code = await child.exited;
-    const stderr = child.errors();
-    return { code, stderr, lines: stderr.split('\n').filter((line) => line.startsWith('sqs-webhook-relay:')) };
+    return {
+      code,
+      lines: child
+        .output()
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    };
   }
 
-  test('a taken port, a bad webhook URL, an unreachable SQS or a bad setting: one line each, exit 1, no stack trace', async () => {
+  // Nothing before the line either: no library's warning (such as the AWS SDK's about the Node.js
+  // version, on a Node.js older than it supports), on the Node.js versions the package supports.
+  test('a taken port, a bad webhook URL, an unreachable SQS or a bad setting: one line each and nothing else, exit 1', async () => {
     blocker = createServer();
     const taken = await new Promise<number>((resolve) => {
       const server = blocker as Server;
@@ -95,9 +102,7 @@ describe('start-up failures', () => {
     ];
     results.forEach((result, index) => {
       expect(result.code).toBe(1);
-      expect(result.lines).toHaveLength(1);
-      expect(result.lines[0]).toMatch(expected[index] as RegExp);
-      expect(result.stderr).not.toMatch(/^\s+at /m);
+      expect(result.lines).toEqual([expect.stringMatching(expected[index] as RegExp)]);
     });
   }, 60_000);
 });
