@@ -271,6 +271,21 @@ describe('the printed send commands', () => {
     expect(dlqRow({ retryWindowSeconds: 1800, maxReceiveCount: undefined })).toMatch(/ {2}after 30 minutes of failures$/);
     expect(dlqRow({ retryWindowSeconds: 130_500, maxReceiveCount: undefined })).toMatch(/ {2}after 36 hours 15 minutes of failures$/);
   });
+
+  test("the demo's 500 line says a failing message reaches the DLQ only when its retry window (or receive count) is spent", () => {
+    const line500 = (change: Partial<ReadyInfo>): string | undefined =>
+      formatBanner({ ...info, demoWebhook: true, ...change }, PLAIN)
+        .split('\n')
+        .find((line) => line.includes('500 every time'));
+    expect(line500({ retryWindowSeconds: 86_400, maxReceiveCount: 483 })).toMatch(
+      /500 every time: retried with backoff for 24 hours \(its retry window\), then moved to the DLQ$/,
+    );
+    expect(line500({ retryWindowSeconds: 72 })).toMatch(/retried with backoff for 1 minute 12 seconds \(its retry window\), then/);
+    expect(line500({ retryWindowSeconds: 0, maxReceiveCount: 3 })).toMatch(
+      /500 every time: retried with backoff, moved to the DLQ after 3 receives$/,
+    );
+    expect(line500({ dlqUrl: undefined })).toMatch(/500 every time: retried with backoff until it expires$/);
+  });
 });
 
 describe('the standalone relay (QUEUE_URL)', () => {
