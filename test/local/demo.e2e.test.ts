@@ -95,7 +95,9 @@ describe('start-up failures', () => {
       failure({ BATCH_SIZE: '0' }),
     ]);
     const expected = [
-      new RegExp(`^sqs-webhook-relay: port ${taken} is already in use`),
+      new RegExp(
+        `^sqs-webhook-relay: port ${taken} is already in use .*SQS_PORT.*QUEUE_URL to a queue of your own in that emulator, with its DLQ`,
+      ),
       /^sqs-webhook-relay: Invalid configuration: WEBHOOK_URL must be an absolute https:\/\/ URL/,
       new RegExp(`^sqs-webhook-relay: cannot reach SQS at http://127\\.0\\.0\\.1:${nobody}/000000000000/orders \\(ECONNREFUSED\\)`),
       /^sqs-webhook-relay: Invalid configuration: BATCH_SIZE must be a whole number from 1 to 10000; got "0"$/,

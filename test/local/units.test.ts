@@ -4,11 +4,15 @@
  * standalone relay finds its way to SQS.
  */
 import { getEventListeners } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
+import { PortInUseError } from '../../local/sandbox/emulator';
+import { PROJECT_ROOT } from '../../testkit/synth';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
@@ -337,6 +341,21 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+
+  test("a taken emulator port points at a queue of one's own, with its DLQ, whose recipe is where it says", () => {
+    const { message } = new PortInUseError(4566);
+    expect(message).toMatch(
+      /^port 4566 is already in use .*; set SQS_PORT to a free port \(0: any\), or QUEUE_URL to a queue of your own in that emulator, with its DLQ /,
+    );
+    // Never the running queue itself: another sandbox's relay polls it too.
+    expect(message).toMatch(/not to another `npm start`'s queue/);
+    const [, page, heading] = /\(recipe: (docs\/[\w.-]+\.md), "([^"]+)"\)/.exec(message) ?? [];
+    const doc = readFileSync(join(PROJECT_ROOT, page ?? 'missing'), 'utf8');
+    expect(doc).toContain(`\n### ${heading}\n`);
+    const recipe = doc.slice(doc.indexOf(`### ${heading}`)).split('```')[1] ?? '';
+    expect(recipe).toMatch(/create-queue --queue-name orders-dlq/);
+    expect(recipe).toMatch(/RedrivePolicy.*deadLetterTargetArn/);
   });
 });
 
