@@ -53,9 +53,12 @@ describe('npm start without WEBHOOK_URL', () => {
     expect(retry).toContain('answered 429 with Retry-After: 1');
     expect(retry).toContain(`↻ retry in 1 s  ${MessageId}  receive 1 · HTTP 429`);
 
-    // Ctrl-C in a terminal reaches npm, tsx and the relay together.
+    // Ctrl-C in a terminal reaches npm, tsx and the relay together. Idle, it is polling (20 s
+    // long polls): the stop ends that poll rather than waiting it out.
+    const asked = Date.now();
     await stopRelay(relay, 'SIGINT');
     expect(relay.output()).toMatch(/Stopped\n$/);
+    expect(Date.now() - asked).toBeLessThan(10_000); // a generous bound: a poll waited out takes ~20 s
   }, 60_000);
 });
 
