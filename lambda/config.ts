@@ -182,16 +182,16 @@ function text(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string 
 }
 
 function breakerSettings(env: Env): BreakerSettings {
-  const initialIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
-  const maxIntervalSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
-  if (maxIntervalSeconds < initialIntervalSeconds) {
+  const probeIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
+  const maxHoldSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
+  if (maxHoldSeconds < probeIntervalSeconds) {
     throw new ConfigError(
       'OUTAGE_BACKOFF_MAX_SECONDS',
-      `at least OUTAGE_BACKOFF_SECONDS (${initialIntervalSeconds})`,
-      String(maxIntervalSeconds),
+      `at least OUTAGE_BACKOFF_SECONDS (${probeIntervalSeconds})`,
+      String(maxHoldSeconds),
     );
   }
-  return { threshold: int(env, 'OUTAGE_THRESHOLD'), initialIntervalSeconds, maxIntervalSeconds };
+  return { threshold: int(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
 }
 
 /** `RETRY_WINDOW_HOURS` in whole seconds (0: off). */

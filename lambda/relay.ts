@@ -12,7 +12,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type NotAttempted, receiveCountOf, runBatch } from './batch';
-import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
+import { type BreakerTransition, CircuitBreaker, countedHoldSeconds, isServerFailure } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
@@ -22,7 +22,7 @@ import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from './held-records'
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
 import { buildDeliveryRequest, type DeliveryRequest } from './request';
-import { backoffDelay, clampVisibility } from './retry-timing';
+import { backoffDelay } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
 import { FUNCTION_SETTINGS } from './settings';
@@ -30,7 +30,8 @@ import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
 import { Pacer, type PaceSnapshot, paceSignalOf } from './pacer';
-import { delayInWindow, windowStartOf } from './retry-window';
+import { returnVisibility } from './return-visibility';
+import { windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
 export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
@@ -44,6 +45,11 @@ export const MIN_REQUEST_TIME_MS = 100;
  * this much, kept to log, publish metrics and return before the function's deadline.
  */
 export const MAX_RETURN_RESERVE_MS = 200;
+/** The dead-letter reason's `response` for a record past its window that the open breaker kept from being sent. */
+const HELD_BY_BREAKER = 'not sent: the circuit breaker is open (the webhook looks down)';
+/** … and for one the endpoint's hold kept (the webhook's refusals asked for a pause). */
+const HELD_BY_ENDPOINT = "not sent: the webhook's refusals put the whole endpoint on hold (Retry-After)";
+
 /** A record that went out and came to a conclusion. */
 export type AttemptOutcome =
   | { readonly kind: 'delivered'; readonly status: number }
@@ -63,10 +69,10 @@ export type AttemptOutcome =
       /** The start of the webhook's response. */
       readonly response?: string;
       readonly error?: string;
-      /** The failure looked like an outage (see `isOutage`): parked at least for the breaker's interval while it is open. */
+      /** A failure the breaker counts (see `isServerFailure`): while it is open, parked at least for its hold. */
       readonly outage?: boolean;
     }
-  /** Not sent: the circuit breaker is open. Comes back after the breaker's interval. */
+  /** Not sent: the circuit breaker is open. Comes back after the breaker's hold. */
   | { readonly kind: 'held'; readonly delaySeconds: number; readonly error?: string };
 
 /** What happened to one record of a batch. */
@@ -242,26 +248,41 @@ export class BatchRelay {
    * dead-lettering. Synchronous but for that: no extra promise per record.
    */
   private ended(record: SQSRecord, outcome: AttemptOutcome, requestsEnd: Deadline): AttemptOutcome | Promise<AttemptOutcome> {
-    if ((outcome.kind !== 'retry' && outcome.kind !== 'held') || this.config.retryWindowSeconds === 0) return outcome;
-    const now = Date.now();
-    if (now < windowStartOf(record, now) + this.config.retryWindowSeconds * 1000) return outcome;
+    if ((outcome.kind !== 'retry' && outcome.kind !== 'held') || !this.pastWindow(record)) return outcome;
     return this.giveUp(record, outcome, requestsEnd);
+  }
+
+  /** Whether `record`'s retry window is on and over. */
+  private pastWindow(record: SQSRecord): boolean {
+    if (this.config.retryWindowSeconds === 0) return false;
+    const now = Date.now();
+    return now >= windowStartOf(record, now) + this.config.retryWindowSeconds * 1000;
+  }
+
+  /**
+   * A record the pace kept from being sent: handed back (for the endpoint's hold, if one is on) or, when the hold
+   * kept it past its retry window, dead-lettered like a record failing there. If the copy fails, it is handed back.
+   */
+  private async unsent(record: SQSRecord, requestsEnd: Deadline): Promise<AttemptOutcome | NotAttempted> {
+    const paced: NotAttempted = { kind: 'not-attempted', reason: 'paced' };
+    if (this.pacer.holdRemainingSeconds() === 0 || !this.pastWindow(record)) return paced;
+    const given = await this.giveUp(record, { kind: 'held', delaySeconds: 0 }, requestsEnd, HELD_BY_ENDPOINT);
+    return given.kind === 'dead-lettered' ? given : paced;
   }
 
   /**
    * Dead-letters a record whose failures outlasted its retry window, its reason naming the
    * attempts (its receive count) and the last answer. If the copy fails, the record is returned as it was.
+   * @param heldBy for a record held unsent, what held it (the reason's `response`)
    */
   private async giveUp(
     record: SQSRecord,
     outcome: Extract<AttemptOutcome, { kind: 'retry' | 'held' }>,
     requestsEnd: Deadline,
+    heldBy: string = HELD_BY_BREAKER,
   ): Promise<AttemptOutcome> {
     const status = outcome.kind === 'retry' ? (outcome.status ?? 0) : 0;
-    const response =
-      outcome.kind === 'held'
-        ? 'not sent: the circuit breaker is open (the webhook looks down)'
-        : (outcome.response ?? outcome.error ?? '');
+    const response = outcome.kind === 'held' ? heldBy : (outcome.response ?? outcome.error ?? '');
     try {
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
       const { id } = buildDeliveryRequest(record, this.config, credentials.signingKeys);
@@ -298,7 +319,8 @@ export class BatchRelay {
       await this.breaker.probeSettled();
       permit = this.breaker.permit(Date.now());
     }
-    if (permit === 'hold') return this.ended(record, { kind: 'held', delaySeconds: this.breaker.holdSeconds }, requestsEnd);
+    if (permit === 'hold')
+      return this.ended(record, { kind: 'held', delaySeconds: this.breakerHoldSeconds(record, Date.now()) }, requestsEnd);
     let judged = false;
     let paced = false;
     try {
@@ -309,7 +331,7 @@ export class BatchRelay {
       this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
       const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
-      if (slot !== true && !(await slot)) return { kind: 'not-attempted', reason: 'paced' };
+      if (slot !== true && !(await slot)) return this.unsent(record, requestsEnd);
       paced = true;
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
@@ -327,7 +349,7 @@ export class BatchRelay {
         answeredAt,
       );
       paced = false;
-      const outage = isOutage(result);
+      const outage = isServerFailure(result);
       if (result.kind === 'transport-error') {
         const retry: AttemptOutcome = {
           kind: 'retry',
@@ -442,13 +464,8 @@ export class BatchRelay {
   }
 
   /**
-   * Sets the visibility of every record going back to the queue: its retry delay, or 0 for a
-   * record that was never sent (it did nothing wrong and should come back at once). Records
-   * retried under the `none` policy keep the queue's default. While the breaker is open, a record
-   * whose own failure looked like an outage is parked at least as long as the held ones: coming
-   * back sooner would only spend one of its receives on a webhook known to be down. Such holds are
-   * remembered, to be released when the breaker closes; a record held back in a batch during which
-   * it closed comes back at once.
+   * Sets the visibility of every record going back to the queue, as return-visibility.ts decides it, and remembers
+   * the breaker's holds, to be released when it closes.
    * Calls (and the queue URL lookups they need) still in flight at `sqsEnd` are abandoned: their
    * records are returned all the same and come back after the queue's default visibility timeout.
    */
@@ -462,41 +479,41 @@ export class BatchRelay {
     const elapsedSeconds = (now - startedAt) / 1000;
     const breakerOpen = this.breaker.openSeconds(now) !== undefined;
     const windowSeconds = this.config.retryWindowSeconds;
+    const endpointHoldSeconds = this.pacer.holdRemainingSeconds();
     const lastInWindow = new Set<string>();
-    // Records the endpoint's hold kept from starting stay away until it ends, not coming straight back to it.
-    const holdSeconds = this.pacer.holdRemainingSeconds();
     const byQueue = new Map<string, VisibilityChange[]>();
     const secondsById = new Map<string, number>();
     const holds: HeldRecord[] = [];
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
-      const breakerHold = breakerOpen && (outcome.kind === 'held' || (outcome.kind === 'retry' && outcome.outage === true));
-      let requested =
-        outcome.kind === 'retry' || outcome.kind === 'held'
-          ? outcome.delaySeconds
-          : outcome.kind === 'not-attempted'
-            ? outcome.reason === 'paced'
-              ? holdSeconds
-              : 0
-            : undefined;
-      if (outcome.kind === 'held' && !breakerOpen) requested = 0;
-      else if (breakerHold && outcome.kind === 'retry') requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
-      if (windowSeconds > 0 && isFailure(outcome)) {
-        const timeLeftSeconds = (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000;
-        const receiveCount = receiveCountOf(record);
-        const honoured = outcome.kind === 'retry' && outcome.delaySource === 'retry-after';
-        const fitted = delayInWindow(requested, honoured, timeLeftSeconds, receiveCount, this.config.maxReceiveCount);
-        requested = fitted.delaySeconds;
-        if (fitted.lastInWindow && outcome.kind !== 'not-attempted') lastInWindow.add(record.messageId);
-      }
-      if (requested === undefined) return;
+      if (!isFailure(outcome)) return;
+      const window =
+        windowSeconds > 0
+          ? {
+              timeLeftSeconds: (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000,
+              receiveCount: receiveCountOf(record),
+              maxReceiveCount: this.config.maxReceiveCount,
+            }
+          : undefined;
+      const breakerHoldSeconds = breakerOpen ? this.breakerHoldSeconds(record, now) : undefined;
+      const decided = returnVisibility(outcome, { breakerHoldSeconds, endpointHoldSeconds, window, elapsedSeconds });
+      if (decided.lastInWindow) lastInWindow.add(record.messageId);
+      const { visibilitySeconds } = decided;
+      if (visibilitySeconds === undefined) return;
       const { messageId, receiptHandle, eventSourceARN: queueArn } = record;
-      const visibilitySeconds = clampVisibility(requested, elapsedSeconds);
       const changes = byQueue.get(queueArn) ?? [];
       changes.push({ messageId, receiptHandle, visibilitySeconds });
       byQueue.set(queueArn, changes);
       secondsById.set(messageId, visibilitySeconds);
-      if (breakerHold) holds.push({ queueArn, messageId, receiptHandle, untilMs: now + visibilitySeconds * 1000 });
+      if (decided.breakerHold) {
+        holds.push({
+          queueArn,
+          messageId,
+          receiptHandle,
+          untilMs: now + visibilitySeconds * 1000,
+          earliestMs: now + decided.releaseFloorSeconds * 1000,
+        });
+      }
     });
     if (byQueue.size === 0) return { failures: [], lastInWindow, secondsById };
     const failures = await this.applyVisibility(byQueue, sqsEnd);
@@ -509,9 +526,20 @@ export class BatchRelay {
   }
 
   /**
+   * How long the open breaker holds `record` back, seconds: its hold as of now or, under SQS's count semantics (the
+   * window off: every hold spends one of the record's receives), at least the hold its receive count calls for.
+   */
+  private breakerHoldSeconds(record: SQSRecord, nowMs: number): number {
+    const hold = this.breaker.holdSeconds(nowMs);
+    if (this.config.retryWindowSeconds > 0) return hold;
+    return Math.max(hold, countedHoldSeconds(this.config.breaker, receiveCountOf(record)));
+  }
+
+  /**
    * Releases the records the breaker held back in earlier batches (see held-records.ts), but for `records`, the
-   * batch's own: their visibility set to 0, the calls abandoned at `sqsEnd` or {@link RELEASE_MARGIN_MS} after they
-   * start. A handle SQS no longer takes (the message deleted, or received again) is dropped: not the batch's error.
+   * batch's own: their visibility set to 0 (or to what is left of their window's spacing), the calls abandoned at
+   * `sqsEnd` or {@link RELEASE_MARGIN_MS} after they start. A handle SQS no longer takes (the message deleted, or
+   * received again) is dropped: not the batch's error.
    */
   private async releaseHeld(records: readonly SQSRecord[], sqsEnd: Deadline): Promise<void> {
     const now = Date.now();

@@ -230,7 +230,9 @@ export const FUNCTION_SETTINGS = {
     unit: 'hours',
     default: 24,
     min: 0,
-    max: 336, // 14 days, SQS's longest retention
+    // SQS's longest retention (14 days) less the window's margin at the default visibility timeout (12 hours + 180 s):
+    // retry-window.ts's retryWindowMarginSeconds, as a literal (a test holds them together).
+    max: 323.95,
   },
   SIGNING_SECRET_ARN: {
     scope: 'function',
@@ -285,7 +287,7 @@ export const FUNCTION_SETTINGS = {
     context: 'outageBackoffSeconds',
     kind: 'integer',
     unit: 'seconds',
-    default: 30,
+    default: 10,
     min: 1,
     max: SQS_MAX_VISIBILITY,
   },
@@ -607,7 +609,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   MAX_RECEIVE_COUNT:
     "the redrive policy's receive count. With the retry window on, only a backstop for invocations that crash or time out: the stack derives it from the window (the window over the queue's visibility timeout, plus 3 kept for crashes, from 10 to SQS's 1,000: 483 with the defaults), and the function spaces retries so that it is not reached first. With `RETRY_WINDOW_HOURS=0`, SQS's count semantics: the receive that moves a message to the DLQ (default 5). The function reads it to pace retries and to WARN before the last one. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
   RETRY_WINDOW_HOURS:
-    "how long a message's failures may go on before the relay gives up and dead-letters it (reason `retry window exhausted`), counted from its first receive; decimals allowed (`0.5` = 30 minutes). `429`/`503` with `Retry-After` and circuit-breaker holds cost it only the time they take. `0` switches the window off: `MAX_RECEIVE_COUNT` alone decides (the stack does this when `maxReceiveCount` is set for a queue it creates; for an existing queue, give `0`). Permanent failures are dead-lettered at once either way",
+    "how long a message's failures may go on before the relay gives up and dead-letters it (reason `retry window exhausted`), counted from its first receive; decimals allowed (`0.5` = 30 minutes). At most 323.95 (13 days 11 hours 57 minutes): SQS keeps a message 14 days at most, and the window needs a margin of 12 hours and one visibility timeout after it, so a visibility timeout longer than 180 s lowers the bound (synth names it). `429`/`503` with `Retry-After` and circuit-breaker holds cost it only the time they take. `0` switches the window off: `MAX_RECEIVE_COUNT` alone decides (the stack does this when `maxReceiveCount` is set for a queue it creates; for an existing queue, give `0`). Permanent failures are dead-lettered at once either way",
   SIGNING_SECRET_ARN:
     'a Secrets Manager secret holding `whsec_…` (several, space-separated, while rotating): every request is signed ([Standard Webhooks](https://www.standardwebhooks.com))',
   SIGNING_SECRET: 'the same, given as the value itself: for `npm start` and daemons; the stack never sets it',
@@ -615,9 +617,11 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   AUTH_HEADER: 'the same, given as the value itself (local runs and daemons)',
   SECRETS_REFRESH_SECONDS: 'how long a value read from Secrets Manager is used before it is read again (so rotation needs no deploy)',
   OUTAGE_THRESHOLD:
-    'outage-type failures in a row that open the circuit breaker; `0` switches it off (see [Outages](operations.md#outages))',
-  OUTAGE_BACKOFF_SECONDS: "the breaker's first open interval: records held back get this visibility, one probe per interval",
-  OUTAGE_BACKOFF_MAX_SECONDS: 'the interval doubles while the outage lasts, up to this; at least `OUTAGE_BACKOFF_SECONDS`',
+    'failures in a row that open the circuit breaker: outage signs (no answer, 502/503/504 without `Retry-After`), or server errors such as `500` that go on for 5 s; `0` switches it off (see [Outages](operations.md#outages))',
+  OUTAGE_BACKOFF_SECONDS:
+    "while the breaker is open, one probe per this many seconds, so the webhook's return is noticed within it; also the shortest hold of the records held back",
+  OUTAGE_BACKOFF_MAX_SECONDS:
+    'the longest hold: a record held back by the open breaker stays away a quarter of the time it has been open, from `OUTAGE_BACKOFF_SECONDS` up to this (with `RETRY_WINDOW_HOURS=0`, tripling with each receive instead: 10, 30, 90 … s)',
   POWERTOOLS_SERVICE_NAME: "`service` of every log line and the metrics' dimension",
   POWERTOOLS_METRICS_NAMESPACE: 'CloudWatch namespace of the metrics',
   POWERTOOLS_LOG_LEVEL: "the log level, any of Powertools Logger's (case-insensitive); local mode also reads `LOG_LEVEL`",

@@ -50,8 +50,8 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     SIGNING_SECRET_ARN: refs.signingSecretArn,
     AUTH_SECRET_ARN: refs.authSecretArn,
     OUTAGE_THRESHOLD: String(resolved.breaker.threshold),
-    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.initialIntervalSeconds),
-    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxIntervalSeconds),
+    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.probeIntervalSeconds),
+    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxHoldSeconds),
     POWERTOOLS_SERVICE_NAME: resolved.serviceName,
     POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
   };

@@ -116,8 +116,10 @@ export interface WebhookRelayProps {
   /**
    * `RETRY_WINDOW_HOURS`: how long a message's failures may go on, from its first receive, before
    * the relay gives up on it and dead-letters it ("retry window exhausted"). `429`/`503` with
-   * `Retry-After` and circuit-breaker holds cost it only the time they take. 1 minute to 14 days,
-   * whole seconds; the queue's retention must cover it plus 12 hours and one visibility timeout.
+   * `Retry-After` and circuit-breaker holds cost it only the time they take. Whole seconds, from
+   * 1 minute to 13 days 11 hours 57 minutes (323.95 hours): the queue's retention, at most SQS's
+   * 14 days, must cover it plus 12 hours and one visibility timeout (180 s by default; a longer
+   * one lowers the bound, and synth names it).
    * The redrive policy's count is then only a backstop for crashes, derived from the window (see
    * {@link maxReceiveCount}). To give up after a number of receives instead, set
    * {@link maxReceiveCount} and leave this unset: the window is then off. With an existing
@@ -188,11 +190,14 @@ export interface WebhookRelayProps {
 
   // ---- outages ----
 
-  /** `OUTAGE_THRESHOLD`: outage-type failures in a row that open the circuit breaker; 0 switches it off. @default 5 */
+  /**
+   * `OUTAGE_THRESHOLD`: failures in a row that open the circuit breaker (outage signs, or server errors such as `500`
+   * that go on for 5 s); 0 switches it off. @default 5
+   */
   readonly outageThreshold?: number;
-  /** `OUTAGE_BACKOFF_SECONDS`: the breaker's first open interval. @default 30 seconds */
+  /** `OUTAGE_BACKOFF_SECONDS`: while the breaker is open, one probe per this long; also the shortest hold. @default 10 seconds */
   readonly outageBackoff?: Duration;
-  /** `OUTAGE_BACKOFF_MAX_SECONDS`: the longest open interval. @default 15 minutes */
+  /** `OUTAGE_BACKOFF_MAX_SECONDS`: the longest a record held back by the open breaker stays away. @default 15 minutes */
   readonly outageBackoffMax?: Duration;
   /** Alarm when the breaker has been open this long: the operator hears of the outage before anything is dead-lettered. @default 5 minutes */
   readonly breakerOpenAlarmThreshold?: Duration;

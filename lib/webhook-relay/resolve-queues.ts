@@ -114,6 +114,12 @@ export function resolveQueues(
   // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
   if (retryWindow > 0) {
     const margin = retryWindowMarginSeconds(visibility);
+    const longest = DLQ_RETENTION.toSeconds() - margin;
+    check(
+      retryWindow <= longest,
+      'retryWindow',
+      `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (14 days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
+    );
     check(
       retentionSeconds >= retryWindow + margin,
       'retentionPeriod',
@@ -135,7 +141,7 @@ export function resolveQueues(
 }
 
 /**
- * The retry window in whole seconds, 1 minute to the registry's longest (14 days), or 0 (off).
+ * The retry window in whole seconds, 1 minute to the registry's longest (13 days 11 hours 57 minutes), or 0 (off).
  * @param zeroMeansOff an existing queue's window may be 0, leaving its own count to decide; a
  *   created queue's is switched off by `maxReceiveCount` instead, and 0 is refused
  */
@@ -149,7 +155,15 @@ function retryWindowOf(window: Duration, zeroMeansOff: boolean): number {
     );
     return 0;
   }
-  return seconds(window, 'retryWindow', Duration.minutes(1), Duration.hours(max));
+  const longest = Math.round(max * 3600);
+  // Whole seconds first (any amount); then the bounds, the longest to the minute (Duration's own text rounds it away).
+  const result = seconds(window, 'retryWindow', Duration.seconds(0), Duration.seconds(Number.MAX_SAFE_INTEGER));
+  check(
+    result >= 60 && result <= longest,
+    'retryWindow',
+    `must be from 1 minute to ${durationText(longest)} (${max} hours); got ${window.toHumanString()}`,
+  );
+  return result;
 }
 
 function resolveExistingQueues(
@@ -266,7 +280,7 @@ export function countedRetrySpanSeconds(
   };
   // An unknown policy is reported by the environment's validation, with the prop's name.
   if (!(BACKOFF_POLICIES as readonly string[]).includes(settings.policy)) return 0;
-  const breakerSeconds = breaker.threshold > 0 ? breaker.maxIntervalSeconds : 0;
+  const breakerSeconds = breaker.threshold > 0 ? breaker.maxHoldSeconds : 0;
   let window = 0;
   for (let receive = 1; receive <= maxReceiveCount; receive += 1) {
     const backoff = backoffDelay(settings, receive, () => 0.999_999) ?? visibilitySeconds;

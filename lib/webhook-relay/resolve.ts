@@ -112,8 +112,8 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
       SETTINGS.OUTAGE_THRESHOLD.min,
       SETTINGS.OUTAGE_THRESHOLD.max,
     ),
-    initialIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
-    maxIntervalSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
+    probeIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
+    maxHoldSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
   };
   const breakerAlarmThreshold = props.breakerOpenAlarmThreshold ?? d.breakerOpenAlarmThreshold;
   const breakerAlarmSeconds = seconds(breakerAlarmThreshold, 'breakerOpenAlarmThreshold', Duration.minutes(1), Duration.days(1));

@@ -379,7 +379,7 @@ describe('checked whatever the URL', () => {
   });
 
   test('breaker and schedule settings', () => {
-    expect(load({}).breaker).toEqual({ threshold: 5, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
+    expect(load({}).breaker).toEqual({ threshold: 5, probeIntervalSeconds: 10, maxHoldSeconds: 900 });
     expect(load({ OUTAGE_THRESHOLD: '0' }).breaker.threshold).toBe(0);
     expect(() => load({ OUTAGE_BACKOFF_SECONDS: '60', OUTAGE_BACKOFF_MAX_SECONDS: '30' })).toThrow(
       /OUTAGE_BACKOFF_MAX_SECONDS must be at least OUTAGE_BACKOFF_SECONDS/,

@@ -37,6 +37,11 @@ async function deadLettered(): Promise<{ body: string; reason: Record<string, un
   }));
 }
 
+/** When each message in flight on the main queue becomes visible again, ms since the epoch. */
+function inflightDeadlines(): number[] {
+  return (emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? []).map((entry) => entry.visibilityDeadline);
+}
+
 const env = (extra: Record<string, string> = {}): Record<string, string> => ({
   WEBHOOK_URL: webhook.url,
   DLQ_URL: emulator.dlq.url,
@@ -49,10 +54,16 @@ describe('within the window', () => {
     webhook.respondWith(() => ({ status: 503, headers: { 'Retry-After': '60' } }));
     await emulator.send('still time');
     const event = aged(await emulator.receiveEvent(), 23);
+    const invokedAt = Date.now();
     const response = await invoke(relayFor(env()), event);
+    const returnedAt = Date.now();
     expect(response.batchItemFailures).toHaveLength(1);
     expect(await deadLettered()).toEqual([]);
     expect(emulator.counts(emulator.queue).inflight).toBe(1);
+    // Hidden for the 60 s asked, set during the invocation: not a second less, nor an hour more.
+    const visibleAt = inflightDeadlines()[0] as number;
+    expect(visibleAt).toBeGreaterThanOrEqual(invokedAt + 60_000);
+    expect(visibleAt).toBeLessThanOrEqual(returnedAt + 60_000);
   });
 
   test('a backoff that would overshoot the window is cut to its end, and the WARN says the next attempt is the last', async () => {
@@ -139,6 +150,84 @@ describe('past the window', () => {
     expect(copies.map((copy) => copy.body).sort()).toEqual(['a', 'b', 'c']);
     expect(copies.map((copy) => copy.reason.cause)).toEqual(['retry window exhausted', 'retry window exhausted', 'retry window exhausted']);
     expect(copies.some((copy) => String(copy.reason.response).includes('circuit breaker'))).toBe(true);
+  });
+
+  describe('when the dead-letter copy fails, the record goes back for the delay it asked, never at once', () => {
+    // A DLQ that does not exist: every copy fails.
+    const brokenDlq = (): Record<string, string> => ({ DLQ_URL: `${emulator.dlq.url}-gone` });
+
+    test.each([
+      ['a Retry-After', { status: 503, headers: { 'Retry-After': '120' } }, {}, 120],
+      ['a backoff', { status: 500 }, { BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '45' }, 45],
+    ])('%s', async (_, reply, settings, seconds) => {
+      webhook.respondWith(() => reply);
+      await emulator.send('no DLQ to go to');
+      const event = aged(await emulator.receiveEvent(), 25, 9);
+      const invokedAt = Date.now();
+      const response = await invoke(relayFor(env({ ...brokenDlq(), ...settings })), event);
+      expect(response.batchItemFailures).toHaveLength(1);
+      // On the queue, hidden for what it asked: not handed back at once to hammer the webhook again.
+      expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 1, delayed: 0 });
+      expect(inflightDeadlines()[0]).toBeGreaterThanOrEqual(invokedAt + seconds * 1000);
+      expect(emulator.counts(emulator.dlq).ready).toBe(0);
+      expect(webhook.requests).toHaveLength(1);
+    });
+
+    test("a record held by the open breaker: back after the breaker's hold", async () => {
+      const down = relayFor(
+        env({ ...brokenDlq(), WEBHOOK_URL: 'http://127.0.0.1:1/down', OUTAGE_THRESHOLD: '1', MAX_CONCURRENCY: '1', BACKOFF: 'none' }),
+      );
+      for (const body of ['trips it', 'held']) await emulator.send(body);
+      const event = aged(await emulator.receiveEvent(), 25);
+      const invokedAt = Date.now();
+      const response = await invoke(down, event);
+      expect(response.batchItemFailures).toHaveLength(2);
+      expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 2, delayed: 0 });
+      // Both parked for the breaker's hold (10 s at first): the one that tripped it as well as the one held.
+      for (const visibleAt of inflightDeadlines()) expect(visibleAt).toBeGreaterThanOrEqual(invokedAt + 10_000);
+      expect(emulator.counts(emulator.dlq).ready).toBe(0);
+    });
+  });
+
+  test("a record the endpoint's hold kept from being sent past its window is dead-lettered, not handed back at once", async () => {
+    // Thirty different messages refused at once with a long Retry-After: the whole endpoint asked for a pause.
+    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '3600' } }));
+    const handler = relayFor(env({ MAX_CONCURRENCY: '10' }));
+    for (let i = 0; i < 30; i += 1) await emulator.send(`refused ${i}`);
+    for (let batch = 0; batch < 3; batch += 1) await invoke(handler, await emulator.receiveEvent(10));
+    const requestsBefore = webhook.requests.length;
+    expect(requestsBefore).toBeGreaterThan(0);
+    emulator.server.reset();
+
+    const id = await emulator.send('waited out its window');
+    const event = aged(await emulator.receiveEvent(), 25, 4);
+    const response = await invoke(handler, event);
+    expect(webhook.requests).toHaveLength(requestsBefore); // not sent: the hold is on
+    expect(response.batchItemFailures).toEqual([]);
+    await acknowledge(emulator.sqs, emulator.queue.url, event, response);
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    const [copy, ...others] = await deadLettered();
+    expect(others).toEqual([]);
+    expect(copy?.body).toBe('waited out its window');
+    expect(copy?.reason).toMatchObject({ cause: 'retry window exhausted', status: 0, originalMessageId: id, attempts: 4 });
+    expect(String(copy?.reason.response)).toContain('hold');
+  });
+
+  test("within its window, a record the endpoint's hold kept back is returned until the hold ends (the webhook's Retry-After)", async () => {
+    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '3600' } }));
+    const handler = relayFor(env({ MAX_CONCURRENCY: '10' }));
+    for (let i = 0; i < 30; i += 1) await emulator.send(`refused ${i}`);
+    for (let batch = 0; batch < 3; batch += 1) await invoke(handler, await emulator.receiveEvent(10));
+    emulator.server.reset();
+
+    await emulator.send('kept back');
+    // Twenty minutes of its window left: the hour asked is honoured rather than cut to the window's end.
+    const event = aged(await emulator.receiveEvent(), 24 - 1 / 3);
+    const invokedAt = Date.now();
+    const response = await invoke(handler, event);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(inflightDeadlines()[0]).toBeGreaterThan(invokedAt + 3_000_000);
+    expect(await deadLettered()).toEqual([]);
   });
 
   test('with the window off (RETRY_WINDOW_HOURS=0), age alone dead-letters nothing: the receive count decides', async () => {

@@ -247,11 +247,15 @@ describe('context keys', () => {
       'outageToleranceHours',
       /^Context outageToleranceHours \(-c outageToleranceHours=…\) was replaced by retryWindowHours: /,
     ],
-    [{ retryWindowHours: '400' }, 'retryWindowHours', /must be a number from 0 to 336 \(decimals allowed, e.g. 0.5\); got "400"/],
+    [{ retryWindowHours: '400' }, 'retryWindowHours', /must be a number from 0 to 323.95 \(decimals allowed, e.g. 0.5\); got "400"/],
     [{ retryWindowHours: '1e2' }, 'retryWindowHours', /decimals allowed/],
     [{ retryWindowHours: '-1' }, 'retryWindowHours', /decimals allowed/],
     [{ retryWindowHours: '0' }, 'retryWindowHours', /cannot be 0: .*leave retryWindowHours unset and set maxReceiveCount/],
-    [{ retryWindowHours: '0.001' }, 'retryWindowHours', /must be from 1 minute to 14 days/],
+    [
+      { retryWindowHours: '0.001' },
+      'retryWindowHours',
+      /must be from 1 minute to 13 days 11 hours 57 minutes \(323.95 hours\); got 4 seconds/,
+    ],
     [
       { retryWindowHours: '24', maxReceiveCount: '10' },
       'retryWindowHours',

@@ -134,7 +134,7 @@ describe('WebhookRelay with default props', () => {
       SIGNING_SECRET_ARN: { Ref: onlyResource(template, 'AWS::SecretsManager::Secret').id },
       SECRETS_REFRESH_SECONDS: '300',
       OUTAGE_THRESHOLD: '5',
-      OUTAGE_BACKOFF_SECONDS: '30',
+      OUTAGE_BACKOFF_SECONDS: '10',
       OUTAGE_BACKOFF_MAX_SECONDS: '900',
       POWERTOOLS_SERVICE_NAME: 'Test-Relay',
       POWERTOOLS_METRICS_NAMESPACE: 'SqsWebhookRelay',
@@ -711,7 +711,7 @@ describe('WebhookRelay outages', () => {
     [
       'a retry window under a minute',
       { retryWindow: Duration.seconds(30) },
-      /retryWindow must be from 1 minute to 14 days; got 30 seconds/,
+      /retryWindow must be from 1 minute to 13 days 11 hours 57 minutes \(323.95 hours\); got 30 seconds/,
     ],
     [
       'a retention shorter than the window plus its margin',
