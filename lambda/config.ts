@@ -5,6 +5,10 @@
  */
 import { isIP } from 'node:net';
 import { version } from '../package.json';
+import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
+import type { OAuthSettings } from './oauth-tokens';
+import type { ProxySettings } from './proxy';
+import type { OAuthClientAuthentication } from './token-endpoint';
 import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
@@ -12,9 +16,16 @@ import { parseSigningKeys } from './signing';
 import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
 import type { PacingSettings } from './pacer';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
-import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type PermanentFailureMode, type Setting } from './settings';
+import {
+  BACKOFF_POLICIES,
+  PERMANENT_FAILURE_MODES,
+  FUNCTION_SETTINGS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  type PermanentFailureMode,
+  type Setting,
+} from './settings';
 
-export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
+export { BACKOFF_POLICIES, ConfigError, OAUTH_CLIENT_AUTHENTICATIONS, PERMANENT_FAILURE_MODES };
 // The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
 export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
 
@@ -25,7 +36,12 @@ export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
  */
 export type SecretSource =
   | { readonly kind: 'literal'; readonly value: string }
-  | { readonly kind: 'secrets-manager'; readonly secretId: string };
+  | { readonly kind: 'secrets-manager'; readonly secretId: string }
+  /**
+   * Files read together into one JSON object of their texts (`{ "<key>": "<contents>" }`), so that
+   * a certificate and its key are always read as a pair.
+   */
+  | { readonly kind: 'files'; readonly files: Readonly<Record<string, string>> };
 
 /** The validated configuration the handler runs with. */
 export interface RelayConfig {
@@ -65,6 +81,12 @@ export interface RelayConfig {
   readonly authorization: SecretSource | undefined;
   /** `SECRETS_REFRESH_SECONDS`: how long a value read from Secrets Manager is used before it is read again. */
   readonly secretsRefreshSeconds: number;
+  /** `OAUTH_*`: OAuth 2.0 client credentials for the webhook's requests, when `OAUTH_TOKEN_URL` is set. */
+  readonly oauth: OAuthSettings | undefined;
+  /** `CLIENT_CERTIFICATE_SECRET_ARN`, `CLIENT_CERTIFICATE_FILE` + `CLIENT_KEY_FILE`, `CA_CERTIFICATE_FILE`: mutual TLS and a private CA, when set. */
+  readonly clientCertificate: ClientCertificateSettings | undefined;
+  /** `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` (or their lower-case forms): a forward proxy, when one is set. */
+  readonly proxy: ProxySettings | undefined;
 }
 
 /**
@@ -88,11 +110,14 @@ export function redactUrl(raw: string): string {
   return raw.replace(/^([^/?#]*\/\/)?[^/?#]*@/, '$1…@').replace(/([?#]).*$/s, '$1…');
 }
 
-function webhookUrl(env: Env): URL {
-  const name = 'WEBHOOK_URL';
+/**
+ * A URL the relay sends to (the webhook, the token endpoint), under the webhook URL's rule: `https`,
+ * or plain `http` to a loopback host or with `ALLOW_INSECURE_HTTP`; never `user:password`.
+ */
+function secureUrl(env: Env, name: string): URL | undefined {
   const raw = read(env, name);
+  if (raw === undefined) return undefined;
   const expected = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
-  if (raw === undefined) throw new ConfigError(name, expected, raw);
   let url: URL;
   try {
     url = new URL(raw);
@@ -101,13 +126,22 @@ function webhookUrl(env: Env): URL {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, expected, redactUrl(raw));
   if (url.username !== '' || url.password !== '') {
-    // Credentials in a URL end up in the template, the environment and logs; they belong in AUTH_SECRET_ARN.
+    // Credentials in a URL end up in the template, the environment and logs; they belong in a secret.
     throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
   }
   // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
   const allowInsecure = bool(env, 'ALLOW_INSECURE_HTTP');
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecure) {
     throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, redactUrl(raw));
+  }
+  return url;
+}
+
+function webhookUrl(env: Env): URL {
+  const url = secureUrl(env, 'WEBHOOK_URL');
+  if (url === undefined) {
+    const expected = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
+    throw new ConfigError('WEBHOOK_URL', expected, undefined);
   }
   return url;
 }
@@ -146,6 +180,12 @@ function checkLiteral(
 export function checkAuthorizationValue(value: string): string {
   if (value === '' || !isLegalHeaderValue(value, Infinity))
     throw new Error('the Authorization value has characters not allowed in a header');
+  return value;
+}
+
+/** Refuses an empty OAuth client secret; the message never holds the value. */
+export function checkClientSecret(value: string): string {
+  if (value === '') throw new Error('the OAuth client secret is empty');
   return value;
 }
 
@@ -211,6 +251,141 @@ function pacingSettings(env: Env): PacingSettings {
   };
 }
 
+/** The `OAUTH_*` variables besides the token URL: any of them set without it is a mistake. */
+const OAUTH_DETAILS = [
+  'OAUTH_CLIENT_ID',
+  'OAUTH_CLIENT_SECRET_ARN',
+  'OAUTH_CLIENT_SECRET',
+  'OAUTH_SCOPE',
+  'OAUTH_AUDIENCE',
+  'OAUTH_CLIENT_AUTHENTICATION',
+] as const;
+
+/** Printable ASCII and spaces, as an OAuth client id or audience must be to travel in a form or a header. */
+const PRINTABLE = /^[\x20-\x7e]+$/;
+/** RFC 6749 §3.3: scope tokens of `%x21 / %x23-5B / %x5D-7E`, separated by single spaces. */
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
+
+/** `OAUTH_*`, when `OAUTH_TOKEN_URL` is set. */
+function oauthSettings(env: Env): OAuthSettings | undefined {
+  const tokenUrl = secureUrl(env, 'OAUTH_TOKEN_URL');
+  if (tokenUrl === undefined) {
+    const stray = OAUTH_DETAILS.find((name) => read(env, name) !== undefined);
+    if (stray !== undefined) throw new ConfigError('OAUTH_TOKEN_URL', `set when ${stray} is (the OAuth token endpoint)`, undefined);
+    return undefined;
+  }
+  const clientId = read(env, 'OAUTH_CLIENT_ID');
+  if (clientId === undefined || !PRINTABLE.test(clientId))
+    throw new ConfigError('OAUTH_CLIENT_ID', 'the OAuth client id, printable ASCII (required with OAUTH_TOKEN_URL)', clientId);
+  const clientSecret = checkLiteral(
+    secretSource(env, 'OAUTH_CLIENT_SECRET', 'OAUTH_CLIENT_SECRET_ARN'),
+    'OAUTH_CLIENT_SECRET',
+    checkClientSecret,
+    'the OAuth client secret',
+  );
+  if (clientSecret === undefined)
+    throw new ConfigError(
+      'OAUTH_CLIENT_SECRET_ARN',
+      'a Secrets Manager secret holding the OAuth client secret, required with OAUTH_TOKEN_URL (OAUTH_CLIENT_SECRET, the value itself, for local runs)',
+      undefined,
+    );
+  const rawScope = read(env, 'OAUTH_SCOPE');
+  const scope = rawScope?.split(/\s+/).join(' ');
+  if (scope !== undefined && !SCOPE.test(scope))
+    throw new ConfigError('OAUTH_SCOPE', 'space-separated scope names of printable ASCII without " or \\', rawScope);
+  const audience = read(env, 'OAUTH_AUDIENCE');
+  if (audience !== undefined && !PRINTABLE.test(audience)) throw new ConfigError('OAUTH_AUDIENCE', 'printable ASCII', audience);
+  const setting: Setting = FUNCTION_SETTINGS.OAUTH_CLIENT_AUTHENTICATION;
+  const clientAuthentication = oneOf(
+    env,
+    'OAUTH_CLIENT_AUTHENTICATION',
+    setting.choices as readonly OAuthClientAuthentication[],
+    setting.default as OAuthClientAuthentication,
+  );
+  return { tokenUrl, clientId, clientSecret, scope, audience, clientAuthentication };
+}
+
+/** Reads a PEM file given in `name` now, at start, so that a wrong path fails here rather than at the first request. */
+function pemFile(name: string, path: string): string {
+  try {
+    return process.getBuiltinModule('node:fs').readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(name, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? 'unreadable'})`, path);
+  }
+}
+
+/** The client certificate and extra CA: from a secret, or files (read and checked now), or both (a secret and a CA file). */
+function clientCertificate(env: Env): ClientCertificateSettings | undefined {
+  const secretId = read(env, 'CLIENT_CERTIFICATE_SECRET_ARN');
+  const certificateFile = read(env, 'CLIENT_CERTIFICATE_FILE');
+  const keyFile = read(env, 'CLIENT_KEY_FILE');
+  const caFile = read(env, 'CA_CERTIFICATE_FILE');
+  if (secretId !== undefined && (certificateFile !== undefined || keyFile !== undefined)) {
+    const name = certificateFile === undefined ? 'CLIENT_KEY_FILE' : 'CLIENT_CERTIFICATE_FILE';
+    throw new ConfigError(
+      name,
+      'unset when CLIENT_CERTIFICATE_SECRET_ARN is set (give the certificate one way)',
+      certificateFile ?? keyFile,
+    );
+  }
+  if ((certificateFile === undefined) !== (keyFile === undefined)) {
+    const missing = certificateFile === undefined ? 'CLIENT_CERTIFICATE_FILE' : 'CLIENT_KEY_FILE';
+    throw new ConfigError(missing, 'set too: a client certificate and its private key go together', undefined);
+  }
+  const files: Record<string, string> = {};
+  if (certificateFile !== undefined && keyFile !== undefined) Object.assign(files, { certificate: certificateFile, privateKey: keyFile });
+  if (caFile !== undefined) files.caCertificate = caFile;
+  if (Object.keys(files).length > 0) {
+    const texts = Object.fromEntries(
+      Object.entries(files).map(([key, path]) => [
+        key,
+        pemFile(key === 'certificate' ? 'CLIENT_CERTIFICATE_FILE' : key === 'privateKey' ? 'CLIENT_KEY_FILE' : 'CA_CERTIFICATE_FILE', path),
+      ]),
+    );
+    try {
+      parseTlsMaterial(JSON.stringify(texts));
+    } catch (error) {
+      const name = certificateFile === undefined ? 'CA_CERTIFICATE_FILE' : 'CLIENT_CERTIFICATE_FILE';
+      const given = certificateFile === undefined ? caFile : `${certificateFile} with the key ${keyFile}`;
+      throw new ConfigError(name, `PEM that OpenSSL accepts (${(error as Error).message})`, given);
+    }
+  }
+  const sources: SecretSource[] = [];
+  if (secretId !== undefined) sources.push({ kind: 'secrets-manager', secretId });
+  if (Object.keys(files).length > 0) sources.push({ kind: 'files', files });
+  return sources.length === 0 ? undefined : { sources };
+}
+
+/** A proxy URL from `name` (or its lower-case form when unset); `host:port` alone means `http://host:port`, as curl reads it. */
+function proxyUrl(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY'): URL | undefined {
+  const variable = read(env, name) === undefined ? name.toLowerCase() : name;
+  const raw = read(env, variable);
+  if (raw === undefined) return undefined;
+  const expected = 'a proxy URL such as http://proxy.example.com:3128 (user:password@ allowed)';
+  let url: URL;
+  try {
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`);
+  } catch {
+    throw new ConfigError(variable, expected, redactUrl(raw));
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '')
+    throw new ConfigError(variable, expected, redactUrl(raw));
+  return url;
+}
+
+/** `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY`, when a proxy is set. */
+function proxySettings(env: Env): ProxySettings | undefined {
+  const httpsProxy = proxyUrl(env, 'HTTPS_PROXY');
+  const httpProxy = proxyUrl(env, 'HTTP_PROXY');
+  if (httpsProxy === undefined && httpProxy === undefined) return undefined;
+  // Comma- or space-separated, as curl and Go read it.
+  const noProxy = (read(env, 'NO_PROXY') ?? read(env, 'no_proxy') ?? '')
+    .split(/[\s,]+/)
+    .map((entry) => entry.toLowerCase())
+    .filter((entry) => entry !== '');
+  return { httpsProxy, httpProxy, noProxy };
+}
+
 /**
  * Parses and validates the relay's configuration from environment variables.
  * @throws {ConfigError} naming the first variable that is missing or malformed.
@@ -230,6 +405,21 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
   }
   const windowSeconds = retryWindowSeconds(env);
+  const authorization = checkLiteral(
+    secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
+    'AUTH_HEADER',
+    checkAuthorizationValue,
+    'a legal header value (printable ASCII, e.g. "Bearer <token>")',
+  );
+  const oauth = oauthSettings(env);
+  if (oauth !== undefined && authorization !== undefined) {
+    const name = authorization.kind === 'literal' ? 'AUTH_HEADER' : 'AUTH_SECRET_ARN';
+    throw new ConfigError(
+      name,
+      'unset when OAUTH_TOKEN_URL is set (the OAuth token is the Authorization header)',
+      authorization.kind === 'literal' ? '(value not shown)' : read(env, name),
+    );
+  }
   return {
     webhookUrl: webhookUrl(env),
     headerPrefix,
@@ -259,12 +449,10 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       parseSigningKeys,
       'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)',
     ),
-    authorization: checkLiteral(
-      secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
-      'AUTH_HEADER',
-      checkAuthorizationValue,
-      'a legal header value (printable ASCII, e.g. "Bearer <token>")',
-    ),
+    authorization,
     secretsRefreshSeconds: int(env, 'SECRETS_REFRESH_SECONDS'),
+    oauth,
+    clientCertificate: clientCertificate(env),
+    proxy: proxySettings(env),
   };
 }

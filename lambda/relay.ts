@@ -15,9 +15,11 @@ import { type NotAttempted, receiveCountOf, runBatch } from './batch';
 import { type BreakerTransition, CircuitBreaker, countedHoldSeconds, isServerFailure } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
+import { webhookConnector } from './connector';
 import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
 import { Deadline } from './deadline';
 import { latencySample } from './latency';
+import { OAuthTokens, tokenRetry } from './oauth-tokens';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from './held-records';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
@@ -161,6 +163,8 @@ export class BatchRelay {
   private readonly queues: QueueDirectory;
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
+  /** OAuth 2.0 client credentials (oauth-tokens.ts), when `OAUTH_TOKEN_URL` is set. */
+  private readonly tokens: OAuthTokens | undefined;
   private readonly breaker: CircuitBreaker;
   /** The records the breaker held back in earlier batches, released when it closes. */
   private readonly held = new HeldRecords();
@@ -182,7 +186,11 @@ export class BatchRelay {
       new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
     this.sqs = new SqsGateway(dependencies.sqs);
-    this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
+    // How the webhook is reached (connector.ts: a proxy, a client certificate) and authenticated (oauth-tokens.ts), each when configured.
+    this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency, {
+      connector: webhookConnector(config, this.logger),
+    });
+    this.tokens = OAuthTokens.for(config, this.logger);
     this.queues = new QueueDirectory(this.sqs, config.deadLetterQueueUrl);
     this.breaker = new CircuitBreaker(config.breaker);
     this.pacer = new Pacer(config.pacing);
@@ -330,13 +338,28 @@ export class BatchRelay {
       const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
       this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
+      // OAuth (oauth-tokens.ts): the container's token; when none can be had the record is retried, never for its own fault.
+      const token = this.tokens && (this.tokens.peek() ?? (await this.tokens.get(requestsEnd.signal)));
+      if (token?.kind === 'unavailable') return tokenRetry(token, this.backoff(attempt));
+      if (token !== undefined) request.headers.push('Authorization', token.header);
       const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
       if (slot !== true && !(await slot)) return this.unsent(record, requestsEnd);
       paced = true;
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
       if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'not-attempted', reason: 'deadline' };
-      const result = await this.transmitter.post(request.headers, request.body, requestTimeoutMs);
+      // OAuth: a 401 renews the token and resends once, on this attempt.
+      const sent =
+        token === undefined || this.tokens === undefined
+          ? await this.transmitter.post(request.headers, request.body, requestTimeoutMs)
+          : await this.tokens.send(token, request, this.transmitter, {
+              firstTimeoutMs: requestTimeoutMs,
+              timeoutNow: timeoutMs,
+              minimumMs: MIN_REQUEST_TIME_MS,
+              signal: requestsEnd.signal,
+            });
+      if (sent.kind === 'unavailable') return tokenRetry(sent, this.backoff(attempt));
+      const result = sent;
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       const answeredAt = Date.now();

@@ -8,6 +8,8 @@
 
 /** The backoff policies (`BACKOFF`). */
 export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
+/** How the relay authenticates itself to the OAuth token endpoint (`OAUTH_CLIENT_AUTHENTICATION`, RFC 6749 §2.3.1). */
+export const OAUTH_CLIENT_AUTHENTICATIONS = ['client_secret_basic', 'client_secret_post'] as const;
 /** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
 export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
 
@@ -258,6 +260,115 @@ export const FUNCTION_SETTINGS = {
     scope: 'function',
     variable: 'AUTH_HEADER',
     kind: 'secret',
+  },
+  OAUTH_TOKEN_URL: {
+    scope: 'function',
+    variable: 'OAUTH_TOKEN_URL',
+    prop: 'oauthTokenUrl',
+    context: 'oauthTokenUrl',
+    kind: 'url',
+  },
+  OAUTH_CLIENT_ID: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_ID',
+    prop: 'oauthClientId',
+    context: 'oauthClientId',
+    kind: 'string',
+  },
+  OAUTH_CLIENT_SECRET_ARN: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_SECRET_ARN',
+    prop: 'oauthClientSecret',
+    context: 'oauthClientSecretArn',
+    kind: 'arn',
+  },
+  OAUTH_CLIENT_SECRET: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_SECRET',
+    kind: 'secret',
+  },
+  OAUTH_SCOPE: {
+    scope: 'function',
+    variable: 'OAUTH_SCOPE',
+    prop: 'oauthScope',
+    context: 'oauthScope',
+    kind: 'string',
+  },
+  OAUTH_AUDIENCE: {
+    scope: 'function',
+    variable: 'OAUTH_AUDIENCE',
+    prop: 'oauthAudience',
+    context: 'oauthAudience',
+    kind: 'string',
+  },
+  OAUTH_CLIENT_AUTHENTICATION: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_AUTHENTICATION',
+    prop: 'oauthClientAuthentication',
+    context: 'oauthClientAuthentication',
+    kind: 'oneOf',
+    choices: OAUTH_CLIENT_AUTHENTICATIONS,
+    default: 'client_secret_basic',
+    // Not written into the function's environment unless given: it means nothing without OAUTH_TOKEN_URL.
+    propDefault: "unset: the function's default",
+  },
+  CLIENT_CERTIFICATE_SECRET_ARN: {
+    scope: 'function',
+    variable: 'CLIENT_CERTIFICATE_SECRET_ARN',
+    prop: 'clientCertificateSecret',
+    context: 'clientCertificateSecretArn',
+    kind: 'arn',
+  },
+  CLIENT_CERTIFICATE_FILE: {
+    scope: 'function',
+    variable: 'CLIENT_CERTIFICATE_FILE',
+    kind: 'string',
+  },
+  CLIENT_KEY_FILE: {
+    scope: 'function',
+    variable: 'CLIENT_KEY_FILE',
+    kind: 'string',
+  },
+  CA_CERTIFICATE_FILE: {
+    scope: 'function',
+    variable: 'CA_CERTIFICATE_FILE',
+    kind: 'string',
+  },
+  HTTPS_PROXY: {
+    scope: 'function',
+    variable: 'HTTPS_PROXY',
+    prop: 'httpsProxy',
+    context: 'httpsProxy',
+    kind: 'url',
+  },
+  HTTP_PROXY: {
+    scope: 'function',
+    variable: 'HTTP_PROXY',
+    prop: 'httpProxy',
+    context: 'httpProxy',
+    kind: 'url',
+  },
+  NO_PROXY: {
+    scope: 'function',
+    variable: 'NO_PROXY',
+    prop: 'noProxy',
+    context: 'noProxy',
+    kind: 'string',
+  },
+  https_proxy: {
+    scope: 'function',
+    variable: 'https_proxy',
+    kind: 'url',
+  },
+  http_proxy: {
+    scope: 'function',
+    variable: 'http_proxy',
+    kind: 'url',
+  },
+  no_proxy: {
+    scope: 'function',
+    variable: 'no_proxy',
+    kind: 'string',
   },
   SECRETS_REFRESH_SECONDS: {
     scope: 'function',
@@ -541,6 +652,27 @@ export const STACK_SETTINGS = {
     min: 2,
     max: 1_000,
   },
+  vpcId: {
+    scope: 'stack',
+    prop: 'vpc',
+    context: 'vpcId',
+    kind: 'string',
+    defaultText: "none: Lambda's own network",
+  },
+  subnetIds: {
+    scope: 'stack',
+    prop: 'vpcSubnets',
+    context: 'subnetIds',
+    kind: 'string',
+    defaultText: '(required with `vpcId`)',
+  },
+  securityGroupIds: {
+    scope: 'stack',
+    prop: 'securityGroups',
+    context: 'securityGroupIds',
+    kind: 'string',
+    defaultText: 'one created, all outbound allowed',
+  },
   oldestMessageAgeAlarmMinutes: {
     scope: 'stack',
     prop: 'oldestMessageAgeThreshold',
@@ -615,6 +747,30 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   SIGNING_SECRET: 'the same, given as the value itself: for `npm start` and daemons; the stack never sets it',
   AUTH_SECRET_ARN: 'a Secrets Manager secret holding the whole `Authorization` value (e.g. `Bearer …`)',
   AUTH_HEADER: 'the same, given as the value itself (local runs and daemons)',
+  OAUTH_TOKEN_URL:
+    'OAuth 2.0 client credentials: the token endpoint. Every request then carries `Authorization: Bearer <token>`, one token per container, renewed before `expires_in` runs out and once on a `401` (the record is then resent once). `https://` only, except loopback hosts or with `ALLOW_INSECURE_HTTP`. Not with `AUTH_SECRET_ARN`/`AUTH_HEADER`',
+  OAUTH_CLIENT_ID: 'the OAuth client id (required with `OAUTH_TOKEN_URL`)',
+  OAUTH_CLIENT_SECRET_ARN: 'a Secrets Manager secret holding the OAuth client secret (plain text); re-read every `SECRETS_REFRESH_SECONDS`',
+  OAUTH_CLIENT_SECRET: 'the same, given as the value itself (local runs and daemons)',
+  OAUTH_SCOPE: "the `scope` asked for, space-separated (unset: none, the endpoint's default)",
+  OAUTH_AUDIENCE: 'the `audience` asked for (Auth0 and others mint a token per API); unset: none',
+  OAUTH_CLIENT_AUTHENTICATION:
+    'how the relay authenticates to the token endpoint: `client_secret_basic` (HTTP Basic) or `client_secret_post` (in the form)',
+  CLIENT_CERTIFICATE_SECRET_ARN:
+    'mutual TLS: a Secrets Manager secret holding JSON `{"certificate": "<PEM>", "privateKey": "<PEM>"}` (and optionally `"caCertificate"`, a private CA to trust beside the public ones), presented to the webhook; re-read every `SECRETS_REFRESH_SECONDS`, the last good value kept',
+  CLIENT_CERTIFICATE_FILE:
+    'mutual TLS for local runs and daemons: a PEM certificate file (with `CLIENT_KEY_FILE`), re-read every `SECRETS_REFRESH_SECONDS`',
+  CLIENT_KEY_FILE: "the certificate's PEM private key file (unencrypted)",
+  CA_CERTIFICATE_FILE:
+    "a PEM bundle of private CAs trusted for the webhook's certificate, beside the public ones (also `NODE_EXTRA_CA_CERTS`, which Node.js reads at start)",
+  HTTPS_PROXY:
+    'a forward proxy for `https://` webhook and token requests (`http://[user:password@]host:port`): an HTTP CONNECT tunnel, TLS end to end. AWS calls do not use it. The construct refuses a `user:password` (it would sit in the template)',
+  HTTP_PROXY: 'the same for `http://` webhooks (a CONNECT tunnel too)',
+  NO_PROXY:
+    'hosts reached without the proxy, comma-separated: names (`example.com` also covers its subdomains), IP addresses, CIDR ranges (`10.0.0.0/8`), with an optional `:port`; `*` for all',
+  https_proxy: '`HTTPS_PROXY` in lower case, read when the upper-case one is unset',
+  http_proxy: '`HTTP_PROXY` in lower case, read when the upper-case one is unset',
+  no_proxy: '`NO_PROXY` in lower case, read when the upper-case one is unset',
   SECRETS_REFRESH_SECONDS: 'how long a value read from Secrets Manager is used before it is read again (so rotation needs no deploy)',
   OUTAGE_THRESHOLD:
     'failures in a row that open the circuit breaker: outage signs (no answer, 502/503/504 without `Retry-After`), or server errors such as `500` that go on for 5 s; `0` switches it off (see [Outages](operations.md#outages))',
@@ -658,6 +814,10 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   signing:
     'sign every request with a key the stack creates in Secrets Manager; `false` sends no signatures; `signingSecretArn` signs with an existing secret instead',
   maxConcurrency: 'most concurrent invocations: with `requestConcurrency`, the most requests the webhook sees at once',
+  vpcId:
+    "put the function in this VPC (with `subnetIds`), e.g. so that its requests leave by a NAT gateway's Elastic IP, the one address a webhook owner allow-lists; no lookup: the stack stays offline (see [A fixed egress address](operations.md#a-fixed-egress-address))",
+  subnetIds: "the function's subnets, comma-separated: private ones whose route leaves by the NAT gateway",
+  securityGroupIds: "the function's security groups, comma-separated (with `vpcId`); unset: one the stack creates, all outbound allowed",
   oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
   breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
 };

@@ -172,6 +172,11 @@ const READ_BY_HAND: ReadonlySet<string> = new Set([
   'deadLetterQueueArn',
   'signingSecretArn',
   'authSecretArn',
+  'oauthClientSecretArn',
+  'clientCertificateSecretArn',
+  'vpcId',
+  'subnetIds',
+  'securityGroupIds',
   'backoffSchedule',
 ]);
 
@@ -190,6 +195,40 @@ export function contextErrorFor(error: WebhookRelayConfigError): ContextError {
     text = text.replace(pattern, propKey);
   }
   return new ContextError(key, text);
+}
+
+/** A comma-separated list of ids, each matching `pattern` (`subnet-…`, `sg-…`). */
+function ids(key: ContextKeyName, raw: string, pattern: RegExp, example: string): string[] {
+  const list = raw
+    .split(',')
+    .map((id) => id.trim())
+    .filter((id) => id !== '');
+  if (list.length === 0 || !list.every((id) => pattern.test(id)))
+    throw new ContextError(key, `must be comma-separated ids such as ${example}; got ${JSON.stringify(raw)}`);
+  return list;
+}
+
+/** `vpcId`, `subnetIds` and `securityGroupIds`, checked: the VPC by id, never looked up (the stack's synth stays offline). */
+function vpcFromContext(
+  vpcId: string | undefined,
+  subnetIds: string | undefined,
+  securityGroupIds: string | undefined,
+): WebhookRelayStackProps['network'] {
+  if (vpcId === undefined) {
+    const stray = subnetIds !== undefined ? 'subnetIds' : securityGroupIds !== undefined ? 'securityGroupIds' : undefined;
+    if (stray !== undefined) throw new ContextError(stray, 'is only for a VPC: give vpcId too');
+    return undefined;
+  }
+  if (!/^vpc-[0-9a-f]{8,17}$/.test(vpcId))
+    throw new ContextError('vpcId', `must be a VPC id such as vpc-0123456789abcdef0; got ${JSON.stringify(vpcId)}`);
+  if (subnetIds === undefined)
+    throw new ContextError('vpcId', "needs subnetIds too: the function's private subnets, whose route leaves by the NAT gateway");
+  return {
+    vpcId,
+    subnetIds: ids('subnetIds', subnetIds, /^subnet-[0-9a-f]{8,17}$/, 'subnet-0123456789abcdef0,subnet-0fedcba9876543210'),
+    securityGroupIds:
+      securityGroupIds === undefined ? undefined : ids('securityGroupIds', securityGroupIds, /^sg-[0-9a-f]{8,17}$/, 'sg-0123456789abcdef0'),
+  };
 }
 
 function schedule(raw: string | undefined): Duration[] | undefined {
@@ -277,6 +316,20 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
   );
 
+  const oauthClientSecretArn = arn(
+    'oauthClientSecretArn',
+    str('oauthClientSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-oauth-AbCdEf',
+  );
+  const clientCertificateSecretArn = arn(
+    'clientCertificateSecretArn',
+    str('clientCertificateSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-certificate-AbCdEf',
+  );
+  const network = vpcFromContext(str('vpcId'), str('subnetIds'), str('securityGroupIds'));
+
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
   const relay: Record<string, unknown> = {};
   for (const key of Object.keys(values) as ContextKeyName[]) {
@@ -300,6 +353,9 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       deadLetterQueueArn,
       signingSecretArn,
       authSecretArn,
+      oauthClientSecretArn,
+      clientCertificateSecretArn,
+      ...(network === undefined ? {} : { network }),
       relay: { ...relay, name: stackName, backoffSchedule: schedule(str('backoffSchedule')) } as WebhookRelayStackProps['relay'],
     },
   };

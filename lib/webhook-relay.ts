@@ -28,9 +28,7 @@ import { relayQueues } from './webhook-relay/queues';
 import { resolveSettings } from './webhook-relay/resolve';
 
 export { DLQ_RETENTION, PROP_OF_VARIABLE, RELAY_DEFAULTS, type RelayDefaults } from './webhook-relay/defaults';
-export { functionEnvironment, type EnvironmentRefs } from './webhook-relay/environment';
 export * from './webhook-relay/props';
-export { countedRetrySpanSeconds, resolveSettings, type ResolvedSettings } from './webhook-relay/resolve';
 
 /** The repository root, found from this file so synth works from any working directory. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -86,6 +84,8 @@ export class WebhookRelay extends Construct {
       deadLetterQueueUrl: deadLetterQueue.queueUrl,
       signingSecretArn: this.signingSecret?.secretArn,
       authSecretArn: props.authSecret?.secretArn,
+      oauthClientSecretArn: props.oauthClientSecret?.secretArn,
+      clientCertificateSecretArn: props.clientCertificateSecret?.secretArn,
     });
 
     // ---- the function ----
@@ -111,7 +111,12 @@ export class WebhookRelay extends Construct {
       logGroup: this.logGroup,
       description: `sqs-webhook-relay ${this.name}: POSTs each message of its queue to the webhook`,
       environment: this.environment,
+      // A VPC when given (a NAT gateway's fixed address): no lookup here, the caller's VPC as it is.
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroups: props.securityGroups,
     });
+    if (props.vpc !== undefined) this.grantNetworkInterfaces(role);
 
     this.function.addEventSource(
       new SqsEventSource(queue, {
@@ -129,6 +134,8 @@ export class WebhookRelay extends Construct {
     // Read access to exactly the secrets it sends with, nothing else in Secrets Manager.
     this.signingSecret?.grantRead(this.function);
     props.authSecret?.grantRead(this.function);
+    props.oauthClientSecret?.grantRead(this.function);
+    props.clientCertificateSecret?.grantRead(this.function);
 
     // ---- monitoring ----
     this.alarmTopic =
@@ -137,6 +144,38 @@ export class WebhookRelay extends Construct {
     const metrics = new RelayMetricFactory(this);
     this.alarms = createAlarms(this, this, metrics, this.alarmTopic, resolved);
     this.dashboard = createDashboard(this, this, metrics, this.alarms, resolved);
+  }
+
+  /**
+   * What Lambda needs to attach the function to the VPC's subnets: the actions of AWS's managed
+   * `AWSLambdaVPCAccessExecutionRole`, which the function's own role (made explicit so that it
+   * writes to its own log group only) does not get by itself. EC2 takes no resource for the
+   * Describe actions, and Lambda creates the interfaces before their ids exist: `*`, as AWS's policy.
+   */
+  private grantNetworkInterfaces(role: iam.Role): void {
+    const policy = new iam.Policy(this, 'NetworkInterfaces', {
+      statements: [
+        new iam.PolicyStatement({
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      ],
+    });
+    policy.attachToRole(role);
+    // The function's creation must wait for it, or Lambda refuses to attach it to the subnets.
+    this.function.node.addDependency(policy);
+    Validations.of(policy).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        "Lambda's VPC access needs these EC2 network-interface actions on *: AWS's own AWSLambdaVPCAccessExecutionRole grants the same; the Describe actions take no resource, and the interfaces do not exist before Lambda creates them.",
+    });
   }
 
   /** A random signing key in Secrets Manager: 48 letters and digits, which is valid base64 (36 bytes). */

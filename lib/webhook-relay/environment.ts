@@ -16,6 +16,8 @@ export interface EnvironmentRefs {
   readonly deadLetterQueueUrl: string;
   readonly signingSecretArn: string | undefined;
   readonly authSecretArn: string | undefined;
+  readonly oauthClientSecretArn?: string;
+  readonly clientCertificateSecretArn?: string;
 }
 
 /** A prop's value as its variable is written: `Duration`s in the variable's unit, lists comma-separated. */
@@ -36,6 +38,17 @@ function written(setting: Setting, value: unknown): string {
 export function functionEnvironment(props: WebhookRelayProps, resolved: ResolvedSettings, refs: EnvironmentRefs): Record<string, string> {
   const allowInsecureHttp = props.allowInsecureHttp ?? RELAY_DEFAULTS.allowInsecureHttp;
   if (!Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
+  if (props.oauthTokenUrl !== undefined && !Token.isUnresolved(props.oauthTokenUrl))
+    checkWebhookUrl(props.oauthTokenUrl, allowInsecureHttp, 'oauthTokenUrl');
+  for (const prop of ['httpsProxy', 'httpProxy'] as const) {
+    const proxy = props[prop];
+    // The function would send them to the proxy, but the template would hold them in clear.
+    check(
+      proxy === undefined || Token.isUnresolved(proxy) || !/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#]*@/i.test(proxy),
+      prop,
+      'must not carry user:password (it would be stored in the template in clear); let the proxy admit the function by its network (a VPC security group) instead',
+    );
+  }
 
   // Values the construct derives or creates, rather than takes from a prop as is.
   const derived: Readonly<Record<string, string | undefined>> = {
@@ -49,6 +62,8 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
     SIGNING_SECRET_ARN: refs.signingSecretArn,
     AUTH_SECRET_ARN: refs.authSecretArn,
+    OAUTH_CLIENT_SECRET_ARN: refs.oauthClientSecretArn,
+    CLIENT_CERTIFICATE_SECRET_ARN: refs.clientCertificateSecretArn,
     OUTAGE_THRESHOLD: String(resolved.breaker.threshold),
     OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.probeIntervalSeconds),
     OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxHoldSeconds),
@@ -88,6 +103,11 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     WEBHOOK_URL: 'https://deploy-time.invalid/',
     SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    OAUTH_TOKEN_URL: 'https://deploy-time.invalid/token',
+    OAUTH_CLIENT_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    CLIENT_CERTIFICATE_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    HTTPS_PROXY: 'http://deploy-time.invalid:3128',
+    HTTP_PROXY: 'http://deploy-time.invalid:3128',
   };
   const literal = Object.fromEntries(
     Object.entries(environment).map(([name, value]) => [name, Token.isUnresolved(value) ? standIns[name] : value]),
@@ -102,38 +122,35 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
 }
 
 /**
- * The deploy-side rules for a webhook URL: absolute, `https` unless explicitly allowed, no
- * credentials (they would sit in the template), and not this machine (a function cannot reach it).
+ * The deploy-side rules for a webhook URL (and the token endpoint's, `prop`): absolute, `https`
+ * unless explicitly allowed, no credentials (they would sit in the template), and not this machine
+ * (a function cannot reach it).
  */
-function checkWebhookUrl(raw: string, allowInsecureHttp: boolean): void {
+function checkWebhookUrl(raw: string, allowInsecureHttp: boolean, prop = 'webhookUrl'): void {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new WebhookRelayConfigError(
-      'webhookUrl',
+      prop,
       `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`,
     );
   }
   // Never the raw URL: a token in its query string or user:password would land in the log.
-  check(
-    url.protocol === 'https:' || url.protocol === 'http:',
-    'webhookUrl',
-    `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`,
-  );
+  check(url.protocol === 'https:' || url.protocol === 'http:', prop, `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`);
   check(
     url.protocol === 'https:' || allowInsecureHttp,
-    'webhookUrl',
+    prop,
     `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`,
   );
   check(
     url.username === '' && url.password === '',
-    'webhookUrl',
+    prop,
     'must not carry user:password (it would be stored in the template in clear); use an auth secret',
   );
   check(
     !isLoopbackHost(url.hostname),
-    'webhookUrl',
+    prop,
     `points at ${url.hostname}, which in Lambda is the function itself; use a host the function can reach`,
   );
 }

@@ -3,6 +3,7 @@
  * it raises for a prop AWS or the function would reject, and the names callers quote.
  */
 import type { Duration } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -11,7 +12,13 @@ import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../../lambda/metric-nam
 // Types from the modules that declare them, never from lambda/config.ts: the construct's
 // declarations must not reach the function's runtime (Powertools, `aws-lambda`) types.
 import type { BackoffPolicyName } from '../../lambda/retry-timing';
-import { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES, type PermanentFailureMode } from '../../lambda/settings';
+import {
+  BACKOFF_POLICIES,
+  LOG_LEVELS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  PERMANENT_FAILURE_MODES,
+  type PermanentFailureMode,
+} from '../../lambda/settings';
 
 export { VISIBILITY_TIMEOUT_FACTOR } from '../../lambda/aws-limits';
 
@@ -24,8 +31,18 @@ export const RELAY_METRICS = METRIC_NAMES;
 /** One of {@link LOG_LEVELS}: Powertools Logger's levels, the same list the function and local mode take. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}: how the function authenticates to the OAuth token endpoint. */
+export type OAuthClientAuthentication = (typeof OAUTH_CLIENT_AUTHENTICATIONS)[number];
+
 /** Re-exported so callers of the construct need not reach into `lambda/`. */
-export { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES, type BackoffPolicyName, type PermanentFailureMode };
+export {
+  BACKOFF_POLICIES,
+  LOG_LEVELS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  PERMANENT_FAILURE_MODES,
+  type BackoffPolicyName,
+  type PermanentFailureMode,
+};
 
 /** Properties of {@link WebhookRelay}. Only `webhookUrl` is required. */
 export interface WebhookRelayProps {
@@ -187,6 +204,58 @@ export interface WebhookRelayProps {
   readonly authSecret?: secretsmanager.ISecret;
   /** `SECRETS_REFRESH_SECONDS`: how long the function uses a secret value before reading it again. @default 5 minutes */
   readonly secretsRefresh?: Duration;
+
+  // ---- reaching the webhooks enterprises run: OAuth, mutual TLS, a proxy, a fixed egress address ----
+
+  /**
+   * `OAUTH_TOKEN_URL`: authenticate with OAuth 2.0 client credentials (RFC 6749 §4.4). Every request
+   * carries `Authorization: Bearer <token>`: one token per container, renewed before it expires and
+   * on a `401` (the record is then resent once). `https://`; needs {@link oauthClientId} and
+   * {@link oauthClientSecret}; not with {@link authSecret}.
+   * @default no OAuth
+   */
+  readonly oauthTokenUrl?: string;
+  /** `OAUTH_CLIENT_ID`: the OAuth client id. @default none (required with {@link oauthTokenUrl}) */
+  readonly oauthClientId?: string;
+  /** `OAUTH_CLIENT_SECRET_ARN`: the secret holding the OAuth client secret (plain text); the function is granted read access. @default none (required with {@link oauthTokenUrl}) */
+  readonly oauthClientSecret?: secretsmanager.ISecret;
+  /** `OAUTH_SCOPE`: the scopes asked for, space-separated. @default none (the token endpoint's default) */
+  readonly oauthScope?: string;
+  /** `OAUTH_AUDIENCE`: the audience asked for (Auth0 and others). @default none */
+  readonly oauthAudience?: string;
+  /** `OAUTH_CLIENT_AUTHENTICATION`: HTTP Basic (`client_secret_basic`) or the form (`client_secret_post`). @default 'client_secret_basic' */
+  readonly oauthClientAuthentication?: OAuthClientAuthentication;
+  /**
+   * `CLIENT_CERTIFICATE_SECRET_ARN`: mutual TLS. A secret holding JSON
+   * `{ "certificate": "<PEM>", "privateKey": "<PEM>", "caCertificate"?: "<PEM>" }`: the certificate is
+   * presented to the webhook, `caCertificate` (a private CA) trusted beside the public CAs. Re-read
+   * every {@link secretsRefresh}; the function is granted read access.
+   * @default no client certificate
+   */
+  readonly clientCertificateSecret?: secretsmanager.ISecret;
+  /**
+   * `HTTPS_PROXY`: a forward proxy for the `https://` webhook and token requests
+   * (`http://host:port`; an HTTP CONNECT tunnel, TLS end to end). No `user:password`: it would be in
+   * the template; use a proxy that admits the function's security group instead.
+   * @default no proxy
+   */
+  readonly httpsProxy?: string;
+  /** `HTTP_PROXY`: the same for an `http://` webhook. @default no proxy */
+  readonly httpProxy?: string;
+  /** `NO_PROXY`: hosts, domains, IP addresses and CIDR ranges reached without the proxy, comma-separated. @default none */
+  readonly noProxy?: string;
+  /**
+   * Put the function in this VPC: with a NAT gateway on the way out, its Elastic IP is the one
+   * address the webhook sees (docs/operations.md, "A fixed egress address"). The function then
+   * reaches SQS and Secrets Manager through the NAT gateway or VPC endpoints too. The role is given
+   * the network-interface permissions Lambda needs.
+   * @default none: the function runs in Lambda's own network, from AWS's changing addresses
+   */
+  readonly vpc?: ec2.IVpc;
+  /** The function's subnets in {@link vpc}: private ones that leave by the NAT gateway. @default the VPC's private subnets with egress */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /** The function's security groups in {@link vpc}. @default one created, allowing all outbound traffic */
+  readonly securityGroups?: ec2.ISecurityGroup[];
 
   // ---- outages ----
 

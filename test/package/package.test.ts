@@ -209,6 +209,48 @@ process.stdout.write(JSON.stringify(app.synth().getStackByName('Orders').templat
     expect(files(prebuilt).some((file) => readFileSync(join(prebuilt, file), 'utf8').includes(`"${version}"`))).toBe(true);
   }, 90_000);
 
+  test('a fresh app puts it in its own VPC behind a NAT gateway with its own Elastic IP, from the tarball', async () => {
+    // docs/operations.md's lines for a fixed egress address, as a user's app has them.
+    writeFileSync(
+      join(app, 'app-vpc.mjs'),
+      `import { App, CfnOutput, Stack } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import { WebhookRelay } from 'sqs-webhook-relay';
+const app = new App({ outdir: process.argv[2] });
+const stack = new Stack(app, 'Egress');
+const egress = new ec2.CfnEIP(stack, 'EgressAddress');
+const vpc = new ec2.Vpc(stack, 'Vpc', {
+  maxAzs: 2,
+  natGateways: 1,
+  natGatewayProvider: ec2.NatProvider.gateway({ eipAllocationIds: [egress.attrAllocationId] }),
+});
+new WebhookRelay(stack, 'Relay', { webhookUrl: 'https://hooks.example.com/sqs', vpc });
+new CfnOutput(stack, 'EgressIp', { value: egress.attrPublicIp });
+process.stdout.write(JSON.stringify(app.synth().getStackByName('Egress').template));
+`,
+    );
+    const { stdout } = await run(process.execPath, ['app-vpc.mjs', join(work, 'out-vpc')], {
+      cwd: app,
+      env: userEnv(),
+      timeout: 60_000,
+      maxBuffer: 64 << 20,
+    });
+    const template = JSON.parse(stdout) as Template & { Outputs: Record<string, unknown> };
+    expect(ofType(template, 'AWS::EC2::NatGateway')).toHaveLength(1);
+    const relayFunction = ofType(template, 'AWS::Lambda::Function').find(([, props]) =>
+      String(props.Description).startsWith('sqs-webhook-relay'),
+    )?.[1];
+    const vpcConfig = relayFunction?.VpcConfig as { SubnetIds: unknown[]; SecurityGroupIds: unknown[] } | undefined;
+    expect(vpcConfig?.SubnetIds).toHaveLength(2);
+    expect(JSON.stringify(vpcConfig?.SubnetIds)).toMatch(/PrivateSubnet/);
+    expect(vpcConfig?.SecurityGroupIds).toHaveLength(1);
+    const actions = ofType(template, 'AWS::IAM::Policy').flatMap(([, props]) =>
+      (props.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement.flatMap((statement) => [statement.Action].flat()),
+    );
+    expect(actions).toContain('ec2:CreateNetworkInterface');
+    expect(template.Outputs.EgressIp).toEqual({ Value: { 'Fn::GetAtt': [expect.stringMatching(/^EgressAddress/), 'PublicIp'] } });
+  }, 90_000);
+
   test('its declarations resolve for a TypeScript app with moduleResolution NodeNext, from import and from require', async () => {
     writeFileSync(
       join(app, 'tsconfig.json'),
@@ -233,14 +275,16 @@ const url: string = relay.queue.queueUrl;
 new WebhookRelay(stack, 'Bad', { webhookUrl: 'https://example.com', maxReceiveCount: 'five' });
 const props: WebhookRelayProps = { webhookUrl: url };
 new WebhookRelayStack(new App(), 'Whole', { relay: props });
+// The VPC props take the app's own aws-cdk-lib types.
+new WebhookRelay(stack, 'InVpc', { webhookUrl: 'https://example.com', vpc: new ec2.Vpc(stack, 'Vpc'), vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS } });
 `;
     writeFileSync(
       join(app, 'stack.mts'),
-      `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`,
+      `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport * as ec2 from 'aws-cdk-lib/aws-ec2';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`,
     );
     writeFileSync(
       join(app, 'stack.cts'),
-      `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`,
+      `import { App, Duration, Stack } from 'aws-cdk-lib';\nimport * as ec2 from 'aws-cdk-lib/aws-ec2';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n${body}`,
     );
     writeFileSync(
       join(app, 'hook.cts'),
