@@ -315,6 +315,11 @@ export function backPressureText(results: Pick<BenchResults, 'backPressure' | 'r
   return fill('back-pressure', backPressureFigures(results));
 }
 
+/** BENCHMARKS.md's dead-letters section (and what `--only=dead-letters` prints); undefined when it did not run. */
+export function deadLettersText(results: Pick<BenchResults, 'deadLetters'>): string | undefined {
+  return results.deadLetters === undefined ? undefined : fill('dead-letters', results.deadLetters);
+}
+
 /** The run's figures and those derived from them, as the templates name them. */
 function figures(results: BenchResults) {
   const { machine, throughput, instructions, mixed, coldStart } = results;

@@ -9,6 +9,7 @@ import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 import type { throughputRun } from './harness';
 import { backPressure, recovery } from './scenarios/back-pressure';
 import { coldStart } from './scenarios/cold-start';
+import { deadLetters } from './scenarios/dead-letters';
 import { instructions } from './scenarios/instructions';
 import { latency, latencyBound } from './scenarios/latency';
 import { mixed } from './scenarios/mixed';
@@ -16,7 +17,18 @@ import { throughput } from './scenarios/throughput';
 import { warmMemory } from './scenarios/warm-memory';
 
 /** Every scenario by the figures it measures (`--only` names it in kebab case): a function of bench/scenarios/ and a line here. */
-export const SCENARIOS = { throughput, instructions, latency, latencyBound, warmMemory, coldStart, mixed, backPressure, recovery };
+export const SCENARIOS = {
+  throughput,
+  instructions,
+  latency,
+  latencyBound,
+  warmMemory,
+  coldStart,
+  mixed,
+  backPressure,
+  recovery,
+  deadLetters,
+};
 
 /** `T` read-only all the way down: figures are read back, never changed. */
 type ReadOnly<T> = T extends readonly (infer E)[]
@@ -56,7 +68,7 @@ export function machineInfo(node: string) {
 type WithOptional<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 /** One run: its facts and its figures. */
-export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery'> & {
+export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery' | 'deadLetters'> & {
   readonly machine: ReadOnly<WithOptional<ReturnType<typeof machineInfo>, 'placement'>>;
   readonly quick: boolean;
   readonly durationSeconds: number;

@@ -17,6 +17,7 @@ import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
 import { webhookConnector } from './connector';
 import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
+import { deadLettersByCause, publishDeadLettersByCause } from './dead-letter-metrics';
 import { Deadline } from './deadline';
 import { latencySample } from './latency';
 import { OAuthTokens, tokenRetry } from './oauth-tokens';
@@ -670,6 +671,7 @@ export class BatchRelay {
     const openSeconds = this.breaker.openSeconds(Date.now());
     if (openSeconds !== undefined) this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
     this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
+    publishDeadLettersByCause(this.metrics, METRIC_NAMES.deadLettered, deadLettersByCause(records, outcomes, this.config.maxReceiveCount));
     const pace = this.pacer.snapshot();
     if (pace.requestsPerSecond !== undefined)
       this.metrics.addMetric(METRIC_NAMES.paceRequestsPerSecond, MetricUnit.CountPerSecond, Math.round(pace.requestsPerSecond * 100) / 100);

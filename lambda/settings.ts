@@ -693,6 +693,16 @@ export const STACK_SETTINGS = {
     min: 1,
     max: 1_440, // 1 day
   },
+  deadLetterAgeAlarmDays: {
+    scope: 'stack',
+    prop: 'deadLetterAgeAlarmThreshold',
+    context: 'deadLetterAgeAlarmDays',
+    kind: 'integer',
+    unit: 'days',
+    default: 10,
+    min: 1,
+    max: 13, // a day short of the DLQ's 14 days of retention
+  },
 } as const satisfies Record<string, Setting>;
 
 /** The three groups as one registry (a function, so the bundler can drop it where it is unused). */
@@ -820,4 +830,6 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   securityGroupIds: "the function's security groups, comma-separated (with `vpcId`); unset: one the stack creates, all outbound allowed",
   oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
   breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
+  deadLetterAgeAlarmDays:
+    'alarm when the oldest dead letter is this old: the DLQ keeps a message 14 days, so the rest is the time left to read and replay it (`sqs-webhook-relay dead-letters`) before SQS deletes it',
 };

@@ -127,7 +127,7 @@ export class WebhookRelayStack extends Stack {
     output(
       'DeadLetterQueueUrl',
       this.relay.deadLetterQueue.queueUrl,
-      'Messages the webhook refused, or that kept failing for their whole retry window (or maxReceiveCount times); redrive from the SQS console',
+      'Messages the webhook refused, or that kept failing for their whole retry window (or maxReceiveCount times); why: npx sqs-webhook-relay dead-letters summary --queue-url <QueueUrl>, then replay what was fixed',
     );
     output('AlarmTopicArn', this.relay.alarmTopic.topicArn, 'SNS topic every alarm notifies; subscribe more endpoints here');
     output('DashboardName', this.relay.dashboard.dashboardName, 'CloudWatch dashboard of the relay');

@@ -24,6 +24,7 @@ import { createDashboard } from './webhook-relay/dashboard';
 import { functionEnvironment } from './webhook-relay/environment';
 import { RelayMetricFactory } from './webhook-relay/metrics';
 import type { WebhookRelayProps } from './webhook-relay/props';
+import { createQueries, type RelayQueries } from './webhook-relay/queries';
 import { relayQueues } from './webhook-relay/queues';
 import { resolveSettings } from './webhook-relay/resolve';
 
@@ -50,8 +51,10 @@ export class WebhookRelay extends Construct {
   readonly alarmTopic: sns.ITopic;
   /** The operator dashboard. */
   readonly dashboard: cloudwatch.Dashboard;
-  /** Alarms: DLQ not empty, oldest message too old, function errors, circuit breaker open too long. */
+  /** Alarms: DLQ not empty, oldest dead letter close to expiry, oldest message too old, function errors, circuit breaker open too long. */
   readonly alarms: RelayAlarms;
+  /** Saved CloudWatch Logs Insights queries on the function's log group (`<name>/…`). */
+  readonly queries: RelayQueries;
   /** The secret requests are signed with (created or passed in); `undefined` when not signing. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
   /** The environment the function gets (tokens included), for inspection and extension. */
@@ -142,6 +145,7 @@ export class WebhookRelay extends Construct {
       props.alarmTopic ?? new sns.Topic(this, 'AlarmTopic', { displayName: `sqs-webhook-relay ${this.name} alarms`, enforceSSL: true });
     if (props.alarmEmail !== undefined) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
     const metrics = new RelayMetricFactory(this);
+    this.queries = createQueries(this, this.name, this.logGroup);
     this.alarms = createAlarms(this, this, metrics, this.alarmTopic, resolved);
     this.dashboard = createDashboard(this, this, metrics, this.alarms, resolved);
   }

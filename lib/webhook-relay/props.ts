@@ -270,6 +270,12 @@ export interface WebhookRelayProps {
   readonly outageBackoffMax?: Duration;
   /** Alarm when the breaker has been open this long: the operator hears of the outage before anything is dead-lettered. @default 5 minutes */
   readonly breakerOpenAlarmThreshold?: Duration;
+  /**
+   * Alarm when the oldest message in the dead-letter queue is this old (1 hour to 13 days): the DLQ
+   * keeps a message 14 days, so the rest is the time left to read and replay it before SQS deletes it.
+   * @default 10 days
+   */
+  readonly deadLetterAgeAlarmThreshold?: Duration;
 }
 
 /** A prop value that SQS, Lambda or the function would reject. `prop` names the offending prop. */

@@ -42,6 +42,8 @@ export interface ResolvedSettings {
   readonly ageThresholdSeconds: number;
   readonly breakerAlarmThreshold: Duration;
   readonly breakerAlarmSeconds: number;
+  /** When the oldest dead letter alarms, seconds. */
+  readonly deadLetterAgeAlarmSeconds: number;
   readonly breaker: BreakerSettings;
   readonly queues: QueuesToCreate | ExistingQueues;
   readonly maxReceiveCount: number;
@@ -117,6 +119,13 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   };
   const breakerAlarmThreshold = props.breakerOpenAlarmThreshold ?? d.breakerOpenAlarmThreshold;
   const breakerAlarmSeconds = seconds(breakerAlarmThreshold, 'breakerOpenAlarmThreshold', Duration.minutes(1), Duration.days(1));
+  // A day short of the DLQ's retention at most: an alarm at 14 days would fire as SQS deletes the message.
+  const deadLetterAgeAlarmSeconds = seconds(
+    props.deadLetterAgeAlarmThreshold ?? d.deadLetterAgeAlarmThreshold,
+    'deadLetterAgeAlarmThreshold',
+    Duration.hours(1),
+    Duration.days(DLQ_RETENTION.toDays() - 1),
+  );
 
   const { queues, maxReceiveCount, retryWindowSeconds } = resolveQueues(props, timeoutSeconds, windowSeconds, breaker, warnings);
 
@@ -157,6 +166,7 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     ageThresholdSeconds,
     breakerAlarmThreshold,
     breakerAlarmSeconds,
+    deadLetterAgeAlarmSeconds,
     breaker,
     queues,
     maxReceiveCount,

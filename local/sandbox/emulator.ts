@@ -17,6 +17,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server;
 import { buildApp } from 'fauxqs';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { EMULATOR_CREDENTIALS } from '../existing-queue';
+import { subcommandPrefix } from '../invocation';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';
@@ -59,8 +60,7 @@ export interface EmbeddedSqs {
  * told: fauxqs speaks only the JSON protocol, which AWS CLI v2 uses since 2.13.34 and the AWS
  * SDK for JavaScript v3 since 3.446.0 (Debian 12's `awscli` package, 2.9, predates it).
  */
-export const QUERY_PROTOCOL_REFUSAL =
-  "this SQS emulator speaks only SQS's JSON protocol; this client sent the older query protocol. Use AWS CLI 2.13.34 or later, a current AWS SDK (for JavaScript v3: @aws-sdk/client-sqs 3.446.0 or later), or npx tsx bin/send.ts";
+export const QUERY_PROTOCOL_REFUSAL = `this SQS emulator speaks only SQS's JSON protocol; this client sent the older query protocol. Use AWS CLI 2.13.34 or later, a current AWS SDK (for JavaScript v3: @aws-sdk/client-sqs 3.446.0 or later), or ${subcommandPrefix('send')} --queue-url <queue URL> '<body>'`;
 
 /** SQS's actions, as a query-protocol client names them in `Action`. */
 const SQS_ACTIONS = new Set([

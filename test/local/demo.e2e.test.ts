@@ -32,10 +32,10 @@ describe('npm start without WEBHOOK_URL', () => {
     expect(banner).toContain(`--queue-url ${queueUrl} --message-body '{"hello":"world"}'`);
 
     // The command as printed, pasted into a shell.
-    const command = banner.match(/^ {2}(npx tsx bin\/send\.ts .*)$/m)?.[1] ?? '';
-    expect(command).toBe(`npx tsx bin/send.ts --queue-url ${queueUrl} '{"hello":"world"}'`);
+    const command = banner.match(/^ {2}(npm run send -- .*)$/m)?.[1] ?? '';
+    expect(command).toBe(`npm run send -- --queue-url ${queueUrl} '{"hello":"world"}'`);
     const { stdout } = await run('sh', ['-c', command], { cwd: ROOT, env: childEnv({}) });
-    const id = stdout.match(/^sent (\S+) to /)?.[1] ?? '';
+    const id = stdout.match(/^sent (\S+) to /m)?.[1] ?? '';
     expect(id).not.toBe('');
     await relay.waitForOutput(new RegExp(`✓ delivered {2}${id} {2}receive 1`));
     const shown = relay.output();

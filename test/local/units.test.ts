@@ -10,6 +10,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
+import { runsFromSource, subcommandPrefix } from '../../local/invocation';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { PortInUseError } from '../../local/sandbox/emulator';
 import { PROJECT_ROOT } from '../../testkit/synth';
@@ -226,6 +227,7 @@ describe('the printed send commands', () => {
   const info: ReadyInfo = {
     mode: 'embedded',
     sqsEndpoint: 'http://127.0.0.1:4566',
+    emulatorCredentials: true,
     region: 'us-east-1',
     queueUrl: 'http://127.0.0.1:4566/000000000000/webhook-relay',
     queueArn: 'arn:aws:sqs:us-east-1:000000000000:webhook-relay',
@@ -246,15 +248,20 @@ describe('the printed send commands', () => {
     expect(shellQuote(`it's {"a": 1}`)).toBe(`'it'\\''s {"a": 1}'`);
   });
 
-  test('bin/send.ts and the AWS CLI, with the credentials the CLI insists on for the emulator', () => {
-    expect(sendCommand(info)).toBe(`npx tsx bin/send.ts --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
+  test('send and the AWS CLI, with the credentials the CLI insists on for an emulator', () => {
+    // Run from this repository's source, as `npm start` does: the clone's npm script.
+    expect(sendCommand(info)).toBe(`npm run send -- --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
     expect(awsCliCommand(info)).toBe(
       `AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message --endpoint-url http://127.0.0.1:4566 --region us-east-1 --queue-url http://127.0.0.1:4566/000000000000/webhook-relay --message-body '{"hello":"world"}'`,
+    );
+    // The daemon on an emulator's queue reaches it with the same dummy credentials: so does its CLI line.
+    expect(awsCliCommand({ ...info, queueUrl: 'http://127.0.0.1:9324/000000000000/jobs' })).toMatch(
+      /^AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message /,
     );
     expect(
       awsCliCommand({
         ...info,
-        mode: 'existing',
+        emulatorCredentials: false,
         sqsEndpoint: undefined,
         region: 'eu-west-1',
         queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo',
@@ -262,6 +269,20 @@ describe('the printed send commands', () => {
       }),
     ).toBe(
       `aws sqs send-message --region eu-west-1 --queue-url https://sqs.eu-west-1.amazonaws.com/1/q.fifo --message-body '{"hello":"world"}' --message-group-id demo`,
+    );
+  });
+
+  test("from the package's build, the printed commands are the installed bin's", () => {
+    expect(subcommandPrefix('send', false)).toBe('npx sqs-webhook-relay send');
+    expect(subcommandPrefix('dead-letters', false)).toBe('npx sqs-webhook-relay dead-letters');
+    expect(subcommandPrefix('send', true)).toBe('npm run send --');
+    expect(runsFromSource('file:///app/node_modules/sqs-webhook-relay/dist/sqs-webhook-relay.js')).toBe(false);
+    expect(runsFromSource('file:///src/local/invocation.ts')).toBe(true);
+  });
+
+  test('the banner says how to read the DLQ', () => {
+    expect(formatBanner(info, PLAIN)).toContain(
+      `\n  npm run dead-letters -- summary --queue-url http://127.0.0.1:4566/000000000000/webhook-relay\n`,
     );
   });
 
@@ -314,9 +335,10 @@ describe('the standalone relay (QUEUE_URL)', () => {
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here.
+    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here,
+    // reached at 127.0.0.1 (not every resolver knows that *.localhost is loopback).
     expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', {})).toEqual({
-      endpoint: 'http://sqs.eu-west-1.localhost:4566',
+      endpoint: 'http://127.0.0.1:4566',
       region: 'eu-west-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });

@@ -27,7 +27,7 @@ import { loadConfig } from '../../lambda/config';
 import type { Env } from '../../lambda/env';
 import { loadLocalSettings } from '../../local/settings';
 import { version } from '../../package.json';
-import { childEnv, until } from '../../testkit/relay-process';
+import { childEnv, sendMessages, until } from '../../testkit/relay-process';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { startWebhook, type TestWebhook } from '../../testkit/webhook';
 
@@ -537,4 +537,154 @@ describe('the daemon', () => {
     expect(packages.has('@aws-sdk/client-sqs')).toBe(true);
     expect(source.startsWith('#!/usr/bin/env node\n')).toBe(true);
   });
+});
+
+describe('the dead-letter commands, installed', () => {
+  let emulator: Emulator | undefined;
+  let webhook: TestWebhook | undefined;
+  const running = new Set<ChildProcess>();
+
+  afterAll(async () => {
+    for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await webhook?.close();
+    await emulator?.stop();
+  });
+
+  /** `npx sqs-webhook-relay …` in the app, with no AWS credentials or endpoint: the queue URL on loopback is all it needs. */
+  const npx = (args: string[], env: Record<string, string> = {}) =>
+    run('npx', ['--no-install', 'sqs-webhook-relay', ...args], {
+      cwd: app,
+      env: userEnv(childEnv(env) as Record<string, string>),
+      timeout: 120_000,
+      maxBuffer: 16 << 20,
+    });
+
+  /** The installed daemon on the emulator's queue: its "ready" line, and a stop by SIGTERM that must exit 0. */
+  function startRelay(env: Record<string, string>): { ready: () => Promise<Record<string, unknown>>; stop: () => Promise<void> } {
+    const child = spawn(join(app, 'node_modules', '.bin', 'sqs-webhook-relay'), [], {
+      cwd: app,
+      env: userEnv(childEnv({ LOG_FORMAT: 'json', POLLERS: '4', BATCH_SIZE: '50', ...env }) as Record<string, string>),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    running.add(child);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = once(child, 'exit');
+    const readyLine = (): string | undefined => output.split('\n').find((line) => line.includes('"Local relay ready"'));
+    return {
+      async ready() {
+        await until(() => readyLine() !== undefined || child.exitCode !== null);
+        return JSON.parse(readyLine() ?? '{}') as Record<string, unknown>;
+      },
+      async stop() {
+        child.kill('SIGTERM');
+        const [code] = (await exited) as [number | null];
+        expect({ code, output: code === 0 ? '' : output }).toEqual({ code: 0, output: '' });
+      },
+    };
+  }
+
+  /** The installed daemon until `done()` holds (its WARN lines only: one per dead letter). */
+  async function relayUntil(env: Record<string, string>, done: () => boolean): Promise<void> {
+    const relay = startRelay({ LOG_LEVEL: 'WARN', ...env });
+    await until(done);
+    await relay.stop();
+  }
+
+  test('10,000 dead letters: summary says why, replay sends exactly those of one status back to the fixed webhook, under their ids', async () => {
+    emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
+    const em = emulator;
+    // The webhook refuses every message, for one of three reasons.
+    const kinds = [
+      { kind: 'missing', status: 404, count: 6_000 },
+      { kind: 'invalid', status: 422, count: 3_000 },
+      { kind: 'gone', status: 410, count: 1_000 },
+    ];
+    const bodies = kinds.flatMap(({ kind, count }) => Array.from({ length: count }, (_, i) => JSON.stringify({ order: i, kind })));
+    const statusOf = (body: string): number => kinds.find(({ kind }) => body.includes(`"kind":"${kind}"`))?.status ?? 500;
+    webhook = await startWebhook((request) => ({ status: statusOf(request.body.toString()), body: 'no such order' }));
+    const hook = webhook;
+    await sendMessages(em.sqs, em.queue.url, bodies.length, (index) => bodies[index] ?? '');
+    const relayEnv = { QUEUE_URL: em.queue.url, WEBHOOK_URL: hook.url, SIGNING_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' };
+    await relayUntil(relayEnv, () => em.counts(em.dlq).ready === bodies.length);
+    const firstIds = new Map(hook.requests.map((request) => [request.body.toString(), request.headers['x-carrier-message-id']]));
+    expect(firstIds.size).toBe(10_000);
+
+    let started = Date.now();
+    const summary = JSON.parse((await npx(['dead-letters', 'summary', '--queue-url', em.queue.url, '--json'])).stdout);
+    const summarySeconds = (Date.now() - started) / 1000;
+    expect(summary).toMatchObject({ read: 10_000, complete: true, byCause: [{ cause: 'refused permanently', count: 10_000 }] });
+    expect(summary.byStatus).toEqual([
+      { status: 404, count: 6_000 },
+      { status: 422, count: 3_000 },
+      { status: 410, count: 1_000 },
+    ]);
+    expect(summary.groups[0]).toMatchObject({
+      status: 404,
+      sample: { body: expect.stringContaining('"kind":"missing"'), response: 'no such order' },
+    });
+    expect(em.counts(em.dlq)).toEqual({ ready: 10_000, inflight: 0, delayed: 0 });
+
+    const dry = JSON.parse(
+      (await npx(['dead-letters', 'replay', '--queue-url', em.queue.url, '--status', '404', '--dry-run', '--json'])).stdout,
+    );
+    expect(dry).toMatchObject({ dryRun: true, replayed: 6_000, skipped: 4_000 });
+    expect(em.counts(em.dlq).ready).toBe(10_000);
+
+    // The webhook is fixed; the 404s go back.
+    hook.respondWith(() => ({ status: 200 }));
+    hook.requests.length = 0;
+    started = Date.now();
+    const replayed = await npx(['dead-letters', 'replay', '--queue-url', em.queue.url, '--status', '404', '--json']);
+    const replaySeconds = (Date.now() - started) / 1000;
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ replayed: 6_000, skipped: 4_000, failed: 0, sentNotDeleted: 0, newMessageId: 0 });
+    expect(em.counts(em.queue).ready).toBe(6_000);
+    expect(em.counts(em.dlq).ready).toBe(4_000);
+    console.info(
+      `dead letters through the installed command: summary of 10,000 in ${summarySeconds.toFixed(1)} s, replay of 6,000 (4,000 skipped) in ${replaySeconds.toFixed(1)} s (npx's start included)`,
+    );
+
+    await relayUntil(relayEnv, () => hook.requests.length >= 6_000 && em.counts(em.queue).ready + em.counts(em.queue).inflight === 0);
+    const delivered = hook.requests.map((request) => request.body.toString());
+    expect(delivered.length).toBe(6_000);
+    expect(new Set(delivered).size).toBe(6_000);
+    expect(delivered.every((body) => body.includes('"kind":"missing"'))).toBe(true);
+    // The webhook sees each under the id it saw the first time (sealed by the relay, checked by the relay).
+    expect(hook.requests.filter((request) => request.headers['x-carrier-message-id'] !== firstIds.get(request.body.toString()))).toEqual(
+      [],
+    );
+    expect(em.counts(em.dlq)).toEqual({ ready: 4_000, inflight: 0, delayed: 0 });
+  }, 300_000);
+
+  test('the daemon prints a send command and an AWS CLI line that work where it is installed', async () => {
+    emulator ??= await startEmulator({ keepEnvironment: true, maxReceiveCount: 5 });
+    webhook ??= await startWebhook();
+    const em = emulator;
+    const hook = webhook;
+    hook.respondWith(() => ({ status: 200 }));
+    hook.requests.length = 0;
+    const relay = startRelay({ QUEUE_URL: em.queue.url, WEBHOOK_URL: hook.url });
+    const ready = await relay.ready();
+    // The relay reaches the emulator with dummy credentials: its CLI line carries them too.
+    expect(ready.awsCliCommand).toMatch(
+      /^AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message --endpoint-url http:\/\/127\.0\.0\.1:\d+ /,
+    );
+    expect(ready.sendCommand).toBe(`npx sqs-webhook-relay send --queue-url ${em.queue.url} '{"hello":"world"}'`);
+    // Pasted into a shell in the app's directory, as printed, with no AWS credentials anywhere.
+    const { stdout } = await run('sh', ['-c', String(ready.sendCommand)], {
+      cwd: app,
+      env: userEnv(childEnv({}) as Record<string, string>),
+      timeout: 60_000,
+    });
+    const id = /^sent (\S+) to /m.exec(stdout)?.[1];
+    await until(() => hook.requests.length > 0);
+    expect(hook.requests.map((request) => [request.body.toString(), request.headers['x-carrier-message-id']])).toEqual([
+      ['{"hello":"world"}', id],
+    ]);
+    await relay.stop();
+    const { stdout: help } = await npx(['--help']);
+    expect(help).toContain('sqs-webhook-relay send [BODY]');
+    expect(help).toContain('npx sqs-webhook-relay dead-letters --help');
+  }, 120_000);
 });
