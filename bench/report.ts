@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
+import { isLambdaNodeMajor, LAMBDA_NODE } from '../bin/lambda-node';
+import { nodeMajor } from '../bin/node-release';
 import type {
   BackPressureSection,
   BenchResults,

@@ -10,7 +10,8 @@
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
+import { isLambdaNodeMajor } from '../bin/lambda-node';
+import { nodeMajor } from '../bin/node-release';
 import { PROJECT_ROOT, synthesizeBundle } from '../testkit/synth';
 import { SCRATCH_DIR } from './children';
 import { badOption, childNode, log, ONLY, QUICK, scenarioName, startBench } from './harness';

@@ -18,12 +18,13 @@ import { execFileSync } from 'node:child_process';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
 import { bundleInto, PREBUILT_FUNCTION_DIR } from '../lib/bundle';
+import { nodeMajor, OLDEST_SUPPORTED_NODE } from './node-release';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 
-/** Oldest Node.js the package supports (package.json `engines`). */
-const NODE_TARGET = 'node20';
+/** Oldest Node.js the package supports (package.json `engines`): the syntax esbuild may emit. */
+const NODE_TARGET = `node${nodeMajor(OLDEST_SUPPORTED_NODE)}`;
 
 /** In CommonJS output `import.meta.url` is empty: the module's own file URL stands in for it. */
 const CJS_IMPORT_META_URL: Pick<BuildOptions, 'define' | 'banner'> = {

@@ -5,7 +5,6 @@
  */
 import { isIP } from 'node:net';
 import { version } from '../package.json';
-import type { SecretSource } from './secrets';
 import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
 import type { OAuthSettings } from './oauth-tokens';
 import type { ProxySettings } from './proxy';
@@ -17,14 +16,32 @@ import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
 import type { PacingSettings } from './pacer';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
-import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, OAUTH_CLIENT_AUTHENTICATIONS, type Setting } from './settings';
+import {
+  BACKOFF_POLICIES,
+  PERMANENT_FAILURE_MODES,
+  FUNCTION_SETTINGS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  type PermanentFailureMode,
+  type Setting,
+} from './settings';
 
 export { BACKOFF_POLICIES, ConfigError, OAUTH_CLIENT_AUTHENTICATIONS, PERMANENT_FAILURE_MODES };
 // The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
 export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
 
-/** One of {@link PERMANENT_FAILURE_MODES}. */
-export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
+/**
+ * Where a secret comes from. Declared here, with the settings that choose it, rather than in
+ * secrets.ts: the construct's declarations reach this module, and must not reach the Powertools
+ * and `aws-lambda` types the reader in secrets.ts imports.
+ */
+export type SecretSource =
+  | { readonly kind: 'literal'; readonly value: string }
+  | { readonly kind: 'secrets-manager'; readonly secretId: string }
+  /**
+   * Files read together into one JSON object of their texts (`{ "<key>": "<contents>" }`), so that
+   * a certificate and its key are always read as a pair.
+   */
+  | { readonly kind: 'files'; readonly files: Readonly<Record<string, string>> };
 
 /** The validated configuration the handler runs with. */
 export interface RelayConfig {

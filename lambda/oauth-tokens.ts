@@ -13,7 +13,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { checkClientSecret, type RelayConfig } from './config';
 import { type Connector, tokenEndpointConnector } from './connector';
-import { CachedSecret, type CachedSecretOptions, type SecretSource } from './secrets';
+import type { SecretSource } from './config';
+import { CachedSecret, type CachedSecretOptions } from './secrets';
 import type { GrantedToken, TokenRequest } from './token-endpoint';
 import type { WebhookResult, WebhookTransmitter } from './transmitter';
 

@@ -82,6 +82,14 @@ export type AttemptOutcome =
 /** What happened to one record of a batch. */
 export type RecordOutcome = AttemptOutcome | NotAttempted;
 
+/** What the batch's visibility changes did: those not made, the records on their last attempt, and each record's visibility. */
+interface VisibilityGiven {
+  readonly failures: readonly FailedVisibilityChange[];
+  readonly lastInWindow: ReadonlySet<string>;
+  /** The visibility timeout (seconds) each record was handed back with, by message id. */
+  readonly secondsById: ReadonlyMap<string, number>;
+}
+
 /** True when the record must go back to the queue (it is in `batchItemFailures`). */
 export function isFailure(outcome: RecordOutcome): boolean {
   return outcome.kind === 'retry' || outcome.kind === 'not-attempted' || outcome.kind === 'held';
@@ -239,14 +247,14 @@ export class BatchRelay {
       (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd),
     );
     const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
-    const { failures: visibilityFailures, lastInWindow } = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
+    const visibility = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
     // What the breaker held in earlier batches comes back as soon as it is closed again.
     if (this.held.size > 0 && this.breaker.openSeconds(Date.now()) === undefined) await this.releaseHeld(records, sqsEnd);
     this.target.closeRetired();
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
-    this.report(records, outcomes, visibilityFailures, lastInWindow, latenciesMs, startedAt);
+    this.report(records, outcomes, visibility, latenciesMs, startedAt);
     return { batchItemFailures };
   }
 
@@ -497,7 +505,7 @@ export class BatchRelay {
     outcomes: readonly RecordOutcome[],
     startedAt: number,
     sqsEnd: Deadline,
-  ): Promise<{ failures: FailedVisibilityChange[]; lastInWindow: ReadonlySet<string> }> {
+  ): Promise<VisibilityGiven> {
     const now = Date.now();
     const elapsedSeconds = (now - startedAt) / 1000;
     const breakerOpen = this.breaker.openSeconds(now) !== undefined;
@@ -505,6 +513,7 @@ export class BatchRelay {
     const endpointHoldSeconds = this.pacer.holdRemainingSeconds();
     const lastInWindow = new Set<string>();
     const byQueue = new Map<string, VisibilityChange[]>();
+    const secondsById = new Map<string, number>();
     const holds: HeldRecord[] = [];
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
@@ -526,6 +535,7 @@ export class BatchRelay {
       const changes = byQueue.get(queueArn) ?? [];
       changes.push({ messageId, receiptHandle, visibilitySeconds });
       byQueue.set(queueArn, changes);
+      secondsById.set(messageId, visibilitySeconds);
       if (decided.breakerHold) {
         holds.push({
           queueArn,
@@ -536,14 +546,14 @@ export class BatchRelay {
         });
       }
     });
-    if (byQueue.size === 0) return { failures: [], lastInWindow };
+    if (byQueue.size === 0) return { failures: [], lastInWindow, secondsById };
     const failures = await this.applyVisibility(byQueue, sqsEnd);
     if (holds.length > 0) {
       const unchanged = new Set(failures.map((failure) => failure.messageId));
       const held = holds.filter((hold) => !unchanged.has(hold.messageId));
       this.held.remember(held, now);
     }
-    return { failures, lastInWindow };
+    return { failures, lastInWindow, secondsById };
   }
 
   /**
@@ -604,11 +614,11 @@ export class BatchRelay {
   private report(
     records: readonly SQSRecord[],
     outcomes: readonly RecordOutcome[],
-    visibilityFailures: readonly FailedVisibilityChange[],
-    lastInWindow: ReadonlySet<string>,
+    visibility: VisibilityGiven,
     latenciesMs: readonly number[],
     startedAt: number,
   ): void {
+    const { failures: visibilityFailures, lastInWindow } = visibility;
     const failedVisibility = new Map(visibilityFailures.map((failure) => [failure.messageId, failure.reason]));
     const counts = { delivered: 0, retried: 0, deadLettered: 0, notAttempted: 0, held: 0 };
     records.forEach((record, index) => {
@@ -642,6 +652,9 @@ export class BatchRelay {
       }
       const visibilityError = failedVisibility.get(record.messageId);
       if (visibilityError !== undefined) line.visibilityError = visibilityError;
+      // The delay really given (window spacing, breaker holds and SQS's limits applied), which
+      // may differ from the delaySeconds the webhook or the backoff asked for.
+      else if (visibility.secondsById.has(record.messageId)) line.visibilitySeconds = visibility.secondsById.get(record.messageId);
       if (lastInWindow.has(record.messageId)) {
         this.logger.warn('Message not delivered; its next attempt is the last in its retry window', line);
       } else if (receiveCount >= this.config.maxReceiveCount) {

@@ -15,17 +15,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SecretsGetOptions } from '@aws-lambda-powertools/parameters/secrets/types';
+import type { SecretSource } from './config';
 import { AWS_REQUEST_HANDLER_OPTIONS, beforeDeadline, DeadlineExceededError } from './deadline';
-
-/** Where a secret comes from. */
-export type SecretSource =
-  | { readonly kind: 'literal'; readonly value: string }
-  | { readonly kind: 'secrets-manager'; readonly secretId: string }
-  /**
-   * Files read together into one JSON object of their texts (`{ "<key>": "<contents>" }`), so that
-   * a certificate and its key are always read as a pair.
-   */
-  | { readonly kind: 'files'; readonly files: Readonly<Record<string, string>> };
 
 /** The first wait after a failed read; each further failure doubles it, up to the refresh interval. */
 export const SECRET_RETRY_INITIAL_MS = 2_000;

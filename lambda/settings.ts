@@ -12,6 +12,9 @@ export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 
 export const OAUTH_CLIENT_AUTHENTICATIONS = ['client_secret_basic', 'client_secret_post'] as const;
 /** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
 export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
+
+/** One of {@link PERMANENT_FAILURE_MODES}. */
+export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
 /**
  * The log levels, Powertools Logger's own: one list for the function, the stack and local mode
  * (the stack once accepted only DEBUG to ERROR, though the function understands them all).

@@ -5,7 +5,7 @@
  * of mutual TLS (client-certificate.ts) loads with the first connection.
  */
 import type { SecureContext } from 'node:tls';
-import type { SecretSource } from './secrets';
+import type { SecretSource } from './config';
 
 /** Where the certificate, its key and the extra CA come from (see lambda/config.ts). */
 export interface ClientCertificateSettings {

@@ -30,9 +30,7 @@ import { relayQueues } from './webhook-relay/queues';
 import { resolveSettings } from './webhook-relay/resolve';
 
 export { DLQ_RETENTION, PROP_OF_VARIABLE, RELAY_DEFAULTS, type RelayDefaults } from './webhook-relay/defaults';
-export { functionEnvironment, type EnvironmentRefs } from './webhook-relay/environment';
 export * from './webhook-relay/props';
-export { countedRetrySpanSeconds, resolveSettings, type ResolvedSettings } from './webhook-relay/resolve';
 
 /** The repository root, found from this file so synth works from any working directory. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');

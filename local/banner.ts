@@ -40,6 +40,19 @@ function givenUpAfter(info: Pick<ReadyInfo, 'retryWindowSeconds' | 'maxReceiveCo
   return info.maxReceiveCount === undefined ? undefined : `after ${info.maxReceiveCount} receives`;
 }
 
+/**
+ * What becomes of a message the webhook always fails, for the demo's `500` line: the DLQ only
+ * once its retry window (a day by default) or its receive count is spent, not at once.
+ */
+function alwaysFailing(info: Pick<ReadyInfo, 'dlqUrl' | 'retryWindowSeconds' | 'maxReceiveCount'>): string {
+  if (info.dlqUrl === undefined) return 'retried with backoff until it expires';
+  if (info.retryWindowSeconds > 0)
+    return `retried with backoff for ${durationText(info.retryWindowSeconds, 'hours')} (its retry window), then moved to the DLQ`;
+  return info.maxReceiveCount === undefined
+    ? 'retried with backoff, then moved to the DLQ'
+    : `retried with backoff, moved to the DLQ after ${info.maxReceiveCount} receives`;
+}
+
 /** The banner's note under the AWS CLI command: the emulator needs a client with SQS's JSON protocol. */
 export const AWS_CLI_VERSION_NOTE =
   "(the AWS CLI needs 2.13.34 or later here: older ones, such as Debian 12's 2.9, speak a protocol the emulator does not)";
@@ -123,7 +136,7 @@ export function formatBanner(info: ReadyInfo, styles: Styles): string {
       '',
       'The demo webhook answers 200, unless the message asks otherwise:',
       `  ${shellQuote('{"retryAfter": 5}')}   429 with Retry-After: 5 on the first attempt, then 200`,
-      `  ${shellQuote('{"status": 500}')}     500 every time: retried with backoff, then moved to the DLQ`,
+      `  ${shellQuote('{"status": 500}')}     500 every time: ${alwaysFailing(info)}`,
       `  ${shellQuote('{"status": 400}')}     400: a permanent failure, dead-lettered at once`,
     );
   }

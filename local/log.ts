@@ -6,6 +6,7 @@
  */
 import { Logger, LogLevelThreshold, type LogItem } from '@aws-lambda-powertools/logger';
 import type { ConstructorOptions } from '@aws-lambda-powertools/logger/types';
+import { durationText } from '../lambda/duration-text';
 import type { LogFormat } from './settings';
 
 /** Levels of the runner's own lines. */
@@ -115,9 +116,10 @@ function extras(attributes: Record<string, unknown>, skip: readonly string[] = [
 
 /**
  * One handler log entry as a terminal line, or `undefined` to leave it out. The relay's
- * per-record lines (docs/contract.md, "Logs and metrics": message id, outcome, status, delay, receive count) become
- * "↻ retry in 5 s" / "✗ dead-lettered"; its batch summary shows at DEBUG only, since the
- * runner prints a line per delivered message; anything else is shown generically.
+ * per-record lines (docs/operations.md, "Logs and metrics": message id, outcome, status, the
+ * visibility given, receive count) become "↻ retry in 5 s" / "✗ dead-lettered"; its batch
+ * summary shows at DEBUG only, since the runner prints a line per delivered message; anything
+ * else is shown generically.
  */
 export function renderHandlerEntry(
   level: Level,
@@ -125,7 +127,7 @@ export function renderHandlerEntry(
   styles: Styles,
   showSummaries: boolean,
 ): string | undefined {
-  const { outcome, receiveCount, status, delaySeconds, error, reason, response } = attributes;
+  const { outcome, receiveCount, status, visibilitySeconds, error, reason, response } = attributes;
   // Text from outside (a producer's ids, a webhook's answer, errors quoting either): made safe for a terminal.
   const message = terminalSafe(String(attributes.message));
   const messageId = terminalSafe(String(attributes.messageId));
@@ -133,12 +135,12 @@ export function renderHandlerEntry(
   const http = typeof status === 'number' ? `HTTP ${status}` : undefined;
   const receive = typeof receiveCount === 'number' ? `receive ${receiveCount}` : undefined;
   if (outcome === 'retry' || outcome === 'not-attempted') {
-    const when =
-      outcome === 'not-attempted'
-        ? 'not sent, back at once'
-        : typeof delaySeconds === 'number'
-          ? `retry in ${delaySeconds} s`
-          : 'retry after the visibility timeout';
+    // The visibility the record was handed back with, not the delay asked for (delaySeconds):
+    // the retry window's spacing, the breaker's hold or SQS's limits may have changed it.
+    const given = typeof visibilitySeconds === 'number' ? visibilitySeconds : undefined;
+    const after = given === undefined ? undefined : given < 60 ? `${given} s` : durationText(given);
+    const back = outcome === 'not-attempted' ? 'not sent, back' : 'retry';
+    const when = after === undefined ? `${back} after the visibility timeout` : given === 0 ? `${back} at once` : `${back} in ${after}`;
     const last =
       level !== 'WARN'
         ? undefined

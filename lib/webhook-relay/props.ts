@@ -8,9 +8,17 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import type { BackoffPolicyName, PermanentFailureMode } from '../../lambda/config';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../../lambda/metric-names';
-import { BACKOFF_POLICIES, LOG_LEVELS, OAUTH_CLIENT_AUTHENTICATIONS, PERMANENT_FAILURE_MODES } from '../../lambda/settings';
+// Types from the modules that declare them, never from lambda/config.ts: the construct's
+// declarations must not reach the function's runtime (Powertools, `aws-lambda`) types.
+import type { BackoffPolicyName } from '../../lambda/retry-timing';
+import {
+  BACKOFF_POLICIES,
+  LOG_LEVELS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  PERMANENT_FAILURE_MODES,
+  type PermanentFailureMode,
+} from '../../lambda/settings';
 
 export { VISIBILITY_TIMEOUT_FACTOR } from '../../lambda/aws-limits';
 

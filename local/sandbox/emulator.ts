@@ -122,8 +122,9 @@ export function isLocalHostHeader(host: string | undefined): boolean {
 /** Raised when the emulator's port is taken. */
 export class PortInUseError extends Error {
   constructor(readonly port: number) {
+    // Not "QUEUE_URL to the running queue": another `npm start`'s own relay would share its messages.
     super(
-      `port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port, or QUEUE_URL to use a running queue`,
+      `port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port (0: any), or QUEUE_URL to a queue of your own in that emulator, with its DLQ (recipe: docs/local.md, "A queue of your own in a running emulator"), not to another \`npm start\`'s queue, which its relay takes messages from too`,
     );
     this.name = 'PortInUseError';
   }

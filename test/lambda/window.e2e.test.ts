@@ -78,9 +78,11 @@ describe('within the window', () => {
     const [entry] = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
     expect(entry?.visibilityDeadline).toBeLessThanOrEqual(invokedAt + 37_000 + 5_000);
     expect(entry?.visibilityDeadline).toBeGreaterThan(invokedAt + 30_000);
-    expect(telemetry.lines.find((line) => line.level === 'WARN')?.message).toBe(
-      'Message not delivered; its next attempt is the last in its retry window',
-    );
+    const warning = telemetry.lines.find((line) => line.level === 'WARN');
+    expect(warning?.message).toBe('Message not delivered; its next attempt is the last in its retry window');
+    // The line states the delay SQS was given (cut to the window's end), beside the one asked for.
+    expect(warning).toMatchObject({ delaySeconds: 300, visibilitySeconds: expect.any(Number) });
+    expect(Math.abs(invokedAt + (warning?.visibilitySeconds as number) * 1000 - (entry?.visibilityDeadline ?? 0))).toBeLessThan(5_000);
   });
 
   test('near the backstop, a returned record is spaced out over what is left of its window', async () => {
@@ -88,13 +90,18 @@ describe('within the window', () => {
     await emulator.send('few receives left');
     // 100 receives, 3 kept for crashes, 95 used: 2 left to the relay, 10 hours of window left.
     const event = aged(await emulator.receiveEvent(), 14, 95);
+    const telemetry = capturedTelemetry();
     const invokedAt = Date.now();
-    const response = await invoke(relayFor(env()), event);
+    const response = await invoke(relayFor(env(), telemetry), event);
     expect(response.batchItemFailures).toHaveLength(1);
     const [entry] = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
     // At least half the 10 hours left (the spread of the last two), far more than the 1 s asked.
     expect(entry?.visibilityDeadline).toBeGreaterThanOrEqual(invokedAt + 5 * HOUR_MS - 60_000);
     expect(await deadLettered()).toEqual([]);
+    // Its log line says so: the visibility given, not the Retry-After's 1 s.
+    const [line] = telemetry.lines.filter((logged) => logged.messageId === event.Records[0]?.messageId);
+    expect(line).toMatchObject({ outcome: 'retry', status: 429, delaySeconds: 1 });
+    expect(Math.abs(invokedAt + (line?.visibilitySeconds as number) * 1000 - (entry?.visibilityDeadline ?? 0))).toBeLessThan(5_000);
   });
 });
 

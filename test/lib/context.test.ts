@@ -159,11 +159,34 @@ describe('context keys', () => {
     [{ backoff: 'random' }, /Context backoff .* must be one of exponential/],
     [{ logRetentionDays: '10' }, /Context logRetentionDays .* must be one of CloudWatch Logs' retention periods \(1, 3, 5, 7, 14,/],
     [{ webhookURL: 'https://x.example.com/' }, /Context webhookURL .* did you mean webhookUrl\?/],
+    [
+      { webhookUrll: 'https://x.example.com/' },
+      /^Context webhookUrll \(-c webhookUrll=…\) is not a key the app reads; did you mean webhookUrl\?$/,
+    ],
+    [{ alarmEmial: 'ops@example.com' }, /^Context alarmEmial .* is not a key the app reads; did you mean alarmEmail\?$/],
+    [{ maxRecieveCount: '3' }, /did you mean maxReceiveCount\?$/],
+    [{ visibilityTimeout: '900' }, /visibilityTimeout is the construct's prop; its context key is visibilityTimeoutSeconds$/],
+    [{ WEBHOOK_URL: 'https://x.example.com/' }, /WEBHOOK_URL is an environment variable; its context key is webhookUrl$/],
+    [{ colour: 'blue' }, /^Context colour .* is not a key the app reads \(the nearest is \w+; docs\/configuration.md lists them all\)$/],
     [{ deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:1:d' }, /Context deadLetterQueueArn .* give queueArn too/],
     [{ backoffSchedule: '1m,10m' }, /Context backoffSchedule .* comma-separated whole seconds/],
   ])('rejects %j', (context, message) => {
     expect(() => synth(context)).toThrow(ContextError);
     expect(() => synth(context)).toThrow(message);
+  });
+
+  it("passes CDK's own keys: feature flags, the CLI's, lookups, and those the CLI writes to cdk.json", () => {
+    const { stackName } = synth({
+      '@aws-cdk/core:newStyleStackSynthesis': true,
+      'aws:cdk:enable-path-metadata': true,
+      'aws-cdk:enableDiffNoFail': 'true',
+      'availability-zones:account=123456789012:region=eu-west-1': ['eu-west-1a'],
+      'acknowledged-issue-numbers': [32775],
+      'cli-telemetry': false,
+      'cdk-migrate': true,
+      'assets-ecr-repository-name': 'assets',
+    });
+    expect(stackName).toBe(DEFAULT_STACK_NAME);
   });
 
   it('values the construct rejects name the key, not the prop', () => {
@@ -361,4 +384,28 @@ describe('bin/webhook-relay.ts', () => {
       'Context stackName (-c stackName=…) must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation\'s rule); got "my_relay"',
     );
   });
+});
+
+describe('npx cdk synth', () => {
+  // The CLI adds its own context (aws:cdk:*, cdk.json's feature flags); a mistyped key of the
+  // operator's still stops synth, with the key and the one meant, before anything is bundled.
+  it.each([
+    ['alarmEmial', 'alarmEmail', 'ops@example.com'],
+    ['webhookUrll', 'webhookUrl', 'https://hooks.example.com/x'],
+  ])(
+    '-c %s=… stops synth naming the key and %s',
+    async (key, meant, value) => {
+      const context: Record<string, string> =
+        key === 'webhookUrll' ? { [key]: value } : { webhookUrl: 'https://hooks.example.com/x', [key]: value };
+      const failure = await cdkSynth({ context }).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      expect(failure).toMatch(/^cdk synth exited with 1:/);
+      const lines = (failure ?? '').split('\n').filter((line) => line.trim() !== '');
+      expect(lines).toContain(`Context ${key} (-c ${key}=…) is not a key the app reads; did you mean ${meant}?`);
+      expect(lines.filter((line) => /^\s+at /.test(line))).toEqual([]);
+    },
+    60_000,
+  );
 });

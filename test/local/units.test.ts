@@ -4,6 +4,8 @@
  * standalone relay finds its way to SQS.
  */
 import { getEventListeners } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
@@ -11,6 +13,8 @@ import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
 import { runsFromSource, subcommandPrefix } from '../../local/invocation';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
+import { PortInUseError } from '../../local/sandbox/emulator';
+import { PROJECT_ROOT } from '../../testkit/synth';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
@@ -175,10 +179,11 @@ describe("the handler's lines on a terminal", () => {
         receiveCount: 1,
         status: 429,
         delaySeconds: 5,
+        visibilitySeconds: 5,
       }),
     ).toBe('↻ retry in 5 s  m-1  receive 1 · HTTP 429');
     expect(
-      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 }),
+      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', visibilitySeconds: 16 }),
     ).toBe('↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
     expect(
       render('WARN', {
@@ -187,7 +192,8 @@ describe("the handler's lines on a terminal", () => {
         outcome: 'retry',
         receiveCount: 7,
         status: 503,
-        delaySeconds: 36,
+        delaySeconds: 300,
+        visibilitySeconds: 36,
       }),
     ).toBe('↻ retry in 36 s  m-5  receive 7 · HTTP 503 · next attempt is the last in its retry window');
     expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe(
@@ -196,8 +202,32 @@ describe("the handler's lines on a terminal", () => {
     expect(render('WARN', { messageId: 'm-4', outcome: 'dead-lettered', receiveCount: 1, status: 400, response: 'bad input\n' })).toBe(
       '✗ dead-lettered  m-4  receive 1 · HTTP 400 · "bad input"',
     );
-    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline' })).toBe(
+    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline', visibilitySeconds: 0 })).toBe(
       '↻ not sent, back at once  m-5  receive 2 · deadline',
+    );
+  });
+
+  test('a retry states the visibility the record was handed back with, not the delay asked for', () => {
+    const retry = {
+      message: 'Message not delivered; returned to the queue',
+      messageId: 'm-6',
+      outcome: 'retry',
+      receiveCount: 3,
+      status: 429,
+    };
+    // Retry-After: 5, spaced out to 35 s by the retry window; an hour's backoff stretched by a breaker hold.
+    expect(render('INFO', { ...retry, delaySeconds: 5, visibilitySeconds: 35 })).toBe('↻ retry in 35 s  m-6  receive 3 · HTTP 429');
+    expect(render('INFO', { ...retry, delaySeconds: 3600, visibilitySeconds: 18_060 })).toBe(
+      '↻ retry in 5 hours 1 minute  m-6  receive 3 · HTTP 429',
+    );
+    expect(render('INFO', { ...retry, delaySeconds: 0, visibilitySeconds: 0 })).toBe('↻ retry at once  m-6  receive 3 · HTTP 429');
+    // The change failed: SQS keeps the queue's default.
+    expect(render('INFO', { ...retry, delaySeconds: 5, visibilityError: 'AccessDenied' })).toBe(
+      '↻ retry after the visibility timeout  m-6  receive 3 · HTTP 429',
+    );
+    // Not sent because the webhook's pace holds the batch: back when the hold ends.
+    expect(render('INFO', { messageId: 'm-7', outcome: 'not-attempted', receiveCount: 1, reason: 'paced', visibilitySeconds: 12 })).toBe(
+      '↻ not sent, back in 12 s  m-7  receive 1 · paced',
     );
   });
 
@@ -224,9 +254,13 @@ describe("the handler's lines on a terminal", () => {
     json.warn('Message dead-lettered: the webhook refused it permanently', { messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
     json.debug('not shown at INFO');
     const pretty = new RelayLogger({ serviceName: 'svc' }, createLocalLog('pretty', 'INFO', out));
-    pretty
-      .createChild({ serviceName: 'child' })
-      .info('Message not delivered; returned to the queue', { messageId: 'm-8', outcome: 'retry', delaySeconds: 2, receiveCount: 1 });
+    pretty.createChild({ serviceName: 'child' }).info('Message not delivered; returned to the queue', {
+      messageId: 'm-8',
+      outcome: 'retry',
+      delaySeconds: 2,
+      visibilitySeconds: 2,
+      receiveCount: 1,
+    });
     expect(written).toHaveLength(2);
     expect(JSON.parse(written[0] as string)).toMatchObject({
       level: 'WARN',
@@ -382,6 +416,21 @@ describe('the printed send commands', () => {
     expect(dlqRow({ retryWindowSeconds: 1800, maxReceiveCount: undefined })).toMatch(/ {2}after 30 minutes of failures$/);
     expect(dlqRow({ retryWindowSeconds: 130_500, maxReceiveCount: undefined })).toMatch(/ {2}after 36 hours 15 minutes of failures$/);
   });
+
+  test("the demo's 500 line says a failing message reaches the DLQ only when its retry window (or receive count) is spent", () => {
+    const line500 = (change: Partial<ReadyInfo>): string | undefined =>
+      formatBanner({ ...info, demoWebhook: true, ...change }, PLAIN)
+        .split('\n')
+        .find((line) => line.includes('500 every time'));
+    expect(line500({ retryWindowSeconds: 86_400, maxReceiveCount: 483 })).toMatch(
+      /500 every time: retried with backoff for 24 hours \(its retry window\), then moved to the DLQ$/,
+    );
+    expect(line500({ retryWindowSeconds: 72 })).toMatch(/retried with backoff for 1 minute 12 seconds \(its retry window\), then/);
+    expect(line500({ retryWindowSeconds: 0, maxReceiveCount: 3 })).toMatch(
+      /500 every time: retried with backoff, moved to the DLQ after 3 receives$/,
+    );
+    expect(line500({ dlqUrl: undefined })).toMatch(/500 every time: retried with backoff until it expires$/);
+  });
 });
 
 describe('the standalone relay (QUEUE_URL)', () => {
@@ -434,6 +483,21 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+
+  test("a taken emulator port points at a queue of one's own, with its DLQ, whose recipe is where it says", () => {
+    const { message } = new PortInUseError(4566);
+    expect(message).toMatch(
+      /^port 4566 is already in use .*; set SQS_PORT to a free port \(0: any\), or QUEUE_URL to a queue of your own in that emulator, with its DLQ /,
+    );
+    // Never the running queue itself: another sandbox's relay polls it too.
+    expect(message).toMatch(/not to another `npm start`'s queue/);
+    const [, page, heading] = /\(recipe: (docs\/[\w.-]+\.md), "([^"]+)"\)/.exec(message) ?? [];
+    const doc = readFileSync(join(PROJECT_ROOT, page ?? 'missing'), 'utf8');
+    expect(doc).toContain(`\n### ${heading}\n`);
+    const recipe = doc.slice(doc.indexOf(`### ${heading}`)).split('```')[1] ?? '';
+    expect(recipe).toMatch(/create-queue --queue-name orders-dlq/);
+    expect(recipe).toMatch(/RedrivePolicy.*deadLetterTargetArn/);
   });
 });
 

@@ -4,7 +4,8 @@
  *
  * - a CDK user's synth (ESM and CommonJS apps) of `new WebhookRelay(...)`: the template, and
  *   the function's code being the packaged bundle, with no esbuild anywhere in the app;
- * - a TypeScript user's typecheck under `moduleResolution: NodeNext` (ESM and CommonJS files);
+ * - a TypeScript user's typecheck under `moduleResolution: NodeNext` (ESM and CommonJS files), and
+ *   a strict app's without `skipLibCheck` (the declarations reach nothing but the CDK's);
  * - a webhook owner's plain `node` (`.mjs` and `.cjs`) verifying signatures with the kit;
  * - a daemon user's `npx sqs-webhook-relay`: `--help`, and relaying from an emulated queue to a
  *   127.0.0.1 webhook until SIGTERM.
@@ -13,10 +14,10 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
@@ -72,6 +73,8 @@ beforeAll(async () => {
       join(work, filename),
       `aws-cdk-lib@${versionOf('aws-cdk-lib')}`,
       `constructs@${versionOf('constructs')}`,
+      // What every TypeScript CDK app has (\`cdk init\` installs it): Node's types.
+      `@types/node@${versionOf('@types/node')}`,
     ],
     { cwd: app, env: userEnv(), timeout: 120_000 },
   );
@@ -102,6 +105,38 @@ function variablesRead(): { readonly function: string[]; readonly daemon: string
   const daemon = namesRead((env) => loadLocalSettings(env, false)).filter((name) => !fn.includes(name));
   return { function: fn, daemon };
 }
+
+describe('the package', () => {
+  test('npm publish --dry-run is clean: no warning, and the files a user needs under the Apache-2.0 licence', async () => {
+    // The build is the one `npm pack` just made (its prepack); the release step runs it again.
+    const { stdout, stderr } = await run('npm', ['publish', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      env: userEnv(),
+      timeout: 60_000,
+      maxBuffer: 16 << 20,
+    });
+    const warnings = stderr.split('\n').filter((line) => line.startsWith('npm warn') && !/requires you to be logged in/.test(line));
+    expect(warnings).toEqual([]);
+    const { files } = (JSON.parse(stdout) as Record<string, { files: { path: string }[] }>)['sqs-webhook-relay']!;
+    const paths = files.map((file) => file.path);
+    expect([...new Set(paths.map((path) => path.split('/')[0]))].sort()).toEqual([
+      'CHANGELOG.md',
+      'LICENSE',
+      'README.md',
+      'dist',
+      'docs',
+      'package.json',
+    ]);
+    for (const path of ['dist/index.js', 'dist/index.cjs', 'dist/webhook.js', 'dist/sqs-webhook-relay.js', 'dist/types/lib/index.d.ts'])
+      expect(paths).toContain(path);
+    expect(paths).toContain('dist/relay-function/index.mjs');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { license?: string };
+    expect(manifest.license).toBe('Apache-2.0');
+    expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toContain(
+      'Apache License\n                           Version 2.0, January 2004',
+    );
+  }, 90_000);
+});
 
 describe('the construct library', () => {
   const appSource = (importLine: string): string => `${importLine}
@@ -261,6 +296,65 @@ new WebhookRelay(stack, 'InVpc', { webhookUrl: 'https://example.com', vpc: new e
     );
     expect(result.stdout).toBe('');
   }, 90_000);
+
+  test('a strict TypeScript app without skipLibCheck type-checks against its declarations', async () => {
+    // The construct's declarations reach only the CDK's, never the function's runtime types
+    // (Powertools, whose declarations import `aws-lambda`, which a CDK app does not install).
+    const reached = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string): void => {
+      if (reached.has(file)) return;
+      reached.add(file);
+      const source = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+      for (const [, specifier] of source.matchAll(/(?:from\s+|import\()['"]([^'"]+)['"]/g)) {
+        if (specifier!.startsWith('.')) visit(resolve(dirname(file), specifier!.replace(/\.js$/, '.d.ts')));
+        else packages.add(`${specifier} (from ${relative(installed, file)})`);
+      }
+    };
+    visit(join(installed, 'dist', 'types', 'lib', 'index.d.ts'));
+    expect([...packages].filter((entry) => !/^(aws-cdk-lib|constructs)[/ ]/.test(entry))).toEqual([]);
+
+    // An app as `cdk init` makes it, made stricter: no skipLibCheck, so every declaration the
+    // package's types reach is checked.
+    const strict = join(app, 'strict');
+    mkdirSync(strict);
+    writeFileSync(
+      join(strict, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          lib: ['es2022'],
+          strict: true,
+          noImplicitReturns: true,
+          skipLibCheck: false,
+          noEmit: true,
+          types: ['node'],
+        },
+        files: ['stack.mts', 'stack.cts', 'hook.mts'],
+      }),
+    );
+    const imports =
+      "import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n";
+    const body = `const stack = new Stack(new App(), 'S');
+const relay = new WebhookRelay(stack, 'R', { webhookUrl: 'https://example.com', backoff: 'linear', permanentFailure: 'retry' });
+const props: WebhookRelayProps = { webhookUrl: relay.queue.queueUrl, requestTimeout: Duration.seconds(5) };
+new WebhookRelayStack(new App(), 'Whole', { relay: props });
+`;
+    writeFileSync(join(strict, 'stack.mts'), `${imports}${body}`);
+    writeFileSync(join(strict, 'stack.cts'), `${imports}${body}`);
+    writeFileSync(
+      join(strict, 'hook.mts'),
+      "import { verifySignature } from 'sqs-webhook-relay/webhook';\nexport const ok: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, '{}');\n",
+    );
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    // Every declaration checked takes a while: 15 s on an idle machine, a minute on a busy one.
+    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: strict, env: userEnv(), timeout: 150_000 }).catch(
+      (error: { stdout: string }) => error,
+    );
+    expect(result.stdout).toBe('');
+  }, 180_000);
 });
 
 describe('the webhook kit', () => {
