@@ -12,7 +12,7 @@ import type { OAuthClientAuthentication } from './token-endpoint';
 import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
-import { parseSigningKeys } from './signing';
+import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
 import type { PacingSettings } from './pacer';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
@@ -45,8 +45,15 @@ export type SecretSource =
 
 /** The validated configuration the handler runs with. */
 export interface RelayConfig {
-  /** `WEBHOOK_URL`: where every record is POSTed. */
-  readonly webhookUrl: URL;
+  /** `WEBHOOK_URL`: where every record is POSTed; `undefined` when it is read from Secrets Manager ({@link webhookUrlSecret}). */
+  readonly webhookUrl: URL | undefined;
+  /**
+   * `WEBHOOK_URL_SECRET_ARN`: the webhook's URL read from Secrets Manager (for a URL that embeds a
+   * token), re-read every `SECRETS_REFRESH_SECONDS` as the other secrets are.
+   */
+  readonly webhookUrlSecret: SecretSource | undefined;
+  /** `ALLOW_INSECURE_HTTP`: plain http to a host that is not loopback (checked again for a URL read from Secrets Manager). */
+  readonly allowInsecureHttp: boolean;
   /** `HEADER_PREFIX`: prefix of the Carrier-compatible headers. */
   readonly headerPrefix: string;
   /** `DEFAULT_CONTENT_TYPE`: used when a message has no `Body.ContentType` attribute. */
@@ -104,45 +111,107 @@ export function isLoopbackHost(hostname: string): boolean {
 
 /**
  * A URL as it may be printed: user:password and everything after `?` or `#` replaced by `…`
- * (tokens travel there). Works on text that is not a valid URL too, as error messages need.
+ * (tokens travel there). Works on text that is not a valid URL too, as error messages need:
+ * there, everything between `scheme://` (or the start) and the last `@` counts as user:password
+ * (a password may hold `/`, `?`, `#` or `@`): over-redacting an odd path is the lesser harm.
  */
 export function redactUrl(raw: string): string {
-  return raw.replace(/^([^/?#]*\/\/)?[^/?#]*@/, '$1…@').replace(/([?#]).*$/s, '$1…');
+  // The user-info starts after "scheme://" (or a leading "//"); in anything else, at the start.
+  const start = /^([a-z][a-z0-9+.-]*:)?\/\//i.exec(raw)?.[0].length ?? 0;
+  let parsed: URL | undefined;
+  try {
+    // Only a URL with an authority ("scheme://host"): "user:pass@host" parses too, as an opaque path.
+    parsed = start > 2 ? new URL(raw) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== undefined) {
+    const userInfo = parsed.username !== '' || parsed.password !== '' ? '…@' : '';
+    const rest = parsed.search !== '' ? '?…' : parsed.hash !== '' ? '#…' : '';
+    return `${parsed.protocol}//${userInfo}${parsed.host}${parsed.pathname}${rest}`;
+  }
+  const at = raw.lastIndexOf('@');
+  const withoutUserInfo = at >= start ? `${raw.slice(0, start)}…${raw.slice(at)}` : raw;
+  return withoutUserInfo.replace(/([?#]).*$/s, '$1…');
+}
+
+/** What a URL the relay sends requests to must be: the rule of `WEBHOOK_URL`. */
+export const HTTPS_OR_LOOPBACK = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
+
+/** Why a URL was refused: what was expected, and the URL as it may be shown (redacted). */
+export interface UrlRefusal {
+  readonly expected: string;
+  readonly shown: string;
 }
 
 /**
- * A URL the relay sends to (the webhook, the token endpoint), under the webhook URL's rule: `https`,
- * or plain `http` to a loopback host or with `ALLOW_INSECURE_HTTP`; never `user:password`.
+ * `raw` as a URL the relay may send requests to (the webhook, the daemon's health check and SQS
+ * endpoint), or why not: `http(s)` only, and plain `http` only to a loopback host or with
+ * `ALLOW_INSECURE_HTTP`, since what travels there (a signed body, SigV4-signed SQS calls with
+ * session tokens) must not cross a network in clear unless the operator says that network is private.
  */
-function secureUrl(env: Env, name: string): URL | undefined {
-  const raw = read(env, name);
-  if (raw === undefined) return undefined;
-  const expected = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
+export function parseHttpsOrLoopback(raw: string, allowInsecureHttp: boolean): URL | UrlRefusal {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(name, expected, redactUrl(raw));
+    return { expected: HTTPS_OR_LOOPBACK, shown: redactUrl(raw) };
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, expected, redactUrl(raw));
-  if (url.username !== '' || url.password !== '') {
-    // Credentials in a URL end up in the template, the environment and logs; they belong in a secret.
-    throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
-  }
-  // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
-  const allowInsecure = bool(env, 'ALLOW_INSECURE_HTTP');
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecure) {
-    throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, redactUrl(raw));
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { expected: HTTPS_OR_LOOPBACK, shown: redactUrl(raw) };
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecureHttp) {
+    return {
+      expected: `${HTTPS_OR_LOOPBACK}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`,
+      shown: redactUrl(raw),
+    };
   }
   return url;
 }
 
-function webhookUrl(env: Env): URL {
-  const url = secureUrl(env, 'WEBHOOK_URL');
-  if (url === undefined) {
-    const expected = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
-    throw new ConfigError('WEBHOOK_URL', expected, undefined);
+/** `raw` as a URL the relay sends to (the webhook, the token endpoint): {@link parseHttpsOrLoopback}, and no user:password. */
+function checkedSendUrl(raw: string, allowInsecureHttp: boolean): URL | UrlRefusal {
+  const url = parseHttpsOrLoopback(raw, allowInsecureHttp);
+  if (!(url instanceof URL)) return url;
+  if (url.username !== '' || url.password !== '') {
+    // Credentials in a URL end up in the template, the environment and logs; they belong in a secret.
+    return { expected: 'a URL without user:password (put credentials in a secret instead)', shown: url.origin };
   }
+  return url;
+}
+
+/**
+ * The webhook's URL as read from `WEBHOOK_URL_SECRET_ARN`: the rules of `WEBHOOK_URL`. Throws a
+ * message that never quotes the value (it is a secret: a token is why it is kept there).
+ */
+export function parseWebhookUrlSecret(raw: string, allowInsecureHttp: boolean): URL {
+  const url = checkedSendUrl(raw.trim(), allowInsecureHttp);
+  if (url instanceof URL) return url;
+  throw new Error(`the value is not ${url.expected}`);
+}
+
+/**
+ * A URL the relay sends to (the webhook, the token endpoint), from variable `name`, under the
+ * webhook URL's rule: `https`, or plain `http` to a loopback host or with `ALLOW_INSECURE_HTTP`;
+ * never `user:password`. `undefined` when unset.
+ */
+function secureUrl(env: Env, name: string): URL | undefined {
+  const raw = read(env, name);
+  // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
+  const allowInsecure = bool(env, 'ALLOW_INSECURE_HTTP');
+  if (raw === undefined) return undefined;
+  const url = checkedSendUrl(raw, allowInsecure);
+  if (!(url instanceof URL)) throw new ConfigError(name, url.expected, url.shown);
+  return url;
+}
+
+/** `WEBHOOK_URL`, or `undefined` when the URL is read from Secrets Manager (`WEBHOOK_URL_SECRET_ARN`). */
+function webhookUrl(env: Env): URL | undefined {
+  const name = 'WEBHOOK_URL';
+  const secretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+  const url = secureUrl(env, name);
+  if (url !== undefined && secretId !== undefined)
+    throw new ConfigError('WEBHOOK_URL_SECRET_ARN', 'unset when WEBHOOK_URL is set (give the URL one way)', secretId);
+  if (url === undefined && secretId === undefined)
+    throw new ConfigError(name, `${HTTPS_OR_LOOPBACK}, unless WEBHOOK_URL_SECRET_ARN names a Secrets Manager secret holding it`, undefined);
   return url;
 }
 
@@ -170,8 +239,9 @@ function checkLiteral(
   if (source?.kind !== 'literal') return source;
   try {
     check(source.value);
-  } catch {
-    throw new ConfigError(name, expected, '(value not shown)');
+  } catch (error) {
+    // The checks' messages never hold the value (signing.ts, checkAuthorizationValue): what is wrong, not what was given.
+    throw new ConfigError(name, expected, `(value not shown: ${error instanceof Error ? error.message : 'invalid'})`);
   }
   return source;
 }
@@ -405,6 +475,8 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
   }
   const windowSeconds = retryWindowSeconds(env);
+  const url = webhookUrl(env);
+  const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
   const authorization = checkLiteral(
     secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
     'AUTH_HEADER',
@@ -421,7 +493,9 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     );
   }
   return {
-    webhookUrl: webhookUrl(env),
+    webhookUrl: url,
+    webhookUrlSecret: url === undefined && urlSecretId !== undefined ? { kind: 'secrets-manager', secretId: urlSecretId } : undefined,
+    allowInsecureHttp: bool(env, 'ALLOW_INSECURE_HTTP'),
     headerPrefix,
     defaultContentType,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS'),
@@ -447,7 +521,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
       'SIGNING_SECRET',
       parseSigningKeys,
-      'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)',
+      `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
     ),
     authorization,
     secretsRefreshSeconds: int(env, 'SECRETS_REFRESH_SECONDS'),

@@ -99,7 +99,7 @@ function certificateUnavailable(error: unknown): ClientCertificateUnavailableErr
  * @param logger where the certificate's read failures and the handshakes' refusals are logged
  */
 export function webhookOpener(
-  config: Pick<RelayConfig, 'webhookUrl' | 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'>,
+  config: Pick<RelayConfig, 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'> & { readonly webhookUrl: URL },
   logger: Pick<Logger, 'warn' | 'error' | 'info'>,
 ): Connector | undefined {
   const settings = config.clientCertificate;

@@ -79,7 +79,7 @@ function lazyConnector(load: () => Promise<Connector | undefined>): Connector {
  * @param logger where the certificate's read failures and the handshakes' refusals are logged
  */
 export function webhookConnector(
-  config: Pick<RelayConfig, 'webhookUrl' | 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'>,
+  config: Pick<RelayConfig, 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'> & { readonly webhookUrl: URL },
   logger: Pick<Logger, 'warn' | 'error' | 'info'>,
 ): Connector | undefined {
   if (config.proxy === undefined && config.clientCertificate === undefined) return undefined;

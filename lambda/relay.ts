@@ -24,7 +24,7 @@ import { OAuthTokens, tokenRetry } from './oauth-tokens';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from './held-records';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
-import { buildDeliveryRequest, type DeliveryRequest } from './request';
+import { buildDeliveryRequest, type DeliveryRequest, idempotencyKeyOf } from './request';
 import { backoffDelay } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
@@ -32,6 +32,7 @@ import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
+import { WebhookTarget } from './webhook-target';
 import { Pacer, type PaceSnapshot, paceSignalOf } from './pacer';
 import { returnVisibility } from './return-visibility';
 import { windowStartOf } from './retry-window';
@@ -159,7 +160,8 @@ export class BatchRelay {
   private readonly logger: Logger;
   private readonly metrics: Metrics;
   private readonly random: () => number;
-  private readonly transmitter: WebhookTransmitter;
+  /** The webhook's URL (given, or read from Secrets Manager) and the connections to it. */
+  private readonly target: WebhookTarget;
   private readonly sqs: SqsGateway;
   private readonly queues: QueueDirectory;
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
@@ -187,10 +189,6 @@ export class BatchRelay {
       new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
     this.sqs = new SqsGateway(dependencies.sqs);
-    // How the webhook is reached (connector.ts: a proxy, a client certificate) and authenticated (oauth-tokens.ts), each when configured.
-    this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency, {
-      connector: webhookConnector(config, this.logger),
-    });
     this.tokens = OAuthTokens.for(config, this.logger);
     this.queues = new QueueDirectory(this.sqs, config.deadLetterQueueUrl);
     this.breaker = new CircuitBreaker(config.breaker);
@@ -202,6 +200,13 @@ export class BatchRelay {
     this.authorization =
       config.authorization &&
       new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh, secretOptions);
+    // How the webhook is reached (connector.ts: a proxy, a client certificate, each when configured), for its URL.
+    this.target = new WebhookTarget(
+      config,
+      (url) =>
+        new WebhookTransmitter(url, config.maxConcurrency, { connector: webhookConnector({ ...config, webhookUrl: url }, this.logger) }),
+      secretOptions,
+    );
   }
 
   /** The dead-letter writer whose SQS calls are abandoned when `signal` aborts (made per copy: copies are rare). */
@@ -245,6 +250,7 @@ export class BatchRelay {
     const visibility = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
     // What the breaker held in earlier batches comes back as soon as it is closed again.
     if (this.held.size > 0 && this.breaker.openSeconds(Date.now()) === undefined) await this.releaseHeld(records, sqsEnd);
+    this.target.closeRetired();
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
@@ -294,7 +300,7 @@ export class BatchRelay {
     const response = outcome.kind === 'held' ? heldBy : (outcome.response ?? outcome.error ?? '');
     try {
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const { id } = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const id = idempotencyKeyOf(record, credentials.signingKeys);
       const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, response, {
         originalId: id,
         signingKeys: credentials.signingKeys,
@@ -336,7 +342,8 @@ export class BatchRelay {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const target = this.target.peek() ?? (await this.target.get(requestsEnd.signal));
+      const request = buildDeliveryRequest(record, target.config, credentials.signingKeys);
       this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
       // OAuth (oauth-tokens.ts): the container's token; when none can be had the record is retried, never for its own fault.
@@ -352,8 +359,8 @@ export class BatchRelay {
       // OAuth: a 401 renews the token and resends once, on this attempt.
       const sent =
         token === undefined || this.tokens === undefined
-          ? await this.transmitter.post(request.headers, request.body, requestTimeoutMs)
-          : await this.tokens.send(token, request, this.transmitter, {
+          ? await target.transmitter.post(request.headers, request.body, requestTimeoutMs)
+          : await this.tokens.send(token, request, target.transmitter, {
               firstTimeoutMs: requestTimeoutMs,
               timeoutNow: timeoutMs,
               minimumMs: MIN_REQUEST_TIME_MS,
@@ -690,7 +697,7 @@ export class BatchRelay {
 
   /** Closes kept-alive webhook connections. */
   close(): void {
-    this.transmitter.close();
+    this.target.close();
   }
 }
 

@@ -61,7 +61,14 @@ export const FUNCTION_SETTINGS = {
     prop: 'webhookUrl',
     context: 'webhookUrl',
     kind: 'url',
-    defaultText: '(required; the stack: parameter `WebhookUrl`)',
+    defaultText: '(required, or `WEBHOOK_URL_SECRET_ARN`; the stack: parameter `WebhookUrl`)',
+  },
+  WEBHOOK_URL_SECRET_ARN: {
+    scope: 'function',
+    variable: 'WEBHOOK_URL_SECRET_ARN',
+    prop: 'webhookUrlSecret',
+    context: 'webhookUrlSecretArn',
+    kind: 'arn',
   },
   ALLOW_INSECURE_HTTP: {
     scope: 'function',
@@ -726,8 +733,11 @@ export const SETTING_LIST: readonly Setting[] = /* @__PURE__ */ Object.values(SE
  */
 export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL:
-    'where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required',
-  ALLOW_INSECURE_HTTP: '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack)',
+    "where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. The URL is written into the template and the function's environment as given: a URL that carries a token (in its query or path) belongs in `WEBHOOK_URL_SECRET_ARN` (synth warns about a query string). Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required",
+  WEBHOOK_URL_SECRET_ARN:
+    "a Secrets Manager secret holding the webhook's URL, instead of `WEBHOOK_URL`: for a URL that embeds a token, which then never appears in the template, the environment or a log. The same rules as `WEBHOOK_URL`; re-read every `SECRETS_REFRESH_SECONDS`, the last good URL kept. Lambda only: local runs and the daemon take `WEBHOOK_URL`",
+  ALLOW_INSECURE_HTTP:
+    '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint',
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
@@ -793,8 +803,9 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   POWERTOOLS_LOG_LEVEL: "the log level, any of Powertools Logger's (case-insensitive); local mode also reads `LOG_LEVEL`",
   AWS_ENDPOINT_URL_SQS: "the SDK's own variable: points the SQS calls at an emulator or a VPC endpoint",
   QUEUE_URL:
-    "relay from this existing queue instead of the emulator; its DLQ is read from the queue's redrive policy (the stack's counterpart is `queueArn`)",
-  SQS_PORT: "the emulator's port on 127.0.0.1 (`0`: any free port)",
+    "relay from this existing queue instead of the emulator; its DLQ is read from the queue's redrive policy (the stack's counterpart is `queueArn`). Where the signed SQS calls go (`AWS_ENDPOINT_URL_SQS`, else a queue URL not on AWS) must be `https://`, a loopback host, or allowed by `ALLOW_INSECURE_HTTP`",
+  SQS_PORT:
+    "the emulator's port on 127.0.0.1 (`0`: any free port); it answers only requests addressed to `localhost`, `*.localhost`, `127.0.0.1` or `[::1]`",
   QUEUE_NAME:
     "the emulated queue's name, up to 76 characters; the DLQ is `<name>-dlq` (`.fifo` kept last). A name ending in `.fifo` makes both emulated queues FIFO",
   BATCH_SIZE: 'records per invocation; in the stack FIFO up to 10, and above 10 needs a batching window',
@@ -803,7 +814,8 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     "each invocation's deadline (the function timeout). The queue's visibility timeout is derived from it: 6 × timeout + batching window, locally as in the stack",
   POLLERS: "concurrent poll-and-invoke loops (the stack's counterpart is `maxConcurrency`)",
   DEMO_WEBHOOK_PORT: "the demo webhook's port on 127.0.0.1",
-  WEBHOOK_HEALTH_CHECK_URL: "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not",
+  WEBHOOK_HEALTH_CHECK_URL:
+    "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not. `https://`, or `http://` to a loopback host or with `ALLOW_INSECURE_HTTP`",
   HEALTH_CHECK_INTERVAL_SECONDS: 'how often the health check URL is checked',
   LOG_FORMAT: 'how log lines are written',
   LOG_LEVEL: 'wins over `POWERTOOLS_LOG_LEVEL`; `DEBUG` adds per-batch and per-message detail',

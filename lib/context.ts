@@ -172,6 +172,7 @@ const READ_BY_HAND: ReadonlySet<string> = new Set([
   'deadLetterQueueArn',
   'signingSecretArn',
   'authSecretArn',
+  'webhookUrlSecretArn',
   'oauthClientSecretArn',
   'clientCertificateSecretArn',
   'vpcId',
@@ -315,6 +316,14 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     SECRET_ARN,
     'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
   );
+  const webhookUrlSecretArn = arn(
+    'webhookUrlSecretArn',
+    str('webhookUrlSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf',
+  );
+  if (webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
+    throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
 
   const oauthClientSecretArn = arn(
     'oauthClientSecretArn',
@@ -353,6 +362,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       deadLetterQueueArn,
       signingSecretArn,
       authSecretArn,
+      webhookUrlSecretArn,
       oauthClientSecretArn,
       clientCertificateSecretArn,
       ...(network === undefined ? {} : { network }),

@@ -20,6 +20,7 @@ export interface WebhookRelayStackProps extends StackProps {
   readonly relay: Omit<
     WebhookRelayProps,
     | 'webhookUrl'
+    | 'webhookUrlSecret'
     | 'queue'
     | 'deadLetterQueue'
     | 'alarmTopic'
@@ -33,6 +34,8 @@ export interface WebhookRelayStackProps extends StackProps {
   > & {
     readonly webhookUrl?: string;
   };
+  /** A Secrets Manager secret holding the webhook's URL (one that embeds a token), instead of `relay.webhookUrl`. */
+  readonly webhookUrlSecretArn?: string;
   /** Relay from this existing queue (same account and region) instead of creating one. */
   readonly queueArn?: string;
   /** The existing queue's dead-letter queue; required with `queueArn`. */
@@ -79,6 +82,7 @@ export class WebhookRelayStack extends Stack {
       deadLetterQueueArn,
       signingSecretArn,
       authSecretArn,
+      webhookUrlSecretArn,
       oauthClientSecretArn,
       clientCertificateSecretArn,
       network,
@@ -90,7 +94,9 @@ export class WebhookRelayStack extends Stack {
     });
     Tags.of(this).add('application', 'sqs-webhook-relay');
 
-    const webhookUrl = relay.webhookUrl ?? this.webhookUrlParameter(relay.allowInsecureHttp === true);
+    const webhookUrlSecret = webhookUrlSecretArn === undefined ? undefined : importSecret(this, 'WebhookUrlSecret', webhookUrlSecretArn);
+    const webhookUrl =
+      relay.webhookUrl ?? (webhookUrlSecret === undefined ? this.webhookUrlParameter(relay.allowInsecureHttp === true) : undefined);
     let queue: sqs.IQueue | undefined;
     let deadLetterQueue: sqs.IQueue | undefined;
     if (queueArn !== undefined) {
@@ -112,6 +118,7 @@ export class WebhookRelayStack extends Stack {
     this.relay = new WebhookRelay(this, 'Relay', {
       ...relay,
       webhookUrl,
+      webhookUrlSecret,
       queue,
       deadLetterQueue,
       signingSecret,

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, Duration, Stack, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -85,6 +86,7 @@ export class WebhookRelay extends Construct {
     this.signingSecret = resolved.signing ? (props.signingSecret ?? this.createSigningSecret()) : undefined;
     this.environment = functionEnvironment(props, resolved, {
       deadLetterQueueUrl: deadLetterQueue.queueUrl,
+      webhookUrlSecretArn: props.webhookUrlSecret?.secretArn,
       signingSecretArn: this.signingSecret?.secretArn,
       authSecretArn: props.authSecret?.secretArn,
       oauthClientSecretArn: props.oauthClientSecret?.secretArn,
@@ -132,13 +134,20 @@ export class WebhookRelay extends Construct {
     );
     // The event source's grant covers ReceiveMessage, DeleteMessage, ChangeMessageVisibility,
     // GetQueueUrl and GetQueueAttributes on this queue only; the function needs just SendMessage
-    // on its DLQ besides (for dead-lettering permanent failures at once).
-    deadLetterQueue.grantSendMessages(this.function);
-    // Read access to exactly the secrets it sends with, nothing else in Secrets Manager.
-    this.signingSecret?.grantRead(this.function);
-    props.authSecret?.grantRead(this.function);
-    props.oauthClientSecret?.grantRead(this.function);
-    props.clientCertificateSecret?.grantRead(this.function);
+    // on its DLQ besides (for dead-lettering permanent failures at once). Not grantSendMessages:
+    // it adds GetQueueAttributes and GetQueueUrl, and the function has the DLQ's URL (DLQ_URL).
+    deadLetterQueue.grant(this.function, 'sqs:SendMessage');
+    deadLetterQueue.encryptionMasterKey?.grantEncryptDecrypt(this.function);
+    // The value of exactly the secrets it sends with, nothing else in Secrets Manager.
+    for (const secret of [
+      this.signingSecret,
+      props.authSecret,
+      props.webhookUrlSecret,
+      props.oauthClientSecret,
+      props.clientCertificateSecret,
+    ]) {
+      if (secret !== undefined) this.grantSecretValue(secret);
+    }
 
     // ---- monitoring ----
     this.alarmTopic =
@@ -148,6 +157,19 @@ export class WebhookRelay extends Construct {
     this.queries = createQueries(this, this.name, this.logGroup);
     this.alarms = createAlarms(this, this, metrics, this.alarmTopic, resolved);
     this.dashboard = createDashboard(this, this, metrics, this.alarms, resolved);
+  }
+
+  /**
+   * Lets the function read `secret`'s value: `GetSecretValue` alone (not `grantRead`, which adds
+   * `DescribeSecret`: the function never asks for it), and decrypting with the secret's own key.
+   */
+  private grantSecretValue(secret: secretsmanager.ISecret): void {
+    // As grantRead names it: a partial ARN matches the six characters Secrets Manager appends.
+    const arn = secret.secretFullArn ?? `${secret.secretArn}-??????`;
+    this.function.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [arn] }));
+    secret.encryptionKey?.grantDecrypt(
+      new kms.ViaServicePrincipal(`secretsmanager.${Stack.of(this).region}.amazonaws.com`, this.function.grantPrincipal),
+    );
   }
 
   /**

@@ -35,7 +35,8 @@ export interface ExistingQueue {
 /** Credentials for an SQS emulator: any are accepted, and these are what the runner, its hints and daemon mode on loopback use. */
 export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
 
-function isAwsHost(hostname: string): boolean {
+/** True for the hosts of AWS's own SQS endpoints (the SDK then picks the regional https endpoint itself). */
+export function isAwsHost(hostname: string): boolean {
   return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
 }
 
@@ -52,7 +53,7 @@ function isEmulatorHost(hostname: string): boolean {
  * `sqs.<region>.localhost`) is loopback by RFC 6761, but many resolvers (glibc without
  * systemd-resolved) do not know it: the loopback address itself, at the same port.
  */
-function emulatorOrigin(url: URL): string {
+export function emulatorOrigin(url: URL): string {
   return url.hostname.toLowerCase().endsWith('.localhost')
     ? `${url.protocol}//127.0.0.1${url.port === '' ? '' : `:${url.port}`}`
     : url.origin;

@@ -14,6 +14,7 @@ import type { ResolvedSettings } from './resolve';
 /** What only exists once the construct has built it: the DLQ's URL and the secrets' ARNs (tokens). */
 export interface EnvironmentRefs {
   readonly deadLetterQueueUrl: string;
+  readonly webhookUrlSecretArn?: string | undefined;
   readonly signingSecretArn: string | undefined;
   readonly authSecretArn: string | undefined;
   readonly oauthClientSecretArn?: string;
@@ -37,7 +38,14 @@ function written(setting: Setting, value: unknown): string {
  */
 export function functionEnvironment(props: WebhookRelayProps, resolved: ResolvedSettings, refs: EnvironmentRefs): Record<string, string> {
   const allowInsecureHttp = props.allowInsecureHttp ?? RELAY_DEFAULTS.allowInsecureHttp;
-  if (!Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
+  check(
+    (props.webhookUrl === undefined) !== (refs.webhookUrlSecretArn === undefined),
+    'webhookUrl',
+    props.webhookUrl === undefined
+      ? 'is required (or webhookUrlSecret, a secret holding it)'
+      : 'and webhookUrlSecret are two ways of giving the URL; give one',
+  );
+  if (props.webhookUrl !== undefined && !Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
   if (props.oauthTokenUrl !== undefined && !Token.isUnresolved(props.oauthTokenUrl))
     checkWebhookUrl(props.oauthTokenUrl, allowInsecureHttp, 'oauthTokenUrl');
   for (const prop of ['httpsProxy', 'httpProxy'] as const) {
@@ -60,6 +68,7 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     // The event source's ceiling: how many invocations share MAX_REQUESTS_PER_SECOND.
     CONCURRENT_INVOCATIONS: String(resolved.maxConcurrency),
     // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
+    WEBHOOK_URL_SECRET_ARN: refs.webhookUrlSecretArn,
     SIGNING_SECRET_ARN: refs.signingSecretArn,
     AUTH_SECRET_ARN: refs.authSecretArn,
     OAUTH_CLIENT_SECRET_ARN: refs.oauthClientSecretArn,
@@ -101,6 +110,7 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
   // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
   const standIns: Record<string, string> = {
     WEBHOOK_URL: 'https://deploy-time.invalid/',
+    WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     OAUTH_TOKEN_URL: 'https://deploy-time.invalid/token',

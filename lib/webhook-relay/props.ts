@@ -44,16 +44,25 @@ export {
   type PermanentFailureMode,
 };
 
-/** Properties of {@link WebhookRelay}. Only `webhookUrl` is required. */
+/** Properties of {@link WebhookRelay}. Only the webhook's URL is required: `webhookUrl`, or `webhookUrlSecret`. */
 export interface WebhookRelayProps {
   // ---- where messages go (function environment) ----
 
   /**
    * `WEBHOOK_URL`: where every message is POSTed. `https://`, unless `allowInsecureHttp`.
    * May be a token (e.g. a CloudFormation parameter); it is then validated at deploy time only.
-   * Required: there is no default.
+   * Written into the template and the function's environment as given: a URL that carries a
+   * token goes in {@link webhookUrlSecret} instead (synth warns about a query string).
+   * @default none: give this or {@link webhookUrlSecret}
    */
-  readonly webhookUrl: string;
+  readonly webhookUrl?: string;
+  /**
+   * `WEBHOOK_URL_SECRET_ARN`: a secret holding the webhook's URL (the whole secret string), for a
+   * URL that embeds a token: it then never appears in the template, the environment or a log.
+   * The function may read it; it re-reads it every {@link secretsRefresh}, keeping the last good URL.
+   * @default none: give this or {@link webhookUrl}
+   */
+  readonly webhookUrlSecret?: secretsmanager.ISecret;
   /** `ALLOW_INSECURE_HTTP`: allow a plain `http://` webhook (a private network). @default false */
   readonly allowInsecureHttp?: boolean;
   /** `HEADER_PREFIX`: prefix of the Carrier-compatible headers. @default 'X-Carrier-' */

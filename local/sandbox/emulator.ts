@@ -1,5 +1,6 @@
 /**
- * The embedded SQS emulator of `npm start`: fauxqs in this process, listening on 127.0.0.1 only,
+ * The embedded SQS emulator of `npm start`: fauxqs in this process, listening on 127.0.0.1 only
+ * and answering only requests addressed to this machine by name (see {@link isLocalHostHeader}),
  * with the main queue, its DLQ and the redrive policy, as the stack creates them.
  *
  * fauxqs's `startFauxqs()` names queues `http://sqs.<region>.localhost:<port>/…` and listens on
@@ -15,6 +16,7 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
+import { isLoopbackHost } from '../../lambda/config';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { EMULATOR_CREDENTIALS } from '../existing-queue';
 import { subcommandPrefix } from '../invocation';
@@ -101,6 +103,22 @@ function queryProtocolError(action: string): string {
   ].join('\n');
 }
 
+/** What a request addressed to another host is told (403). */
+export const FOREIGN_HOST_REFUSAL =
+  'this SQS emulator answers only requests addressed to this machine (Host: localhost, *.localhost, 127.0.0.1 or [::1])';
+
+/**
+ * True when a `Host` header names this machine: `localhost`, a `*.localhost` name (fauxqs's queue
+ * and bucket names; a browser never sends those to DNS), 127.0.0.0/8 or `[::1]`, with any port.
+ * A missing or malformed header is not.
+ */
+export function isLocalHostHeader(host: string | undefined): boolean {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(:[0-9]{1,5})?$/.exec(host?.trim() ?? '');
+  if (match === null) return false;
+  const name = (match[1] as string).toLowerCase().replace(/\.$/, '');
+  return isLoopbackHost(name) || name.endsWith('.localhost');
+}
+
 /** Raised when the emulator's port is taken. */
 export class PortInUseError extends Error {
   constructor(readonly port: number) {
@@ -150,6 +168,13 @@ async function createStores(): Promise<{ stores: BuildAppStores; sqsStore: SqsSt
 export async function startEmbeddedSqs(options: EmbeddedSqsOptions): Promise<EmbeddedSqs> {
   const { stores, sqsStore } = await createStores();
   const app = buildApp({ logger: false, defaultRegion: EMULATOR_REGION, stores });
+  // Listening on 127.0.0.1 keeps other machines out, not a web page: a DNS-rebinding page (or a
+  // proxy on this machine) reaches it under a name of its own. Every route (SQS, SNS, S3, the
+  // inspection endpoints) answers only requests addressed to this machine by name.
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (isLocalHostHeader(request.headers.host)) return;
+    await reply.status(403).header('content-type', 'text/plain; charset=utf-8').send(FOREIGN_HOST_REFUSAL);
+  });
   // fauxqs hands form-encoded requests to its SNS router, whose answer to an SQS action is a bare
   // "Unknown action: SendMessage". An old SQS client gets a line naming the versions that work.
   app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {

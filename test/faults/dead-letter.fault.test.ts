@@ -279,3 +279,18 @@ describe('a producer cannot choose the id the webhook sees', () => {
     });
   });
 });
+
+describe('the permissions the stack grants are all a dead-lettering needs', () => {
+  test('with DLQ_URL (the stack sets it) the copy takes SendMessage alone: no GetQueueAttributes, no GetQueueUrl, which the role no longer allows', async () => {
+    webhook.respondWith(() => ({ status: 404 }));
+    await sendToQueue(standard, '{"gone":true}');
+    standardProxy.reset();
+    // As the role now stands: the DLQ grants SendMessage only, and the function never looks the queues up here.
+    standardProxy.refused.add('GetQueueAttributes');
+    standardProxy.refused.add('GetQueueUrl');
+    const { failures } = await relayOnce(standard, standardProxy, { DLQ_URL: standard.dlq.url });
+    expect(failures).toBe(0);
+    expect(standardProxy.counts()).toEqual({ SendMessage: 1 });
+    expect((await drain(standard, standard.dlq)).map((message) => message.Body)).toEqual(['{"gone":true}']);
+  });
+});

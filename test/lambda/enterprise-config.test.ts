@@ -31,7 +31,7 @@ describe('none of them set', () => {
   test('no OAuth, no certificate, no proxy: nothing is built, the transmitter keeps node:http agents', () => {
     const config = load({});
     expect(config).toMatchObject({ oauth: undefined, clientCertificate: undefined, proxy: undefined });
-    expect(webhookConnector(config, console)).toBeUndefined();
+    expect(webhookConnector({ ...config, webhookUrl: new URL('https://hooks.example.com/') }, console)).toBeUndefined();
     expect(OAuthTokens.for(config, console)).toBeUndefined();
   });
 });

@@ -154,7 +154,7 @@ describe('through a CONNECT proxy', () => {
 
 describe('the pool through a proxy', () => {
   test('a connection idle past its bound is not reused: a new tunnel, as a new connection without a proxy', async () => {
-    const config = loadConfig({ WEBHOOK_URL: webhook.url, ...PROXIED });
+    const config = { ...loadConfig({ WEBHOOK_URL: webhook.url, ...PROXIED }), webhookUrl: new URL(webhook.url) };
     const telemetry = capturedTelemetry();
     const transmitter = new WebhookTransmitter(config.webhookUrl, 2, {
       idleConnectionMaxMs: 300,

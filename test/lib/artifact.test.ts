@@ -260,4 +260,15 @@ describe('the artifact with a configuration it must refuse', () => {
       }),
     ).rejects.toThrow(/WEBHOOK_URL/);
   });
+
+  it('names a WEBHOOK_URL it cannot parse without its user:password, even one with a "/" in the password', async () => {
+    const failure = startBundle(bundle, {
+      environment: { ...environment, WEBHOOK_URL: 'https://admin:TOP/SECRET@hooks.example.com/in?token=abc123' },
+      aws: { endpoint: emulator.endpoint, region: emulator.region },
+    });
+    await expect(failure).rejects.toThrow('WEBHOOK_URL must be an absolute https:// URL');
+    const message = await failure.catch((error: Error) => error.message);
+    expect(message).toContain('got "https://…@hooks.example.com/in?…"');
+    expect(message).not.toMatch(/admin|TOP|SECRET|abc123/);
+  });
 });

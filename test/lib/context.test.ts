@@ -304,6 +304,59 @@ describe('context keys', () => {
   });
 });
 
+describe('the webhook URL and its secrets', () => {
+  const URL_SECRET = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf';
+
+  it('cdk synth with a URL whose password holds "/" (it does not parse) fails in one line without the credentials', async () => {
+    const failure = cdkSynth({ context: { webhookUrl: 'https://admin:TOP/SECRET@hooks.example.com/x?token=abc123' } });
+    await expect(failure).rejects.toThrow(/cdk synth exited with 1/);
+    const output = await failure.catch((error: Error) => error.message);
+    expect(output).toContain(
+      'Context webhookUrl (-c webhookUrl=…) must be an absolute URL such as https://example.com/hook; got "https://…@hooks.example.com/x?…"',
+    );
+    expect(output).not.toMatch(/admin|TOP|SECRET|abc123/);
+  }, 60_000);
+
+  it('a query string in -c webhookUrl: a synth warning that it sits in the template in clear, naming webhookUrlSecretArn, without the query', () => {
+    const { stack, template } = synth({ webhookUrl: 'https://hooks.example.com/x?token=abc123' });
+    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('query string'));
+    expect(warnings).toHaveLength(1);
+    const text = JSON.stringify(warnings[0]?.entry.data);
+    expect(text).toContain('webhookUrl https://hooks.example.com/x?… has a query string');
+    expect(text).toContain('-c webhookUrlSecretArn=');
+    expect(text).not.toContain('abc123');
+    // As documented: the URL itself is in the template.
+    expect(environmentOf(template).WEBHOOK_URL).toBe('https://hooks.example.com/x?token=abc123');
+    // Without a query string, no warning.
+    const clean = synth({ webhookUrl: 'https://hooks.example.com/x' });
+    expect(Annotations.fromStack(clean.stack).findWarning('*', Match.stringLikeRegexp('query string'))).toEqual([]);
+  });
+
+  it('-c webhookUrlSecretArn: no URL in the template, no parameter, read access to that secret alone', () => {
+    const { template } = synth({ webhookUrlSecretArn: URL_SECRET });
+    const environment = environmentOf(template);
+    expect(environment.WEBHOOK_URL_SECRET_ARN).toBe(URL_SECRET);
+    expect(environment.WEBHOOK_URL).toBeUndefined();
+    expect(template.toJSON().Parameters ?? {}).not.toHaveProperty('WebhookUrl');
+    const statements = (
+      onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }
+    ).Statement;
+    const grant = statements.find((statement) => [statement.Resource].flat().includes(URL_SECRET));
+    expect([grant?.Action].flat()).toContain('secretsmanager:GetSecretValue');
+  });
+
+  it.each([
+    [
+      { webhookUrl: 'https://hooks.example.com/x', webhookUrlSecretArn: URL_SECRET },
+      /\(-c webhookUrlSecretArn=…\) and webhookUrl are two ways of giving the URL; give one/,
+    ],
+    [{ webhookUrlSecretArn: 'relay-webhook-url' }, /webhookUrlSecretArn \(-c webhookUrlSecretArn=…\) must be an ARN such as/],
+  ])('%j stops synth naming the key', (context, message) => {
+    expect(() => synth(context)).toThrow(ContextError);
+    expect(() => synth(context)).toThrow(message);
+  });
+});
+
 describe('bin/webhook-relay.ts', () => {
   it('prints one line naming the key for a bad value, and exits 1 without a stack trace', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/webhook-relay.ts'], {

@@ -62,6 +62,37 @@ describe('npm start without WEBHOOK_URL', () => {
   }, 60_000);
 });
 
+describe('npm start printing what producers sent', () => {
+  // SQS takes no C0 control but tab, line feed and carriage return: the threat is `\r` and C1's 8-bit sequences.
+  test('a body and a claimed id full of 8-bit escape sequences and carriage returns reach the terminal without a control character', async () => {
+    relay = startRelayProcess({ LOG_FORMAT: 'pretty' });
+    await relay.waitForOutput(/^Ready\./m);
+    const queueUrl = relay.output().match(/^ {2}Queue URL +(\S+)/m)?.[1] ?? '';
+    const sqs = new SQSClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, logger: QUIET_SDK_LOGGER });
+    const hostile = '\u009d0;pwned\u009c\u009b2J\u009bH\r✓ delivered  forged\u009b31m\u0085';
+    const { MessageId } = await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: `{"order":42}\n${hostile}\nend`,
+        MessageAttributes: {
+          'relay.dead-letter-reason': { DataType: 'String', StringValue: JSON.stringify({ originalMessageId: `${hostile}id` }) },
+          tenant: { DataType: 'String', StringValue: 'acme' },
+        },
+      }),
+    );
+    sqs.destroy();
+    await relay.waitForOutput(new RegExp(`✓ delivered {2}${MessageId} {2}receive 1`));
+    const printed = relay.output();
+    expect(printed).toContain('Claimed original message id ignored');
+    expect(printed).toMatch(/^ {4}\{"order":42\}$/m);
+    expect(printed).toMatch(/^ {4}✓ delivered {2}forged$/m);
+    expect(printed).toMatch(/^ {4}end$/m);
+    // Nothing a terminal would act on: no ESC, no carriage return, no C1, no bell.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+    expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+  }, 60_000);
+});
+
 describe('start-up failures', () => {
   let blocker: Server | undefined;
   afterEach(async () => {

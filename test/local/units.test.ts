@@ -7,6 +7,7 @@ import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
@@ -16,7 +17,7 @@ import { PortInUseError } from '../../local/sandbox/emulator';
 import { PROJECT_ROOT } from '../../testkit/synth';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
-import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
+import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import { loadLocalSettings, mistypedVariables } from '../../local/settings';
 import { sleep } from '../../local/sleep';
@@ -60,8 +61,59 @@ describe('local settings', () => {
     [{ MAX_RECEIVE_COUNT: '0' }, 'MAX_RECEIVE_COUNT'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' }, 'WEBHOOK_URL'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders', WEBHOOK_URL: '  ' }, 'WEBHOOK_URL'],
+    [{ WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:url' }, 'WEBHOOK_URL_SECRET_ARN'],
   ])('%j is refused, naming the variable', (env, variable) => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+  });
+
+  describe('plain http carries SigV4-signed calls and health checks only to loopback, or with ALLOW_INSECURE_HTTP', () => {
+    const WEBHOOK = { WEBHOOK_URL: 'https://hooks.example.com/in' };
+    test.each([
+      [{ QUEUE_URL: 'http://sqs.internal:9324/000000000000/orders' }, 'QUEUE_URL'],
+      [{ QUEUE_URL: 'http://10.0.0.5:4566/000000000000/orders' }, 'QUEUE_URL'],
+      [
+        { QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/orders', AWS_ENDPOINT_URL_SQS: 'http://vpce.internal:80' },
+        'AWS_ENDPOINT_URL_SQS',
+      ],
+      [{ QUEUE_URL: 'http://127.0.0.1:4566/1/orders', AWS_ENDPOINT_URL: 'http://sqs.internal:4566' }, 'AWS_ENDPOINT_URL'],
+      [{ WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      // The health check is asked by name, and *.localhost names go to DNS on many machines (glibc).
+      [{ WEBHOOK_HEALTH_CHECK_URL: 'http://foo.localhost/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      [
+        { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/1/orders', AWS_ENDPOINT_URL_SQS: 'http://sqs.localhost:4566' },
+        'AWS_ENDPOINT_URL_SQS',
+      ],
+    ])('%j is refused, naming the variable', (env, variable) => {
+      const run = () => loadLocalSettings({ ...WEBHOOK, ...env }, false);
+      expect(run).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+      expect(run).toThrow(/ALLOW_INSECURE_HTTP=true/);
+      // The operator's say-so that the network is private.
+      expect(() => loadLocalSettings({ ...WEBHOOK, ...env, ALLOW_INSECURE_HTTP: 'true' }, false)).not.toThrow();
+    });
+
+    test.each([
+      { QUEUE_URL: 'http://127.0.0.1:4566/000000000000/orders' },
+      { QUEUE_URL: 'http://localhost:9324/000000000000/orders' },
+      { QUEUE_URL: 'http://[::1]:9324/000000000000/orders' },
+      { QUEUE_URL: 'https://sqs.internal:9324/000000000000/orders' },
+      // An AWS queue URL is not an endpoint: the SDK calls AWS's regional https endpoint.
+      { QUEUE_URL: 'http://sqs.eu-west-1.amazonaws.com/123456789012/orders' },
+      { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566' },
+      // fauxqs's own queue URL: the daemon reaches a *.localhost host at 127.0.0.1, never through DNS.
+      { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders' },
+      { WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' },
+      { WEBHOOK_HEALTH_CHECK_URL: 'https://worker.internal/health' },
+      // The sandbox talks to its own emulator, whatever the endpoint variables say.
+      { AWS_ENDPOINT_URL_SQS: 'http://sqs.internal:4566' },
+    ])('%j is accepted', (env) => {
+      expect(() => loadLocalSettings({ ...WEBHOOK, ...env }, false)).not.toThrow();
+    });
+
+    test('ALLOW_INSECURE_HTTP is read strictly: a typo of its value is refused by name', () => {
+      expect(() =>
+        loadLocalSettings({ ...WEBHOOK, WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health', ALLOW_INSECURE_HTTP: 'ja' }, false),
+      ).toThrow(expect.objectContaining({ variable: 'ALLOW_INSECURE_HTTP' }));
+    });
   });
 
   test('variables one typo away from a setting are found, with the setting they resemble; other variables are not', () => {
@@ -220,6 +272,74 @@ describe("the handler's lines on a terminal", () => {
     expect(written[1]).toMatch(/^\d\d:\d\d:\d\d ↻ retry in 2 s {2}m-8 {2}receive 1\n$/);
     expect(seen).toEqual([expect.objectContaining({ messageId: 'm-9', outcome: 'dead-lettered' })]);
     expect(pretty).toBeInstanceOf(Logger);
+  });
+});
+
+describe('text from outside, on a terminal', () => {
+  /** Anything a terminal would act on: C0 but line feed and tab, DEL, C1. */
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const HOSTILE = [
+    ['a title change (OSC … BEL)', 'a\u001b]0;pwned\u0007b', 'ab'],
+    ['a title change (OSC … ST)', 'a\u001b]2;pwned\u001b\\b', 'ab'],
+    ['a screen clear (CSI)', 'a\u001b[2J\u001b[Hb', 'ab'],
+    ['colours', '\u001b[31;1mred\u001b[0m', 'red'],
+    ['a carriage return rewriting the line', 'evil\r✓ delivered  fake', 'evil✓ delivered  fake'],
+    ['an 8-bit CSI (C1)', 'a\u009b2Jb', 'ab'],
+    ['an 8-bit OSC (C1)', 'a\u009d0;pwned\u009cb', 'ab'],
+    ['a terminal reset (ESC c)', 'a\u001bcb', 'ab'],
+    ['a hyperlink (OSC 8)', '\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007', 'click'],
+    ['a lone ESC, backspaces, a bell, NUL, DEL', 'a\u001b\u0008\u0008\u0007\u0000\u007fb', 'ab'],
+    ['an unterminated OSC', 'a\u001b]0;never ends', 'a0;never ends'],
+  ] as const;
+
+  test.each(HOSTILE)('terminalSafe removes %s', (_label, text, safe) => {
+    expect(terminalSafe(text)).toBe(safe);
+    expect(terminalSafe(text)).not.toMatch(CONTROL);
+  });
+
+  test('plain text, unicode and (when the layout has room) line feeds and tabs are kept; otherwise they become spaces', () => {
+    expect(terminalSafe('Grüße → 東京 🚀 "quoted"')).toBe('Grüße → 東京 🚀 "quoted"');
+    expect(terminalSafe('line 1\n\tline 2\r\n', { multiline: true })).toBe('line 1\n\tline 2\n');
+    expect(terminalSafe('line 1\n\tline 2')).toBe('line 1  line 2');
+  });
+
+  test('property: whatever the text, nothing a terminal acts on is left', () => {
+    const unit = fc.oneof(
+      fc.constantFrom('\u001b', '\u009b', '\u009d', '\u0007', '\r', '\n', '\t', '[', ']', ';', '\\', 'P', '2', 'J', 'm'),
+      fc.integer({ min: 0, max: 0xff }).map((code) => String.fromCharCode(code)),
+    );
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 60 }), fc.boolean(), (text, multiline) => {
+        const safe = terminalSafe(text, { multiline });
+        expect(safe).not.toMatch(CONTROL);
+        if (!multiline) expect(safe).not.toMatch(/[\n\t]/);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test("the handler's lines carry no control character from a producer's id, a webhook's answer or an error", () => {
+    const render = (level: 'INFO' | 'WARN', attributes: Record<string, unknown>) => renderHandlerEntry(level, attributes, PLAIN, true);
+    const lines = [
+      render('WARN', {
+        message: 'Claimed original message id ignored: the webhook sees the SQS id',
+        messageId: 'm-1',
+        claimedOriginalId: '\u001b]0;pwned\u0007\u001b[2Jforged',
+        reason: 'not a legal message id',
+      }),
+      render('WARN', { messageId: 'm-2\r✓ delivered', outcome: 'dead-lettered', status: 400, response: 'no\u009b2J\u001b[31m way\r\nX' }),
+      render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, error: 'protocol: \u001b[1A\rparse error\nforged line' }),
+      render('INFO', { message: 'any\u001b[2K message', detail: { nested: 'a\u009bb' } }),
+    ];
+    for (const line of lines) {
+      expect(line).not.toMatch(CONTROL);
+      expect(line).not.toContain('\n');
+    }
+    expect(lines[0]).toContain('claimedOriginalId=forged');
+    // The excerpt is JSON: its ESC shows as the six characters \u001b, harmless; the raw C1 CSI is gone.
+    expect(lines[1]).toBe('✗ dead-lettered  m-2✓ delivered  HTTP 400 · "no\\u001b[31m way\\r\\nX"');
+    expect(lines[2]).toBe('↻ retry after the visibility timeout  m-3  receive 1 · protocol: parse error forged line');
   });
 });
 

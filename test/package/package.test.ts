@@ -378,27 +378,31 @@ describe('the webhook kit', () => {
     ];
   }
 
-  test('plain node verifies signatures with it, as ESM (.mjs) and as CommonJS (.cjs), from the tarball', async () => {
+  test('plain node verifies signatures with it and gets the signed id, as ESM (.mjs) and as CommonJS (.cjs), from the tarball', async () => {
     const cases = deliveries();
     writeFileSync(join(app, 'deliveries.json'), JSON.stringify(cases));
     const check =
-      "const cases = JSON.parse(readFileSync('deliveries.json', 'utf8'));\nprocess.stdout.write(JSON.stringify(cases.map((c) => verifySignature(process.env.SECRET, c.headers, c.body))));\n";
+      "const cases = JSON.parse(readFileSync('deliveries.json', 'utf8'));\nprocess.stdout.write(JSON.stringify(cases.map((c) => [verifySignature(process.env.SECRET, c.headers, c.body), verifyDelivery(process.env.SECRET, c.headers, c.body)?.id ?? null])));\n";
     writeFileSync(
       join(app, 'verify.mjs'),
-      `import { readFileSync } from 'node:fs';\nimport { verifySignature } from 'sqs-webhook-relay/webhook';\n${check}`,
+      `import { readFileSync } from 'node:fs';\nimport { verifyDelivery, verifySignature } from 'sqs-webhook-relay/webhook';\n${check}`,
     );
     writeFileSync(
       join(app, 'verify.cjs'),
-      `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/webhook');\n${check}`,
+      `const { readFileSync } = require('node:fs');\nconst { verifyDelivery, verifySignature } = require('sqs-webhook-relay/webhook');\n${check}`,
     );
     // The former name keeps working.
     writeFileSync(
       join(app, 'verify-receiver.cjs'),
-      `const { readFileSync } = require('node:fs');\nconst { verifySignature } = require('sqs-webhook-relay/receiver');\n${check}`,
+      `const { readFileSync } = require('node:fs');\nconst { verifyDelivery, verifySignature } = require('sqs-webhook-relay/receiver');\n${check}`,
     );
     for (const file of ['verify.mjs', 'verify.cjs', 'verify-receiver.cjs']) {
       const { stdout } = await run(process.execPath, [file], { cwd: app, env: userEnv({ SECRET: secret }), timeout: 20_000 });
-      expect({ file, results: JSON.parse(stdout) }).toEqual({ file, results: cases.map((c) => c.valid) });
+      // Each: verified, and the signed id handed back (for deduplication) only when verified.
+      expect({ file, results: JSON.parse(stdout) }).toEqual({
+        file,
+        results: cases.map((c) => [c.valid, c.valid ? c.headers['webhook-id'] : null]),
+      });
     }
     // Nothing but Node's own modules: a webhook installs no dependency tree for it.
     for (const file of ['webhook.js', 'webhook.cjs']) {
