@@ -127,7 +127,14 @@ describe('the package', () => {
       'docs',
       'package.json',
     ]);
-    for (const path of ['dist/index.js', 'dist/index.cjs', 'dist/webhook.js', 'dist/sqs-webhook-relay.js', 'dist/types/lib/index.d.ts'])
+    for (const path of [
+      'dist/index.js',
+      'dist/index.cjs',
+      'dist/webhook.js',
+      'dist/webhook.d.ts',
+      'dist/sqs-webhook-relay.js',
+      'dist/types/lib/index.d.ts',
+    ])
       expect(paths).toContain(path);
     expect(paths).toContain('dist/relay-function/index.mjs');
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { license?: string };
@@ -391,18 +398,25 @@ describe('the webhook kit', () => {
       join(app, 'verify.cjs'),
       `const { readFileSync } = require('node:fs');\nconst { verifyDelivery, verifySignature } = require('sqs-webhook-relay/webhook');\n${check}`,
     );
-    // The former name keeps working.
+    // The former path, deprecated, keeps working: the same kit, with a warning naming the path to use.
+    writeFileSync(
+      join(app, 'verify-receiver.mjs'),
+      `import { readFileSync } from 'node:fs';\nimport { verifyDelivery, verifySignature } from 'sqs-webhook-relay/receiver';\n${check}`,
+    );
     writeFileSync(
       join(app, 'verify-receiver.cjs'),
       `const { readFileSync } = require('node:fs');\nconst { verifyDelivery, verifySignature } = require('sqs-webhook-relay/receiver');\n${check}`,
     );
-    for (const file of ['verify.mjs', 'verify.cjs', 'verify-receiver.cjs']) {
-      const { stdout } = await run(process.execPath, [file], { cwd: app, env: userEnv({ SECRET: secret }), timeout: 20_000 });
+    for (const file of ['verify.mjs', 'verify.cjs', 'verify-receiver.mjs', 'verify-receiver.cjs']) {
+      const { stdout, stderr } = await run(process.execPath, [file], { cwd: app, env: userEnv({ SECRET: secret }), timeout: 20_000 });
       // Each: verified, and the signed id handed back (for deduplication) only when verified.
       expect({ file, results: JSON.parse(stdout) }).toEqual({
         file,
         results: cases.map((c) => [c.valid, c.valid ? c.headers['webhook-id'] : null]),
       });
+      const deprecation = /DeprecationWarning: 'sqs-webhook-relay\/receiver' is deprecated .*import 'sqs-webhook-relay\/webhook'/;
+      if (file.startsWith('verify-receiver')) expect(stderr).toMatch(deprecation);
+      else expect(stderr).toBe('');
     }
     // Nothing but Node's own modules: a webhook installs no dependency tree for it.
     for (const file of ['webhook.js', 'webhook.cjs']) {
