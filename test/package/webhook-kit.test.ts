@@ -143,9 +143,12 @@ createServer((req, res) => {
     'webhook.cjs': `const { createServer } = require('node:http');\nconst { cappedExponential, retryAfter, verifyDelivery, verifySignature } = require('${KIT}');\n${WEBHOOK}`,
   };
 
-  /** Starts `file` with plain node in the webhook's directory; its URL, and the lines it writes. */
-  async function startWebhook(file: string): Promise<{ url: string; lines: Record<string, unknown>[]; stderr: () => string }> {
-    writeFileSync(join(hook, file), SOURCES[file as keyof typeof SOURCES]);
+  /** Writes `source` to `file` and starts it with plain node in the webhook's directory; its URL, and the JSON lines it writes. */
+  async function startWebhook(
+    file: string,
+    source: string,
+  ): Promise<{ url: string; lines: Record<string, unknown>[]; stderr: () => string }> {
+    writeFileSync(join(hook, file), source);
     const child = spawn(process.execPath, [file], {
       cwd: hook,
       env: userEnv({ WEBHOOK_SECRET: CURRENT }),
@@ -173,9 +176,9 @@ createServer((req, res) => {
     return { url: `http://127.0.0.1:${port}/`, lines, stderr: () => stderr };
   }
 
-  for (const file of Object.keys(SOURCES)) {
+  for (const [file, source] of Object.entries(SOURCES)) {
     test(`${file}: verifies what the relay signs, during a key rotation too; refuses another key and no signature; answers Retry-After from the receive count`, async () => {
-      const webhook = await startWebhook(file);
+      const webhook = await startWebhook(file, source);
       // Every answer but a 2xx leaves the record to be retried; no call reaches SQS (there is none).
       const relay = (env: Record<string, string>) =>
         relayFor({ WEBHOOK_URL: webhook.url, PERMANENT_FAILURE: 'retry', ...env }, { sqs: unreachableSqs() });
@@ -204,6 +207,31 @@ createServer((req, res) => {
       expect(webhook.stderr()).toBe('');
     }, 60_000);
   }
+
+  test("docs/webhook-owners.md's complete webhook runs as written: it handles each message once, and refuses what is unsigned", async () => {
+    const guide = readFileSync(join(ROOT, 'docs', 'webhook-owners.md'), 'utf8');
+    const code = /```js\n([\s\S]*?)```/.exec(guide.slice(guide.indexOf('## The webhook kit')))?.[1] ?? '';
+    expect(code).toContain(`from '${KIT}'`);
+    expect(code).toContain('.listen(8080)');
+    // Only the port (a free one, announced) and the two functions the guide leaves to its reader.
+    const announce = "function () { process.stdout.write(JSON.stringify({ port: this.address().port }) + '\\n'); }";
+    const runnable = `${code.replace('.listen(8080)', `.listen(0, '127.0.0.1', ${announce})`)}
+function isBusy() { return false; }
+function handle(id) { process.stdout.write(JSON.stringify({ handled: id }) + '\\n'); }
+`;
+    const webhook = await startWebhook('guide.mjs', runnable);
+    const record = sqsRecord(3, { body: '{"order":3}' });
+    const relay = (env: Record<string, string>) =>
+      relayFor({ WEBHOOK_URL: webhook.url, PERMANENT_FAILURE: 'retry', ...env }, { sqs: unreachableSqs() });
+    const failedIds = async (env: Record<string, string>): Promise<string[]> =>
+      (await invoke(relay(env), { Records: [record] })).batchItemFailures.map((failure) => failure.itemIdentifier);
+    expect(await failedIds({ SIGNING_SECRET: CURRENT })).toEqual([]);
+    // The same message again (a retry whose answer was lost): acknowledged, not handled twice.
+    expect(await failedIds({ SIGNING_SECRET: CURRENT })).toEqual([]);
+    expect(await failedIds({})).toEqual([record.messageId]);
+    expect(webhook.lines).toEqual([{ handled: record.messageId }]);
+    expect(webhook.stderr()).toBe('');
+  }, 60_000);
 });
 
 test('its declarations type-check a strict TypeScript app with no Node.js types, from import and from require', async () => {
