@@ -30,17 +30,12 @@ import { version } from '../../package.json';
 import { childEnv, sendMessages, until } from '../../testkit/relay-process';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { startWebhook, type TestWebhook } from '../../testkit/webhook';
+import { publishDryRun, typecheckApp, userEnv } from '../support/user-tools';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 const repoRequire = createRequire(join(ROOT, 'package.json'));
 const versionOf = (name: string): string => (repoRequire(`${name}/package.json`) as { version: string }).version;
-
-/** The environment of a user's shell: none of the `npm_*` variables `npm test` sets for its children. */
-function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')));
-  return { ...base, NO_UPDATE_NOTIFIER: '1', ...extra };
-}
 
 let work: string;
 let app: string;
@@ -109,16 +104,9 @@ function variablesRead(): { readonly function: string[]; readonly daemon: string
 describe('the package', () => {
   test('npm publish --dry-run is clean: no warning, and the files a user needs under the Apache-2.0 licence', async () => {
     // The build is the one `npm pack` just made (its prepack); the release step runs it again.
-    const { stdout, stderr } = await run('npm', ['publish', '--dry-run', '--json', '--ignore-scripts'], {
-      cwd: ROOT,
-      env: userEnv(),
-      timeout: 60_000,
-      maxBuffer: 16 << 20,
-    });
-    const warnings = stderr.split('\n').filter((line) => line.startsWith('npm warn') && !/requires you to be logged in/.test(line));
+    const { files, warnings } = await publishDryRun();
     expect(warnings).toEqual([]);
-    const { files } = (JSON.parse(stdout) as Record<string, { files: { path: string }[] }>)['sqs-webhook-relay']!;
-    const paths = files.map((file) => file.path);
+    const paths = files['sqs-webhook-relay']!;
     expect([...new Set(paths.map((path) => path.split('/')[0]))].sort()).toEqual([
       'CHANGELOG.md',
       'LICENSE',
@@ -259,21 +247,6 @@ process.stdout.write(JSON.stringify(app.synth().getStackByName('Egress').templat
   }, 90_000);
 
   test('its declarations resolve for a TypeScript app with moduleResolution NodeNext, from import and from require', async () => {
-    writeFileSync(
-      join(app, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          strict: true,
-          noEmit: true,
-          skipLibCheck: true,
-          types: [],
-        },
-        files: ['stack.mts', 'stack.cts', 'hook.cts'],
-      }),
-    );
     const body = `const stack = new Stack(new App(), 'S');
 const relay = new WebhookRelay(stack, 'R', { webhookUrl: 'https://example.com', backoff: 'linear', requestTimeout: Duration.seconds(5) });
 const url: string = relay.queue.queueUrl;
@@ -297,11 +270,7 @@ new WebhookRelay(stack, 'InVpc', { webhookUrl: 'https://example.com', vpc: new e
       join(app, 'hook.cts'),
       "import { verifySignature, cappedExponential } from 'sqs-webhook-relay/webhook';\nconst ok: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, '{}');\n// @ts-expect-error the strategy takes numbers\ncappedExponential('2');\nexport { ok };\n",
     );
-    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app, env: userEnv(), timeout: 60_000 }).catch(
-      (error: { stdout: string }) => error,
-    );
-    expect(result.stdout).toBe('');
+    expect(await typecheckApp(app, { skipLibCheck: true, types: [] }, ['stack.mts', 'stack.cts', 'hook.cts'])).toBe('');
   }, 90_000);
 
   test('a strict TypeScript app without skipLibCheck type-checks against its declarations', async () => {
@@ -325,23 +294,6 @@ new WebhookRelay(stack, 'InVpc', { webhookUrl: 'https://example.com', vpc: new e
     // package's types reach is checked.
     const strict = join(app, 'strict');
     mkdirSync(strict);
-    writeFileSync(
-      join(strict, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022',
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          lib: ['es2022'],
-          strict: true,
-          noImplicitReturns: true,
-          skipLibCheck: false,
-          noEmit: true,
-          types: ['node'],
-        },
-        files: ['stack.mts', 'stack.cts', 'hook.mts'],
-      }),
-    );
     const imports =
       "import { App, Duration, Stack } from 'aws-cdk-lib';\nimport { WebhookRelay, WebhookRelayStack, type WebhookRelayProps } from 'sqs-webhook-relay';\n";
     const body = `const stack = new Stack(new App(), 'S');
@@ -355,12 +307,9 @@ new WebhookRelayStack(new App(), 'Whole', { relay: props });
       join(strict, 'hook.mts'),
       "import { verifySignature } from 'sqs-webhook-relay/webhook';\nexport const ok: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, '{}');\n",
     );
-    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     // Every declaration checked takes a while: 15 s on an idle machine, a minute on a busy one.
-    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: strict, env: userEnv(), timeout: 150_000 }).catch(
-      (error: { stdout: string }) => error,
-    );
-    expect(result.stdout).toBe('');
+    const strictOptions = { lib: ['es2022'], noImplicitReturns: true, skipLibCheck: false, types: ['node'] };
+    expect(await typecheckApp(strict, strictOptions, ['stack.mts', 'stack.cts', 'hook.mts'], 150_000)).toBe('');
   }, 180_000);
 });
 
