@@ -58,6 +58,7 @@ function handlerClient(handler: Handler): Client {
 function bareHttpClient(): Client {
   disableAllocationSitePretenuring();
   const relayConfig = loadConfig(env);
+  const deliveryConfig = { ...relayConfig, webhookUrl: new URL(env.WEBHOOK_URL ?? '') };
   const key = env.BENCH_SIGNING_SECRET ? Buffer.from(env.BENCH_SIGNING_SECRET, 'base64') : undefined;
   const signInLoop = env.BENCH_SIGN_IN_LOOP === '1';
   /** The headers plus the Standard Webhooks ones computed now, as the relay does per request (none without a key). */
@@ -81,7 +82,7 @@ function bareHttpClient(): Client {
     });
   return (event, started) => {
     const prepared = event.Records.map((record) => {
-      const { headers, body } = buildDeliveryRequest(record, relayConfig);
+      const { headers, body } = buildDeliveryRequest(record, deliveryConfig);
       return { id: record.messageId, body, headers: signInLoop ? headers : signed(record.messageId, headers, body) };
     });
     return async () => {

@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isLambdaNodeMajor, LAMBDA_NODE, nodeMajor } from '../bin/lambda-node';
+import { isLambdaNodeMajor, LAMBDA_NODE } from '../bin/lambda-node';
+import { nodeMajor } from '../bin/node-release';
 import type {
   BackPressureKey,
   BackPressureSection,
@@ -357,6 +358,11 @@ function backPressureFigures(results: BackPressureResults) {
 export function backPressureText(results: BackPressureResults): string | undefined {
   if (backPressureFigures(results).backPressureSections.length === 0) return undefined;
   return fill('back-pressure', backPressureFigures(results));
+}
+
+/** BENCHMARKS.md's dead-letters section (and what `--only=dead-letters` prints); undefined when it did not run. */
+export function deadLettersText(results: Pick<BenchResults, 'deadLetters'>): string | undefined {
+  return results.deadLetters === undefined ? undefined : fill('dead-letters', results.deadLetters);
 }
 
 /** The run's figures and those derived from them, as the templates name them. */

@@ -9,6 +9,7 @@ import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 import type { throughputRun } from './harness';
 import { backPressure, capacity, perKey, perMessage, rateLimitHeaders, recovery } from './scenarios/back-pressure';
 import { coldStart } from './scenarios/cold-start';
+import { deadLetters } from './scenarios/dead-letters';
 import { instructions } from './scenarios/instructions';
 import { latency, latencyBound } from './scenarios/latency';
 import { mixed } from './scenarios/mixed';
@@ -30,6 +31,7 @@ export const SCENARIOS = {
   rateLimitHeaders,
   perKey,
   recovery,
+  deadLetters,
 };
 
 /** `T` read-only all the way down: figures are read back, never changed. */
@@ -73,7 +75,7 @@ export type BackPressureKey = 'backPressure' | 'capacity' | 'perMessage' | 'rate
 type WithOptional<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 /** One run: its facts and its figures. */
-export type BenchResults = WithOptional<Figures, BackPressureKey> & {
+export type BenchResults = WithOptional<Figures, BackPressureKey | 'deadLetters'> & {
   readonly machine: ReadOnly<WithOptional<ReturnType<typeof machineInfo>, 'placement'>>;
   readonly quick: boolean;
   readonly durationSeconds: number;

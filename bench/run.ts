@@ -10,11 +10,12 @@
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { isLambdaNodeMajor, nodeMajor } from '../bin/lambda-node';
+import { isLambdaNodeMajor } from '../bin/lambda-node';
+import { nodeMajor } from '../bin/node-release';
 import { PROJECT_ROOT, synthesizeBundle } from '../testkit/synth';
 import { SCRATCH_DIR } from './children';
 import { badOption, childNode, log, ONLY, QUICK, scenarioName, startBench } from './harness';
-import { backPressureText, consoleTable, markdown, PERFORMANCE_DOC, performanceSection } from './report';
+import { backPressureText, consoleTable, deadLettersText, markdown, PERFORMANCE_DOC, performanceSection } from './report';
 import { type BenchResults, type Figures, machineInfo, SCENARIOS } from './results';
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
     writeFileSync(file, JSON.stringify(results, null, 2));
     if (ONLY === undefined) writeReports(results as BenchResults);
     else {
-      process.stdout.write(`${backPressureText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
+      process.stdout.write(`${backPressureText(figures) ?? deadLettersText(figures) ?? JSON.stringify(figures, null, 2)}\n`);
       for (const note of bench.notes) log(`note: ${note}`);
     }
     log(`wrote ${relative(PROJECT_ROOT, file)}; done in ${Math.round(results.durationSeconds)} s`);

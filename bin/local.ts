@@ -1,5 +1,5 @@
 /**
- * `npm start`: the relay on this machine (see `local/sandbox/`, `local/daemon.ts`, `local/runner.ts` and docs/local.md).
+ * `sqs-webhook-relay` (the package's bin) and `npm start`: the relay on this machine (see `local/sandbox/`, `local/daemon.ts`, `local/runner.ts` and docs/local.md).
  * Start-up failures print one line and exit 1; SIGINT/SIGTERM stop polling, let the batches in
  * flight finish and be acknowledged, and exit 0. A second signal exits at once (130): whatever
  * was in flight then comes back after its visibility timeout, as from a crashed Lambda.
@@ -9,7 +9,7 @@
  * here, and npm exits with this process's status. `npx tsx bin/local.ts` runs under a shell that
  * dies of SIGTERM without passing it on, orphaning this process: not for containers.
  */
-import { checkSandboxAvailable, handleCommandLine } from '../local/cli';
+import { checkSandboxAvailable, handleCommandLine, runAndExit } from '../local/cli';
 import { oneLine } from '../local/errors';
 import { COLOR, PLAIN } from '../local/log';
 import { read } from '../lambda/env';
@@ -29,7 +29,9 @@ function fail(error: unknown): never {
   process.exit(1);
 }
 
-handleCommandLine(process.argv.slice(2)); // --help, --version
+// --help, --version; or a subcommand (`send`, `dead-letters`), run instead of the relay and exiting with its status.
+const subcommand = handleCommandLine(process.argv.slice(2));
+if (subcommand !== undefined) await runAndExit(subcommand);
 checkSandboxAvailable();
 
 process.on('uncaughtException', fail);

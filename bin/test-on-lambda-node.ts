@@ -1,15 +1,16 @@
 /**
- * Runs the function's tests (its unit, property and end-to-end tests, the webhook owners' kit,
+ * Runs the function's tests (its unit, property and end-to-end tests, the webhook kit,
  * and the synthesized artifact) once more on the Node.js major Lambda runs (`nodejs24.x`), with
  * the official Node.js binary from the npm registry, so the code is proven on Lambda's runtime
- * and not only on this machine's Node.js. Part of `npm test`.
+ * and not only on the oldest Node.js the package supports. Part of `npm test`.
  */
-import { LAMBDA_NODE, lambdaNodeUnavailable, runOnLambdaNode } from './lambda-node';
+import { LAMBDA_NODE, lambdaNodePath, lambdaNodeUnavailable } from './lambda-node';
+import { runOnNode } from './node-release';
 
 // The handler's fault tests too (not local mode's): hung endpoints, frozen containers and the like are Lambda's runtime's business.
 const SUITES = [
   'test/lambda',
-  'test/receiver',
+  'test/webhook-kit',
   'test/lib/artifact.test.ts',
   'test/faults/dead-letter.fault.test.ts',
   'test/faults/frozen-container.fault.test.ts',
@@ -22,6 +23,7 @@ if (unavailable !== undefined) {
   console.log(`test:lambda-node: skipped (${unavailable})`);
   process.exit(0);
 }
+const node = lambdaNodePath();
 const check = `if (process.version !== 'v${LAMBDA_NODE}') { console.error('expected Node.js v${LAMBDA_NODE}, got ' + process.version); process.exit(1); } console.log('test:lambda-node: running on Node.js ' + process.version)`;
-if (runOnLambdaNode(['-e', check]) !== 0) process.exit(1);
-process.exit(runOnLambdaNode(['node_modules/vitest/vitest.mjs', 'run', ...SUITES]));
+if (runOnNode(node, ['-e', check]) !== 0) process.exit(1);
+process.exit(runOnNode(node, ['node_modules/vitest/vitest.mjs', 'run', ...SUITES]));

@@ -5,27 +5,55 @@
  */
 import { isIP } from 'node:net';
 import { version } from '../package.json';
-import type { SecretSource } from './secrets';
+import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
+import type { OAuthSettings } from './oauth-tokens';
+import type { ProxySettings } from './proxy';
+import type { OAuthClientAuthentication } from './token-endpoint';
 import type { BreakerSettings } from './breaker';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
-import { parseSigningKeys } from './signing';
+import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
 import type { PacingSettings } from './pacer';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
-import { BACKOFF_POLICIES, PERMANENT_FAILURE_MODES, FUNCTION_SETTINGS, type Setting } from './settings';
+import {
+  BACKOFF_POLICIES,
+  PERMANENT_FAILURE_MODES,
+  FUNCTION_SETTINGS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  type PermanentFailureMode,
+  type Setting,
+} from './settings';
 
-export { BACKOFF_POLICIES, ConfigError, PERMANENT_FAILURE_MODES };
+export { BACKOFF_POLICIES, ConfigError, OAUTH_CLIENT_AUTHENTICATIONS, PERMANENT_FAILURE_MODES };
 // The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
 export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
 
-/** One of {@link PERMANENT_FAILURE_MODES}. */
-export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
+/**
+ * Where a secret comes from. Declared here, with the settings that choose it, rather than in
+ * secrets.ts: the construct's declarations reach this module, and must not reach the Powertools
+ * and `aws-lambda` types the reader in secrets.ts imports.
+ */
+export type SecretSource =
+  | { readonly kind: 'literal'; readonly value: string }
+  | { readonly kind: 'secrets-manager'; readonly secretId: string }
+  /**
+   * Files read together into one JSON object of their texts (`{ "<key>": "<contents>" }`), so that
+   * a certificate and its key are always read as a pair.
+   */
+  | { readonly kind: 'files'; readonly files: Readonly<Record<string, string>> };
 
 /** The validated configuration the handler runs with. */
 export interface RelayConfig {
-  /** `WEBHOOK_URL`: where every record is POSTed. */
-  readonly webhookUrl: URL;
+  /** `WEBHOOK_URL`: where every record is POSTed; `undefined` when it is read from Secrets Manager ({@link webhookUrlSecret}). */
+  readonly webhookUrl: URL | undefined;
+  /**
+   * `WEBHOOK_URL_SECRET_ARN`: the webhook's URL read from Secrets Manager (for a URL that embeds a
+   * token), re-read every `SECRETS_REFRESH_SECONDS` as the other secrets are.
+   */
+  readonly webhookUrlSecret: SecretSource | undefined;
+  /** `ALLOW_INSECURE_HTTP`: plain http to a host that is not loopback (checked again for a URL read from Secrets Manager). */
+  readonly allowInsecureHttp: boolean;
   /** `HEADER_PREFIX`: prefix of the Carrier-compatible headers. */
   readonly headerPrefix: string;
   /** `DEFAULT_CONTENT_TYPE`: used when a message has no `Body.ContentType` attribute. */
@@ -62,6 +90,12 @@ export interface RelayConfig {
   readonly authorization: SecretSource | undefined;
   /** `SECRETS_REFRESH_SECONDS`: how long a value read from Secrets Manager is used before it is read again. */
   readonly secretsRefreshSeconds: number;
+  /** `OAUTH_*`: OAuth 2.0 client credentials for the webhook's requests, when `OAUTH_TOKEN_URL` is set. */
+  readonly oauth: OAuthSettings | undefined;
+  /** `CLIENT_CERTIFICATE_SECRET_ARN`, `CLIENT_CERTIFICATE_FILE` + `CLIENT_KEY_FILE`, `CA_CERTIFICATE_FILE`: mutual TLS and a private CA, when set. */
+  readonly clientCertificate: ClientCertificateSettings | undefined;
+  /** `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` (or their lower-case forms): a forward proxy, when one is set. */
+  readonly proxy: ProxySettings | undefined;
 }
 
 /**
@@ -79,33 +113,107 @@ export function isLoopbackHost(hostname: string): boolean {
 
 /**
  * A URL as it may be printed: user:password and everything after `?` or `#` replaced by `…`
- * (tokens travel there). Works on text that is not a valid URL too, as error messages need.
+ * (tokens travel there). Works on text that is not a valid URL too, as error messages need:
+ * there, everything between `scheme://` (or the start) and the last `@` counts as user:password
+ * (a password may hold `/`, `?`, `#` or `@`): over-redacting an odd path is the lesser harm.
  */
 export function redactUrl(raw: string): string {
-  return raw.replace(/^([^/?#]*\/\/)?[^/?#]*@/, '$1…@').replace(/([?#]).*$/s, '$1…');
+  // The user-info starts after "scheme://" (or a leading "//"); in anything else, at the start.
+  const start = /^([a-z][a-z0-9+.-]*:)?\/\//i.exec(raw)?.[0].length ?? 0;
+  let parsed: URL | undefined;
+  try {
+    // Only a URL with an authority ("scheme://host"): "user:pass@host" parses too, as an opaque path.
+    parsed = start > 2 ? new URL(raw) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== undefined) {
+    const userInfo = parsed.username !== '' || parsed.password !== '' ? '…@' : '';
+    const rest = parsed.search !== '' ? '?…' : parsed.hash !== '' ? '#…' : '';
+    return `${parsed.protocol}//${userInfo}${parsed.host}${parsed.pathname}${rest}`;
+  }
+  const at = raw.lastIndexOf('@');
+  const withoutUserInfo = at >= start ? `${raw.slice(0, start)}…${raw.slice(at)}` : raw;
+  return withoutUserInfo.replace(/([?#]).*$/s, '$1…');
 }
 
-function webhookUrl(env: Env): URL {
-  const name = 'WEBHOOK_URL';
-  const raw = read(env, name);
-  const expected = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
-  if (raw === undefined) throw new ConfigError(name, expected, raw);
+/** What a URL the relay sends requests to must be: the rule of `WEBHOOK_URL`. */
+export const HTTPS_OR_LOOPBACK = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
+
+/** Why a URL was refused: what was expected, and the URL as it may be shown (redacted). */
+export interface UrlRefusal {
+  readonly expected: string;
+  readonly shown: string;
+}
+
+/**
+ * `raw` as a URL the relay may send requests to (the webhook, the daemon's health check and SQS
+ * endpoint), or why not: `http(s)` only, and plain `http` only to a loopback host or with
+ * `ALLOW_INSECURE_HTTP`, since what travels there (a signed body, SigV4-signed SQS calls with
+ * session tokens) must not cross a network in clear unless the operator says that network is private.
+ */
+export function parseHttpsOrLoopback(raw: string, allowInsecureHttp: boolean): URL | UrlRefusal {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(name, expected, redactUrl(raw));
+    return { expected: HTTPS_OR_LOOPBACK, shown: redactUrl(raw) };
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, expected, redactUrl(raw));
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { expected: HTTPS_OR_LOOPBACK, shown: redactUrl(raw) };
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecureHttp) {
+    return {
+      expected: `${HTTPS_OR_LOOPBACK}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`,
+      shown: redactUrl(raw),
+    };
+  }
+  return url;
+}
+
+/** `raw` as a URL the relay sends to (the webhook, the token endpoint): {@link parseHttpsOrLoopback}, and no user:password. */
+function checkedSendUrl(raw: string, allowInsecureHttp: boolean): URL | UrlRefusal {
+  const url = parseHttpsOrLoopback(raw, allowInsecureHttp);
+  if (!(url instanceof URL)) return url;
   if (url.username !== '' || url.password !== '') {
-    // Credentials in a URL end up in the template, the environment and logs; they belong in AUTH_SECRET_ARN.
-    throw new ConfigError(name, 'a URL without user:password (put credentials in a secret instead)', url.origin);
+    // Credentials in a URL end up in the template, the environment and logs; they belong in a secret.
+    return { expected: 'a URL without user:password (put credentials in a secret instead)', shown: url.origin };
   }
+  return url;
+}
+
+/**
+ * The webhook's URL as read from `WEBHOOK_URL_SECRET_ARN`: the rules of `WEBHOOK_URL`. Throws a
+ * message that never quotes the value (it is a secret: a token is why it is kept there).
+ */
+export function parseWebhookUrlSecret(raw: string, allowInsecureHttp: boolean): URL {
+  const url = checkedSendUrl(raw.trim(), allowInsecureHttp);
+  if (url instanceof URL) return url;
+  throw new Error(`the value is not ${url.expected}`);
+}
+
+/**
+ * A URL the relay sends to (the webhook, the token endpoint), from variable `name`, under the
+ * webhook URL's rule: `https`, or plain `http` to a loopback host or with `ALLOW_INSECURE_HTTP`;
+ * never `user:password`. `undefined` when unset.
+ */
+function secureUrl(env: Env, name: string): URL | undefined {
+  const raw = read(env, name);
   // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
   const allowInsecure = bool(env, 'ALLOW_INSECURE_HTTP');
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecure) {
-    throw new ConfigError(name, `${expected}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`, redactUrl(raw));
-  }
+  if (raw === undefined) return undefined;
+  const url = checkedSendUrl(raw, allowInsecure);
+  if (!(url instanceof URL)) throw new ConfigError(name, url.expected, url.shown);
+  return url;
+}
+
+/** `WEBHOOK_URL`, or `undefined` when the URL is read from Secrets Manager (`WEBHOOK_URL_SECRET_ARN`). */
+function webhookUrl(env: Env): URL | undefined {
+  const name = 'WEBHOOK_URL';
+  const secretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+  const url = secureUrl(env, name);
+  if (url !== undefined && secretId !== undefined)
+    throw new ConfigError('WEBHOOK_URL_SECRET_ARN', 'unset when WEBHOOK_URL is set (give the URL one way)', secretId);
+  if (url === undefined && secretId === undefined)
+    throw new ConfigError(name, `${HTTPS_OR_LOOPBACK}, unless WEBHOOK_URL_SECRET_ARN names a Secrets Manager secret holding it`, undefined);
   return url;
 }
 
@@ -133,8 +241,9 @@ function checkLiteral(
   if (source?.kind !== 'literal') return source;
   try {
     check(source.value);
-  } catch {
-    throw new ConfigError(name, expected, '(value not shown)');
+  } catch (error) {
+    // The checks' messages never hold the value (signing.ts, checkAuthorizationValue): what is wrong, not what was given.
+    throw new ConfigError(name, expected, `(value not shown: ${error instanceof Error ? error.message : 'invalid'})`);
   }
   return source;
 }
@@ -143,6 +252,12 @@ function checkLiteral(
 export function checkAuthorizationValue(value: string): string {
   if (value === '' || !isLegalHeaderValue(value, Infinity))
     throw new Error('the Authorization value has characters not allowed in a header');
+  return value;
+}
+
+/** Refuses an empty OAuth client secret; the message never holds the value. */
+export function checkClientSecret(value: string): string {
+  if (value === '') throw new Error('the OAuth client secret is empty');
   return value;
 }
 
@@ -179,16 +294,16 @@ function text(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string 
 }
 
 function breakerSettings(env: Env): BreakerSettings {
-  const initialIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
-  const maxIntervalSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
-  if (maxIntervalSeconds < initialIntervalSeconds) {
+  const probeIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
+  const maxHoldSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
+  if (maxHoldSeconds < probeIntervalSeconds) {
     throw new ConfigError(
       'OUTAGE_BACKOFF_MAX_SECONDS',
-      `at least OUTAGE_BACKOFF_SECONDS (${initialIntervalSeconds})`,
-      String(maxIntervalSeconds),
+      `at least OUTAGE_BACKOFF_SECONDS (${probeIntervalSeconds})`,
+      String(maxHoldSeconds),
     );
   }
-  return { threshold: int(env, 'OUTAGE_THRESHOLD'), initialIntervalSeconds, maxIntervalSeconds };
+  return { threshold: int(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
 }
 
 /** `RETRY_WINDOW_HOURS` in whole seconds (0: off). */
@@ -221,6 +336,141 @@ function paceKey(env: Env): string | undefined {
   return name;
 }
 
+/** The `OAUTH_*` variables besides the token URL: any of them set without it is a mistake. */
+const OAUTH_DETAILS = [
+  'OAUTH_CLIENT_ID',
+  'OAUTH_CLIENT_SECRET_ARN',
+  'OAUTH_CLIENT_SECRET',
+  'OAUTH_SCOPE',
+  'OAUTH_AUDIENCE',
+  'OAUTH_CLIENT_AUTHENTICATION',
+] as const;
+
+/** Printable ASCII and spaces, as an OAuth client id or audience must be to travel in a form or a header. */
+const PRINTABLE = /^[\x20-\x7e]+$/;
+/** RFC 6749 §3.3: scope tokens of `%x21 / %x23-5B / %x5D-7E`, separated by single spaces. */
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
+
+/** `OAUTH_*`, when `OAUTH_TOKEN_URL` is set. */
+function oauthSettings(env: Env): OAuthSettings | undefined {
+  const tokenUrl = secureUrl(env, 'OAUTH_TOKEN_URL');
+  if (tokenUrl === undefined) {
+    const stray = OAUTH_DETAILS.find((name) => read(env, name) !== undefined);
+    if (stray !== undefined) throw new ConfigError('OAUTH_TOKEN_URL', `set when ${stray} is (the OAuth token endpoint)`, undefined);
+    return undefined;
+  }
+  const clientId = read(env, 'OAUTH_CLIENT_ID');
+  if (clientId === undefined || !PRINTABLE.test(clientId))
+    throw new ConfigError('OAUTH_CLIENT_ID', 'the OAuth client id, printable ASCII (required with OAUTH_TOKEN_URL)', clientId);
+  const clientSecret = checkLiteral(
+    secretSource(env, 'OAUTH_CLIENT_SECRET', 'OAUTH_CLIENT_SECRET_ARN'),
+    'OAUTH_CLIENT_SECRET',
+    checkClientSecret,
+    'the OAuth client secret',
+  );
+  if (clientSecret === undefined)
+    throw new ConfigError(
+      'OAUTH_CLIENT_SECRET_ARN',
+      'a Secrets Manager secret holding the OAuth client secret, required with OAUTH_TOKEN_URL (OAUTH_CLIENT_SECRET, the value itself, for local runs)',
+      undefined,
+    );
+  const rawScope = read(env, 'OAUTH_SCOPE');
+  const scope = rawScope?.split(/\s+/).join(' ');
+  if (scope !== undefined && !SCOPE.test(scope))
+    throw new ConfigError('OAUTH_SCOPE', 'space-separated scope names of printable ASCII without " or \\', rawScope);
+  const audience = read(env, 'OAUTH_AUDIENCE');
+  if (audience !== undefined && !PRINTABLE.test(audience)) throw new ConfigError('OAUTH_AUDIENCE', 'printable ASCII', audience);
+  const setting: Setting = FUNCTION_SETTINGS.OAUTH_CLIENT_AUTHENTICATION;
+  const clientAuthentication = oneOf(
+    env,
+    'OAUTH_CLIENT_AUTHENTICATION',
+    setting.choices as readonly OAuthClientAuthentication[],
+    setting.default as OAuthClientAuthentication,
+  );
+  return { tokenUrl, clientId, clientSecret, scope, audience, clientAuthentication };
+}
+
+/** Reads a PEM file given in `name` now, at start, so that a wrong path fails here rather than at the first request. */
+function pemFile(name: string, path: string): string {
+  try {
+    return process.getBuiltinModule('node:fs').readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(name, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? 'unreadable'})`, path);
+  }
+}
+
+/** The client certificate and extra CA: from a secret, or files (read and checked now), or both (a secret and a CA file). */
+function clientCertificate(env: Env): ClientCertificateSettings | undefined {
+  const secretId = read(env, 'CLIENT_CERTIFICATE_SECRET_ARN');
+  const certificateFile = read(env, 'CLIENT_CERTIFICATE_FILE');
+  const keyFile = read(env, 'CLIENT_KEY_FILE');
+  const caFile = read(env, 'CA_CERTIFICATE_FILE');
+  if (secretId !== undefined && (certificateFile !== undefined || keyFile !== undefined)) {
+    const name = certificateFile === undefined ? 'CLIENT_KEY_FILE' : 'CLIENT_CERTIFICATE_FILE';
+    throw new ConfigError(
+      name,
+      'unset when CLIENT_CERTIFICATE_SECRET_ARN is set (give the certificate one way)',
+      certificateFile ?? keyFile,
+    );
+  }
+  if ((certificateFile === undefined) !== (keyFile === undefined)) {
+    const missing = certificateFile === undefined ? 'CLIENT_CERTIFICATE_FILE' : 'CLIENT_KEY_FILE';
+    throw new ConfigError(missing, 'set too: a client certificate and its private key go together', undefined);
+  }
+  const files: Record<string, string> = {};
+  if (certificateFile !== undefined && keyFile !== undefined) Object.assign(files, { certificate: certificateFile, privateKey: keyFile });
+  if (caFile !== undefined) files.caCertificate = caFile;
+  if (Object.keys(files).length > 0) {
+    const texts = Object.fromEntries(
+      Object.entries(files).map(([key, path]) => [
+        key,
+        pemFile(key === 'certificate' ? 'CLIENT_CERTIFICATE_FILE' : key === 'privateKey' ? 'CLIENT_KEY_FILE' : 'CA_CERTIFICATE_FILE', path),
+      ]),
+    );
+    try {
+      parseTlsMaterial(JSON.stringify(texts));
+    } catch (error) {
+      const name = certificateFile === undefined ? 'CA_CERTIFICATE_FILE' : 'CLIENT_CERTIFICATE_FILE';
+      const given = certificateFile === undefined ? caFile : `${certificateFile} with the key ${keyFile}`;
+      throw new ConfigError(name, `PEM that OpenSSL accepts (${(error as Error).message})`, given);
+    }
+  }
+  const sources: SecretSource[] = [];
+  if (secretId !== undefined) sources.push({ kind: 'secrets-manager', secretId });
+  if (Object.keys(files).length > 0) sources.push({ kind: 'files', files });
+  return sources.length === 0 ? undefined : { sources };
+}
+
+/** A proxy URL from `name` (or its lower-case form when unset); `host:port` alone means `http://host:port`, as curl reads it. */
+function proxyUrl(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY'): URL | undefined {
+  const variable = read(env, name) === undefined ? name.toLowerCase() : name;
+  const raw = read(env, variable);
+  if (raw === undefined) return undefined;
+  const expected = 'a proxy URL such as http://proxy.example.com:3128 (user:password@ allowed)';
+  let url: URL;
+  try {
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`);
+  } catch {
+    throw new ConfigError(variable, expected, redactUrl(raw));
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '')
+    throw new ConfigError(variable, expected, redactUrl(raw));
+  return url;
+}
+
+/** `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY`, when a proxy is set. */
+function proxySettings(env: Env): ProxySettings | undefined {
+  const httpsProxy = proxyUrl(env, 'HTTPS_PROXY');
+  const httpProxy = proxyUrl(env, 'HTTP_PROXY');
+  if (httpsProxy === undefined && httpProxy === undefined) return undefined;
+  // Comma- or space-separated, as curl and Go read it.
+  const noProxy = (read(env, 'NO_PROXY') ?? read(env, 'no_proxy') ?? '')
+    .split(/[\s,]+/)
+    .map((entry) => entry.toLowerCase())
+    .filter((entry) => entry !== '');
+  return { httpsProxy, httpProxy, noProxy };
+}
+
 /**
  * Parses and validates the relay's configuration from environment variables.
  * @throws {ConfigError} naming the first variable that is missing or malformed.
@@ -240,8 +490,27 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
   }
   const windowSeconds = retryWindowSeconds(env);
+  const url = webhookUrl(env);
+  const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+  const authorization = checkLiteral(
+    secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
+    'AUTH_HEADER',
+    checkAuthorizationValue,
+    'a legal header value (printable ASCII, e.g. "Bearer <token>")',
+  );
+  const oauth = oauthSettings(env);
+  if (oauth !== undefined && authorization !== undefined) {
+    const name = authorization.kind === 'literal' ? 'AUTH_HEADER' : 'AUTH_SECRET_ARN';
+    throw new ConfigError(
+      name,
+      'unset when OAUTH_TOKEN_URL is set (the OAuth token is the Authorization header)',
+      authorization.kind === 'literal' ? '(value not shown)' : read(env, name),
+    );
+  }
   return {
-    webhookUrl: webhookUrl(env),
+    webhookUrl: url,
+    webhookUrlSecret: url === undefined && urlSecretId !== undefined ? { kind: 'secrets-manager', secretId: urlSecretId } : undefined,
+    allowInsecureHttp: bool(env, 'ALLOW_INSECURE_HTTP'),
     headerPrefix,
     defaultContentType,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS'),
@@ -268,14 +537,12 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
       'SIGNING_SECRET',
       parseSigningKeys,
-      'one or more whsec_<base64> secrets separated by spaces (the whsec_ prefix may be left out)',
+      `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
     ),
-    authorization: checkLiteral(
-      secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
-      'AUTH_HEADER',
-      checkAuthorizationValue,
-      'a legal header value (printable ASCII, e.g. "Bearer <token>")',
-    ),
+    authorization,
     secretsRefreshSeconds: int(env, 'SECRETS_REFRESH_SECONDS'),
+    oauth,
+    clientCertificate: clientCertificate(env),
+    proxy: proxySettings(env),
   };
 }

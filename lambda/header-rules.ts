@@ -33,3 +33,50 @@ export function isLegalHeaderValue(value: string, maxLength = MAX_ATTRIBUTE_HEAD
   // No space or tab at either end: a server would strip it, and read a different value.
   return length === 0 || (value.charCodeAt(0) > 0x20 && value.charCodeAt(length - 1) > 0x20);
 }
+
+/**
+ * The most bytes the producer's headers may take together (`<prefix>Attr-*`, `traceparent`,
+ * `tracestate`, a `Body.ContentType`), counted as on the wire: name, `: `, value, CRLF. Node.js
+ * answers `431` to a request whose header block passes 16 KiB (its default); this leaves half of
+ * that to the request line, the relay's own headers and `Authorization`. Over it, the largest
+ * attribute headers are left out with a WARN, as over-long values are: a message is never
+ * dead-lettered for a size the relay chose to send.
+ */
+export const MAX_PRODUCER_HEADER_BYTES = 8_192;
+
+/** `traceparent`'s fields (W3C Trace Context): version, trace id, parent id, flags, in lower-case hex; a later version may add more. */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$/;
+const ALL_ZERO_TRACE_ID = '0'.repeat(32);
+const ALL_ZERO_PARENT_ID = '0'.repeat(16);
+
+/**
+ * True when `value` is a W3C Trace Context `traceparent`: `00-<32 hex>-<16 hex>-<2 hex>`, ids not
+ * all zero, version not `ff`; a version above `00` may carry more fields after a `-`. No
+ * allocation; a regular expression rather than a loop over the characters, which V8 runs slower
+ * (docs/performance.md, "Trace context checked, the producer's headers counted").
+ */
+export function isTraceParent(value: string): boolean {
+  if (!TRACEPARENT.test(value) || value.startsWith('ff')) return false;
+  if (value.startsWith('00') && value.length !== 55) return false;
+  return !value.startsWith(ALL_ZERO_TRACE_ID, 3) && !value.startsWith(ALL_ZERO_PARENT_ID, 36);
+}
+
+/** One `tracestate` list member (W3C Trace Context): a simple or multi-tenant key, `=`, a value of printable ASCII but `,` and `=`. */
+const TRACESTATE_MEMBER =
+  /^(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+/** The most list members a `tracestate` may have. */
+const MAX_TRACESTATE_MEMBERS = 32;
+
+/** True when `value` is a W3C Trace Context `tracestate`: up to 32 `key=value` members, comma-separated, each key once. */
+export function isTraceState(value: string): boolean {
+  const keys = new Set<string>();
+  for (const part of value.split(',')) {
+    const member = part.trim();
+    if (member === '') continue; // empty members are allowed
+    if (!TRACESTATE_MEMBER.test(member)) return false;
+    const key = member.slice(0, member.indexOf('='));
+    if (keys.has(key)) return false;
+    keys.add(key);
+  }
+  return keys.size <= MAX_TRACESTATE_MEMBERS;
+}

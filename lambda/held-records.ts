@@ -1,7 +1,7 @@
 /**
  * What this container's circuit breaker holds back (docs/contract.md, "Outages"): the receipt handles of the records
- * given a breaker-hold visibility, so that when the breaker closes they come back at once instead of staying
- * invisible until their hold runs out.
+ * given a breaker-hold visibility, so that when the breaker closes they come back at once (or as soon as their retry
+ * window's spacing allows) instead of staying invisible until their hold runs out.
  *
  * A handle is released only while its hold is certainly still in force: the message is then invisible, so no one
  * else can have received it, and making it visible again shortens a wait and nothing more. A hold about to run
@@ -27,6 +27,12 @@ export interface HeldRecord {
   readonly receiptHandle: string;
   /** When the hold runs out at the earliest, ms since the epoch: measured from before the visibility call. */
   readonly untilMs: number;
+  /**
+   * The earliest a release may bring it back, ms since the epoch: the retry window's late spacing, which a release
+   * must keep as any return does (or each open and close of the breaker would spend one of the receives kept for
+   * crashes). At or before the hold itself for most records; `untilMs` or later for those the spacing holds anyway.
+   */
+  readonly earliestMs: number;
 }
 
 /** The records a container holds back, most recent last, at most {@link HELD_RECORDS_CAP}. */
@@ -56,16 +62,20 @@ export class HeldRecords {
   }
 
   /**
-   * Forgets every record and returns, per queue ARN, the visibility changes to 0 that release those whose hold has
-   * more than {@link RELEASE_MARGIN_MS} left.
+   * Forgets every record and returns, per queue ARN, the visibility changes that release those whose hold has more
+   * than {@link RELEASE_MARGIN_MS} left: to 0, or to what is left of their window's spacing, when that still ends
+   * sooner than the hold.
    * @param current the message ids of the batch being handled: never released (this invocation decides their fate)
    */
   takeReleasable(nowMs: number, current: ReadonlySet<string>): Map<string, VisibilityChange[]> {
     const byQueue = new Map<string, VisibilityChange[]>();
     for (const held of this.byMessageId.values()) {
-      if (held.untilMs - nowMs <= RELEASE_MARGIN_MS || current.has(held.messageId)) continue;
+      const left = held.untilMs - nowMs;
+      if (left <= RELEASE_MARGIN_MS || current.has(held.messageId)) continue;
+      const visibilitySeconds = Math.max(0, Math.ceil((held.earliestMs - nowMs) / 1000));
+      if (visibilitySeconds * 1000 >= left - RELEASE_MARGIN_MS) continue; // the spacing ends no sooner than the hold
       const changes = byQueue.get(held.queueArn) ?? [];
-      changes.push({ messageId: held.messageId, receiptHandle: held.receiptHandle, visibilitySeconds: 0 });
+      changes.push({ messageId: held.messageId, receiptHandle: held.receiptHandle, visibilitySeconds });
       byQueue.set(held.queueArn, changes);
     }
     this.byMessageId.clear();

@@ -12,26 +12,31 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type NotAttempted, receiveCountOf, runBatch } from './batch';
-import { type BreakerTransition, CircuitBreaker, isOutage } from './breaker';
+import { type BreakerTransition, CircuitBreaker, countedHoldSeconds, isServerFailure } from './breaker';
 import { classify } from './classify';
 import { checkAuthorizationValue, type RelayConfig } from './config';
+import { webhookConnector } from './connector';
 import { type DeadLetterCause, DeadLetterWriter } from './dead-letter';
+import { deadLettersByCause, publishDeadLettersByCause } from './dead-letter-metrics';
 import { Deadline } from './deadline';
 import { latencySample } from './latency';
+import { OAuthTokens, tokenRetry } from './oauth-tokens';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from './held-records';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
 import { QueueDirectory } from './queues';
-import { buildDeliveryRequest, type DeliveryRequest } from './request';
-import { backoffDelay, clampVisibility } from './retry-timing';
+import { buildDeliveryRequest, type DeliveryRequest, idempotencyKeyOf } from './request';
+import { backoffDelay } from './retry-timing';
 import { CachedSecret } from './secrets';
 import { parseSigningKeys, signDelivery } from './signing';
 import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
+import { WebhookTarget } from './webhook-target';
 import { Pacer, type PaceSnapshot, paceKeyOf, paceSignalOf } from './pacer';
 import { quotaOf } from './rate-limit-headers';
-import { delayInWindow, windowStartOf } from './retry-window';
+import { returnVisibility } from './return-visibility';
+import { windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
 export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
@@ -45,6 +50,11 @@ export const MIN_REQUEST_TIME_MS = 100;
  * this much, kept to log, publish metrics and return before the function's deadline.
  */
 export const MAX_RETURN_RESERVE_MS = 200;
+/** The dead-letter reason's `response` for a record past its window that the open breaker kept from being sent. */
+const HELD_BY_BREAKER = 'not sent: the circuit breaker is open (the webhook looks down)';
+/** … and for one the endpoint's hold kept (the webhook's refusals asked for a pause). */
+const HELD_BY_ENDPOINT = "not sent: the webhook's refusals put the whole endpoint on hold (Retry-After)";
+
 /** A record that went out and came to a conclusion. */
 export type AttemptOutcome =
   | { readonly kind: 'delivered'; readonly status: number }
@@ -64,14 +74,22 @@ export type AttemptOutcome =
       /** The start of the webhook's response. */
       readonly response?: string;
       readonly error?: string;
-      /** The failure looked like an outage (see `isOutage`): parked at least for the breaker's interval while it is open. */
+      /** A failure the breaker counts (see `isServerFailure`): while it is open, parked at least for its hold. */
       readonly outage?: boolean;
     }
-  /** Not sent: the circuit breaker is open. Comes back after the breaker's interval. */
+  /** Not sent: the circuit breaker is open. Comes back after the breaker's hold. */
   | { readonly kind: 'held'; readonly delaySeconds: number; readonly error?: string };
 
 /** What happened to one record of a batch. */
 export type RecordOutcome = AttemptOutcome | NotAttempted;
+
+/** What the batch's visibility changes did: those not made, the records on their last attempt, and each record's visibility. */
+interface VisibilityGiven {
+  readonly failures: readonly FailedVisibilityChange[];
+  readonly lastInWindow: ReadonlySet<string>;
+  /** The visibility timeout (seconds) each record was handed back with, by message id. */
+  readonly secondsById: ReadonlyMap<string, number>;
+}
 
 /** True when the record must go back to the queue (it is in `batchItemFailures`). */
 export function isFailure(outcome: RecordOutcome): boolean {
@@ -143,11 +161,14 @@ export class BatchRelay {
   private readonly logger: Logger;
   private readonly metrics: Metrics;
   private readonly random: () => number;
-  private readonly transmitter: WebhookTransmitter;
+  /** The webhook's URL (given, or read from Secrets Manager) and the connections to it. */
+  private readonly target: WebhookTarget;
   private readonly sqs: SqsGateway;
   private readonly queues: QueueDirectory;
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;
   private readonly authorization: CachedSecret<string> | undefined;
+  /** OAuth 2.0 client credentials (oauth-tokens.ts), when `OAUTH_TOKEN_URL` is set. */
+  private readonly tokens: OAuthTokens | undefined;
   private readonly breaker: CircuitBreaker;
   /** The records the breaker held back in earlier batches, released when it closes. */
   private readonly held = new HeldRecords();
@@ -169,7 +190,7 @@ export class BatchRelay {
       new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE, serviceName });
     this.random = dependencies.random ?? Math.random;
     this.sqs = new SqsGateway(dependencies.sqs);
-    this.transmitter = new WebhookTransmitter(config.webhookUrl, config.maxConcurrency);
+    this.tokens = OAuthTokens.for(config, this.logger);
     this.queues = new QueueDirectory(this.sqs, config.deadLetterQueueUrl);
     this.breaker = new CircuitBreaker(config.breaker);
     this.pacer = new Pacer(config.pacing);
@@ -180,6 +201,13 @@ export class BatchRelay {
     this.authorization =
       config.authorization &&
       new CachedSecret(config.authorization, 'Authorization secret', checkAuthorizationValue, refresh, secretOptions);
+    // How the webhook is reached (connector.ts: a proxy, a client certificate, each when configured), for its URL.
+    this.target = new WebhookTarget(
+      config,
+      (url) =>
+        new WebhookTransmitter(url, config.maxConcurrency, { connector: webhookConnector({ ...config, webhookUrl: url }, this.logger) }),
+      secretOptions,
+    );
   }
 
   /** The dead-letter writer whose SQS calls are abandoned when `signal` aborts (made per copy: copies are rare). */
@@ -220,13 +248,14 @@ export class BatchRelay {
       (record) => this.attempt(record, requestTimeoutMs, latenciesMs, requestsEnd),
     );
     const sqsEnd = new Deadline(deadlineAt - Math.min(MAX_RETURN_RESERVE_MS, margin / 4));
-    const { failures: visibilityFailures, lastInWindow } = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
+    const visibility = await this.updateVisibility(records, outcomes, startedAt, sqsEnd);
     // What the breaker held in earlier batches comes back as soon as it is closed again.
     if (this.held.size > 0 && this.breaker.openSeconds(Date.now()) === undefined) await this.releaseHeld(records, sqsEnd);
+    this.target.closeRetired();
     const batchItemFailures = records
       .filter((_, index) => isFailure(outcomes[index] as RecordOutcome))
       .map((record) => ({ itemIdentifier: record.messageId }));
-    this.report(records, outcomes, visibilityFailures, lastInWindow, latenciesMs, startedAt);
+    this.report(records, outcomes, visibility, latenciesMs, startedAt);
     return { batchItemFailures };
   }
 
@@ -235,29 +264,44 @@ export class BatchRelay {
    * dead-lettering. Synchronous but for that: no extra promise per record.
    */
   private ended(record: SQSRecord, outcome: AttemptOutcome, requestsEnd: Deadline): AttemptOutcome | Promise<AttemptOutcome> {
-    if ((outcome.kind !== 'retry' && outcome.kind !== 'held') || this.config.retryWindowSeconds === 0) return outcome;
-    const now = Date.now();
-    if (now < windowStartOf(record, now) + this.config.retryWindowSeconds * 1000) return outcome;
+    if ((outcome.kind !== 'retry' && outcome.kind !== 'held') || !this.pastWindow(record)) return outcome;
     return this.giveUp(record, outcome, requestsEnd);
+  }
+
+  /** Whether `record`'s retry window is on and over. */
+  private pastWindow(record: SQSRecord): boolean {
+    if (this.config.retryWindowSeconds === 0) return false;
+    const now = Date.now();
+    return now >= windowStartOf(record, now) + this.config.retryWindowSeconds * 1000;
+  }
+
+  /**
+   * A record the pace kept from being sent: handed back (for the endpoint's hold, if one is on) or, when the hold
+   * kept it past its retry window, dead-lettered like a record failing there. If the copy fails, it is handed back.
+   */
+  private async unsent(record: SQSRecord, requestsEnd: Deadline, key: string | undefined): Promise<AttemptOutcome | NotAttempted> {
+    const paced: NotAttempted = { kind: 'not-attempted', reason: 'paced', delaySeconds: this.pacer.retryInSeconds(key) };
+    if (this.pacer.retryInSeconds() === 0 || !this.pastWindow(record)) return paced;
+    const given = await this.giveUp(record, { kind: 'held', delaySeconds: 0 }, requestsEnd, HELD_BY_ENDPOINT);
+    return given.kind === 'dead-lettered' ? given : paced;
   }
 
   /**
    * Dead-letters a record whose failures outlasted its retry window, its reason naming the
    * attempts (its receive count) and the last answer. If the copy fails, the record is returned as it was.
+   * @param heldBy for a record held unsent, what held it (the reason's `response`)
    */
   private async giveUp(
     record: SQSRecord,
     outcome: Extract<AttemptOutcome, { kind: 'retry' | 'held' }>,
     requestsEnd: Deadline,
+    heldBy: string = HELD_BY_BREAKER,
   ): Promise<AttemptOutcome> {
     const status = outcome.kind === 'retry' ? (outcome.status ?? 0) : 0;
-    const response =
-      outcome.kind === 'held'
-        ? 'not sent: the circuit breaker is open (the webhook looks down)'
-        : (outcome.response ?? outcome.error ?? '');
+    const response = outcome.kind === 'held' ? heldBy : (outcome.response ?? outcome.error ?? '');
     try {
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const { id } = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const id = idempotencyKeyOf(record, credentials.signingKeys);
       const copied = await this.deadLettersUntil(requestsEnd.signal).send(record, status, response, {
         originalId: id,
         signingKeys: credentials.signingKeys,
@@ -291,7 +335,8 @@ export class BatchRelay {
       await this.breaker.probeSettled();
       permit = this.breaker.permit(Date.now());
     }
-    if (permit === 'hold') return this.ended(record, { kind: 'held', delaySeconds: this.breaker.holdSeconds }, requestsEnd);
+    if (permit === 'hold')
+      return this.ended(record, { kind: 'held', delaySeconds: this.breakerHoldSeconds(record, Date.now()) }, requestsEnd);
     let judged = false;
     let paced = false;
     const key = this.config.paceKey === undefined ? undefined : paceKeyOf(record, this.config.paceKey);
@@ -299,16 +344,32 @@ export class BatchRelay {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
       const credentials = this.cachedCredentials() ?? (await this.fetchCredentials(requestsEnd.signal));
-      const request = buildDeliveryRequest(record, this.config, credentials.signingKeys);
+      const target = this.target.peek() ?? (await this.target.get(requestsEnd.signal));
+      const request = buildDeliveryRequest(record, target.config, credentials.signingKeys);
       this.warnAboutRequest(record, request);
       addCredentials(request, credentials);
+      // OAuth (oauth-tokens.ts): the container's token; when none can be had the record is retried, never for its own fault.
+      const token = this.tokens && (this.tokens.peek() ?? (await this.tokens.get(requestsEnd.signal)));
+      if (token?.kind === 'unavailable') return tokenRetry(token, this.backoff(attempt));
+      if (token !== undefined) request.headers.push('Authorization', token.header);
       const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS, key);
-      if (slot !== true && !(await slot)) return { kind: 'not-attempted', reason: 'paced', delaySeconds: this.pacer.retryInSeconds(key) };
+      if (slot !== true && !(await slot)) return this.unsent(record, requestsEnd, key);
       paced = true;
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
       if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'not-attempted', reason: 'deadline' };
-      const result = await this.transmitter.post(request.headers, request.body, requestTimeoutMs);
+      // OAuth: a 401 renews the token and resends once, on this attempt.
+      const sent =
+        token === undefined || this.tokens === undefined
+          ? await target.transmitter.post(request.headers, request.body, requestTimeoutMs)
+          : await this.tokens.send(token, request, target.transmitter, {
+              firstTimeoutMs: requestTimeoutMs,
+              timeoutNow: timeoutMs,
+              minimumMs: MIN_REQUEST_TIME_MS,
+              signal: requestsEnd.signal,
+            });
+      if (sent.kind === 'unavailable') return tokenRetry(sent, this.backoff(attempt));
+      const result = sent;
       latenciesMs.push(Math.round(result.latencyMs));
       judged = true;
       const answeredAt = Date.now();
@@ -327,7 +388,7 @@ export class BatchRelay {
         answeredAt,
       );
       paced = false;
-      const outage = isOutage(result);
+      const outage = isServerFailure(result);
       if (result.kind === 'transport-error') {
         const retry: AttemptOutcome = {
           kind: 'retry',
@@ -442,13 +503,8 @@ export class BatchRelay {
   }
 
   /**
-   * Sets the visibility of every record going back to the queue: its retry delay, or 0 for a
-   * record that was never sent (it did nothing wrong and should come back at once). Records
-   * retried under the `none` policy keep the queue's default. While the breaker is open, a record
-   * whose own failure looked like an outage is parked at least as long as the held ones: coming
-   * back sooner would only spend one of its receives on a webhook known to be down. Such holds are
-   * remembered, to be released when the breaker closes; a record held back in a batch during which
-   * it closed comes back at once.
+   * Sets the visibility of every record going back to the queue, as return-visibility.ts decides it, and remembers
+   * the breaker's holds, to be released when it closes.
    * Calls (and the queue URL lookups they need) still in flight at `sqsEnd` are abandoned: their
    * records are returned all the same and come back after the queue's default visibility timeout.
    */
@@ -457,56 +513,72 @@ export class BatchRelay {
     outcomes: readonly RecordOutcome[],
     startedAt: number,
     sqsEnd: Deadline,
-  ): Promise<{ failures: FailedVisibilityChange[]; lastInWindow: ReadonlySet<string> }> {
+  ): Promise<VisibilityGiven> {
     const now = Date.now();
     const elapsedSeconds = (now - startedAt) / 1000;
     const breakerOpen = this.breaker.openSeconds(now) !== undefined;
     const windowSeconds = this.config.retryWindowSeconds;
+    const endpointHoldSeconds = this.pacer.retryInSeconds();
     const lastInWindow = new Set<string>();
     const byQueue = new Map<string, VisibilityChange[]>();
+    const secondsById = new Map<string, number>();
     const holds: HeldRecord[] = [];
     records.forEach((record, index) => {
       const outcome = outcomes[index] as RecordOutcome;
-      const breakerHold = breakerOpen && (outcome.kind === 'held' || (outcome.kind === 'retry' && outcome.outage === true));
-      let requested =
-        outcome.kind === 'retry' || outcome.kind === 'held'
-          ? outcome.delaySeconds
-          : outcome.kind === 'not-attempted'
-            ? // Records the pace kept from starting (a hold, a key's pace) stay away for what it asks, not straight back to it.
-              (outcome.delaySeconds ?? 0)
-            : undefined;
-      if (outcome.kind === 'held' && !breakerOpen) requested = 0;
-      else if (breakerHold && outcome.kind === 'retry') requested = Math.max(requested ?? 0, this.breaker.holdSeconds);
-      if (windowSeconds > 0 && isFailure(outcome)) {
-        const timeLeftSeconds = (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000;
-        const receiveCount = receiveCountOf(record);
-        const honoured = outcome.kind === 'retry' && outcome.delaySource === 'retry-after';
-        const fitted = delayInWindow(requested, honoured, timeLeftSeconds, receiveCount, this.config.maxReceiveCount);
-        requested = fitted.delaySeconds;
-        if (fitted.lastInWindow && outcome.kind !== 'not-attempted') lastInWindow.add(record.messageId);
-      }
-      if (requested === undefined) return;
+      if (!isFailure(outcome)) return;
+      const window =
+        windowSeconds > 0
+          ? {
+              timeLeftSeconds: (windowStartOf(record, now) + windowSeconds * 1000 - now) / 1000,
+              receiveCount: receiveCountOf(record),
+              maxReceiveCount: this.config.maxReceiveCount,
+            }
+          : undefined;
+      const breakerHoldSeconds = breakerOpen ? this.breakerHoldSeconds(record, now) : undefined;
+      const decided = returnVisibility(outcome, { breakerHoldSeconds, endpointHoldSeconds, window, elapsedSeconds });
+      if (decided.lastInWindow) lastInWindow.add(record.messageId);
+      const { visibilitySeconds } = decided;
+      if (visibilitySeconds === undefined) return;
       const { messageId, receiptHandle, eventSourceARN: queueArn } = record;
-      const visibilitySeconds = clampVisibility(requested, elapsedSeconds);
       const changes = byQueue.get(queueArn) ?? [];
       changes.push({ messageId, receiptHandle, visibilitySeconds });
       byQueue.set(queueArn, changes);
-      if (breakerHold) holds.push({ queueArn, messageId, receiptHandle, untilMs: now + visibilitySeconds * 1000 });
+      secondsById.set(messageId, visibilitySeconds);
+      if (decided.breakerHold) {
+        holds.push({
+          queueArn,
+          messageId,
+          receiptHandle,
+          untilMs: now + visibilitySeconds * 1000,
+          earliestMs: now + decided.releaseFloorSeconds * 1000,
+        });
+      }
     });
-    if (byQueue.size === 0) return { failures: [], lastInWindow };
+    if (byQueue.size === 0) return { failures: [], lastInWindow, secondsById };
     const failures = await this.applyVisibility(byQueue, sqsEnd);
     if (holds.length > 0) {
       const unchanged = new Set(failures.map((failure) => failure.messageId));
       const held = holds.filter((hold) => !unchanged.has(hold.messageId));
       this.held.remember(held, now);
     }
-    return { failures, lastInWindow };
+    return { failures, lastInWindow, secondsById };
+  }
+
+  /**
+   * How long the open breaker holds `record` back, seconds: its hold as of now or, under SQS's count semantics (the
+   * window off: every hold spends one of the record's receives), at least the hold its receive count calls for.
+   */
+  private breakerHoldSeconds(record: SQSRecord, nowMs: number): number {
+    const hold = this.breaker.holdSeconds(nowMs);
+    if (this.config.retryWindowSeconds > 0) return hold;
+    return Math.max(hold, countedHoldSeconds(this.config.breaker, receiveCountOf(record)));
   }
 
   /**
    * Releases the records the breaker held back in earlier batches (see held-records.ts), but for `records`, the
-   * batch's own: their visibility set to 0, the calls abandoned at `sqsEnd` or {@link RELEASE_MARGIN_MS} after they
-   * start. A handle SQS no longer takes (the message deleted, or received again) is dropped: not the batch's error.
+   * batch's own: their visibility set to 0 (or to what is left of their window's spacing), the calls abandoned at
+   * `sqsEnd` or {@link RELEASE_MARGIN_MS} after they start. A handle SQS no longer takes (the message deleted, or
+   * received again) is dropped: not the batch's error.
    */
   private async releaseHeld(records: readonly SQSRecord[], sqsEnd: Deadline): Promise<void> {
     const now = Date.now();
@@ -550,11 +622,11 @@ export class BatchRelay {
   private report(
     records: readonly SQSRecord[],
     outcomes: readonly RecordOutcome[],
-    visibilityFailures: readonly FailedVisibilityChange[],
-    lastInWindow: ReadonlySet<string>,
+    visibility: VisibilityGiven,
     latenciesMs: readonly number[],
     startedAt: number,
   ): void {
+    const { failures: visibilityFailures, lastInWindow } = visibility;
     const failedVisibility = new Map(visibilityFailures.map((failure) => [failure.messageId, failure.reason]));
     const counts = { delivered: 0, retried: 0, deadLettered: 0, notAttempted: 0, held: 0 };
     records.forEach((record, index) => {
@@ -588,6 +660,9 @@ export class BatchRelay {
       }
       const visibilityError = failedVisibility.get(record.messageId);
       if (visibilityError !== undefined) line.visibilityError = visibilityError;
+      // The delay really given (window spacing, breaker holds and SQS's limits applied), which
+      // may differ from the delaySeconds the webhook or the backoff asked for.
+      else if (visibility.secondsById.has(record.messageId)) line.visibilitySeconds = visibility.secondsById.get(record.messageId);
       if (lastInWindow.has(record.messageId)) {
         this.logger.warn('Message not delivered; its next attempt is the last in its retry window', line);
       } else if (receiveCount >= this.config.maxReceiveCount) {
@@ -611,6 +686,7 @@ export class BatchRelay {
     const openSeconds = this.breaker.openSeconds(Date.now());
     if (openSeconds !== undefined) this.metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
     this.metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
+    publishDeadLettersByCause(this.metrics, METRIC_NAMES.deadLettered, deadLettersByCause(records, outcomes, this.config.maxReceiveCount));
     const pace = this.pacer.snapshot();
     if (pace.requestsPerSecond !== undefined)
       this.metrics.addMetric(METRIC_NAMES.paceRequestsPerSecond, MetricUnit.CountPerSecond, Math.round(pace.requestsPerSecond * 100) / 100);
@@ -629,7 +705,7 @@ export class BatchRelay {
 
   /** Closes kept-alive webhook connections. */
   close(): void {
-    this.transmitter.close();
+    this.target.close();
   }
 }
 

@@ -6,18 +6,28 @@
 import type { SQSRecord } from 'aws-lambda';
 import { isFifoRecord } from './batch';
 import type { RelayConfig } from './config';
-import { HEADER_TOKEN, isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from './header-rules';
+import {
+  HEADER_TOKEN,
+  isLegalHeaderValue,
+  isTraceParent,
+  isTraceState,
+  MAX_ATTRIBUTE_HEADER_LENGTH,
+  MAX_PRODUCER_HEADER_BYTES,
+} from './header-rules';
 import { verifyOriginalId } from './message-id';
 import { FUNCTION_SETTINGS } from './settings';
 import { queueNameOfArn } from './sqs-util';
 
 /** The message attribute whose value becomes the request's `Content-Type`. */
 export const CONTENT_TYPE_ATTRIBUTE = 'Body.ContentType';
-/** W3C trace-context attributes copied to headers of the same name. */
-export const TRACE_ATTRIBUTES = ['traceparent', 'tracestate'] as const;
+/** Bytes a header takes on the wire besides its name and value: `: ` and CRLF. */
+const HEADER_LINE_OVERHEAD = 4;
 
 /** Where the `Content-Type` value sits in a request's header list (a `Body.ContentType` attribute replaces it). */
 const CONTENT_TYPE_VALUE_INDEX = 3;
+
+/** What building a request reads of the configuration, the webhook's URL known (given, or read from its secret). */
+export type DeliveryConfig = Pick<RelayConfig, 'headerPrefix' | 'defaultContentType' | 'userAgent'> & { readonly webhookUrl: URL };
 
 /** The request for one record: what is sent, and which attributes had to be left out. */
 export interface DeliveryRequest {
@@ -174,7 +184,7 @@ let lastQueue = { arn: '', name: '', legal: true, fifo: false };
  * same request, which the property tests rely on.
  * @param signingKeys the webhook signing keys, which vouch for a redriven copy's original id ({@link idempotencyKeyOf})
  */
-export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, signingKeys?: readonly Buffer[]): DeliveryRequest {
+export function buildDeliveryRequest(record: SQSRecord, config: DeliveryConfig, signingKeys?: readonly Buffer[]): DeliveryRequest {
   if (headerNames.prefix !== config.headerPrefix) headerNames = carrierHeaderNames(config.headerPrefix);
   const names = headerNames;
   const body = utf8Bytes(record.body ?? '');
@@ -219,6 +229,12 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
   // Attribute headers sent so far, lower-cased: attribute names are case-sensitive, header names
   // are not, so "Tenant" after "tenant" would merge into one header.
   let attributeHeaders: Set<string> | undefined;
+  // The producer's headers start here; their bytes are counted as they go (a sum, no allocation).
+  const firstProducerHeader = headers.length;
+  let producerBytes = 0;
+  // Checked once both are known: a tracestate means nothing without a valid traceparent.
+  let traceparent: string | undefined;
+  let tracestate: string | undefined;
   for (const name of Object.keys(attributes)) {
     const attribute = attributes[name];
     const dataType = attribute?.dataType ?? '';
@@ -236,9 +252,14 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
       continue;
     }
     if (name === CONTENT_TYPE_ATTRIBUTE) {
-      if (value !== '') headers[CONTENT_TYPE_VALUE_INDEX] = value;
-    } else if ((TRACE_ATTRIBUTES as readonly string[]).includes(name)) {
-      headers.push(name, value);
+      if (value !== '') {
+        headers[CONTENT_TYPE_VALUE_INDEX] = value;
+        producerBytes += 'Content-Type'.length + value.length + HEADER_LINE_OVERHEAD;
+      }
+    } else if (name === 'traceparent') {
+      traceparent = value;
+    } else if (name === 'tracestate') {
+      tracestate = value;
     } else if (!HEADER_TOKEN.test(name)) {
       // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
       (skippedAttributes ??= []).push({ name, reason: 'name not allowed in a header' });
@@ -252,8 +273,75 @@ export function buildDeliveryRequest(record: SQSRecord, config: RelayConfig, sig
       } else {
         attributeHeaders.add(folded);
         headers.push(header, value);
+        producerBytes += header.length + value.length + HEADER_LINE_OVERHEAD;
       }
     }
   }
+  // W3C Trace Context, or left out: a tracestate means nothing without a valid traceparent.
+  const traced = traceparent !== undefined && isTraceParent(traceparent);
+  if (traced && traceparent !== undefined) {
+    headers.push('traceparent', traceparent);
+    producerBytes += 'traceparent'.length + traceparent.length + HEADER_LINE_OVERHEAD;
+  } else if (traceparent !== undefined) {
+    // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
+    (skippedAttributes ??= []).push({ name: 'traceparent', reason: 'not a W3C Trace Context traceparent' });
+  }
+  if (tracestate !== undefined) {
+    if (traced && isTraceState(tracestate)) {
+      headers.push('tracestate', tracestate);
+      producerBytes += 'tracestate'.length + tracestate.length + HEADER_LINE_OVERHEAD;
+    } else {
+      // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
+      (skippedAttributes ??= []).push({
+        name: 'tracestate',
+        reason: traced ? 'not a W3C Trace Context tracestate' : 'tracestate without a valid traceparent',
+      });
+    }
+  }
+  if (producerBytes > MAX_PRODUCER_HEADER_BYTES) {
+    // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
+    leaveOutLargest(headers, firstProducerHeader, producerBytes, names.attribute.length, (skippedAttributes ??= []));
+  }
   return { id: messageId, headers, body, skippedAttributes: skippedAttributes ?? NOTHING_SKIPPED, ignoredOriginalId: identity?.ignored };
+}
+
+/**
+ * Leaves out the largest of the producer's headers (from `first` on: attribute and trace headers)
+ * until they fit {@link MAX_PRODUCER_HEADER_BYTES} with a `Body.ContentType`, which is never left
+ * out. Each is reported in `skipped` under its attribute's name. For the rare record over it only.
+ * @param attributePrefixLength the length of `<prefix>Attr-`, to name an attribute header's attribute
+ */
+function leaveOutLargest(
+  headers: string[],
+  first: number,
+  producerBytes: number,
+  attributePrefixLength: number,
+  skipped: { name: string; reason: string }[],
+): void {
+  const candidates: { index: number; bytes: number }[] = [];
+  for (let index = first; index < headers.length; index += 2) {
+    candidates.push({ index, bytes: (headers[index] as string).length + (headers[index + 1] as string).length + HEADER_LINE_OVERHEAD });
+  }
+  // Largest first; of equal ones, the last sent.
+  candidates.sort((a, b) => b.bytes - a.bytes || b.index - a.index);
+  const left = new Set<number>();
+  let excess = producerBytes - MAX_PRODUCER_HEADER_BYTES;
+  for (const { index, bytes } of candidates) {
+    if (excess <= 0) break;
+    left.add(index);
+    excess -= bytes;
+    const header = headers[index] as string;
+    skipped.push({
+      name: header === 'traceparent' || header === 'tracestate' ? header : header.slice(attributePrefixLength),
+      reason: `the message's attribute headers together are over ${MAX_PRODUCER_HEADER_BYTES} bytes: the largest are left out`,
+    });
+  }
+  let kept = first;
+  for (let index = first; index < headers.length; index += 2) {
+    if (left.has(index)) continue;
+    headers[kept] = headers[index] as string;
+    headers[kept + 1] = headers[index + 1] as string;
+    kept += 2;
+  }
+  headers.length = kept;
 }

@@ -26,7 +26,10 @@ const LONGEST_PARK_SECONDS = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SE
 /**
  * The redrive policy's `maxReceiveCount` for a window: as many receives as crashes at one per
  * visibility timeout would take to span it, plus the reserve, within 10 … 1,000. A message that
- * crashes every invocation then reaches the DLQ at about the end of its window.
+ * crashes every invocation then reaches the DLQ at about the end of its window, unless SQS's cap
+ * of 1,000 binds (a window longer than 997 visibility timeouts: about 50 hours at 180 s), when it
+ * gets there after 1,000 visibility timeouts, before its window ends. The relay's own returns are
+ * spaced to keep clear of the count either way ({@link minimumRetryDelaySeconds}).
  */
 export function backstopReceiveCount(windowSeconds: number, visibilitySeconds: number): number {
   const spanning = Math.ceil(windowSeconds / Math.max(1, visibilitySeconds)) + CRASH_RESERVE_RECEIVES;
@@ -76,8 +79,9 @@ export interface WindowedDelay {
 
 /**
  * The delay of a record going back to the queue, fitted to its window: at least the
- * {@link minimumRetryDelaySeconds}, and a backoff delay (but never a webhook's `Retry-After`) cut
- * so that the last attempt falls at the window's end rather than after it.
+ * {@link spacingSeconds}, and, within the window, a backoff delay or a breaker's hold (but never a
+ * webhook's `Retry-After`) cut so that the last attempt falls at the window's end rather than
+ * after it. Past the window's end nothing is cut.
  * @param honoured whether `requested` is the webhook's own `Retry-After` (kept even past the window)
  */
 export function delayInWindow(
@@ -87,11 +91,20 @@ export function delayInWindow(
   receiveCount: number,
   maxReceiveCount: number,
 ): WindowedDelay {
-  // Whole seconds, rounded up (rounded down, the last return could land just short of the window's
-  // end); the vanishing minimum of a message with receives to spare stays nothing.
-  const exact = minimumRetryDelaySeconds(timeLeftSeconds, receiveCount, maxReceiveCount);
-  const minimum = exact < NEGLIGIBLE_SECONDS && timeLeftSeconds > 1 ? 0 : Math.ceil(exact);
+  const minimum = spacingSeconds(timeLeftSeconds, receiveCount, maxReceiveCount);
   let delay = requested === undefined ? (minimum > 0 ? minimum : undefined) : Math.max(requested, minimum);
-  if (delay !== undefined && !honoured && delay > timeLeftSeconds) delay = Math.max(0, Math.ceil(timeLeftSeconds));
+  // Cut only within the window: past it the next attempt gives up on the message anyway, and a delay cut to
+  // nothing would bring it straight back (a failed dead-letter copy, say) again and again.
+  if (delay !== undefined && !honoured && timeLeftSeconds > 0 && delay > timeLeftSeconds) delay = Math.ceil(timeLeftSeconds);
   return { delaySeconds: delay, lastInWindow: delay !== undefined && delay >= timeLeftSeconds };
+}
+
+/**
+ * {@link minimumRetryDelaySeconds} in whole seconds, rounded up (rounded down, the last return could land just short of
+ * the window's end); the vanishing minimum of a message with receives to spare is nothing. The least visibility any
+ * return of the record may have, a breaker's release included.
+ */
+export function spacingSeconds(timeLeftSeconds: number, receiveCount: number, maxReceiveCount: number): number {
+  const exact = minimumRetryDelaySeconds(timeLeftSeconds, receiveCount, maxReceiveCount);
+  return exact < NEGLIGIBLE_SECONDS && timeLeftSeconds > 1 ? 0 : Math.ceil(exact);
 }

@@ -1,7 +1,9 @@
 /**
- * Secrets the relay sends with: the signing keys and the `Authorization` value. Read from
- * Secrets Manager through Powertools Parameters (re-read every `SECRETS_REFRESH_SECONDS` so a
- * rotation takes effect without a deploy), or given directly for local runs.
+ * Secrets the relay sends with: the signing keys, the `Authorization` value, the OAuth client
+ * secret and the client certificate. Read from Secrets Manager through Powertools Parameters
+ * (re-read every `SECRETS_REFRESH_SECONDS` so a rotation takes effect without a deploy), given
+ * directly for local runs, or read from files (re-read on the same schedule, as a certificate
+ * renewed on disk must be).
  *
  * The last good value is kept: a refresh that fails (Secrets Manager unreachable, throttled, or
  * answering a value that does not parse) keeps signing with it, and the next try waits (a
@@ -13,12 +15,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SecretsGetOptions } from '@aws-lambda-powertools/parameters/secrets/types';
+import type { SecretSource } from './config';
 import { AWS_REQUEST_HANDLER_OPTIONS, beforeDeadline, DeadlineExceededError } from './deadline';
-
-/** Where a secret comes from. */
-export type SecretSource =
-  | { readonly kind: 'literal'; readonly value: string }
-  | { readonly kind: 'secrets-manager'; readonly secretId: string };
 
 /** The first wait after a failed read; each further failure doubles it, up to the refresh interval. */
 export const SECRET_RETRY_INITIAL_MS = 2_000;
@@ -52,9 +50,19 @@ class BinarySecretError extends Error {
   }
 }
 
+/** The texts of `files` as one JSON object, keyed as `files` is (see {@link SecretSource}). */
+async function readFiles(files: Readonly<Record<string, string>>): Promise<string> {
+  const { readFile } = process.getBuiltinModule('node:fs/promises');
+  const entries = await Promise.all(Object.entries(files).map(async ([key, path]) => [key, await readFile(path, 'utf8')]));
+  return JSON.stringify(Object.fromEntries(entries));
+}
+
 /** The name of what went wrong with a read, never anything the secret might hold. */
 function describeReadError(error: unknown): string {
   if (error instanceof DeadlineExceededError || error instanceof BinarySecretError) return error.message;
+  // A file's error (ENOENT, EACCES) names the path, never its contents.
+  if (typeof (error as NodeJS.ErrnoException | undefined)?.code === 'string' && (error as NodeJS.ErrnoException).syscall !== undefined)
+    return (error as Error).message;
   // Powertools wraps the SDK's error (GetParameterError); the cause names what happened.
   const cause = (error as { cause?: unknown } | undefined)?.cause;
   if (cause instanceof Error) return cause.name;
@@ -158,18 +166,23 @@ export class CachedSecret<T> {
       if (this.lastGood !== undefined) return this.lastGood.value;
       if (this.failure !== undefined) throw this.failure;
     }
-    this.refreshing ??= this.refresh(this.source.secretId, signal).finally(() => {
+    this.refreshing ??= this.refresh(this.source, signal).finally(() => {
       this.refreshing = undefined;
     });
     return this.refreshing;
   }
 
-  private async refresh(secretId: string, signal: AbortSignal | undefined): Promise<T> {
+  private async refresh(source: Exclude<SecretSource, { kind: 'literal' }>, signal: AbortSignal | undefined): Promise<T> {
+    const fromFiles = source.kind === 'files';
+    const secretId = fromFiles ? Object.values(source.files).join(', ') : source.secretId;
     let raw: string;
     try {
-      raw = await beforeDeadline('GetSecretValue', signal, (bound) => this.fetch(secretId, bound));
+      raw = fromFiles
+        ? await readFiles(source.files)
+        : await beforeDeadline('GetSecretValue', signal, (bound) => this.fetch(source.secretId, bound));
     } catch (error) {
-      return this.failed(secretId, `could not read the ${this.what} from Secrets Manager (${secretId}): ${describeReadError(error)}`);
+      const from = fromFiles ? `from ${secretId}` : `from Secrets Manager (${secretId})`;
+      return this.failed(secretId, `could not read the ${this.what} ${from}: ${describeReadError(error)}`);
     }
     if (this.lastGood?.raw !== raw) {
       let value: T;
@@ -180,7 +193,8 @@ export class CachedSecret<T> {
         const reason = error instanceof Error ? error.message : 'invalid';
         const report = this.rejectedRaw !== raw;
         this.rejectedRaw = raw;
-        return this.failed(secretId, `the ${this.what} in Secrets Manager (${secretId}) is not valid (${reason})`, {
+        const where = fromFiles ? `in ${secretId}` : `in Secrets Manager (${secretId})`;
+        return this.failed(secretId, `the ${this.what} ${where} is not valid (${reason})`, {
           report,
           invalid: true,
         });
@@ -214,7 +228,11 @@ export class CachedSecret<T> {
           `The ${this.what} could not be ${invalid ? 'used' : 'read'}; records are retried, never sent without it`,
           attributes,
         );
-      else if (invalid) this.logger?.error(`The ${this.what} in Secrets Manager is not valid; still using the last good value`, attributes);
+      else if (invalid)
+        this.logger?.error(
+          `The ${this.what} ${this.source.kind === 'files' ? 'in its files' : 'in Secrets Manager'} is not valid; still using the last good value`,
+          attributes,
+        );
       else this.logger?.warn(`The ${this.what} could not be refreshed; still using the last good value`, attributes);
     }
     if (kept === undefined) throw this.failure as Error;

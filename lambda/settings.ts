@@ -8,8 +8,13 @@
 
 /** The backoff policies (`BACKOFF`). */
 export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
+/** How the relay authenticates itself to the OAuth token endpoint (`OAUTH_CLIENT_AUTHENTICATION`, RFC 6749 §2.3.1). */
+export const OAUTH_CLIENT_AUTHENTICATIONS = ['client_secret_basic', 'client_secret_post'] as const;
 /** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
 export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
+
+/** One of {@link PERMANENT_FAILURE_MODES}. */
+export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
 /**
  * The log levels, Powertools Logger's own: one list for the function, the stack and local mode
  * (the stack once accepted only DEBUG to ERROR, though the function understands them all).
@@ -56,7 +61,14 @@ export const FUNCTION_SETTINGS = {
     prop: 'webhookUrl',
     context: 'webhookUrl',
     kind: 'url',
-    defaultText: '(required; the stack: parameter `WebhookUrl`)',
+    defaultText: '(required, or `WEBHOOK_URL_SECRET_ARN`; the stack: parameter `WebhookUrl`)',
+  },
+  WEBHOOK_URL_SECRET_ARN: {
+    scope: 'function',
+    variable: 'WEBHOOK_URL_SECRET_ARN',
+    prop: 'webhookUrlSecret',
+    context: 'webhookUrlSecretArn',
+    kind: 'arn',
   },
   ALLOW_INSECURE_HTTP: {
     scope: 'function',
@@ -235,7 +247,9 @@ export const FUNCTION_SETTINGS = {
     unit: 'hours',
     default: 24,
     min: 0,
-    max: 336, // 14 days, SQS's longest retention
+    // SQS's longest retention (14 days) less the window's margin at the default visibility timeout (12 hours + 180 s):
+    // retry-window.ts's retryWindowMarginSeconds, as a literal (a test holds them together).
+    max: 323.95,
   },
   SIGNING_SECRET_ARN: {
     scope: 'function',
@@ -261,6 +275,115 @@ export const FUNCTION_SETTINGS = {
     scope: 'function',
     variable: 'AUTH_HEADER',
     kind: 'secret',
+  },
+  OAUTH_TOKEN_URL: {
+    scope: 'function',
+    variable: 'OAUTH_TOKEN_URL',
+    prop: 'oauthTokenUrl',
+    context: 'oauthTokenUrl',
+    kind: 'url',
+  },
+  OAUTH_CLIENT_ID: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_ID',
+    prop: 'oauthClientId',
+    context: 'oauthClientId',
+    kind: 'string',
+  },
+  OAUTH_CLIENT_SECRET_ARN: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_SECRET_ARN',
+    prop: 'oauthClientSecret',
+    context: 'oauthClientSecretArn',
+    kind: 'arn',
+  },
+  OAUTH_CLIENT_SECRET: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_SECRET',
+    kind: 'secret',
+  },
+  OAUTH_SCOPE: {
+    scope: 'function',
+    variable: 'OAUTH_SCOPE',
+    prop: 'oauthScope',
+    context: 'oauthScope',
+    kind: 'string',
+  },
+  OAUTH_AUDIENCE: {
+    scope: 'function',
+    variable: 'OAUTH_AUDIENCE',
+    prop: 'oauthAudience',
+    context: 'oauthAudience',
+    kind: 'string',
+  },
+  OAUTH_CLIENT_AUTHENTICATION: {
+    scope: 'function',
+    variable: 'OAUTH_CLIENT_AUTHENTICATION',
+    prop: 'oauthClientAuthentication',
+    context: 'oauthClientAuthentication',
+    kind: 'oneOf',
+    choices: OAUTH_CLIENT_AUTHENTICATIONS,
+    default: 'client_secret_basic',
+    // Not written into the function's environment unless given: it means nothing without OAUTH_TOKEN_URL.
+    propDefault: "unset: the function's default",
+  },
+  CLIENT_CERTIFICATE_SECRET_ARN: {
+    scope: 'function',
+    variable: 'CLIENT_CERTIFICATE_SECRET_ARN',
+    prop: 'clientCertificateSecret',
+    context: 'clientCertificateSecretArn',
+    kind: 'arn',
+  },
+  CLIENT_CERTIFICATE_FILE: {
+    scope: 'function',
+    variable: 'CLIENT_CERTIFICATE_FILE',
+    kind: 'string',
+  },
+  CLIENT_KEY_FILE: {
+    scope: 'function',
+    variable: 'CLIENT_KEY_FILE',
+    kind: 'string',
+  },
+  CA_CERTIFICATE_FILE: {
+    scope: 'function',
+    variable: 'CA_CERTIFICATE_FILE',
+    kind: 'string',
+  },
+  HTTPS_PROXY: {
+    scope: 'function',
+    variable: 'HTTPS_PROXY',
+    prop: 'httpsProxy',
+    context: 'httpsProxy',
+    kind: 'url',
+  },
+  HTTP_PROXY: {
+    scope: 'function',
+    variable: 'HTTP_PROXY',
+    prop: 'httpProxy',
+    context: 'httpProxy',
+    kind: 'url',
+  },
+  NO_PROXY: {
+    scope: 'function',
+    variable: 'NO_PROXY',
+    prop: 'noProxy',
+    context: 'noProxy',
+    kind: 'string',
+  },
+  https_proxy: {
+    scope: 'function',
+    variable: 'https_proxy',
+    kind: 'url',
+  },
+  http_proxy: {
+    scope: 'function',
+    variable: 'http_proxy',
+    kind: 'url',
+  },
+  no_proxy: {
+    scope: 'function',
+    variable: 'no_proxy',
+    kind: 'string',
   },
   SECRETS_REFRESH_SECONDS: {
     scope: 'function',
@@ -290,7 +413,7 @@ export const FUNCTION_SETTINGS = {
     context: 'outageBackoffSeconds',
     kind: 'integer',
     unit: 'seconds',
-    default: 30,
+    default: 10,
     min: 1,
     max: SQS_MAX_VISIBILITY,
   },
@@ -544,6 +667,27 @@ export const STACK_SETTINGS = {
     min: 2,
     max: 1_000,
   },
+  vpcId: {
+    scope: 'stack',
+    prop: 'vpc',
+    context: 'vpcId',
+    kind: 'string',
+    defaultText: "none: Lambda's own network",
+  },
+  subnetIds: {
+    scope: 'stack',
+    prop: 'vpcSubnets',
+    context: 'subnetIds',
+    kind: 'string',
+    defaultText: '(required with `vpcId`)',
+  },
+  securityGroupIds: {
+    scope: 'stack',
+    prop: 'securityGroups',
+    context: 'securityGroupIds',
+    kind: 'string',
+    defaultText: 'one created, all outbound allowed',
+  },
   oldestMessageAgeAlarmMinutes: {
     scope: 'stack',
     prop: 'oldestMessageAgeThreshold',
@@ -563,6 +707,16 @@ export const STACK_SETTINGS = {
     default: 5,
     min: 1,
     max: 1_440, // 1 day
+  },
+  deadLetterAgeAlarmDays: {
+    scope: 'stack',
+    prop: 'deadLetterAgeAlarmThreshold',
+    context: 'deadLetterAgeAlarmDays',
+    kind: 'integer',
+    unit: 'days',
+    default: 10,
+    min: 1,
+    max: 13, // a day short of the DLQ's 14 days of retention
   },
 } as const satisfies Record<string, Setting>;
 
@@ -587,8 +741,11 @@ export const SETTING_LIST: readonly Setting[] = /* @__PURE__ */ Object.values(SE
  */
 export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL:
-    'where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required',
-  ALLOW_INSECURE_HTTP: '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack)',
+    "where each message is POSTed. Must be `https://`, except for loopback hosts (`localhost`, `127.0.0.0/8`, `[::1]`); credentials in the URL are refused. The context key takes `https://` only, no `user:password`, not a loopback host. The URL is written into the template and the function's environment as given: a URL that carries a token (in its query or path) belongs in `WEBHOOK_URL_SECRET_ARN` (synth warns about a query string). Local mode: the demo webhook when unset, in the sandbox only; with `QUEUE_URL` it is required",
+  WEBHOOK_URL_SECRET_ARN:
+    "a Secrets Manager secret holding the webhook's URL, instead of `WEBHOOK_URL`: for a URL that embeds a token, which then never appears in the template, the environment or a log. The same rules as `WEBHOOK_URL`; re-read every `SECRETS_REFRESH_SECONDS`, the last good URL kept. Lambda only: local runs and the daemon take `WEBHOOK_URL`",
+  ALLOW_INSECURE_HTTP:
+    '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint',
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
@@ -614,24 +771,51 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   MAX_RECEIVE_COUNT:
     "the redrive policy's receive count. With the retry window on, only a backstop for invocations that crash or time out: the stack derives it from the window (the window over the queue's visibility timeout, plus 3 kept for crashes, from 10 to SQS's 1,000: 483 with the defaults), and the function spaces retries so that it is not reached first. With `RETRY_WINDOW_HOURS=0`, SQS's count semantics: the receive that moves a message to the DLQ (default 5). The function reads it to pace retries and to WARN before the last one. Local mode: the emulated queue's redrive policy (with `QUEUE_URL`: read from the queue's)",
   RETRY_WINDOW_HOURS:
-    "how long a message's failures may go on before the relay gives up and dead-letters it (reason `retry window exhausted`), counted from its first receive; decimals allowed (`0.5` = 30 minutes). `429`/`503` with `Retry-After` and circuit-breaker holds cost it only the time they take. `0` switches the window off: `MAX_RECEIVE_COUNT` alone decides (the stack does this when `maxReceiveCount` is set for a queue it creates; for an existing queue, give `0`). Permanent failures are dead-lettered at once either way",
+    "how long a message's failures may go on before the relay gives up and dead-letters it (reason `retry window exhausted`), counted from its first receive; decimals allowed (`0.5` = 30 minutes). At most 323.95 (13 days 11 hours 57 minutes): SQS keeps a message 14 days at most, and the window needs a margin of 12 hours and one visibility timeout after it, so a visibility timeout longer than 180 s lowers the bound (synth names it). `429`/`503` with `Retry-After` and circuit-breaker holds cost it only the time they take. `0` switches the window off: `MAX_RECEIVE_COUNT` alone decides (the stack does this when `maxReceiveCount` is set for a queue it creates; for an existing queue, give `0`). Permanent failures are dead-lettered at once either way",
   SIGNING_SECRET_ARN:
     'a Secrets Manager secret holding `whsec_…` (several, space-separated, while rotating): every request is signed ([Standard Webhooks](https://www.standardwebhooks.com))',
   SIGNING_SECRET: 'the same, given as the value itself: for `npm start` and daemons; the stack never sets it',
   AUTH_SECRET_ARN: 'a Secrets Manager secret holding the whole `Authorization` value (e.g. `Bearer …`)',
   AUTH_HEADER: 'the same, given as the value itself (local runs and daemons)',
+  OAUTH_TOKEN_URL:
+    'OAuth 2.0 client credentials: the token endpoint. Every request then carries `Authorization: Bearer <token>`, one token per container, renewed before `expires_in` runs out and once on a `401` (the record is then resent once). `https://` only, except loopback hosts or with `ALLOW_INSECURE_HTTP`. Not with `AUTH_SECRET_ARN`/`AUTH_HEADER`',
+  OAUTH_CLIENT_ID: 'the OAuth client id (required with `OAUTH_TOKEN_URL`)',
+  OAUTH_CLIENT_SECRET_ARN: 'a Secrets Manager secret holding the OAuth client secret (plain text); re-read every `SECRETS_REFRESH_SECONDS`',
+  OAUTH_CLIENT_SECRET: 'the same, given as the value itself (local runs and daemons)',
+  OAUTH_SCOPE: "the `scope` asked for, space-separated (unset: none, the endpoint's default)",
+  OAUTH_AUDIENCE: 'the `audience` asked for (Auth0 and others mint a token per API); unset: none',
+  OAUTH_CLIENT_AUTHENTICATION:
+    'how the relay authenticates to the token endpoint: `client_secret_basic` (HTTP Basic) or `client_secret_post` (in the form)',
+  CLIENT_CERTIFICATE_SECRET_ARN:
+    'mutual TLS: a Secrets Manager secret holding JSON `{"certificate": "<PEM>", "privateKey": "<PEM>"}` (and optionally `"caCertificate"`, a private CA to trust beside the public ones), presented to the webhook; re-read every `SECRETS_REFRESH_SECONDS`, the last good value kept',
+  CLIENT_CERTIFICATE_FILE:
+    'mutual TLS for local runs and daemons: a PEM certificate file (with `CLIENT_KEY_FILE`), re-read every `SECRETS_REFRESH_SECONDS`',
+  CLIENT_KEY_FILE: "the certificate's PEM private key file (unencrypted)",
+  CA_CERTIFICATE_FILE:
+    "a PEM bundle of private CAs trusted for the webhook's certificate, beside the public ones (also `NODE_EXTRA_CA_CERTS`, which Node.js reads at start)",
+  HTTPS_PROXY:
+    'a forward proxy for `https://` webhook and token requests (`http://[user:password@]host:port`): an HTTP CONNECT tunnel, TLS end to end. AWS calls do not use it. The construct refuses a `user:password` (it would sit in the template)',
+  HTTP_PROXY: 'the same for `http://` webhooks (a CONNECT tunnel too)',
+  NO_PROXY:
+    'hosts reached without the proxy, comma-separated: names (`example.com` also covers its subdomains), IP addresses, CIDR ranges (`10.0.0.0/8`), with an optional `:port`; `*` for all',
+  https_proxy: '`HTTPS_PROXY` in lower case, read when the upper-case one is unset',
+  http_proxy: '`HTTP_PROXY` in lower case, read when the upper-case one is unset',
+  no_proxy: '`NO_PROXY` in lower case, read when the upper-case one is unset',
   SECRETS_REFRESH_SECONDS: 'how long a value read from Secrets Manager is used before it is read again (so rotation needs no deploy)',
   OUTAGE_THRESHOLD:
-    'outage-type failures in a row that open the circuit breaker; `0` switches it off (see [Outages](operations.md#outages))',
-  OUTAGE_BACKOFF_SECONDS: "the breaker's first open interval: records held back get this visibility, one probe per interval",
-  OUTAGE_BACKOFF_MAX_SECONDS: 'the interval doubles while the outage lasts, up to this; at least `OUTAGE_BACKOFF_SECONDS`',
+    'failures in a row that open the circuit breaker: outage signs (no answer, 502/503/504 without `Retry-After`), or server errors such as `500` that go on for 5 s; `0` switches it off (see [Outages](operations.md#outages))',
+  OUTAGE_BACKOFF_SECONDS:
+    "while the breaker is open, one probe per this many seconds, so the webhook's return is noticed within it; also the shortest hold of the records held back",
+  OUTAGE_BACKOFF_MAX_SECONDS:
+    'the longest hold: a record held back by the open breaker stays away a quarter of the time it has been open, from `OUTAGE_BACKOFF_SECONDS` up to this (with `RETRY_WINDOW_HOURS=0`, tripling with each receive instead: 10, 30, 90 … s)',
   POWERTOOLS_SERVICE_NAME: "`service` of every log line and the metrics' dimension",
   POWERTOOLS_METRICS_NAMESPACE: 'CloudWatch namespace of the metrics',
   POWERTOOLS_LOG_LEVEL: "the log level, any of Powertools Logger's (case-insensitive); local mode also reads `LOG_LEVEL`",
   AWS_ENDPOINT_URL_SQS: "the SDK's own variable: points the SQS calls at an emulator or a VPC endpoint",
   QUEUE_URL:
-    "relay from this existing queue instead of the emulator; its DLQ is read from the queue's redrive policy (the stack's counterpart is `queueArn`)",
-  SQS_PORT: "the emulator's port on 127.0.0.1 (`0`: any free port)",
+    "relay from this existing queue instead of the emulator; its DLQ is read from the queue's redrive policy (the stack's counterpart is `queueArn`). Where the signed SQS calls go (`AWS_ENDPOINT_URL_SQS`, else a queue URL not on AWS) must be `https://`, a loopback host, or allowed by `ALLOW_INSECURE_HTTP`",
+  SQS_PORT:
+    "the emulator's port on 127.0.0.1 (`0`: any free port); it answers only requests addressed to `localhost`, `*.localhost`, `127.0.0.1` or `[::1]`",
   QUEUE_NAME:
     "the emulated queue's name, up to 76 characters; the DLQ is `<name>-dlq` (`.fifo` kept last). A name ending in `.fifo` makes both emulated queues FIFO",
   BATCH_SIZE: 'records per invocation; in the stack FIFO up to 10, and above 10 needs a batching window',
@@ -640,7 +824,8 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     "each invocation's deadline (the function timeout). The queue's visibility timeout is derived from it: 6 × timeout + batching window, locally as in the stack",
   POLLERS: "concurrent poll-and-invoke loops (the stack's counterpart is `maxConcurrency`)",
   DEMO_WEBHOOK_PORT: "the demo webhook's port on 127.0.0.1",
-  WEBHOOK_HEALTH_CHECK_URL: "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not",
+  WEBHOOK_HEALTH_CHECK_URL:
+    "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not. `https://`, or `http://` to a loopback host or with `ALLOW_INSECURE_HTTP`",
   HEALTH_CHECK_INTERVAL_SECONDS: 'how often the health check URL is checked',
   LOG_FORMAT: 'how log lines are written',
   LOG_LEVEL: 'wins over `POWERTOOLS_LOG_LEVEL`; `DEBUG` adds per-batch and per-message detail',
@@ -661,6 +846,12 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   signing:
     'sign every request with a key the stack creates in Secrets Manager; `false` sends no signatures; `signingSecretArn` signs with an existing secret instead',
   maxConcurrency: 'most concurrent invocations: with `requestConcurrency`, the most requests the webhook sees at once',
+  vpcId:
+    "put the function in this VPC (with `subnetIds`), e.g. so that its requests leave by a NAT gateway's Elastic IP, the one address a webhook owner allow-lists; no lookup: the stack stays offline (see [A fixed egress address](operations.md#a-fixed-egress-address))",
+  subnetIds: "the function's subnets, comma-separated: private ones whose route leaves by the NAT gateway",
+  securityGroupIds: "the function's security groups, comma-separated (with `vpcId`); unset: one the stack creates, all outbound allowed",
   oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
   breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
+  deadLetterAgeAlarmDays:
+    'alarm when the oldest dead letter is this old: the DLQ keeps a message 14 days, so the rest is the time left to read and replay it (`sqs-webhook-relay dead-letters`) before SQS deletes it',
 };

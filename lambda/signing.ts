@@ -9,6 +9,12 @@ import { createHmac } from 'node:crypto';
 /** The prefix of a Standard Webhooks secret. */
 export const SECRET_PREFIX = 'whsec_';
 
+/**
+ * The shortest signing key accepted, in bytes: Standard Webhooks asks for 24 to 64. A shorter key
+ * is refused at start, at synth where the key is known, and when read from Secrets Manager.
+ */
+export const MIN_SIGNING_KEY_BYTES = 24;
+
 /** The three signature headers of one request. */
 export interface SignatureHeaders {
   readonly 'webhook-id': string;
@@ -19,8 +25,8 @@ export interface SignatureHeaders {
 /**
  * Decodes a secret value holding one or more `whsec_<base64>` secrets separated by whitespace.
  * The prefix may be left out (as Standard Webhooks libraries also accept): Secrets Manager
- * generates a bare alphanumeric key, which is valid base64. Throws a message that never
- * contains the secret itself.
+ * generates a bare alphanumeric key, which is valid base64. Each key must decode to at least
+ * {@link MIN_SIGNING_KEY_BYTES} bytes. Throws a message that never contains the secret itself.
  */
 export function parseSigningKeys(value: string): Buffer[] {
   const secrets = value
@@ -34,6 +40,11 @@ export function parseSigningKeys(value: string): Buffer[] {
     // Buffer.from ignores bad characters; re-encoding shows whether the text really was base64.
     if (key.length === 0 || key.toString('base64').replace(/=+$/, '') !== encoded.replace(/=+$/, '')) {
       throw new Error(`signing secret #${index + 1} is not of the form whsec_<base64> (or bare base64)`);
+    }
+    if (key.length < MIN_SIGNING_KEY_BYTES) {
+      throw new Error(
+        `signing secret #${index + 1} is a key of ${key.length} bytes; Standard Webhooks asks for at least ${MIN_SIGNING_KEY_BYTES} (${Math.ceil((MIN_SIGNING_KEY_BYTES * 4) / 3)} base64 characters)`,
+      );
     }
     return key;
   });

@@ -13,6 +13,7 @@
  */
 import type { Agent as HttpAgent, ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import type { Socket } from 'node:net';
+import { connectingAgent, type Connector } from './connector';
 import { RATE_LIMIT_HEADER_NAMES, type RateLimitHeaders } from './rate-limit-headers';
 
 /** Bytes of a response body kept for logs and dead-letter attributes. */
@@ -129,6 +130,8 @@ function classifyError(error: unknown): { error: TransportErrorKind; message: st
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL') return { error: 'dns', message };
   if (code.startsWith('HPE_') || code === 'ERR_INVALID_HTTP_RESPONSE') return { error: 'protocol', message };
   if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { error: 'timeout', message };
+  // The relay's own certificate could not be read (connector.ts): nothing was sent, and the webhook is not to blame.
+  if (code === 'ERR_CLIENT_CERTIFICATE_UNAVAILABLE') return { error: 'invalid-request', message };
   return { error: 'connection', message: code === '' ? message : `${code}: ${message}` };
 }
 
@@ -219,12 +222,14 @@ function requestOptionsOf(url: URL, agent: HttpAgent): RequestOptions {
  * override): since when, until when it may be reused, and how many bytes it had read.
  * @param idleMaxMs longest idle time of a reused connection
  * @param onIdle told of each connection put in the pool
+ * @param connector opens new connections (a proxy, a client certificate); `undefined`: the agent's own way
  */
 function httpClientFor(
   url: URL,
   maxSockets: number,
   idleMaxMs: number,
   onIdle: (staleAt: number) => void,
+  connector: Connector | undefined,
 ): { agent: HttpAgent; send: (options: RequestOptions) => ClientRequest } {
   // No agent `timeout`: it costs a closure per request (docs/performance.md, "A timer per request, and no agent `timeout`").
   const options = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
@@ -246,18 +251,26 @@ function httpClientFor(
         return true;
       }
     };
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  const connecting = <A extends new (...args: any[]) => HttpAgent>(Base: A): A =>
+    connector === undefined ? Base : connectingAgent(Base, connector);
   if (url.protocol === 'https:') {
     const https = process.getBuiltinModule('node:https');
-    return { agent: new (stamping(https.Agent))(options), send: https.request };
+    return { agent: new (stamping(connecting(https.Agent)))(options), send: https.request };
   }
   const http = process.getBuiltinModule('node:http');
-  return { agent: new (stamping(http.Agent))(options), send: http.request };
+  return { agent: new (stamping(connecting(http.Agent)))(options), send: http.request };
 }
 
 /** Options of {@link WebhookTransmitter} beyond the URL and pool size. */
 export interface TransmitterOptions {
   /** Longest idle time, ms, of a connection still reused. @default {@link IDLE_CONNECTION_MAX_MS} */
   readonly idleConnectionMaxMs?: number;
+  /**
+   * Opens new connections: through a forward proxy, with a client certificate (connector.ts). The
+   * pool, the idle bounds and the timeouts are the same either way. @default direct connections
+   */
+  readonly connector?: Connector;
 }
 
 /**
@@ -292,8 +305,12 @@ export class WebhookTransmitter {
    * @param maxSockets connections kept to it; the relay's concurrency, so no request waits for a socket
    */
   constructor(url: URL, maxSockets: number, options: TransmitterOptions = {}) {
-    const client = httpClientFor(url, maxSockets, options.idleConnectionMaxMs ?? IDLE_CONNECTION_MAX_MS, (staleAt) =>
-      this.sweepBy(staleAt),
+    const client = httpClientFor(
+      url,
+      maxSockets,
+      options.idleConnectionMaxMs ?? IDLE_CONNECTION_MAX_MS,
+      (staleAt) => this.sweepBy(staleAt),
+      options.connector,
     );
     this.agent = client.agent;
     this.send = client.send;

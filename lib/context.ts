@@ -2,11 +2,13 @@
  * Every knob of the stack as a CDK context key (`npx cdk deploy -c key=value`, or `context` in
  * cdk.json), parsed into typed props. Values from `-c` arrive as strings and values from cdk.json
  * as JSON, so both `"true"` and `true` are accepted; anything else fails synth with a message
- * naming the key, never silently falls back to a default.
+ * naming the key, never silently falls back to a default. So does a key the app does not read
+ * (a typo would otherwise leave its setting at the default), CDK's own keys aside.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { MAX_FIFO_EVENT_SOURCE_BATCH_SIZE } from '../lambda/aws-limits';
+import { editDistance, nearestName, TYPO_DISTANCE } from '../lambda/nearest-name';
 import { type Setting, SETTING_DOCS, SETTING_LIST, type SettingName, SETTINGS } from '../lambda/settings';
 import { FIFO_SUFFIX } from '../lambda/sqs-util';
 import { type Entry, toPropValue } from './webhook-relay/defaults';
@@ -130,6 +132,39 @@ const REPLACED_KEYS: Readonly<Record<string, string>> = {
     'was replaced by retryWindowHours: how long a message may go on failing before it is dead-lettered (default 24); maxReceiveCount is derived from it',
 };
 
+/**
+ * CDK's own keys without a `@` or `:` in their name (every other one has one: the feature flags
+ * `@aws-cdk/…`, the CLI's `aws:cdk:…`, the lookups cached in cdk.context.json): those the CLI
+ * writes to cdk.json (`cdk acknowledge`, `cdk cli-telemetry`, `cdk migrate`) and one aws-cdk-lib
+ * reads. Any other key is the operator's, and one the app does not read is a mistake.
+ */
+const CDK_KEYS: ReadonlySet<string> = new Set(['acknowledged-issue-numbers', 'cli-telemetry', 'assets-ecr-repository-name']);
+
+/** Whether a context key is CDK's own rather than the app's. */
+function isCdkKey(key: string): boolean {
+  return key.includes('@') || key.includes(':') || key.startsWith('cdk-') || CDK_KEYS.has(key);
+}
+
+/**
+ * Why `key`, which the app does not read, stops synth: the key it is likely a typo of, or the
+ * key of the setting whose prop or variable name it is.
+ */
+function unknownKeyError(key: string): ContextError {
+  const named = SETTING_LIST.find((s) => s.context !== undefined && (s.prop === key || s.variable === key));
+  if (named !== undefined) {
+    const what = named.prop === key ? "the construct's prop" : 'an environment variable';
+    return new ContextError(key, `is not a key the app reads: ${key} is ${what}; its context key is ${named.context}`);
+  }
+  const keys = Object.keys(CONTEXT_KEYS);
+  const nearest = nearestName(key, keys) as string;
+  return new ContextError(
+    key,
+    editDistance(key, nearest) <= TYPO_DISTANCE
+      ? `is not a key the app reads; did you mean ${nearest}?`
+      : `is not a key the app reads (the nearest is ${nearest}; docs/configuration.md lists them all)`,
+  );
+}
+
 /** Keys read by hand below rather than set on their prop as they are. */
 const READ_BY_HAND: ReadonlySet<string> = new Set([
   'stackName',
@@ -137,6 +172,12 @@ const READ_BY_HAND: ReadonlySet<string> = new Set([
   'deadLetterQueueArn',
   'signingSecretArn',
   'authSecretArn',
+  'webhookUrlSecretArn',
+  'oauthClientSecretArn',
+  'clientCertificateSecretArn',
+  'vpcId',
+  'subnetIds',
+  'securityGroupIds',
   'backoffSchedule',
 ]);
 
@@ -157,6 +198,40 @@ export function contextErrorFor(error: WebhookRelayConfigError): ContextError {
   return new ContextError(key, text);
 }
 
+/** A comma-separated list of ids, each matching `pattern` (`subnet-…`, `sg-…`). */
+function ids(key: ContextKeyName, raw: string, pattern: RegExp, example: string): string[] {
+  const list = raw
+    .split(',')
+    .map((id) => id.trim())
+    .filter((id) => id !== '');
+  if (list.length === 0 || !list.every((id) => pattern.test(id)))
+    throw new ContextError(key, `must be comma-separated ids such as ${example}; got ${JSON.stringify(raw)}`);
+  return list;
+}
+
+/** `vpcId`, `subnetIds` and `securityGroupIds`, checked: the VPC by id, never looked up (the stack's synth stays offline). */
+function vpcFromContext(
+  vpcId: string | undefined,
+  subnetIds: string | undefined,
+  securityGroupIds: string | undefined,
+): WebhookRelayStackProps['network'] {
+  if (vpcId === undefined) {
+    const stray = subnetIds !== undefined ? 'subnetIds' : securityGroupIds !== undefined ? 'securityGroupIds' : undefined;
+    if (stray !== undefined) throw new ContextError(stray, 'is only for a VPC: give vpcId too');
+    return undefined;
+  }
+  if (!/^vpc-[0-9a-f]{8,17}$/.test(vpcId))
+    throw new ContextError('vpcId', `must be a VPC id such as vpc-0123456789abcdef0; got ${JSON.stringify(vpcId)}`);
+  if (subnetIds === undefined)
+    throw new ContextError('vpcId', "needs subnetIds too: the function's private subnets, whose route leaves by the NAT gateway");
+  return {
+    vpcId,
+    subnetIds: ids('subnetIds', subnetIds, /^subnet-[0-9a-f]{8,17}$/, 'subnet-0123456789abcdef0,subnet-0fedcba9876543210'),
+    securityGroupIds:
+      securityGroupIds === undefined ? undefined : ids('securityGroupIds', securityGroupIds, /^sg-[0-9a-f]{8,17}$/, 'sg-0123456789abcdef0'),
+  };
+}
+
 function schedule(raw: string | undefined): Duration[] | undefined {
   if (raw === undefined) return undefined;
   const parts = raw.split(',').map((part) => part.trim());
@@ -173,18 +248,16 @@ function schedule(raw: string | undefined): Duration[] | undefined {
 /**
  * Reads every context key into the stack's props.
  * @param get the context lookup, usually `(key) => app.node.tryGetContext(key)`
- * @param allKeys every context key present, to catch near-misses such as `webhookURL`
- * @throws {ContextError} for a value of the wrong type or a misspelt key
+ * @param allKeys every context key present: one that is neither the app's nor CDK's own (a typo
+ *   such as `alarmEmial`) stops synth, where it would otherwise leave its setting at the default
+ * @throws {ContextError} for a value of the wrong type or a key the app does not read
  */
 export function stackFromContext(get: (key: string) => unknown, allKeys: readonly string[] = []): StackFromContext {
-  // A key that differs from a known one only in case is a typo that would otherwise be ignored.
-  const known = new Map(Object.keys(CONTEXT_KEYS).map((key) => [key.toLowerCase(), key]));
   for (const [key, replacement] of Object.entries(REPLACED_KEYS)) {
     if (allKeys.includes(key) || get(key) !== undefined) throw new ContextError(key, replacement);
   }
   for (const key of allKeys) {
-    const meant = known.get(key.toLowerCase());
-    if (meant !== undefined && meant !== key) throw new ContextError(key, `is not a key the app reads; did you mean ${meant}?`);
+    if (!Object.hasOwn(CONTEXT_KEYS, key) && !isCdkKey(key)) throw unknownKeyError(key);
   }
   const values: Partial<Record<ContextKeyName, string | number | boolean>> = {};
   for (const key of Object.keys(CONTEXT_KEYS) as ContextKeyName[]) {
@@ -243,6 +316,28 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     SECRET_ARN,
     'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
   );
+  const webhookUrlSecretArn = arn(
+    'webhookUrlSecretArn',
+    str('webhookUrlSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf',
+  );
+  if (webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
+    throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
+
+  const oauthClientSecretArn = arn(
+    'oauthClientSecretArn',
+    str('oauthClientSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-oauth-AbCdEf',
+  );
+  const clientCertificateSecretArn = arn(
+    'clientCertificateSecretArn',
+    str('clientCertificateSecretArn'),
+    SECRET_ARN,
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-certificate-AbCdEf',
+  );
+  const network = vpcFromContext(str('vpcId'), str('subnetIds'), str('securityGroupIds'));
 
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
   const relay: Record<string, unknown> = {};
@@ -267,6 +362,10 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       deadLetterQueueArn,
       signingSecretArn,
       authSecretArn,
+      webhookUrlSecretArn,
+      oauthClientSecretArn,
+      clientCertificateSecretArn,
+      ...(network === undefined ? {} : { network }),
       relay: { ...relay, name: stackName, backoffSchedule: schedule(str('backoffSchedule')) } as WebhookRelayStackProps['relay'],
     },
   };

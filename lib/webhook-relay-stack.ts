@@ -4,6 +4,7 @@
  * `npx cdk synth` works offline and without credentials.
  */
 import { Annotations, CfnOutput, CfnParameter, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -16,9 +17,25 @@ export interface WebhookRelayStackProps extends StackProps {
    * CloudFormation parameter `WebhookUrl`, so `cdk synth` works without it while `cdk deploy`
    * refuses to run until a URL is given (by `-c webhookUrl=…` or `--parameters WebhookUrl=…`).
    */
-  readonly relay: Omit<WebhookRelayProps, 'webhookUrl' | 'queue' | 'deadLetterQueue' | 'alarmTopic' | 'signingSecret' | 'authSecret'> & {
+  readonly relay: Omit<
+    WebhookRelayProps,
+    | 'webhookUrl'
+    | 'webhookUrlSecret'
+    | 'queue'
+    | 'deadLetterQueue'
+    | 'alarmTopic'
+    | 'signingSecret'
+    | 'authSecret'
+    | 'oauthClientSecret'
+    | 'clientCertificateSecret'
+    | 'vpc'
+    | 'vpcSubnets'
+    | 'securityGroups'
+  > & {
     readonly webhookUrl?: string;
   };
+  /** A Secrets Manager secret holding the webhook's URL (one that embeds a token), instead of `relay.webhookUrl`. */
+  readonly webhookUrlSecretArn?: string;
   /** Relay from this existing queue (same account and region) instead of creating one. */
   readonly queueArn?: string;
   /** The existing queue's dead-letter queue; required with `queueArn`. */
@@ -27,6 +44,20 @@ export interface WebhookRelayStackProps extends StackProps {
   readonly signingSecretArn?: string;
   /** A Secrets Manager secret holding the `Authorization` value to send. */
   readonly authSecretArn?: string;
+  /** A Secrets Manager secret holding the OAuth client secret (with `relay.oauthTokenUrl`). */
+  readonly oauthClientSecretArn?: string;
+  /** A Secrets Manager secret holding the client certificate (mutual TLS), as JSON. */
+  readonly clientCertificateSecretArn?: string;
+  /**
+   * Put the function in an existing VPC, by ids: imported as they are, never looked up, so that
+   * `cdk synth` stays offline. The subnets are the function's (private ones leaving by a NAT gateway).
+   */
+  readonly network?: {
+    readonly vpcId: string;
+    readonly subnetIds: readonly string[];
+    /** @default one security group created, all outbound allowed */
+    readonly securityGroupIds?: readonly string[];
+  };
 }
 
 /** A secret by complete ARN (ending in the 6-character suffix Secrets Manager adds) or partial ARN. */
@@ -45,14 +76,27 @@ export class WebhookRelayStack extends Stack {
   readonly relay: WebhookRelay;
 
   constructor(scope: Construct, id: string, props: WebhookRelayStackProps) {
-    const { relay, queueArn, deadLetterQueueArn, signingSecretArn, authSecretArn, ...stackProps } = props;
+    const {
+      relay,
+      queueArn,
+      deadLetterQueueArn,
+      signingSecretArn,
+      authSecretArn,
+      webhookUrlSecretArn,
+      oauthClientSecretArn,
+      clientCertificateSecretArn,
+      network,
+      ...stackProps
+    } = props;
     super(scope, id, {
       description: 'sqs-webhook-relay: an SQS queue relayed to an HTTP webhook by a Lambda function',
       ...stackProps,
     });
     Tags.of(this).add('application', 'sqs-webhook-relay');
 
-    const webhookUrl = relay.webhookUrl ?? this.webhookUrlParameter(relay.allowInsecureHttp === true);
+    const webhookUrlSecret = webhookUrlSecretArn === undefined ? undefined : importSecret(this, 'WebhookUrlSecret', webhookUrlSecretArn);
+    const webhookUrl =
+      relay.webhookUrl ?? (webhookUrlSecret === undefined ? this.webhookUrlParameter(relay.allowInsecureHttp === true) : undefined);
     let queue: sqs.IQueue | undefined;
     let deadLetterQueue: sqs.IQueue | undefined;
     if (queueArn !== undefined) {
@@ -66,7 +110,23 @@ export class WebhookRelayStack extends Stack {
     const signingSecret = signingSecretArn === undefined ? undefined : importSecret(this, 'ExistingSigningSecret', signingSecretArn);
     const authSecret = authSecretArn === undefined ? undefined : importSecret(this, 'AuthSecret', authSecretArn);
 
-    this.relay = new WebhookRelay(this, 'Relay', { ...relay, webhookUrl, queue, deadLetterQueue, signingSecret, authSecret });
+    const oauthClientSecret =
+      oauthClientSecretArn === undefined ? undefined : importSecret(this, 'OAuthClientSecret', oauthClientSecretArn);
+    const clientCertificateSecret =
+      clientCertificateSecretArn === undefined ? undefined : importSecret(this, 'ClientCertificateSecret', clientCertificateSecretArn);
+
+    this.relay = new WebhookRelay(this, 'Relay', {
+      ...relay,
+      webhookUrl,
+      webhookUrlSecret,
+      queue,
+      deadLetterQueue,
+      signingSecret,
+      authSecret,
+      oauthClientSecret,
+      clientCertificateSecret,
+      ...(network === undefined ? {} : this.importNetwork(network)),
+    });
 
     const output = (id: string, value: string, description: string): CfnOutput => new CfnOutput(this, id, { value, description });
     output('QueueUrl', this.relay.queue.queueUrl, 'Send messages here (SendMessage QueueUrl)');
@@ -74,7 +134,7 @@ export class WebhookRelayStack extends Stack {
     output(
       'DeadLetterQueueUrl',
       this.relay.deadLetterQueue.queueUrl,
-      'Messages the webhook refused, or that kept failing for their whole retry window (or maxReceiveCount times); redrive from the SQS console',
+      'Messages the webhook refused, or that kept failing for their whole retry window (or maxReceiveCount times); why: npx sqs-webhook-relay dead-letters summary --queue-url <QueueUrl>, then replay what was fixed',
     );
     output('AlarmTopicArn', this.relay.alarmTopic.topicArn, 'SNS topic every alarm notifies; subscribe more endpoints here');
     output('DashboardName', this.relay.dashboard.dashboardName, 'CloudWatch dashboard of the relay');
@@ -95,6 +155,24 @@ export class WebhookRelayStack extends Stack {
     }
     output('FunctionName', this.relay.function.functionName, 'The relay function (logs: aws logs tail --follow <log group>)');
     output('LogGroupName', this.relay.logGroup.logGroupName, "The function's log group");
+  }
+
+  /**
+   * The VPC, subnets and security groups by id, as the construct takes them: imported without a
+   * lookup (`Vpc.fromLookup` would need credentials and a context file at synth).
+   */
+  private importNetwork(
+    network: NonNullable<WebhookRelayStackProps['network']>,
+  ): Pick<WebhookRelayProps, 'vpc' | 'vpcSubnets' | 'securityGroups'> {
+    // The zones are not needed: the subnets are given by id. A list token keeps fromVpcAttributes' checks content.
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId: network.vpcId, availabilityZones: Fn.getAzs() });
+    return {
+      vpc,
+      vpcSubnets: { subnets: network.subnetIds.map((id, index) => ec2.Subnet.fromSubnetId(this, `Subnet${index}`, id)) },
+      securityGroups: network.securityGroupIds?.map((id, index) =>
+        ec2.SecurityGroup.fromSecurityGroupId(this, `SecurityGroup${index}`, id),
+      ),
+    };
   }
 
   /** Stands in for a webhook URL not given at synth time; CloudFormation then demands it at deploy. */

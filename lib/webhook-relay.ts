@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, Duration, Stack, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -24,13 +25,12 @@ import { createDashboard } from './webhook-relay/dashboard';
 import { functionEnvironment } from './webhook-relay/environment';
 import { RelayMetricFactory } from './webhook-relay/metrics';
 import type { WebhookRelayProps } from './webhook-relay/props';
+import { createQueries, type RelayQueries } from './webhook-relay/queries';
 import { relayQueues } from './webhook-relay/queues';
 import { resolveSettings } from './webhook-relay/resolve';
 
 export { DLQ_RETENTION, PROP_OF_VARIABLE, RELAY_DEFAULTS, type RelayDefaults } from './webhook-relay/defaults';
-export { functionEnvironment, type EnvironmentRefs } from './webhook-relay/environment';
 export * from './webhook-relay/props';
-export { countedRetrySpanSeconds, resolveSettings, type ResolvedSettings } from './webhook-relay/resolve';
 
 /** The repository root, found from this file so synth works from any working directory. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -52,8 +52,10 @@ export class WebhookRelay extends Construct {
   readonly alarmTopic: sns.ITopic;
   /** The operator dashboard. */
   readonly dashboard: cloudwatch.Dashboard;
-  /** Alarms: DLQ not empty, oldest message too old, function errors, circuit breaker open too long. */
+  /** Alarms: DLQ not empty, oldest dead letter close to expiry, oldest message too old, function errors, circuit breaker open too long. */
   readonly alarms: RelayAlarms;
+  /** Saved CloudWatch Logs Insights queries on the function's log group (`<name>/…`). */
+  readonly queries: RelayQueries;
   /** The secret requests are signed with (created or passed in); `undefined` when not signing. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
   /** The environment the function gets (tokens included), for inspection and extension. */
@@ -84,8 +86,11 @@ export class WebhookRelay extends Construct {
     this.signingSecret = resolved.signing ? (props.signingSecret ?? this.createSigningSecret()) : undefined;
     this.environment = functionEnvironment(props, resolved, {
       deadLetterQueueUrl: deadLetterQueue.queueUrl,
+      webhookUrlSecretArn: props.webhookUrlSecret?.secretArn,
       signingSecretArn: this.signingSecret?.secretArn,
       authSecretArn: props.authSecret?.secretArn,
+      oauthClientSecretArn: props.oauthClientSecret?.secretArn,
+      clientCertificateSecretArn: props.clientCertificateSecret?.secretArn,
     });
 
     // ---- the function ----
@@ -111,7 +116,12 @@ export class WebhookRelay extends Construct {
       logGroup: this.logGroup,
       description: `sqs-webhook-relay ${this.name}: POSTs each message of its queue to the webhook`,
       environment: this.environment,
+      // A VPC when given (a NAT gateway's fixed address): no lookup here, the caller's VPC as it is.
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroups: props.securityGroups,
     });
+    if (props.vpc !== undefined) this.grantNetworkInterfaces(role);
 
     this.function.addEventSource(
       new SqsEventSource(queue, {
@@ -124,19 +134,74 @@ export class WebhookRelay extends Construct {
     );
     // The event source's grant covers ReceiveMessage, DeleteMessage, ChangeMessageVisibility,
     // GetQueueUrl and GetQueueAttributes on this queue only; the function needs just SendMessage
-    // on its DLQ besides (for dead-lettering permanent failures at once).
-    deadLetterQueue.grantSendMessages(this.function);
-    // Read access to exactly the secrets it sends with, nothing else in Secrets Manager.
-    this.signingSecret?.grantRead(this.function);
-    props.authSecret?.grantRead(this.function);
+    // on its DLQ besides (for dead-lettering permanent failures at once). Not grantSendMessages:
+    // it adds GetQueueAttributes and GetQueueUrl, and the function has the DLQ's URL (DLQ_URL).
+    deadLetterQueue.grant(this.function, 'sqs:SendMessage');
+    deadLetterQueue.encryptionMasterKey?.grantEncryptDecrypt(this.function);
+    // The value of exactly the secrets it sends with, nothing else in Secrets Manager.
+    for (const secret of [
+      this.signingSecret,
+      props.authSecret,
+      props.webhookUrlSecret,
+      props.oauthClientSecret,
+      props.clientCertificateSecret,
+    ]) {
+      if (secret !== undefined) this.grantSecretValue(secret);
+    }
 
     // ---- monitoring ----
     this.alarmTopic =
       props.alarmTopic ?? new sns.Topic(this, 'AlarmTopic', { displayName: `sqs-webhook-relay ${this.name} alarms`, enforceSSL: true });
     if (props.alarmEmail !== undefined) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
     const metrics = new RelayMetricFactory(this);
+    this.queries = createQueries(this, this.name, this.logGroup);
     this.alarms = createAlarms(this, this, metrics, this.alarmTopic, resolved);
     this.dashboard = createDashboard(this, this, metrics, this.alarms, resolved);
+  }
+
+  /**
+   * Lets the function read `secret`'s value: `GetSecretValue` alone (not `grantRead`, which adds
+   * `DescribeSecret`: the function never asks for it), and decrypting with the secret's own key.
+   */
+  private grantSecretValue(secret: secretsmanager.ISecret): void {
+    // As grantRead names it: a partial ARN matches the six characters Secrets Manager appends.
+    const arn = secret.secretFullArn ?? `${secret.secretArn}-??????`;
+    this.function.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [arn] }));
+    secret.encryptionKey?.grantDecrypt(
+      new kms.ViaServicePrincipal(`secretsmanager.${Stack.of(this).region}.amazonaws.com`, this.function.grantPrincipal),
+    );
+  }
+
+  /**
+   * What Lambda needs to attach the function to the VPC's subnets: the actions of AWS's managed
+   * `AWSLambdaVPCAccessExecutionRole`, which the function's own role (made explicit so that it
+   * writes to its own log group only) does not get by itself. EC2 takes no resource for the
+   * Describe actions, and Lambda creates the interfaces before their ids exist: `*`, as AWS's policy.
+   */
+  private grantNetworkInterfaces(role: iam.Role): void {
+    const policy = new iam.Policy(this, 'NetworkInterfaces', {
+      statements: [
+        new iam.PolicyStatement({
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      ],
+    });
+    policy.attachToRole(role);
+    // The function's creation must wait for it, or Lambda refuses to attach it to the subnets.
+    this.function.node.addDependency(policy);
+    Validations.of(policy).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        "Lambda's VPC access needs these EC2 network-interface actions on *: AWS's own AWSLambdaVPCAccessExecutionRole grants the same; the Describe actions take no resource, and the interfaces do not exist before Lambda creates them.",
+    });
   }
 
   /** A random signing key in Secrets Manager: 48 letters and digits, which is valid base64 (36 bytes). */

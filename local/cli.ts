@@ -1,14 +1,26 @@
 /**
- * The daemon's command line (`sqs-webhook-relay`, `npm start`): `--help`, `--version`, and a
- * one-line refusal of anything else. Everything the relay reads is an environment variable; the
- * help lists them from the settings registry (`lambda/settings.ts`), as docs/configuration.md does.
+ * The command line of `sqs-webhook-relay` (`npm start`, `npm run send`, `npm run dead-letters` in a
+ * clone): the relay itself with no argument, its subcommands (`send`, `dead-letters`), `--help`,
+ * `--version`, and a one-line refusal of anything else. Everything the relay reads is an
+ * environment variable; the help lists them from the settings registry (`lambda/settings.ts`), as
+ * docs/configuration.md does.
  */
 import { version } from '../package.json';
 import type { Env } from '../lambda/env';
 import { type Setting, type SettingName, SETTING_DOCS, SETTINGS } from '../lambda/settings';
+import type { CommandIo, ExitStatus } from './command-io';
+import { runDeadLetters } from './dead-letters/command';
+import { oneLine, StartupError, UsageError } from './errors';
+import { COMMAND, subcommandPrefix } from './invocation';
+import { runSend } from './send';
 
-/** The command's name, as `npx` and the Docker image run it. */
-export const COMMAND = 'sqs-webhook-relay';
+export { COMMAND };
+
+/** The subcommands, by the word that names them. */
+const SUBCOMMANDS: Readonly<Record<string, (args: readonly string[], io: CommandIo) => Promise<ExitStatus>>> = {
+  send: runSend,
+  'dead-letters': runDeadLetters,
+};
 
 /** Strips the Markdown a terminal would show literally: code spans, links, emphasis. */
 function plain(markdown: string): string {
@@ -52,7 +64,10 @@ export function helpText(): string {
     `${COMMAND} ${version}: relays every message of an SQS queue to an HTTP webhook, as the`,
     `relay's Lambda function does, from this process (a daemon beside a worker).`,
     '',
-    `Usage: ${COMMAND} [--help | --version]`,
+    `Usage: ${COMMAND}                              the relay (this help: --help; the version: --version)`,
+    `       ${COMMAND} send [BODY]                  send test messages (${subcommandPrefix('send')} --help)`,
+    `       ${COMMAND} dead-letters summary|replay  why messages were dead-lettered; replay what was fixed`,
+    `                                                 (${subcommandPrefix('dead-letters')} --help)`,
     '',
     'Configured by environment variables only. With QUEUE_URL it relays from that existing queue',
     "(credentials and region: the AWS SDK's usual chain, e.g. AWS_REGION, AWS_PROFILE); without it,",
@@ -72,11 +87,15 @@ export function helpText(): string {
 
 /**
  * Acts on the command line before the relay starts: prints help or the version and exits 0,
- * refuses an unknown argument with one line and exits 2, and otherwise returns.
+ * refuses an unknown argument with one line and exits 2; returns the subcommand to run instead of
+ * the relay, or `undefined` to start the relay.
  */
-export function handleCommandLine(args: readonly string[], out: NodeJS.WritableStream = process.stdout): void {
-  const [first] = args;
-  if (first === undefined) return;
+export function handleCommandLine(
+  args: readonly string[],
+  out: NodeJS.WritableStream = process.stdout,
+): ((io: CommandIo) => Promise<ExitStatus>) | undefined {
+  const [first, ...rest] = args;
+  if (first === undefined) return undefined;
   if (first === '--help' || first === '-h') {
     out.write(helpText());
     process.exit(0);
@@ -85,10 +104,62 @@ export function handleCommandLine(args: readonly string[], out: NodeJS.WritableS
     out.write(`${version}\n`);
     process.exit(0);
   }
+  const subcommand = SUBCOMMANDS[first];
+  if (subcommand !== undefined) return (io) => runSubcommand(first, () => subcommand(rest, io), io);
   process.stderr.write(
-    `${COMMAND}: unknown argument ${JSON.stringify(first)}; it takes only --help or --version (settings are environment variables)\n`,
+    `${COMMAND}: unknown argument ${JSON.stringify(first)}; it takes a subcommand (${Object.keys(SUBCOMMANDS).join(', ')}), --help or --version (the relay's settings are environment variables)\n`,
   );
   process.exit(2);
+}
+
+/** A signal this soon after the first is the same Ctrl-C relayed by a wrapper (npm), not a second request. */
+const REPEAT_GRACE_MS = 1_000;
+
+/**
+ * Runs a subcommand as this process (the bin's `process.argv`, streams and environment), then
+ * exits with its status once its output has left. SIGINT or SIGTERM stops what it started (it
+ * makes visible again what it holds, and reports); a second signal exits at once (130).
+ */
+export async function runAndExit(subcommand: (io: CommandIo) => Promise<ExitStatus>): Promise<never> {
+  const interrupted = new AbortController();
+  let firstAt: number | undefined;
+  const interrupt = (): void => {
+    if (firstAt === undefined) {
+      firstAt = Date.now();
+      interrupted.abort();
+    } else if (Date.now() - firstAt >= REPEAT_GRACE_MS) process.exit(130);
+  };
+  process.on('SIGINT', interrupt);
+  process.on('SIGTERM', interrupt);
+  const status = await subcommand({
+    out: process.stdout,
+    err: process.stderr,
+    env: process.env,
+    stdin: process.stdin,
+    errIsTerminal: process.stderr.isTTY === true,
+    signal: interrupted.signal,
+  });
+  // Exits from the write's callback: a pipe may still hold the output. The promise never settles.
+  return new Promise<never>(() => process.stdout.write('', () => process.exit(status)));
+}
+
+/**
+ * Runs a subcommand: its failure is one line on standard error (the command's name first) and
+ * exit status 1, or 2 for a command line it cannot run with.
+ */
+export async function runSubcommand(name: string, run: () => Promise<ExitStatus>, io: CommandIo): Promise<ExitStatus> {
+  try {
+    return await run();
+  } catch (error) {
+    // node:util's parseArgs: an unknown option, a missing value.
+    const usage =
+      error instanceof UsageError ||
+      (error instanceof TypeError && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS'));
+    const help = usage && !(error instanceof UsageError) ? ` (${subcommandPrefix(name === 'send' ? 'send' : 'dead-letters')} --help)` : '';
+    const text = usage || error instanceof StartupError ? (error as Error).message : oneLine(error);
+    io.err.write(`${COMMAND} ${name}: ${text.split('\n')[0]}${help}\n`);
+    return usage ? 2 : 1;
+  }
 }
 
 /**

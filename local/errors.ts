@@ -13,6 +13,14 @@ export class StartupError extends Error {
   }
 }
 
+/** A command line a command cannot run with (exit status 2, as for any usage error). */
+export class UsageError extends StartupError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -66,7 +74,7 @@ export function sqsStartupError(error: unknown, action: string, endpointOrUrl: s
 export function oneLine(error: unknown): string {
   if (error instanceof Error) {
     const text =
-      error.name === 'StartupError' || error.name === 'ConfigError' || error.name.endsWith('InUseError')
+      error.name === 'StartupError' || error.name === 'UsageError' || error.name === 'ConfigError' || error.name.endsWith('InUseError')
         ? error.message
         : `${error.name}: ${error.message}`;
     return text.split('\n')[0] ?? text;

@@ -35,7 +35,8 @@ export interface ExistingQueue {
 /** Credentials for an SQS emulator: any are accepted, and these are what the runner, its hints and daemon mode on loopback use. */
 export const EMULATOR_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
 
-function isAwsHost(hostname: string): boolean {
+/** True for the hosts of AWS's own SQS endpoints (the SDK then picks the regional https endpoint itself). */
+export function isAwsHost(hostname: string): boolean {
   return /(^|\.)amazonaws\.com(\.cn)?$/.test(hostname) || /(^|\.)api\.aws$/.test(hostname);
 }
 
@@ -48,13 +49,25 @@ function isEmulatorHost(hostname: string): boolean {
 }
 
 /**
+ * Where an emulator whose queue URL this is answers. A `*.localhost` host (fauxqs's own URLs,
+ * `sqs.<region>.localhost`) is loopback by RFC 6761, but many resolvers (glibc without
+ * systemd-resolved) do not know it: the loopback address itself, at the same port.
+ */
+export function emulatorOrigin(url: URL): string {
+  return url.hostname.toLowerCase().endsWith('.localhost')
+    ? `${url.protocol}//127.0.0.1${url.port === '' ? '' : `:${url.port}`}`
+    : url.origin;
+}
+
+/**
  * How to reach the queue at `queueUrl`. An endpoint in `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`
- * wins; a queue URL that is not on AWS (ElasticMQ, LocalStack, fauxqs…) is its own endpoint.
+ * wins; a queue URL that is not on AWS (ElasticMQ, LocalStack, fauxqs…) is its own endpoint
+ * (`*.localhost` on 127.0.0.1).
  * A loopback endpoint with no credentials configured gets dummy ones, as emulators accept any.
  */
 export function connectionFor(queueUrl: string, env: Env): SqsConnection {
   const url = new URL(queueUrl);
-  const endpoint = env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL || (isAwsHost(url.hostname) ? undefined : url.origin);
+  const endpoint = env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL || (isAwsHost(url.hostname) ? undefined : emulatorOrigin(url));
   const local = endpoint !== undefined && isEmulatorHost(new URL(endpoint).hostname);
   const region =
     env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');

@@ -6,6 +6,7 @@
  */
 import { Logger, LogLevelThreshold, type LogItem } from '@aws-lambda-powertools/logger';
 import type { ConstructorOptions } from '@aws-lambda-powertools/logger/types';
+import { durationText } from '../lambda/duration-text';
 import type { LogFormat } from './settings';
 
 /** Levels of the runner's own lines. */
@@ -50,15 +51,44 @@ export const COLOR: Styles = { green: style(32, 39), yellow: style(33, 39), red:
 /** No styling. */
 export const PLAIN: Styles = { green: String, yellow: String, red: String, dim: String, bold: String };
 
+/**
+ * Terminal control sequences: CSI (`ESC [` or 8-bit `0x9B` … final byte), the string commands
+ * (OSC, DCS, SOS, PM, APC: `ESC ]`, `ESC P`, … or their 8-bit forms, up to BEL or ST), and the
+ * other two-character escapes (`ESC c` resets the terminal, `ESC 7` saves the cursor…).
+ */
+const TERMINAL_SEQUENCE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
+  /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|(?:\u001b[\]PX^_]|[\u0090\u0098\u009d\u009e\u009f])[^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)|\u001b[ -/]*[0-~]/g;
+/** Control characters: C0 (tab and line feed aside), DEL and C1. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+/** Any character {@link terminalSafe} may have to change: a quick test keeps plain text as it is. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * `text` as it may be printed to a terminal: escape sequences and control characters removed
+ * (C0, DEL, C1, `\r` included), so that text from outside (a message body, a header, a producer's
+ * attribute, a webhook's answer) cannot move the cursor, rewrite a line, retitle the window or
+ * hide what was printed. A line feed and a tab are kept when the layout has room for them
+ * (`multiline`), else each becomes a space: one entry stays one line.
+ */
+export function terminalSafe(text: string, { multiline = false }: { multiline?: boolean } = {}): string {
+  if (!UNSAFE.test(text)) return text;
+  const withoutSequences = text.replace(TERMINAL_SEQUENCE, '').replace(CONTROL, '');
+  return multiline ? withoutSequences : withoutSequences.replace(/[\t\n]/g, ' ');
+}
+
 function clock(date = new Date()): string {
   return date.toTimeString().slice(0, 8);
 }
 
-/** A value as it reads in a `key=value` list. */
+/** A value as it reads in a `key=value` list, safe for a terminal (values may come from producers). */
 function show(value: unknown): string {
-  if (value instanceof Error) return `${value.name}: ${value.message}`;
-  if (typeof value === 'string') return /[\s"=]/.test(value) || value === '' ? JSON.stringify(value) : value;
-  return JSON.stringify(value) ?? String(value);
+  if (value instanceof Error) return terminalSafe(`${value.name}: ${value.message}`);
+  // JSON escapes line feeds and tabs visibly; what it leaves (C1, escape sequences' text) goes.
+  if (typeof value === 'string') return terminalSafe(/[\s"=]/.test(value) || value === '' ? JSON.stringify(value) : value);
+  return terminalSafe(JSON.stringify(value) ?? String(value));
 }
 
 // Keys every Powertools line carries; on a terminal they are noise.
@@ -86,9 +116,10 @@ function extras(attributes: Record<string, unknown>, skip: readonly string[] = [
 
 /**
  * One handler log entry as a terminal line, or `undefined` to leave it out. The relay's
- * per-record lines (docs/contract.md, "Logs and metrics": message id, outcome, status, delay, receive count) become
- * "↻ retry in 5 s" / "✗ dead-lettered"; its batch summary shows at DEBUG only, since the
- * runner prints a line per delivered message; anything else is shown generically.
+ * per-record lines (docs/operations.md, "Logs and metrics": message id, outcome, status, the
+ * visibility given, receive count) become "↻ retry in 5 s" / "✗ dead-lettered"; its batch
+ * summary shows at DEBUG only, since the runner prints a line per delivered message; anything
+ * else is shown generically.
  */
 export function renderHandlerEntry(
   level: Level,
@@ -96,36 +127,39 @@ export function renderHandlerEntry(
   styles: Styles,
   showSummaries: boolean,
 ): string | undefined {
-  const { message, messageId, outcome, receiveCount, status, delaySeconds, error, reason, response } = attributes;
+  const { outcome, receiveCount, status, visibilitySeconds, error, reason, response } = attributes;
+  // Text from outside (a producer's ids, a webhook's answer, errors quoting either): made safe for a terminal.
+  const message = terminalSafe(String(attributes.message));
+  const messageId = terminalSafe(String(attributes.messageId));
   const tail = (parts: (string | undefined)[]): string => parts.filter((part) => part !== undefined && part !== '').join(' · ');
   const http = typeof status === 'number' ? `HTTP ${status}` : undefined;
   const receive = typeof receiveCount === 'number' ? `receive ${receiveCount}` : undefined;
   if (outcome === 'retry' || outcome === 'not-attempted') {
-    const when =
-      outcome === 'not-attempted'
-        ? 'not sent, back at once'
-        : typeof delaySeconds === 'number'
-          ? `retry in ${delaySeconds} s`
-          : 'retry after the visibility timeout';
+    // The visibility the record was handed back with, not the delay asked for (delaySeconds):
+    // the retry window's spacing, the breaker's hold or SQS's limits may have changed it.
+    const given = typeof visibilitySeconds === 'number' ? visibilitySeconds : undefined;
+    const after = given === undefined ? undefined : given < 60 ? `${given} s` : durationText(given);
+    const back = outcome === 'not-attempted' ? 'not sent, back' : 'retry';
+    const when = after === undefined ? `${back} after the visibility timeout` : given === 0 ? `${back} at once` : `${back} in ${after}`;
     const last =
       level !== 'WARN'
         ? undefined
         : styles.yellow(
-            String(message).includes('retry window')
+            message.includes('retry window')
               ? 'next attempt is the last in its retry window'
               : 'last receive: SQS moves it to the DLQ next',
           );
     const cause = typeof error === 'string' ? error : typeof reason === 'string' ? reason : undefined;
-    return `${styles.yellow(`↻ ${when}`)}  ${String(messageId)}  ${tail([receive, http, cause, last])}`;
+    return `${styles.yellow(`↻ ${when}`)}  ${messageId}  ${tail([receive, http, cause === undefined ? undefined : terminalSafe(cause), last])}`;
   }
   if (outcome === 'dead-lettered') {
     const text = typeof response === 'string' ? response.trim() : '';
-    const excerpt = text === '' ? undefined : JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
-    return `${styles.red('✗ dead-lettered')}  ${String(messageId)}  ${tail([receive, http, excerpt])}`;
+    const excerpt = text === '' ? undefined : terminalSafe(JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text));
+    return `${styles.red('✗ dead-lettered')}  ${messageId}  ${tail([receive, http, excerpt])}`;
   }
   if (message === 'Batch relayed' && !showSummaries) return undefined;
   const label = level === 'ERROR' ? styles.red('ERROR') : level === 'WARN' ? styles.yellow('WARN') : styles.dim(level);
-  return `${label} ${String(message)} ${styles.dim(extras(attributes))}`.trimEnd();
+  return `${label} ${message} ${styles.dim(extras(attributes))}`.trimEnd();
 }
 
 /** Creates the log for a format and level, writing to `out`. */

@@ -192,6 +192,7 @@ export function startRunner(options: RunnerOptions): LocalRelay {
   const info: ReadyInfo = {
     ...queue,
     sqsEndpoint: connection.endpoint,
+    emulatorCredentials: connection.credentials !== undefined,
     region: connection.region,
     // A token in the webhook's query string stays out of the banner and the log.
     webhookUrl: redactUrl(options.webhookUrl),

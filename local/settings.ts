@@ -3,10 +3,11 @@
  * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
-import { redactUrl } from '../lambda/config';
-import { ConfigError, type Env, integerSetting, read } from '../lambda/env';
+import { parseHttpsOrLoopback, redactUrl } from '../lambda/config';
+import { boolean, ConfigError, type Env, integerSetting, read } from '../lambda/env';
 import { likelyTypos } from '../lambda/nearest-name';
-import { LOG_LEVELS, SETTING_LIST, SETTINGS, type SettingName } from '../lambda/settings';
+import { FUNCTION_SETTINGS, LOG_LEVELS, SETTING_LIST, SETTINGS, type SettingName } from '../lambda/settings';
+import { emulatorOrigin, isAwsHost } from './existing-queue';
 
 export { LOG_LEVELS };
 
@@ -49,18 +50,42 @@ export interface LocalSettings {
 // The DLQ adds '-dlq' (4 characters), so the main queue's base name may have at most 76.
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,76}(\.fifo)?$/;
 
+/** `ALLOW_INSECURE_HTTP`, as the function reads it: plain http to hosts that are not loopback. */
+function allowInsecureHttp(env: Env): boolean {
+  return boolean(env, 'ALLOW_INSECURE_HTTP', FUNCTION_SETTINGS.ALLOW_INSECURE_HTTP.default);
+}
+
 function queueUrl(env: Env): string | undefined {
   const raw = read(env, 'QUEUE_URL');
   if (raw === undefined) return undefined;
+  const example = 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders';
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', redactUrl(raw));
+    throw new ConfigError('QUEUE_URL', example, redactUrl(raw));
   }
   const segments = url.pathname.split('/').filter((segment) => segment !== '');
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || segments.length < 2) {
-    throw new ConfigError('QUEUE_URL', 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders', redactUrl(raw));
+    throw new ConfigError('QUEUE_URL', example, redactUrl(raw));
+  }
+  // The daemon's SQS calls are SigV4-signed, with session tokens: the webhook URL's rule holds for
+  // where they go (an endpoint variable, else a queue URL not on AWS, which is its own endpoint).
+  const endpointVariable = ['AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL'].find((name) => read(env, name) !== undefined);
+  // Where connectionFor sends them: a `*.localhost` queue URL is reached at 127.0.0.1.
+  const [name, endpoint] =
+    endpointVariable === undefined
+      ? ['QUEUE_URL', isAwsHost(url.hostname) ? undefined : emulatorOrigin(url)]
+      : [endpointVariable, read(env, endpointVariable)];
+  if (endpoint !== undefined) {
+    const checked = parseHttpsOrLoopback(endpoint, allowInsecureHttp(env));
+    if (!(checked instanceof URL)) {
+      throw new ConfigError(
+        name,
+        `${checked.expected} (signed SQS calls go there; for an emulator on this machine, use 127.0.0.1 or localhost, e.g. AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566)`,
+        checked.shown,
+      );
+    }
   }
   return raw;
 }
@@ -68,17 +93,9 @@ function queueUrl(env: Env): string | undefined {
 function healthCheckUrl(env: Env): URL | undefined {
   const raw = read(env, 'WEBHOOK_HEALTH_CHECK_URL');
   if (raw === undefined) return undefined;
-  try {
-    const url = new URL(raw);
-    if (url.protocol === 'http:' || url.protocol === 'https:') return url;
-  } catch {
-    // reported below
-  }
-  throw new ConfigError(
-    'WEBHOOK_HEALTH_CHECK_URL',
-    'an absolute http:// or https:// URL answering 2xx when the webhook is up',
-    redactUrl(raw),
-  );
+  const checked = parseHttpsOrLoopback(raw, allowInsecureHttp(env));
+  if (checked instanceof URL) return checked;
+  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', checked.expected, checked.shown);
 }
 
 /** A whole-number setting, with the registry's default and bounds. */
@@ -126,6 +143,13 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : int(env, 'MAX_RECEIVE_COUNT');
   const existingQueueUrl = queueUrl(env);
   const webhookUrl = read(env, 'WEBHOOK_URL');
+  if (read(env, 'WEBHOOK_URL_SECRET_ARN') !== undefined) {
+    throw new ConfigError(
+      'WEBHOOK_URL_SECRET_ARN',
+      "unset here: it is the deployed function's; local runs and the daemon take the URL in WEBHOOK_URL",
+      read(env, 'WEBHOOK_URL_SECRET_ARN'),
+    );
+  }
   // The demo webhook answers 200 to everything: relaying a real queue into it would delete every message.
   if (existingQueueUrl !== undefined && webhookUrl === undefined) {
     const typo = [...mistypedVariables(env)].find(([, variable]) => variable === 'WEBHOOK_URL')?.[0];

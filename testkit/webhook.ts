@@ -4,7 +4,9 @@
  * connection reset mid-response); rate-limited-webhook.ts is one such responder.
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 
 /** One request as the webhook received it. */
 export interface ReceivedRequest {
@@ -13,6 +15,24 @@ export interface ReceivedRequest {
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
   readonly receivedAt: number;
+  /** The common name of the client certificate the request came with (an HTTPS webhook that asks for one). */
+  readonly clientCertificate?: string;
+}
+
+/** An HTTPS webhook: its certificate, and whether it demands a client certificate signed by `ca`. */
+export interface WebhookTls {
+  readonly certificate: string;
+  readonly privateKey: string;
+  /** The CAs whose client certificates it takes; with it, a request without one is refused in the handshake. */
+  readonly clientCa?: string;
+}
+
+/** How {@link startWebhook} serves. */
+export interface WebhookOptions {
+  /** HTTPS instead of plain HTTP. */
+  readonly tls?: WebhookTls;
+  /** The host its URL names (it listens on 127.0.0.1 whatever the name: a proxy in the test resolves it). @default 127.0.0.1 */
+  readonly host?: string;
 }
 
 /** What the webhook does with one request. */
@@ -41,33 +61,47 @@ export interface TestWebhook {
 }
 
 /** Starts a webhook on 127.0.0.1 at a free port; it answers 200 until told otherwise. */
-export async function startWebhook(responder: Responder = () => ({ status: 200 })): Promise<TestWebhook> {
+export async function startWebhook(responder: Responder = () => ({ status: 200 }), options: WebhookOptions = {}): Promise<TestWebhook> {
   let respond = responder;
   const requests: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
+  const { tls } = options;
+  const handle = (req: import('node:http').IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
+      const peer = tls === undefined ? undefined : (req.socket as TLSSocket).getPeerCertificate();
       const request: ReceivedRequest = {
         method: req.method ?? '',
         path: req.url ?? '',
         headers: req.headers,
         body: Buffer.concat(chunks),
         receivedAt: Date.now(),
+        ...(peer?.subject?.CN === undefined ? {} : { clientCertificate: String(peer.subject.CN) }),
       };
       const index = requests.push(request) - 1;
       void Promise.resolve(respond(request, index)).then((reply) => answer(res, reply));
     });
-  });
-  server.on('connection', (socket) => {
+  };
+  const server: Server =
+    tls === undefined
+      ? createServer(handle)
+      : createHttpsServer(
+          {
+            cert: tls.certificate,
+            key: tls.privateKey,
+            ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true }),
+          },
+          handle,
+        );
+  server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `${tls === undefined ? 'http' : 'https'}://${options.host ?? '127.0.0.1'}:${port}/hook`,
     requests,
     respondWith(next) {
       respond = next;

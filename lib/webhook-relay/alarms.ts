@@ -1,7 +1,7 @@
 /**
- * The alarm factory: the four alarms an operator needs (DLQ not empty, oldest message too old,
- * function errors, circuit breaker open too long), each telling the topic when it fires and
- * when it is over.
+ * The alarm factory: the five alarms an operator needs (DLQ not empty, oldest dead letter close to
+ * its expiry, oldest message too old, function errors, circuit breaker open too long), each
+ * telling the topic when it fires and when it is over, and what to run.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -9,12 +9,16 @@ import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { durationText } from '../../lambda/duration-text';
+import { DLQ_RETENTION } from './defaults';
 import type { RelayMetricFactory, MonitoredRelay } from './metrics';
 import { RELAY_METRICS } from './props';
+import { queryNames } from './queries';
 
 /** The relay's alarms. */
 export interface RelayAlarms {
   readonly deadLetterQueueNotEmpty: cloudwatch.Alarm;
+  /** The oldest dead letter is close to the DLQ's retention, when SQS deletes it. */
+  readonly deadLetterAge: cloudwatch.Alarm;
   readonly oldestMessageAge: cloudwatch.Alarm;
   readonly functionErrors: cloudwatch.Alarm;
   readonly breakerOpen: cloudwatch.Alarm;
@@ -24,7 +28,13 @@ export interface RelayAlarms {
 export interface AlarmThresholds {
   readonly ageThresholdSeconds: number;
   readonly breakerAlarmSeconds: number;
+  readonly deadLetterAgeAlarmSeconds: number;
 }
+
+/** The command an operator runs to see why messages are in the DLQ (`<QueueUrl>`: the stack's output). */
+export const SUMMARY_COMMAND = 'npx sqs-webhook-relay dead-letters summary --queue-url <QueueUrl>';
+/** The command that replays the dead letters of one status once the cause is fixed. */
+export const REPLAY_COMMAND = 'npx sqs-webhook-relay dead-letters replay --queue-url <QueueUrl> --status <status>';
 
 /** Why a message ends in the DLQ other than a permanent refusal, in words: its retry window ran out, or its receives did. */
 export function givenUpText(relay: Pick<MonitoredRelay, 'retryWindow' | 'maxReceiveCount'>): string {
@@ -42,6 +52,9 @@ export function createAlarms(
   thresholds: AlarmThresholds,
 ): RelayAlarms {
   const period = Duration.minutes(5);
+  const queries = queryNames(relay.name);
+  // What is left of the DLQ's retention once the age alarm fires (the stack's DLQ keeps 14 days).
+  const left = DLQ_RETENTION.toSeconds() - thresholds.deadLetterAgeAlarmSeconds;
   const action = new cloudwatchActions.SnsAction(topic);
   const alarm = (
     id: string,
@@ -67,7 +80,19 @@ export function createAlarms(
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       alarmDescription:
         `Messages are in the dead-letter queue of ${relay.name}: the webhook refused them permanently or they ${givenUpText(relay)}. ` +
-        "Read why in the DLQ messages' attributes and the function logs, fix the cause, then redrive from the SQS console (DLQ > Start DLQ redrive).",
+        `See why: ${SUMMARY_COMMAND} (or the Logs Insights query "${queries.deadLettersByCause}"). ` +
+        `Fix the cause, then replay those: ${REPLAY_COMMAND}; or redrive them all from the SQS console (DLQ > Start DLQ redrive). ` +
+        'docs/operations.md, When an alarm fires.',
+    }),
+    deadLetterAge: alarm('DeadLetterAgeAlarm', 'dlq-oldest-message-age', {
+      metric: metrics.oldestDeadLetterAge(period),
+      threshold: thresholds.deadLetterAgeAlarmSeconds,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      alarmDescription:
+        `The oldest message in the dead-letter queue of ${relay.name} has been there for over ${durationText(thresholds.deadLetterAgeAlarmSeconds, 'days')}. ` +
+        `SQS deletes dead letters after ${durationText(DLQ_RETENTION.toSeconds(), 'days')}: ${durationText(left, 'days')} are left at most to read and replay it ` +
+        '(less for a message SQS moved itself at the backstop: its retention counts from when it was first sent). ' +
+        `See what is there and how old: ${SUMMARY_COMMAND}; replay what was fixed: ${REPLAY_COMMAND}, or delete what never will be.`,
     }),
     oldestMessageAge: alarm('OldestMessageAgeAlarm', 'oldest-message-age', {
       metric: metrics.oldestMessageAge(period),
@@ -83,7 +108,7 @@ export function createAlarms(
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       alarmDescription:
         `The relay function of ${relay.name} failed whole batches (invalid configuration, a crash or a timeout): every record of those batches is retried. ` +
-        'Read the function logs for the error.',
+        `Read the function logs for the error (Logs Insights: "${queries.messageAttempts}" for one message).`,
     }),
     breakerOpen: alarm('BreakerOpenAlarm', 'breaker-open', {
       metric: metrics.relay(RELAY_METRICS.breakerOpenSeconds, cloudwatch.Stats.MAXIMUM),

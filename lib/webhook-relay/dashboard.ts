@@ -6,7 +6,9 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type { Construct } from 'constructs';
+import { DEAD_LETTER_CAUSE_LIST } from '../../lambda/dead-letter-causes';
 import { givenUpText, type RelayAlarms } from './alarms';
+import { DLQ_RETENTION } from './defaults';
 import type { MonitoredRelay, RelayMetricFactory } from './metrics';
 import { RELAY_METRICS } from './props';
 
@@ -16,7 +18,11 @@ export interface DashboardMarks {
   readonly timeoutSeconds: number;
   readonly ageThresholdSeconds: number;
   readonly breakerAlarmSeconds: number;
+  readonly deadLetterAgeAlarmSeconds: number;
 }
+
+/** Seconds in a day: the dead letters' age is drawn in days, as their 14 days of retention are counted. */
+const DAY_SECONDS = 86_400;
 
 /** Creates the dashboard in `scope` (id `Dashboard`). */
 export function createDashboard(
@@ -26,7 +32,7 @@ export function createDashboard(
   alarms: RelayAlarms,
   marks: DashboardMarks,
 ): cloudwatch.Dashboard {
-  const { maxConcurrency, timeoutSeconds, ageThresholdSeconds, breakerAlarmSeconds } = marks;
+  const { maxConcurrency, timeoutSeconds, ageThresholdSeconds, breakerAlarmSeconds, deadLetterAgeAlarmSeconds } = marks;
   const minute = Duration.minutes(1);
   const relayMetric = (metricName: string, label: string, statistic: string): cloudwatch.Metric =>
     metrics.relay(metricName, statistic, { label, period: minute });
@@ -39,7 +45,7 @@ export function createDashboard(
       markdown:
         `## sqs-webhook-relay: ${relay.name}\n` +
         'Producers send to the queue; the function POSTs each message to the webhook. **Delivered** = 2xx; **retried** = the webhook asked to see it again (429/5xx/timeout), with a delay; ' +
-        `**dead-lettered** = refused permanently or ${givenUpText(relay)}. Anything in the DLQ needs an operator: see docs/operations.md, Redriving the dead-letter queue.`,
+        `**dead-lettered** = refused permanently or ${givenUpText(relay)}. Anything in the DLQ needs an operator: \`sqs-webhook-relay dead-letters summary\` says why, \`… replay\` sends back what was fixed (docs/operations.md, Redriving the dead-letter queue).`,
       width: 24,
       height: 2,
     }),
@@ -47,7 +53,7 @@ export function createDashboard(
   dashboard.addWidgets(
     new cloudwatch.AlarmStatusWidget({
       title: 'Alarms',
-      alarms: [alarms.deadLetterQueueNotEmpty, alarms.oldestMessageAge, alarms.functionErrors, alarms.breakerOpen],
+      alarms: [alarms.deadLetterQueueNotEmpty, alarms.deadLetterAge, alarms.oldestMessageAge, alarms.functionErrors, alarms.breakerOpen],
       width: 24,
       height: 2,
     }),
@@ -116,7 +122,7 @@ export function createDashboard(
         }),
       ],
       leftYAxis: { min: 0, showUnits: false },
-      width: 8,
+      width: 12,
     }),
     new cloudwatch.GraphWidget({
       title: 'Age of oldest message (s)',
@@ -125,8 +131,11 @@ export function createDashboard(
       ],
       leftAnnotations: [{ value: ageThresholdSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
       leftYAxis: { min: 0, showUnits: false },
-      width: 8,
+      width: 12,
     }),
+  );
+  // The dead letters: how many, why (the cause dimension), and how close the oldest is to SQS deleting it.
+  dashboard.addWidgets(
     new cloudwatch.GraphWidget({
       title: 'Dead-letter queue depth',
       left: [
@@ -138,6 +147,29 @@ export function createDashboard(
       ],
       leftAnnotations: [{ value: 0, label: 'anything above 0 alarms', color: cloudwatch.Color.RED }],
       leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Dead-lettered by cause (per minute)',
+      left: DEAD_LETTER_CAUSE_LIST.map((cause) => metrics.deadLetteredByCause(cause, minute, cause)),
+      leftYAxis: { min: 0, showUnits: false },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: 'Age of oldest dead letter (days)',
+      left: [
+        new cloudwatch.MathExpression({
+          expression: `age / ${DAY_SECONDS}`,
+          usingMetrics: { age: metrics.oldestDeadLetterAge(minute) },
+          label: 'oldest dead letter',
+          period: minute,
+        }),
+      ],
+      leftAnnotations: [
+        { value: deadLetterAgeAlarmSeconds / DAY_SECONDS, label: 'alarm', color: cloudwatch.Color.ORANGE },
+        { value: DLQ_RETENTION.toDays(), label: 'SQS deletes it', color: cloudwatch.Color.RED },
+      ],
+      leftYAxis: { min: 0, max: DLQ_RETENTION.toDays(), showUnits: false },
       width: 8,
     }),
   );

@@ -14,8 +14,11 @@ import type { ResolvedSettings } from './resolve';
 /** What only exists once the construct has built it: the DLQ's URL and the secrets' ARNs (tokens). */
 export interface EnvironmentRefs {
   readonly deadLetterQueueUrl: string;
+  readonly webhookUrlSecretArn?: string | undefined;
   readonly signingSecretArn: string | undefined;
   readonly authSecretArn: string | undefined;
+  readonly oauthClientSecretArn?: string;
+  readonly clientCertificateSecretArn?: string;
 }
 
 /** A prop's value as its variable is written: `Duration`s in the variable's unit, lists comma-separated. */
@@ -35,7 +38,25 @@ function written(setting: Setting, value: unknown): string {
  */
 export function functionEnvironment(props: WebhookRelayProps, resolved: ResolvedSettings, refs: EnvironmentRefs): Record<string, string> {
   const allowInsecureHttp = props.allowInsecureHttp ?? RELAY_DEFAULTS.allowInsecureHttp;
-  if (!Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
+  check(
+    (props.webhookUrl === undefined) !== (refs.webhookUrlSecretArn === undefined),
+    'webhookUrl',
+    props.webhookUrl === undefined
+      ? 'is required (or webhookUrlSecret, a secret holding it)'
+      : 'and webhookUrlSecret are two ways of giving the URL; give one',
+  );
+  if (props.webhookUrl !== undefined && !Token.isUnresolved(props.webhookUrl)) checkWebhookUrl(props.webhookUrl, allowInsecureHttp);
+  if (props.oauthTokenUrl !== undefined && !Token.isUnresolved(props.oauthTokenUrl))
+    checkWebhookUrl(props.oauthTokenUrl, allowInsecureHttp, 'oauthTokenUrl');
+  for (const prop of ['httpsProxy', 'httpProxy'] as const) {
+    const proxy = props[prop];
+    // The function would send them to the proxy, but the template would hold them in clear.
+    check(
+      proxy === undefined || Token.isUnresolved(proxy) || !/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#]*@/i.test(proxy),
+      prop,
+      'must not carry user:password (it would be stored in the template in clear); let the proxy admit the function by its network (a VPC security group) instead',
+    );
+  }
 
   // Values the construct derives or creates, rather than takes from a prop as is.
   const derived: Readonly<Record<string, string | undefined>> = {
@@ -47,11 +68,14 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     // The event source's ceiling: how many invocations share MAX_REQUESTS_PER_SECOND.
     CONCURRENT_INVOCATIONS: String(resolved.maxConcurrency),
     // Secrets by ARN only: the function reads the values from Secrets Manager at run time.
+    WEBHOOK_URL_SECRET_ARN: refs.webhookUrlSecretArn,
     SIGNING_SECRET_ARN: refs.signingSecretArn,
     AUTH_SECRET_ARN: refs.authSecretArn,
+    OAUTH_CLIENT_SECRET_ARN: refs.oauthClientSecretArn,
+    CLIENT_CERTIFICATE_SECRET_ARN: refs.clientCertificateSecretArn,
     OUTAGE_THRESHOLD: String(resolved.breaker.threshold),
-    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.initialIntervalSeconds),
-    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxIntervalSeconds),
+    OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.probeIntervalSeconds),
+    OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxHoldSeconds),
     POWERTOOLS_SERVICE_NAME: resolved.serviceName,
     POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
   };
@@ -86,8 +110,14 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
   // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
   const standIns: Record<string, string> = {
     WEBHOOK_URL: 'https://deploy-time.invalid/',
+    WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
     AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    OAUTH_TOKEN_URL: 'https://deploy-time.invalid/token',
+    OAUTH_CLIENT_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    CLIENT_CERTIFICATE_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    HTTPS_PROXY: 'http://deploy-time.invalid:3128',
+    HTTP_PROXY: 'http://deploy-time.invalid:3128',
   };
   const literal = Object.fromEntries(
     Object.entries(environment).map(([name, value]) => [name, Token.isUnresolved(value) ? standIns[name] : value]),
@@ -102,38 +132,35 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
 }
 
 /**
- * The deploy-side rules for a webhook URL: absolute, `https` unless explicitly allowed, no
- * credentials (they would sit in the template), and not this machine (a function cannot reach it).
+ * The deploy-side rules for a webhook URL (and the token endpoint's, `prop`): absolute, `https`
+ * unless explicitly allowed, no credentials (they would sit in the template), and not this machine
+ * (a function cannot reach it).
  */
-function checkWebhookUrl(raw: string, allowInsecureHttp: boolean): void {
+function checkWebhookUrl(raw: string, allowInsecureHttp: boolean, prop = 'webhookUrl'): void {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new WebhookRelayConfigError(
-      'webhookUrl',
+      prop,
       `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`,
     );
   }
   // Never the raw URL: a token in its query string or user:password would land in the log.
-  check(
-    url.protocol === 'https:' || url.protocol === 'http:',
-    'webhookUrl',
-    `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`,
-  );
+  check(url.protocol === 'https:' || url.protocol === 'http:', prop, `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`);
   check(
     url.protocol === 'https:' || allowInsecureHttp,
-    'webhookUrl',
+    prop,
     `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`,
   );
   check(
     url.username === '' && url.password === '',
-    'webhookUrl',
+    prop,
     'must not carry user:password (it would be stored in the template in clear); use an auth secret',
   );
   check(
     !isLoopbackHost(url.hostname),
-    'webhookUrl',
+    prop,
     `points at ${url.hostname}, which in Lambda is the function itself; use a host the function can reach`,
   );
 }

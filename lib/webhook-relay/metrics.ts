@@ -7,6 +7,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { CAUSE_DIMENSION, type DeadLetterCauseName } from '../../lambda/dead-letter-causes';
 import { METRICS_NAMESPACE, RELAY_METRICS } from './props';
 
 /** What the relay's metrics are read from. */
@@ -40,6 +41,29 @@ export class RelayMetricFactory {
   /** Messages in the dead-letter queue. */
   deadLetterQueueDepth(period: Duration, label?: string): cloudwatch.Metric {
     return this.source.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
+  }
+
+  /**
+   * Messages dead-lettered for `cause`, per period: `DeadLettered` with the dimensions `service`
+   * and `cause`, which the function publishes beside the `service`-only total.
+   */
+  deadLetteredByCause(cause: DeadLetterCauseName, period: Duration, label?: string): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: RELAY_METRICS.deadLettered,
+      dimensionsMap: { service: this.source.serviceName, [CAUSE_DIMENSION]: cause },
+      statistic: cloudwatch.Stats.SUM,
+      ...(label === undefined ? {} : { label }),
+      period,
+    });
+  }
+
+  /**
+   * Age of the oldest message in the dead-letter queue, seconds: since SQS moved it there or the
+   * relay copied it there (SQS's `ApproximateAgeOfOldestMessage` of a DLQ).
+   */
+  oldestDeadLetterAge(period: Duration, label?: string): cloudwatch.Metric {
+    return this.source.deadLetterQueue.metricApproximateAgeOfOldestMessage({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
   }
 
   /** Age of the oldest message in the queue, seconds. */

@@ -3,13 +3,22 @@
  * it raises for a prop AWS or the function would reject, and the names callers quote.
  */
 import type { Duration } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import type { BackoffPolicyName, PermanentFailureMode } from '../../lambda/config';
 import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../../lambda/metric-names';
-import { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES } from '../../lambda/settings';
+// Types from the modules that declare them, never from lambda/config.ts: the construct's
+// declarations must not reach the function's runtime (Powertools, `aws-lambda`) types.
+import type { BackoffPolicyName } from '../../lambda/retry-timing';
+import {
+  BACKOFF_POLICIES,
+  LOG_LEVELS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  PERMANENT_FAILURE_MODES,
+  type PermanentFailureMode,
+} from '../../lambda/settings';
 
 export { VISIBILITY_TIMEOUT_FACTOR } from '../../lambda/aws-limits';
 
@@ -22,19 +31,38 @@ export const RELAY_METRICS = METRIC_NAMES;
 /** One of {@link LOG_LEVELS}: Powertools Logger's levels, the same list the function and local mode take. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** Re-exported so callers of the construct need not reach into `lambda/`. */
-export { BACKOFF_POLICIES, LOG_LEVELS, PERMANENT_FAILURE_MODES, type BackoffPolicyName, type PermanentFailureMode };
+/** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}: how the function authenticates to the OAuth token endpoint. */
+export type OAuthClientAuthentication = (typeof OAUTH_CLIENT_AUTHENTICATIONS)[number];
 
-/** Properties of {@link WebhookRelay}. Only `webhookUrl` is required. */
+/** Re-exported so callers of the construct need not reach into `lambda/`. */
+export {
+  BACKOFF_POLICIES,
+  LOG_LEVELS,
+  OAUTH_CLIENT_AUTHENTICATIONS,
+  PERMANENT_FAILURE_MODES,
+  type BackoffPolicyName,
+  type PermanentFailureMode,
+};
+
+/** Properties of {@link WebhookRelay}. Only the webhook's URL is required: `webhookUrl`, or `webhookUrlSecret`. */
 export interface WebhookRelayProps {
   // ---- where messages go (function environment) ----
 
   /**
    * `WEBHOOK_URL`: where every message is POSTed. `https://`, unless `allowInsecureHttp`.
    * May be a token (e.g. a CloudFormation parameter); it is then validated at deploy time only.
-   * Required: there is no default.
+   * Written into the template and the function's environment as given: a URL that carries a
+   * token goes in {@link webhookUrlSecret} instead (synth warns about a query string).
+   * @default none: give this or {@link webhookUrlSecret}
    */
-  readonly webhookUrl: string;
+  readonly webhookUrl?: string;
+  /**
+   * `WEBHOOK_URL_SECRET_ARN`: a secret holding the webhook's URL (the whole secret string), for a
+   * URL that embeds a token: it then never appears in the template, the environment or a log.
+   * The function may read it; it re-reads it every {@link secretsRefresh}, keeping the last good URL.
+   * @default none: give this or {@link webhookUrl}
+   */
+  readonly webhookUrlSecret?: secretsmanager.ISecret;
   /** `ALLOW_INSECURE_HTTP`: allow a plain `http://` webhook (a private network). @default false */
   readonly allowInsecureHttp?: boolean;
   /** `HEADER_PREFIX`: prefix of the Carrier-compatible headers. @default 'X-Carrier-' */
@@ -120,8 +148,10 @@ export interface WebhookRelayProps {
   /**
    * `RETRY_WINDOW_HOURS`: how long a message's failures may go on, from its first receive, before
    * the relay gives up on it and dead-letters it ("retry window exhausted"). `429`/`503` with
-   * `Retry-After` and circuit-breaker holds cost it only the time they take. 1 minute to 14 days,
-   * whole seconds; the queue's retention must cover it plus 12 hours and one visibility timeout.
+   * `Retry-After` and circuit-breaker holds cost it only the time they take. Whole seconds, from
+   * 1 minute to 13 days 11 hours 57 minutes (323.95 hours): the queue's retention, at most SQS's
+   * 14 days, must cover it plus 12 hours and one visibility timeout (180 s by default; a longer
+   * one lowers the bound, and synth names it).
    * The redrive policy's count is then only a backstop for crashes, derived from the window (see
    * {@link maxReceiveCount}). To give up after a number of receives instead, set
    * {@link maxReceiveCount} and leave this unset: the window is then off. With an existing
@@ -190,16 +220,77 @@ export interface WebhookRelayProps {
   /** `SECRETS_REFRESH_SECONDS`: how long the function uses a secret value before reading it again. @default 5 minutes */
   readonly secretsRefresh?: Duration;
 
+  // ---- reaching the webhooks enterprises run: OAuth, mutual TLS, a proxy, a fixed egress address ----
+
+  /**
+   * `OAUTH_TOKEN_URL`: authenticate with OAuth 2.0 client credentials (RFC 6749 §4.4). Every request
+   * carries `Authorization: Bearer <token>`: one token per container, renewed before it expires and
+   * on a `401` (the record is then resent once). `https://`; needs {@link oauthClientId} and
+   * {@link oauthClientSecret}; not with {@link authSecret}.
+   * @default no OAuth
+   */
+  readonly oauthTokenUrl?: string;
+  /** `OAUTH_CLIENT_ID`: the OAuth client id. @default none (required with {@link oauthTokenUrl}) */
+  readonly oauthClientId?: string;
+  /** `OAUTH_CLIENT_SECRET_ARN`: the secret holding the OAuth client secret (plain text); the function is granted read access. @default none (required with {@link oauthTokenUrl}) */
+  readonly oauthClientSecret?: secretsmanager.ISecret;
+  /** `OAUTH_SCOPE`: the scopes asked for, space-separated. @default none (the token endpoint's default) */
+  readonly oauthScope?: string;
+  /** `OAUTH_AUDIENCE`: the audience asked for (Auth0 and others). @default none */
+  readonly oauthAudience?: string;
+  /** `OAUTH_CLIENT_AUTHENTICATION`: HTTP Basic (`client_secret_basic`) or the form (`client_secret_post`). @default 'client_secret_basic' */
+  readonly oauthClientAuthentication?: OAuthClientAuthentication;
+  /**
+   * `CLIENT_CERTIFICATE_SECRET_ARN`: mutual TLS. A secret holding JSON
+   * `{ "certificate": "<PEM>", "privateKey": "<PEM>", "caCertificate"?: "<PEM>" }`: the certificate is
+   * presented to the webhook, `caCertificate` (a private CA) trusted beside the public CAs. Re-read
+   * every {@link secretsRefresh}; the function is granted read access.
+   * @default no client certificate
+   */
+  readonly clientCertificateSecret?: secretsmanager.ISecret;
+  /**
+   * `HTTPS_PROXY`: a forward proxy for the `https://` webhook and token requests
+   * (`http://host:port`; an HTTP CONNECT tunnel, TLS end to end). No `user:password`: it would be in
+   * the template; use a proxy that admits the function's security group instead.
+   * @default no proxy
+   */
+  readonly httpsProxy?: string;
+  /** `HTTP_PROXY`: the same for an `http://` webhook. @default no proxy */
+  readonly httpProxy?: string;
+  /** `NO_PROXY`: hosts, domains, IP addresses and CIDR ranges reached without the proxy, comma-separated. @default none */
+  readonly noProxy?: string;
+  /**
+   * Put the function in this VPC: with a NAT gateway on the way out, its Elastic IP is the one
+   * address the webhook sees (docs/operations.md, "A fixed egress address"). The function then
+   * reaches SQS and Secrets Manager through the NAT gateway or VPC endpoints too. The role is given
+   * the network-interface permissions Lambda needs.
+   * @default none: the function runs in Lambda's own network, from AWS's changing addresses
+   */
+  readonly vpc?: ec2.IVpc;
+  /** The function's subnets in {@link vpc}: private ones that leave by the NAT gateway. @default the VPC's private subnets with egress */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /** The function's security groups in {@link vpc}. @default one created, allowing all outbound traffic */
+  readonly securityGroups?: ec2.ISecurityGroup[];
+
   // ---- outages ----
 
-  /** `OUTAGE_THRESHOLD`: outage-type failures in a row that open the circuit breaker; 0 switches it off. @default 5 */
+  /**
+   * `OUTAGE_THRESHOLD`: failures in a row that open the circuit breaker (outage signs, or server errors such as `500`
+   * that go on for 5 s); 0 switches it off. @default 5
+   */
   readonly outageThreshold?: number;
-  /** `OUTAGE_BACKOFF_SECONDS`: the breaker's first open interval. @default 30 seconds */
+  /** `OUTAGE_BACKOFF_SECONDS`: while the breaker is open, one probe per this long; also the shortest hold. @default 10 seconds */
   readonly outageBackoff?: Duration;
-  /** `OUTAGE_BACKOFF_MAX_SECONDS`: the longest open interval. @default 15 minutes */
+  /** `OUTAGE_BACKOFF_MAX_SECONDS`: the longest a record held back by the open breaker stays away. @default 15 minutes */
   readonly outageBackoffMax?: Duration;
   /** Alarm when the breaker has been open this long: the operator hears of the outage before anything is dead-lettered. @default 5 minutes */
   readonly breakerOpenAlarmThreshold?: Duration;
+  /**
+   * Alarm when the oldest message in the dead-letter queue is this old (1 hour to 13 days): the DLQ
+   * keeps a message 14 days, so the rest is the time left to read and replay it before SQS deletes it.
+   * @default 10 days
+   */
+  readonly deadLetterAgeAlarmThreshold?: Duration;
 }
 
 /** A prop value that SQS, Lambda or the function would reject. `prop` names the offending prop. */

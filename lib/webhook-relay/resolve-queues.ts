@@ -4,7 +4,7 @@
  * `maxReceiveCount` is given for a created queue or the window is 0 for an existing one), the
  * visibility timeout and the retention checked against the time a message can take.
  */
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration, Stack, Token } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR, visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import type { BreakerSettings } from '../../lambda/breaker';
@@ -114,6 +114,12 @@ export function resolveQueues(
   // A message must outlive its retries, or SQS deletes it before it ever reaches the DLQ.
   if (retryWindow > 0) {
     const margin = retryWindowMarginSeconds(visibility);
+    const longest = DLQ_RETENTION.toSeconds() - margin;
+    check(
+      retryWindow <= longest,
+      'retryWindow',
+      `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (14 days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
+    );
     check(
       retentionSeconds >= retryWindow + margin,
       'retentionPeriod',
@@ -135,7 +141,7 @@ export function resolveQueues(
 }
 
 /**
- * The retry window in whole seconds, 1 minute to the registry's longest (14 days), or 0 (off).
+ * The retry window in whole seconds, 1 minute to the registry's longest (13 days 11 hours 57 minutes), or 0 (off).
  * @param zeroMeansOff an existing queue's window may be 0, leaving its own count to decide; a
  *   created queue's is switched off by `maxReceiveCount` instead, and 0 is refused
  */
@@ -149,7 +155,15 @@ function retryWindowOf(window: Duration, zeroMeansOff: boolean): number {
     );
     return 0;
   }
-  return seconds(window, 'retryWindow', Duration.minutes(1), Duration.hours(max));
+  const longest = Math.round(max * 3600);
+  // Whole seconds first (any amount); then the bounds, the longest to the minute (Duration's own text rounds it away).
+  const result = seconds(window, 'retryWindow', Duration.seconds(0), Duration.seconds(Number.MAX_SAFE_INTEGER));
+  check(
+    result >= 60 && result <= longest,
+    'retryWindow',
+    `must be from 1 minute to ${durationText(longest)} (${max} hours); got ${window.toHumanString()}`,
+  );
+  return result;
 }
 
 function resolveExistingQueues(
@@ -222,6 +236,7 @@ function resolveExistingQueues(
     `must be of the same kind as the queue (${queue.fifo ? 'FIFO' : 'standard'}), as SQS requires`,
   );
   wholeNumber(maxReceiveCount, 'maxReceiveCount', SETTINGS.MAX_RECEIVE_COUNT.min, SETTINGS.MAX_RECEIVE_COUNT.max);
+  warnings.push(...protectionWarnings(queue, dlq));
   const result = { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount } as const;
   if (retryWindow === 0) return result; // SQS's count semantics: the queue's count is the rule, not a backstop
   // An imported queue's visibility timeout is unknown here: judge by the one it should have.
@@ -266,11 +281,75 @@ export function countedRetrySpanSeconds(
   };
   // An unknown policy is reported by the environment's validation, with the prop's name.
   if (!(BACKOFF_POLICIES as readonly string[]).includes(settings.policy)) return 0;
-  const breakerSeconds = breaker.threshold > 0 ? breaker.maxIntervalSeconds : 0;
+  const breakerSeconds = breaker.threshold > 0 ? breaker.maxHoldSeconds : 0;
   let window = 0;
   for (let receive = 1; receive <= maxReceiveCount; receive += 1) {
     const backoff = backoffDelay(settings, receive, () => 0.999_999) ?? visibilitySeconds;
     window += Math.min(MAX_VISIBILITY_SECONDS, Math.max(backoff, breakerSeconds, visibilitySeconds));
   }
   return window;
+}
+
+/**
+ * True when a queue of this app refuses requests made without TLS: a queue policy of its stack
+ * (its own, as `enforceSSL` writes, or one naming it) denies `aws:SecureTransport` false.
+ */
+function deniesPlainHttp(queue: sqs.Queue): boolean {
+  const policies = Stack.of(queue)
+    .node.findAll()
+    .filter((construct): construct is sqs.QueuePolicy => construct instanceof sqs.QueuePolicy)
+    .filter((policy) => {
+      const cfn = policy.node.defaultChild;
+      return cfn instanceof sqs.CfnQueuePolicy && Array.isArray(cfn.queues) && cfn.queues.includes(queue.queueUrl);
+    });
+  const statements = policies.flatMap(
+    (policy) => (policy.document.toJSON() as { Statement?: Record<string, unknown>[] } | undefined)?.Statement ?? [],
+  );
+  return statements.some((statement) => {
+    const secure = (statement.Condition as { Bool?: Record<string, unknown> } | undefined)?.Bool?.['aws:SecureTransport'];
+    return statement.Effect === 'Deny' && (secure === 'false' || secure === false);
+  });
+}
+
+/**
+ * Warnings about queues passed in that are not protected as the created ones are (encrypted at
+ * rest, TLS only): messages carry what producers send, and the function signs and delivers them.
+ * A queue of this app is checked; an imported one cannot be, which is said once for both.
+ */
+function protectionWarnings(queue: sqs.IQueue, deadLetterQueue: sqs.IQueue): ResolvedWarning[] {
+  const warnings: ResolvedWarning[] = [];
+  const imported: string[] = [];
+  for (const [role, candidate] of [
+    ['queue', queue],
+    ['deadLetterQueue', deadLetterQueue],
+  ] as const) {
+    // A queue of this app names itself in its resource (when it is given a name); an imported one in its ARN.
+    const cfn = candidate.node.defaultChild;
+    const given = cfn instanceof sqs.CfnQueue ? cfn.queueName : candidate.queueName;
+    const name = given === undefined || Token.isUnresolved(given) ? role : `${role} (${given})`;
+    if (!(candidate instanceof sqs.Queue)) {
+      imported.push(name);
+      continue;
+    }
+    // Left unset, SQS encrypts a new queue with SSE-SQS; only UNENCRYPTED switches that off.
+    if (candidate.encryptionType === sqs.QueueEncryption.UNENCRYPTED) {
+      warnings.push({
+        id: 'sqs-webhook-relay:queueNotEncrypted',
+        message: `The ${name} is not encrypted at rest (encryption: UNENCRYPTED), unlike the queues the construct creates: use QueueEncryption.SQS_MANAGED or KMS.`,
+      });
+    }
+    if (!deniesPlainHttp(candidate)) {
+      warnings.push({
+        id: 'sqs-webhook-relay:queueAllowsPlainHttp',
+        message: `The ${name} accepts requests without TLS, unlike the queues the construct creates: create it with enforceSSL: true (a policy denying aws:SecureTransport false).`,
+      });
+    }
+  }
+  if (imported.length > 0) {
+    warnings.push({
+      id: 'sqs-webhook-relay:importedQueueProtection',
+      message: `The construct cannot see whether the imported ${imported.join(' and ')} ${imported.length > 1 ? 'are' : 'is'} encrypted at rest and refuse${imported.length > 1 ? '' : 's'} requests without TLS, as the queues it creates do. Check (aws sqs get-queue-attributes --attribute-names SqsManagedSseEnabled KmsMasterKeyId Policy): SSE-SQS or KMS, and a policy denying aws:SecureTransport false; then acknowledge this warning.`,
+    });
+  }
+  return warnings;
 }

@@ -4,8 +4,9 @@
  * as a pure function, so each rule is testable without a Stack. What SQS, Lambda or the
  * function would reject is rejected here with a message naming the prop.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Token } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import {
   MAX_BATCHING_WINDOW_SECONDS,
   MAX_EVENT_SOURCE_BATCH_SIZE,
@@ -14,10 +15,12 @@ import {
   MAX_VISIBILITY_SECONDS,
 } from '../../lambda/aws-limits';
 import type { BreakerSettings } from '../../lambda/breaker';
+import { redactUrl } from '../../lambda/config';
 import { SETTINGS } from '../../lambda/settings';
+import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from '../../lambda/signing';
 import { check, seconds, wholeNumber } from './checks';
 import { DLQ_RETENTION, RELAY_DEFAULTS } from './defaults';
-import type { WebhookRelayProps } from './props';
+import { type WebhookRelayProps, WebhookRelayConfigError } from './props';
 import { type ExistingQueues, type QueuesToCreate, resolveQueues } from './resolve-queues';
 
 export { countedRetrySpanSeconds, type ExistingQueues, type QueuesToCreate } from './resolve-queues';
@@ -42,6 +45,8 @@ export interface ResolvedSettings {
   readonly ageThresholdSeconds: number;
   readonly breakerAlarmThreshold: Duration;
   readonly breakerAlarmSeconds: number;
+  /** When the oldest dead letter alarms, seconds. */
+  readonly deadLetterAgeAlarmSeconds: number;
   readonly breaker: BreakerSettings;
   readonly queues: QueuesToCreate | ExistingQueues;
   readonly maxReceiveCount: number;
@@ -70,6 +75,9 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     'name',
     `must be 1 to 200 letters, digits, "-" or "_" (it names the dashboard and alarms); got ${JSON.stringify(name)}`,
   );
+
+  const webhookUrlWarning = queryStringWarning(props.webhookUrl);
+  if (webhookUrlWarning !== undefined) warnings.push(webhookUrlWarning);
 
   const timeout = props.timeout ?? d.timeout;
   const timeoutSeconds = seconds(timeout, 'timeout', Duration.seconds(1), Duration.seconds(MAX_FUNCTION_TIMEOUT_SECONDS));
@@ -112,11 +120,18 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
       SETTINGS.OUTAGE_THRESHOLD.min,
       SETTINGS.OUTAGE_THRESHOLD.max,
     ),
-    initialIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
-    maxIntervalSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
+    probeIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
+    maxHoldSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
   };
   const breakerAlarmThreshold = props.breakerOpenAlarmThreshold ?? d.breakerOpenAlarmThreshold;
   const breakerAlarmSeconds = seconds(breakerAlarmThreshold, 'breakerOpenAlarmThreshold', Duration.minutes(1), Duration.days(1));
+  // A day short of the DLQ's retention at most: an alarm at 14 days would fire as SQS deletes the message.
+  const deadLetterAgeAlarmSeconds = seconds(
+    props.deadLetterAgeAlarmThreshold ?? d.deadLetterAgeAlarmThreshold,
+    'deadLetterAgeAlarmThreshold',
+    Duration.hours(1),
+    Duration.days(DLQ_RETENTION.toDays() - 1),
+  );
 
   const { queues, maxReceiveCount, retryWindowSeconds } = resolveQueues(props, timeoutSeconds, windowSeconds, breaker, warnings);
 
@@ -145,6 +160,7 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   // ---- secrets ----
   const signing = props.signing ?? (props.signingSecret !== undefined || d.signing);
   check(signing || props.signingSecret === undefined, 'signing', 'is false, but a signingSecret was given');
+  if (props.signingSecret !== undefined) checkSigningSecret(props.signingSecret);
 
   return {
     name,
@@ -157,6 +173,7 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     ageThresholdSeconds,
     breakerAlarmThreshold,
     breakerAlarmSeconds,
+    deadLetterAgeAlarmSeconds,
     breaker,
     queues,
     maxReceiveCount,
@@ -167,5 +184,67 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     maxConcurrency,
     signing,
     warnings,
+  };
+}
+
+/** Characters Secrets Manager generates that base64 holds (`excludePunctuation` leaves letters and digits). */
+const BASE64_CHARACTERS_PER_BYTE = 4 / 3;
+
+/**
+ * The signing secret's value, where it is known at synth (a `Secret` of this app, with a value or
+ * generated): a key the function would refuse at run time (not base64, under
+ * {@link MIN_SIGNING_KEY_BYTES} bytes) fails synth instead. An imported secret is checked when
+ * the function reads it.
+ */
+function checkSigningSecret(secret: secretsmanager.ISecret): void {
+  const cfn = secret.node.defaultChild;
+  if (!(cfn instanceof secretsmanager.CfnSecret)) return;
+  if (typeof cfn.secretString === 'string' && !Token.isUnresolved(cfn.secretString)) {
+    try {
+      parseSigningKeys(cfn.secretString);
+    } catch (error) {
+      throw new WebhookRelayConfigError('signingSecret', `holds a value the function would refuse: ${(error as Error).message}`);
+    }
+    return;
+  }
+  const generated = cfn.generateSecretString;
+  if (generated === undefined || Token.isUnresolved(generated)) return;
+  const options = generated as secretsmanager.CfnSecret.GenerateSecretStringProperty;
+  const length = options.passwordLength ?? 32; // Secrets Manager's default
+  const minimum = Math.ceil(MIN_SIGNING_KEY_BYTES * BASE64_CHARACTERS_PER_BYTE);
+  let problem: string | undefined;
+  if (options.secretStringTemplate !== undefined || options.generateStringKey !== undefined)
+    problem = 'generates a JSON document; the function needs the key itself';
+  else if (options.excludePunctuation !== true || options.includeSpace === true)
+    problem = 'generates punctuation or spaces, which are not base64';
+  else if (typeof length === 'number' && !Token.isUnresolved(length)) {
+    // Base64 of 4n+1 characters decodes to nothing whole.
+    if (length % 4 === 1) problem = `generates ${length} characters, which is not base64 (no length of 4n + 1 is)`;
+    else if (length < minimum)
+      problem = `generates ${length} characters, a key of ${Math.floor(length / BASE64_CHARACTERS_PER_BYTE)} bytes`;
+  }
+  check(
+    problem === undefined,
+    'signingSecret',
+    `${problem}: a Standard Webhooks key is base64 of at least ${MIN_SIGNING_KEY_BYTES} bytes; generate it with { excludePunctuation: true, includeSpace: false, passwordLength: 48 } (as the construct does when given none)`,
+  );
+}
+
+/**
+ * A warning when the webhook URL has a query string or fragment, where tokens travel: the URL is
+ * written into the template and the function's environment as given. (User-info is refused.)
+ */
+function queryStringWarning(webhookUrl: string | undefined): ResolvedWarning | undefined {
+  if (webhookUrl === undefined || Token.isUnresolved(webhookUrl)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(webhookUrl);
+  } catch {
+    return undefined; // refused with the function's rules, by the environment's check
+  }
+  if (url.search === '' && url.hash === '' && !webhookUrl.includes('?')) return undefined;
+  return {
+    id: 'sqs-webhook-relay:webhookUrlInTemplate',
+    message: `webhookUrl ${redactUrl(webhookUrl)} has a query string, which is written into the template and the function's environment in clear. If it carries a token, keep the whole URL in Secrets Manager instead: webhookUrlSecret (-c webhookUrlSecretArn=…).`,
   };
 }

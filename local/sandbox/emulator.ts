@@ -1,5 +1,6 @@
 /**
- * The embedded SQS emulator of `npm start`: fauxqs in this process, listening on 127.0.0.1 only,
+ * The embedded SQS emulator of `npm start`: fauxqs in this process, listening on 127.0.0.1 only
+ * and answering only requests addressed to this machine by name (see {@link isLocalHostHeader}),
  * with the main queue, its DLQ and the redrive policy, as the stack creates them.
  *
  * fauxqs's `startFauxqs()` names queues `http://sqs.<region>.localhost:<port>/…` and listens on
@@ -15,8 +16,10 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
+import { isLoopbackHost } from '../../lambda/config';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { EMULATOR_CREDENTIALS } from '../existing-queue';
+import { subcommandPrefix } from '../invocation';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';
@@ -59,8 +62,7 @@ export interface EmbeddedSqs {
  * told: fauxqs speaks only the JSON protocol, which AWS CLI v2 uses since 2.13.34 and the AWS
  * SDK for JavaScript v3 since 3.446.0 (Debian 12's `awscli` package, 2.9, predates it).
  */
-export const QUERY_PROTOCOL_REFUSAL =
-  "this SQS emulator speaks only SQS's JSON protocol; this client sent the older query protocol. Use AWS CLI 2.13.34 or later, a current AWS SDK (for JavaScript v3: @aws-sdk/client-sqs 3.446.0 or later), or npx tsx bin/send.ts";
+export const QUERY_PROTOCOL_REFUSAL = `this SQS emulator speaks only SQS's JSON protocol; this client sent the older query protocol. Use AWS CLI 2.13.34 or later, a current AWS SDK (for JavaScript v3: @aws-sdk/client-sqs 3.446.0 or later), or ${subcommandPrefix('send')} --queue-url <queue URL> '<body>'`;
 
 /** SQS's actions, as a query-protocol client names them in `Action`. */
 const SQS_ACTIONS = new Set([
@@ -101,11 +103,28 @@ function queryProtocolError(action: string): string {
   ].join('\n');
 }
 
+/** What a request addressed to another host is told (403). */
+export const FOREIGN_HOST_REFUSAL =
+  'this SQS emulator answers only requests addressed to this machine (Host: localhost, *.localhost, 127.0.0.1 or [::1])';
+
+/**
+ * True when a `Host` header names this machine: `localhost`, a `*.localhost` name (fauxqs's queue
+ * and bucket names; a browser never sends those to DNS), 127.0.0.0/8 or `[::1]`, with any port.
+ * A missing or malformed header is not.
+ */
+export function isLocalHostHeader(host: string | undefined): boolean {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(:[0-9]{1,5})?$/.exec(host?.trim() ?? '');
+  if (match === null) return false;
+  const name = (match[1] as string).toLowerCase().replace(/\.$/, '');
+  return isLoopbackHost(name) || name.endsWith('.localhost');
+}
+
 /** Raised when the emulator's port is taken. */
 export class PortInUseError extends Error {
   constructor(readonly port: number) {
+    // Not "QUEUE_URL to the running queue": another `npm start`'s own relay would share its messages.
     super(
-      `port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port, or QUEUE_URL to use a running queue`,
+      `port ${port} is already in use (another emulator or \`npm start\`?); set SQS_PORT to a free port (0: any), or QUEUE_URL to a queue of your own in that emulator, with its DLQ (recipe: docs/local.md, "A queue of your own in a running emulator"), not to another \`npm start\`'s queue, which its relay takes messages from too`,
     );
     this.name = 'PortInUseError';
   }
@@ -149,6 +168,13 @@ async function createStores(): Promise<{ stores: BuildAppStores; sqsStore: SqsSt
 export async function startEmbeddedSqs(options: EmbeddedSqsOptions): Promise<EmbeddedSqs> {
   const { stores, sqsStore } = await createStores();
   const app = buildApp({ logger: false, defaultRegion: EMULATOR_REGION, stores });
+  // Listening on 127.0.0.1 keeps other machines out, not a web page: a DNS-rebinding page (or a
+  // proxy on this machine) reaches it under a name of its own. Every route (SQS, SNS, S3, the
+  // inspection endpoints) answers only requests addressed to this machine by name.
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (isLocalHostHeader(request.headers.host)) return;
+    await reply.status(403).header('content-type', 'text/plain; charset=utf-8').send(FOREIGN_HOST_REFUSAL);
+  });
   // fauxqs hands form-encoded requests to its SNS router, whose answer to an SQS action is a bare
   // "Unknown action: SendMessage". An old SQS client gets a line naming the versions that work.
   app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {

@@ -9,7 +9,7 @@ import { type Env, read } from '../../lambda/env';
 import type { DemoReply, DemoRequest } from './demo-webhook';
 import { startDemoWebhook } from './demo-webhook';
 import { EMULATOR_CREDENTIALS, startEmbeddedSqs } from './emulator';
-import type { LocalLog } from '../log';
+import { type LocalLog, terminalSafe } from '../log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import { FUNCTION_SETTINGS } from '../../lambda/settings';
 import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from '../runner';
@@ -49,15 +49,19 @@ function printDemoRequest(log: LocalLog, request: DemoRequest, reply: DemoReply)
     });
     return;
   }
-  const body =
+  // What arrives is anyone's text (a producer's body and attributes, any client on this machine):
+  // nothing in it may steer the terminal (terminalSafe).
+  const body = terminalSafe(
     request.body.length > DEMO_BODY_PRINT_LIMIT
       ? `${request.body.slice(0, DEMO_BODY_PRINT_LIMIT)}… (${request.body.length} characters)`
-      : request.body;
+      : request.body,
+    { multiline: true },
+  );
   const lines = [
     log.styles.bold(
-      `▶ webhook got ${request.method} ${request.path}, answered ${reply.status}${reply.headers['Retry-After'] === undefined ? '' : ` with Retry-After: ${reply.headers['Retry-After']}`}`,
+      `▶ webhook got ${terminalSafe(request.method)} ${terminalSafe(request.path)}, answered ${reply.status}${reply.headers['Retry-After'] === undefined ? '' : ` with Retry-After: ${reply.headers['Retry-After']}`}`,
     ),
-    ...printable.map(([name, value]) => `    ${name}: ${value}`),
+    ...printable.map(([name, value]) => `    ${terminalSafe(name)}: ${terminalSafe(value)}`),
     '',
     ...body.split('\n').map((line) => `    ${line}`),
   ];

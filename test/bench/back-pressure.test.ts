@@ -34,9 +34,11 @@ describe('goalMet', () => {
     }
   });
 
-  test('without a rate (recovery) neither the drain nor the refused share counts', () => {
-    const recovery = { ...section([good]), requestsPerSecond: undefined, unavailableSeconds: 40 };
-    expect(goalMet(recovery, { ...good, drainSeconds: 60, refused: 3_000 })).toBe(true);
+  test('without a rate (recovery) the refused share does not count, and the drain only against its own goal', () => {
+    const recovery = { ...section([good]), requestsPerSecond: undefined, unavailableSeconds: 40, drainGoalSeconds: 55 };
+    expect(goalMet(recovery, { ...good, drainSeconds: 55, refused: 3_000 })).toBe(true);
+    expect(goalMet(recovery, { ...good, drainSeconds: 55.1 })).toBe(false);
+    expect(goalMet(recovery, { ...good, drainSeconds: 30, deadLettered: 1 })).toBe(false);
   });
 });
 

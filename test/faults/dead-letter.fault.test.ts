@@ -1,5 +1,5 @@
 /**
- * Fault injection at the dead-letter edges (issue 20, items 1, 3 and 4), with the real handler,
+ * Fault injection at the dead-letter edges, with the real handler,
  * fauxqs speaking the SQS wire protocol (it deduplicates FIFO sends for 5 minutes and refuses
  * messages over the queue's 1 MiB, as SQS does), a proxy that refuses attribute values with
  * characters SQS refuses (fauxqs checks only bodies), and a real webhook on 127.0.0.1.
@@ -277,5 +277,20 @@ describe('a producer cannot choose the id the webhook sees', () => {
       claimedOriginalId: originalId,
       reason: expect.stringMatching(/no signing key/),
     });
+  });
+});
+
+describe('the permissions the stack grants are all a dead-lettering needs', () => {
+  test('with DLQ_URL (the stack sets it) the copy takes SendMessage alone: no GetQueueAttributes, no GetQueueUrl, which the role no longer allows', async () => {
+    webhook.respondWith(() => ({ status: 404 }));
+    await sendToQueue(standard, '{"gone":true}');
+    standardProxy.reset();
+    // As the role now stands: the DLQ grants SendMessage only, and the function never looks the queues up here.
+    standardProxy.refused.add('GetQueueAttributes');
+    standardProxy.refused.add('GetQueueUrl');
+    const { failures } = await relayOnce(standard, standardProxy, { DLQ_URL: standard.dlq.url });
+    expect(failures).toBe(0);
+    expect(standardProxy.counts()).toEqual({ SendMessage: 1 });
+    expect((await drain(standard, standard.dlq)).map((message) => message.Body)).toEqual(['{"gone":true}']);
   });
 });

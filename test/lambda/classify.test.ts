@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { classify, isTransientStatus } from '../../lambda/classify';
-import type { PermanentFailureMode } from '../../lambda/config';
+import type { PermanentFailureMode } from '../../lambda/settings';
 import type { BackoffSettings } from '../../lambda/retry-timing';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
 

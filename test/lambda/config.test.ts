@@ -43,7 +43,7 @@ describe('defaults', () => {
       userAgent: `sqs-webhook-relay/${version}`,
     });
     expect(config.deadLetterQueueUrl).toBeUndefined();
-    expect(config.webhookUrl.href).toBe(WEBHOOK_URL);
+    expect(config.webhookUrl?.href).toBe(WEBHOOK_URL);
     expect(config.userAgent).toMatch(/^sqs-webhook-relay\/\d+\.\d+\.\d+/);
   });
 
@@ -67,7 +67,7 @@ describe('defaults', () => {
     vi.stubEnv('MAX_CONCURRENCY', '3');
     try {
       const config = loadConfig();
-      expect(config.webhookUrl.hostname).toBe('from-process-env.example.com');
+      expect(config.webhookUrl?.hostname).toBe('from-process-env.example.com');
       expect(config.maxConcurrency).toBe(3);
     } finally {
       vi.unstubAllEnvs();
@@ -106,7 +106,7 @@ describe('every variable is read', () => {
 
   test('values are trimmed', () => {
     const config = load({ WEBHOOK_URL: `  ${WEBHOOK_URL}\n`, MAX_CONCURRENCY: ' 7 ', BACKOFF: ' linear ', HEADER_PREFIX: ' X-A- ' });
-    expect(config.webhookUrl.href).toBe(WEBHOOK_URL);
+    expect(config.webhookUrl?.href).toBe(WEBHOOK_URL);
     expect(config.maxConcurrency).toBe(7);
     expect(config.backoff.policy).toBe('linear');
     expect(config.headerPrefix).toBe('X-A-');
@@ -254,8 +254,8 @@ describe('WEBHOOK_URL', () => {
   });
 
   test('https is accepted anywhere; scheme and host are case-insensitive', () => {
-    expect(loadConfig({ WEBHOOK_URL: 'https://10.0.0.5:8443/hook' }).webhookUrl.port).toBe('8443');
-    expect(loadConfig({ WEBHOOK_URL: 'HTTPS://Hooks.Example.COM/In' }).webhookUrl.href).toBe('https://hooks.example.com/In');
+    expect(loadConfig({ WEBHOOK_URL: 'https://10.0.0.5:8443/hook' }).webhookUrl?.port).toBe('8443');
+    expect(loadConfig({ WEBHOOK_URL: 'HTTPS://Hooks.Example.COM/In' }).webhookUrl?.href).toBe('https://hooks.example.com/In');
   });
 
   test.each([
@@ -268,7 +268,7 @@ describe('WEBHOOK_URL', () => {
     'http://127.1/',
     'http://[::1]:3000/hook',
   ])('plain http is accepted for the loopback host of %s', (raw) => {
-    expect(loadConfig({ WEBHOOK_URL: raw }).webhookUrl.protocol).toBe('http:');
+    expect(loadConfig({ WEBHOOK_URL: raw }).webhookUrl?.protocol).toBe('http:');
   });
 
   test.each([
@@ -290,12 +290,12 @@ describe('WEBHOOK_URL', () => {
     const error = configErrorOf(() => loadConfig({ WEBHOOK_URL: raw }));
     expect(error.variable).toBe('WEBHOOK_URL');
     expect(error.message).toContain('ALLOW_INSECURE_HTTP=true');
-    expect(loadConfig({ WEBHOOK_URL: raw, ALLOW_INSECURE_HTTP: 'true' }).webhookUrl.protocol).toBe('http:');
+    expect(loadConfig({ WEBHOOK_URL: raw, ALLOW_INSECURE_HTTP: 'true' }).webhookUrl?.protocol).toBe('http:');
   });
 
   test('ALLOW_INSECURE_HTTP accepts the boolean spellings and rejects others by name', () => {
     const http = 'http://webhook:8080/in';
-    expect(loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'YES' }).webhookUrl.host).toBe('webhook:8080');
+    expect(loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'YES' }).webhookUrl?.host).toBe('webhook:8080');
     expect(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'false' })).toThrow(/WEBHOOK_URL/);
     expect(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: '0' })).toThrow(/WEBHOOK_URL/);
     expect(configErrorOf(() => loadConfig({ WEBHOOK_URL: http, ALLOW_INSECURE_HTTP: 'sure' })).variable).toBe('ALLOW_INSECURE_HTTP');
@@ -351,6 +351,20 @@ describe('secrets (signing and Authorization)', () => {
     expect(error.message).not.toContain('s3cr3t');
   });
 
+  test('a signing key shorter than 24 bytes (Standard Webhooks) is refused in one line naming SIGNING_SECRET, without echoing it; 24 bytes pass', () => {
+    const short = `whsec_${Buffer.from('s3cr3t key of 23 bytes.').toString('base64')}`;
+    const error = configErrorOf(() => load({ SIGNING_SECRET: short }));
+    expect(error.variable).toBe('SIGNING_SECRET');
+    expect(error.message).toContain('signing secret #1 is a key of 23 bytes; Standard Webhooks asks for at least 24');
+    expect(error.message).not.toContain(short.slice(6));
+    expect(error.message).not.toContain('\n');
+    // The second of two keys (rotation) is checked too.
+    expect(configErrorOf(() => load({ SIGNING_SECRET: `${SIGNING} ${short}` })).message).toContain(
+      'signing secret #2 is a key of 23 bytes',
+    );
+    expect(load({ SIGNING_SECRET: `whsec_${Buffer.from('exactly twenty-four byte').toString('base64')}` }).signingSecret).toBeDefined();
+  });
+
   test.each(['-1', '86401', 'soon'])('SECRETS_REFRESH_SECONDS=%s is refused by name', (raw) => {
     expect(configErrorOf(() => load({ SECRETS_REFRESH_SECONDS: raw })).variable).toBe('SECRETS_REFRESH_SECONDS');
   });
@@ -389,7 +403,7 @@ describe('checked whatever the URL', () => {
   });
 
   test('breaker and schedule settings', () => {
-    expect(load({}).breaker).toEqual({ threshold: 5, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
+    expect(load({}).breaker).toEqual({ threshold: 5, probeIntervalSeconds: 10, maxHoldSeconds: 900 });
     expect(load({ OUTAGE_THRESHOLD: '0' }).breaker.threshold).toBe(0);
     expect(() => load({ OUTAGE_BACKOFF_SECONDS: '60', OUTAGE_BACKOFF_MAX_SECONDS: '30' })).toThrow(
       /OUTAGE_BACKOFF_MAX_SECONDS must be at least OUTAGE_BACKOFF_SECONDS/,

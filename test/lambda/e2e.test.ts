@@ -267,7 +267,7 @@ describe('a dead-letter copy redriven to the queue', () => {
     webhook.respondWith(() => ({ status: 404 }));
     const originalId = await emulator.send('{"redrive":"me"}', { attributes: { tenant: { DataType: 'String', StringValue: 'acme' } } });
     await invoke(
-      relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }),
+      relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('the redrive test signing key').toString('base64')}` }),
       await emulator.receiveEvent(),
     );
     const [copy] = await emulator.receive(emulator.dlq);
@@ -278,7 +278,7 @@ describe('a dead-letter copy redriven to the queue', () => {
     const redrivenId = await emulator.send(copy?.Body ?? '', { attributes: copy?.MessageAttributes });
     expect(redrivenId).not.toBe(originalId);
     const response = await invoke(
-      relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('redrive key').toString('base64')}` }),
+      relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `whsec_${Buffer.from('the redrive test signing key').toString('base64')}` }),
       await emulator.receiveEvent(),
     );
     expect(response.batchItemFailures).toEqual([]);

@@ -14,6 +14,9 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from '../../lambda/held-records';
+import { returnVisibility } from '../../lambda/return-visibility';
+import { MAX_VISIBILITY_SECONDS, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
+import { CRASH_RESERVE_RECEIVES } from '../../lambda/retry-window';
 import { sqsRecord } from '../../testkit/records';
 import { webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor } from '../support/relay';
@@ -21,11 +24,18 @@ import { capturedTelemetry, invoke, relayFor } from '../support/relay';
 const QUEUE_A = 'arn:aws:sqs:us-east-1:000000000000:orders';
 const QUEUE_B = 'arn:aws:sqs:us-east-1:000000000000:invoices';
 
-const held = (messageId: string, untilMs: number, queueArn = QUEUE_A, receiptHandle = `h-${messageId}`): HeldRecord => ({
+const held = (
+  messageId: string,
+  untilMs: number,
+  queueArn = QUEUE_A,
+  receiptHandle = `h-${messageId}`,
+  earliestMs = Number.NEGATIVE_INFINITY,
+): HeldRecord => ({
   queueArn,
   messageId,
   receiptHandle,
   untilMs,
+  earliestMs,
 });
 
 /** The handles `takeReleasable` hands back, per queue ARN, each change checked to be a release (visibility 0). */
@@ -69,6 +79,24 @@ describe('HeldRecords', () => {
     expect(released(records, 30_000)).toEqual({ [QUEUE_A]: ['second'] });
   });
 
+  test("a release keeps the retry window's late spacing: to what is left of it, or none when the hold ends no later", () => {
+    const records = new HeldRecords();
+    records.remember(
+      [
+        held('spare', 60_000, QUEUE_A, 'h-spare', 0), // receives to spare: no spacing
+        held('spaced', 60_000, QUEUE_A, 'h-spaced', 25_500), // its spacing ends 25.5 s after the hold began
+        held('last', 60_000, QUEUE_A, 'h-last', 60_000), // the spacing is the whole hold: its last receive
+        held('nearly', 60_000, QUEUE_A, 'h-nearly', 59_500 - RELEASE_MARGIN_MS), // nothing worth shortening
+      ],
+      0,
+    );
+    const changes = records.takeReleasable(10_000, new Set()).get(QUEUE_A) ?? [];
+    expect(changes.map(({ receiptHandle, visibilitySeconds }) => [receiptHandle, visibilitySeconds])).toEqual([
+      ['h-spare', 0],
+      ['h-spaced', 16], // 15.5 s left of it, rounded up: never short of the spacing
+    ]);
+  });
+
   test('past the cap the oldest are forgotten', () => {
     const records = new HeldRecords(3);
     records.remember([held('1', 60_000), held('2', 60_000)], 0);
@@ -77,7 +105,7 @@ describe('HeldRecords', () => {
     expect(released(records, 0)).toEqual({ [QUEUE_A]: ['h-3', 'h-4', 'h-5'] });
   });
 
-  test('property: whatever holds and releases, only live, latest, remembered handles outside the batch are released, once; never past the cap', () => {
+  test('property: whatever holds and releases, only live, latest, remembered handles outside the batch are released, once, never sooner than their spacing; never past the cap', () => {
     const CAP = 8;
     const step = fc.oneof(
       fc.record({
@@ -87,6 +115,7 @@ describe('HeldRecords', () => {
             message: fc.integer({ min: 0, max: 15 }),
             queue: fc.constantFrom(QUEUE_A, QUEUE_B),
             seconds: fc.integer({ min: 0, max: 10 }),
+            spacingSeconds: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
           }),
           { maxLength: 6 },
         ),
@@ -108,7 +137,7 @@ describe('HeldRecords', () => {
           if (s.kind === 'hold') {
             const holds = s.holds.map((h) => {
               serial += 1;
-              return held(`m${h.message}`, now + h.seconds * 1000, h.queue, `r${serial}`);
+              return held(`m${h.message}`, now + h.seconds * 1000, h.queue, `r${serial}`, now + h.spacingSeconds * 1000);
             });
             records.remember(holds, now);
             for (const h of holds) latest.set(h.messageId, h);
@@ -116,17 +145,26 @@ describe('HeldRecords', () => {
           }
           if (s.kind === 'release') {
             const current = new Set(s.current.map((message) => `m${message}`));
-            const handles = Object.values(released(records, now, current)).flat();
+            const changes = [...records.takeReleasable(now, current).values()].flat();
+            const handles = changes.map((change) => change.receiptHandle);
+            const byHandle = new Map([...latest.values()].map((h) => [h.receiptHandle, h]));
+            // Released when the hold has more than the margin left, and the spacing ends sooner than that.
             const expected = [...latest.values()]
               .filter((h) => h.untilMs - now > RELEASE_MARGIN_MS && !current.has(h.messageId))
+              .filter((h) => Math.max(0, h.earliestMs - now) < h.untilMs - now - RELEASE_MARGIN_MS - 1_000)
               .map((h) => h.receiptHandle);
-            for (const handle of handles) {
-              expect(expected).toContain(handle);
+            for (const { receiptHandle: handle, visibilitySeconds } of changes) {
+              const hold = byHandle.get(handle);
+              expect(hold, handle).toBeDefined();
+              expect(current.has(hold?.messageId ?? '')).toBe(false);
+              expect(visibilitySeconds * 1000).toBeGreaterThanOrEqual((hold?.earliestMs ?? 0) - now);
+              expect(visibilitySeconds * 1000).toBeLessThan((hold?.untilMs ?? 0) - now - RELEASE_MARGIN_MS);
+              expect(handles.filter((other) => other === handle)).toHaveLength(1);
               expect(everReleased.has(handle)).toBe(false);
               everReleased.add(handle);
             }
-            // Without the cap's evictions, exactly those.
-            if (holdsSinceRelease <= CAP) expect(handles.sort()).toEqual(expected.sort());
+            // Without the cap's evictions, at least those (a spacing within a second of the hold's end may go either way).
+            if (holdsSinceRelease <= CAP) for (const handle of expected) expect(handles).toContain(handle);
             latest = new Map();
             holdsSinceRelease = 0;
           }
@@ -134,6 +172,57 @@ describe('HeldRecords', () => {
         }
       }),
     );
+  });
+});
+
+describe('a breaker that opens and closes again and again', () => {
+  const LONGEST_PARK = MAX_VISIBILITY_SECONDS - RECEIVE_TO_INVOKE_SLACK_SECONDS;
+  /**
+   * One message held by an open breaker on every receive, and released when the breaker closes `closeAfter` seconds
+   * later, from its first receive to its window's end: the receives it had before the window ended (or the backstop).
+   */
+  function receivesWhileFlapping(windowSeconds: number, maxReceiveCount: number, holdSeconds: number, closeAfter: number): number {
+    const records = new HeldRecords();
+    let at = 0;
+    let receiveCount = 1;
+    // Past the backstop SQS would have moved it: no need to follow it further.
+    while (at < windowSeconds && receiveCount <= maxReceiveCount) {
+      const window = { timeLeftSeconds: windowSeconds - at, receiveCount, maxReceiveCount };
+      const decided = returnVisibility(
+        { kind: 'held', delaySeconds: holdSeconds },
+        { breakerHoldSeconds: holdSeconds, endpointHoldSeconds: 0, window, elapsedSeconds: 0 },
+      );
+      const visibility = decided.visibilitySeconds ?? 0;
+      records.remember(
+        [held('flapping', (at + visibility) * 1000, QUEUE_A, `r${receiveCount}`, (at + decided.releaseFloorSeconds) * 1000)],
+        at * 1000,
+      );
+      const closedAt = at + Math.min(closeAfter, visibility);
+      const [release] = records.takeReleasable(closedAt * 1000, new Set()).get(QUEUE_A) ?? [];
+      at = release === undefined ? at + visibility : closedAt + release.visibilitySeconds;
+      if (at < windowSeconds) receiveCount += 1;
+    }
+    return receiveCount;
+  }
+
+  test("property: each release keeps the window's spacing, so the receives kept for crashes are never spent", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .tuple(fc.integer({ min: 60, max: 14 * 86_400 }), fc.integer({ min: 10, max: 1_000 }))
+          .filter(([windowSeconds, max]) => windowSeconds <= (max - CRASH_RESERVE_RECEIVES - 1) * (LONGEST_PARK - 1)),
+        fc.integer({ min: 1, max: 900 }),
+        fc.double({ min: 0.5, max: 900, noNaN: true }),
+        ([windowSeconds, max], holdSeconds, closeAfter) => {
+          expect(receivesWhileFlapping(windowSeconds, max, holdSeconds, closeAfter)).toBeLessThan(max - CRASH_RESERVE_RECEIVES);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  test('example: the defaults (24 hours, 483 receives), the breaker closing 2 s after each 10-second hold', () => {
+    expect(receivesWhileFlapping(86_400, 483, 10, 2)).toBeLessThan(483 - CRASH_RESERVE_RECEIVES);
   });
 });
 
@@ -167,13 +256,13 @@ function recordingSqs(invalid: ReadonlySet<string> = new Set()): {
   return { sqs: { send } as unknown as SQSClient, visibilityCalls };
 }
 
-/** Message `index` of `queueArn`, received (first) now, with the given handle. */
-function recordOf(index: number, queueArn: string, receiptHandle: string): SQSRecord {
-  const now = String(Date.now());
+/** Message `index` of `queueArn`, received (first) now, or `firstReceivedMsAgo`, with the given handle. */
+function recordOf(index: number, queueArn: string, receiptHandle: string, firstReceivedMsAgo = 0, receiveCount = 1): SQSRecord {
+  const first = String(Date.now() - firstReceivedMsAgo);
   return sqsRecord(index, {
     eventSourceARN: queueArn,
     receiptHandle,
-    attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
+    attributes: { SentTimestamp: first, ApproximateFirstReceiveTimestamp: first, ApproximateReceiveCount: String(receiveCount) },
   });
 }
 
@@ -261,7 +350,42 @@ describe('the relay releases what the breaker held when it closes', () => {
     expect(visibilityCalls.slice(callsBefore + releases.length)).toEqual([]);
   });
 
-  test('a record held in a batch during which the breaker closes again comes back at once', async () => {
+  test("released handles keep their retry window's late spacing: one with receives to spare at once, one near the backstop no sooner than its spacing", async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const startedAt = Date.now();
+    const at = (seconds: number): void => void vi.setSystemTime(startedAt + seconds * 1000);
+    const { sqs, visibilityCalls } = recordingSqs();
+    // A backstop of 20: 3 kept for crashes, so a record on its 15th receive has 2 left to the relay.
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, ...SETTINGS, MAX_RECEIVE_COUNT: '20' }, { sqs });
+    webhook.respondWith(() => ({ status: 503 }));
+    await invoke(handler, batchOf(range(0, 2).map((i) => recordOf(i, QUEUE_A, `trip-${i}`))));
+    expect(webhook.requests).toHaveLength(2); // open
+
+    // t=10: 50 s left of a 24-hour window and 2 receives left: the spacing wants at least half of it, 25 s; the hold is 30 s.
+    at(10);
+    const windowMs = 24 * 3_600_000;
+    const spare = recordOf(5, QUEUE_A, 'spare');
+    const nearBackstop = recordOf(6, QUEUE_A, 'near-backstop', windowMs - 50_000, 15);
+    await invoke(handler, batchOf([spare, nearBackstop]));
+    const heldFor = Object.fromEntries(
+      visibilityCalls.flatMap((call) => call.Entries ?? []).map((entry) => [entry.ReceiptHandle, entry.VisibilityTimeout]),
+    );
+    expect(heldFor).toMatchObject({ spare: 30, 'near-backstop': 30 });
+
+    // t=30.5: the probe (a fresh record) closes the breaker; the held ones are released, each no sooner than its spacing.
+    at(30.5);
+    webhook.respondWith(() => ({ status: 200 }));
+    const callsBefore = visibilityCalls.length;
+    await invoke(handler, batchOf([recordOf(9, QUEUE_A, 'probe')]));
+    const releases = visibilityCalls.slice(callsBefore).flatMap((call) => call.Entries ?? []);
+    expect(Object.fromEntries(releases.map((entry) => [entry.ReceiptHandle, entry.VisibilityTimeout]))).toEqual({
+      spare: 0,
+      'near-backstop': 5, // its spacing ends at t=35: 4.5 s left, rounded up
+    });
+  });
+
+  // The path beside the release: the breaker closes during the very batch it held records of, so they are never held.
+  test('a record held in a batch during which the breaker closes again comes back at once (no release needed)', async () => {
     const { sqs, visibilityCalls } = recordingSqs();
     const handler = relayFor({ WEBHOOK_URL: webhook.url, ...SETTINGS, MAX_CONCURRENCY: '3' }, { sqs });
     // Record 0 answers last, and normally: a request started before the breaker opened shows the webhook is up.

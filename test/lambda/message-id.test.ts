@@ -12,7 +12,10 @@ import { sqsRecord } from '../../testkit/records';
 
 const OLD = Buffer.from('the old signing key, thirty-two b');
 const NEW = Buffer.from('the new signing key, thirty-two b');
-const CONFIG = loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/relay' });
+const CONFIG = {
+  ...loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/relay' }),
+  webhookUrl: new URL('https://hooks.example.com/relay'),
+};
 
 function copyOf(body: string, reason: Record<string, unknown>): SQSRecord {
   return sqsRecord(2, {

@@ -166,3 +166,30 @@ test('the probe that closes the breaker releases the batches it held: visible ag
   expect(deliveries.sort()).toEqual([...bodies].sort()); // each message exactly once
   expect(emulator.counts(emulator.dlq).ready).toBe(0);
 }, 30_000);
+
+test("a held record's hold: the outage's with the retry window on; with it off (SQS's count semantics), tripled per receive", async () => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ status: 503 }));
+  /** One batch: a record that trips the breaker, then three held, on their 1st, 2nd and 3rd receive; their holds by body, s. */
+  const holdsOf = async (env: Record<string, string>): Promise<Record<string, number>> => {
+    emulator.server.reset();
+    for (const body of ['trips', 'first', 'second', 'third']) await emulator.send(body);
+    const event = await emulator.receiveEvent(10);
+    const receives: Record<string, string> = { trips: '1', first: '1', second: '2', third: '3' };
+    const records = event.Records.map((record) => ({
+      ...record,
+      attributes: { ...record.attributes, ApproximateReceiveCount: receives[record.body] ?? '1' },
+    }));
+    const invokedAt = Date.now();
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', OUTAGE_THRESHOLD: '1', BACKOFF: 'none', ...env });
+    await invoke(handler, { Records: records });
+    const byId = new Map(records.map((record) => [record.messageId, record.body]));
+    const inflight = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
+    return Object.fromEntries(
+      inflight.map((entry) => [byId.get(entry.message.messageId), Math.round((entry.visibilityDeadline - invokedAt) / 1000)]),
+    );
+  };
+  expect(await holdsOf({})).toMatchObject({ first: 10, second: 10, third: 10 });
+  expect(await holdsOf({ RETRY_WINDOW_HOURS: '0', MAX_RECEIVE_COUNT: '10' })).toMatchObject({ first: 10, second: 30, third: 90 });
+});

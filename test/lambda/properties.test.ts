@@ -11,7 +11,6 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
-import { clampVisibility } from '../../lambda/retry-timing';
 import { sqsRecord } from '../../testkit/records';
 import type { WebhookReply } from '../../testkit/webhook';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';
@@ -54,12 +53,16 @@ function toWebhookReply(reply: Reply): WebhookReply {
 }
 
 /**
- * The visibility (seconds) the relay should ask for: the fixed backoff of 7 s, or the
- * Retry-After clamped to SQS's limit, whose ceiling shrinks by the seconds the batch has run.
+ * The visibility (seconds) the relay should ask for: the fixed backoff of 7 s, or the Retry-After, at most what SQS
+ * accepts: 12 hours from the receive, less the 5 minutes the relay keeps back for Lambda's batching window, less the
+ * whole seconds the batch has run. Worked out here from those rules, not with the relay's own clamp.
  */
 const BACKOFF_SECONDS = 7;
+const SQS_LONGEST_VISIBILITY_SECONDS = 43_200;
+const BATCHING_SLACK_SECONDS = 300;
 function expectedVisibility(reply: Reply, elapsedSeconds: number): number {
-  if (reply.kind === 'retry-after') return clampVisibility(reply.seconds, elapsedSeconds);
+  if (reply.kind === 'retry-after')
+    return Math.min(reply.seconds, SQS_LONGEST_VISIBILITY_SECONDS - BATCHING_SLACK_SECONDS - Math.ceil(elapsedSeconds));
   return BACKOFF_SECONDS;
 }
 

@@ -7,8 +7,8 @@ import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-l
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { checkAuthorizationValue, loadConfig, type RelayConfig } from '../../lambda/config';
-import { isLegalHeaderValue, MAX_ATTRIBUTE_HEADER_LENGTH } from '../../lambda/header-rules';
-import { buildDeliveryRequest, type DeliveryRequest } from '../../lambda/request';
+import { isLegalHeaderValue, isTraceParent, MAX_ATTRIBUTE_HEADER_LENGTH, MAX_PRODUCER_HEADER_BYTES } from '../../lambda/header-rules';
+import { buildDeliveryRequest, type DeliveryConfig, type DeliveryRequest } from '../../lambda/request';
 import { queueNameOfArn } from '../../lambda/sqs-util';
 import { sqsRecord as syntheticRecord } from '../../testkit/records';
 
@@ -45,7 +45,12 @@ function sqsRecord(options: RecordOptions = {}): SQSRecord {
 }
 
 const str = (value: string, dataType = 'String') => ({ dataType, stringValue: value });
-const config = (env: Record<string, string> = {}): RelayConfig => loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/in', ...env });
+/** The configuration `env` gives, its webhook URL known (as the relay's target has it). */
+function config(env: Record<string, string> = {}): RelayConfig & DeliveryConfig {
+  const loaded = loadConfig({ WEBHOOK_URL: 'https://hooks.example.com/in', ...env });
+  if (loaded.webhookUrl === undefined) throw new Error('no WEBHOOK_URL');
+  return { ...loaded, webhookUrl: loaded.webhookUrl };
+}
 const DEFAULTS = config();
 
 /**
@@ -53,7 +58,7 @@ const DEFAULTS = config();
  * after checking the list itself: pairs, `Host` first, and no header twice in any letter case
  * (a list, unlike an object, could carry two).
  */
-function build(record: SQSRecord, relayConfig: RelayConfig): Omit<DeliveryRequest, 'headers'> & { headers: Record<string, string> } {
+function build(record: SQSRecord, relayConfig: DeliveryConfig): Omit<DeliveryRequest, 'headers'> & { headers: Record<string, string> } {
   const request = buildDeliveryRequest(record, relayConfig);
   const list = request.headers;
   expect(list.length % 2).toBe(0);
@@ -368,6 +373,187 @@ describe('hostile attribute values are skipped, reported, and never sent', () =>
     expect(headers).not.toHaveProperty('X-Carrier-Receive-Count');
     expect(headers).not.toHaveProperty('X-Carrier-Message-Group-Id');
     expectWireSafe(headers);
+  });
+});
+
+describe("the producer's headers together", () => {
+  /** Bytes of the producer's headers as sent: name, `: `, value, CRLF. */
+  const producerBytes = (headers: Record<string, string>): number =>
+    Object.entries(headers)
+      .filter(([name]) => name.startsWith('X-Carrier-Attr-') || name === 'traceparent' || name === 'tracestate')
+      .reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0);
+  const OVER_TOTAL = `the message's attribute headers together are over ${MAX_PRODUCER_HEADER_BYTES} bytes: the largest are left out`;
+
+  test(`ten legal 4 KiB attributes: the largest are left out, each reported, until the rest fit ${MAX_PRODUCER_HEADER_BYTES} bytes`, () => {
+    const messageAttributes = Object.fromEntries(
+      Array.from({ length: 10 }, (_, index) => [`a${index}`, str(String(index).repeat(MAX_ATTRIBUTE_HEADER_LENGTH - index))]),
+    );
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes }), DEFAULTS);
+    // The smallest alone fits; with the next (4,087 + 4,088 + 2 × 21 bytes) they would not.
+    expect(Object.keys(headers).filter((name) => name.startsWith('X-Carrier-Attr-'))).toEqual(['X-Carrier-Attr-a9']);
+    expect(skippedAttributes).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8'].map((name) => ({ name, reason: OVER_TOTAL })));
+    expect(producerBytes(headers)).toBeLessThanOrEqual(MAX_PRODUCER_HEADER_BYTES);
+    expect(headers['X-Carrier-Message-Id']).toBeDefined(); // the relay's own headers are never left out
+  });
+
+  test('exactly at the limit everything is sent; one byte over, only the largest is left out; small ones never for a big one', () => {
+    // Two attributes whose header lines make exactly the limit: "X-Carrier-Attr-a: " + value + CRLF.
+    const line = (name: string): number => `X-Carrier-Attr-${name}`.length + 4;
+    const big = 'b'.repeat(MAX_ATTRIBUTE_HEADER_LENGTH);
+    const exact = 'e'.repeat(MAX_PRODUCER_HEADER_BYTES - line('big') - big.length - line('small'));
+    const atLimit = build(sqsRecord({ messageAttributes: { big: str(big), small: str(exact) } }), DEFAULTS);
+    expect(producerBytes(atLimit.headers)).toBe(MAX_PRODUCER_HEADER_BYTES);
+    expect(atLimit.skippedAttributes).toEqual([]);
+    const over = build(sqsRecord({ messageAttributes: { big: str(big), small: str(`${exact}e`), tiny: str('t') } }), DEFAULTS);
+    expect(over.skippedAttributes).toEqual([{ name: 'big', reason: OVER_TOTAL }]);
+    expect(over.headers['X-Carrier-Attr-small']).toBe(`${exact}e`);
+    expect(over.headers['X-Carrier-Attr-tiny']).toBe('t');
+  });
+
+  test('a Body.ContentType counts toward the total but is never left out; trace headers count and can be', () => {
+    const contentType = `application/vnd.example+json; profile="${'p'.repeat(3_000)}"`;
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const { headers, skippedAttributes } = build(
+      sqsRecord({
+        messageAttributes: {
+          'Body.ContentType': str(contentType),
+          one: str('1'.repeat(3_100)),
+          two: str('2'.repeat(2_000)),
+          traceparent: str(traceparent),
+        },
+      }),
+      DEFAULTS,
+    );
+    expect(headers['Content-Type']).toBe(contentType);
+    expect(skippedAttributes).toEqual([{ name: 'one', reason: OVER_TOTAL }]);
+    expect(headers.traceparent).toBe(traceparent);
+    expect(headers['X-Carrier-Attr-two']).toBe('2'.repeat(2_000));
+  });
+
+  test('property: whatever the legal attributes, what is sent fits the limit, and each attribute is sent or reported', () => {
+    const value = fc.oneof(
+      fc.integer({ min: 1, max: MAX_ATTRIBUTE_HEADER_LENGTH }).map((length) => 'v'.repeat(length)),
+      fc.stringMatching(/^[a-z0-9]{1,16}$/),
+    );
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.tuple(fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/), value), {
+          maxLength: 10,
+          selector: ([name]) => name.toLowerCase(),
+        }),
+        (attributes) => {
+          const messageAttributes = Object.fromEntries(attributes.map(([name, text]) => [name, str(text)]));
+          const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes }), DEFAULTS);
+          expect(producerBytes(headers)).toBeLessThanOrEqual(MAX_PRODUCER_HEADER_BYTES);
+          const skipped = new Set(skippedAttributes.map((entry) => entry.name));
+          for (const [name, text] of attributes) expect(skipped.has(name) !== (headers[`X-Carrier-Attr-${name}`] === text)).toBe(true);
+          // Only the largest are left out: every one sent is no larger than every one left out.
+          const sentSizes = attributes.filter(([name]) => !skipped.has(name)).map(([name, text]) => name.length + text.length);
+          const leftSizes = attributes.filter(([name]) => skipped.has(name)).map(([name, text]) => name.length + text.length);
+          if (leftSizes.length > 0) expect(Math.max(...sentSizes, 0)).toBeLessThanOrEqual(Math.min(...leftSizes));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('trace context (W3C)', () => {
+  const PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+  test.each([
+    ['version 00', PARENT],
+    ['sampled flag off', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00'],
+    ['a later version with more fields', 'cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future-holds'],
+    ['a later version without', '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09'],
+  ])('a valid traceparent is sent: %s', (_label, traceparent) => {
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { traceparent: str(traceparent) } }), DEFAULTS);
+    expect(headers.traceparent).toBe(traceparent);
+    expect(skippedAttributes).toEqual([]);
+  });
+
+  test.each([
+    ['upper-case hex', '00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01'],
+    ['an all-zero trace id', '00-00000000000000000000000000000000-00f067aa0ba902b7-01'],
+    ['an all-zero parent id', '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01'],
+    ['version ff', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
+    ['version 00 with more fields', `${PARENT}-extra`],
+    ['a short trace id', '00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01'],
+    ['a later version joined without a dash', '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x'],
+    ['free text', 'my-trace-id'],
+  ])('a malformed traceparent is left out and reported, its tracestate with it: %s', (_label, traceparent) => {
+    const { headers, skippedAttributes } = build(
+      sqsRecord({ messageAttributes: { traceparent: str(traceparent), tracestate: str('rojo=00f067aa0ba902b7') } }),
+      DEFAULTS,
+    );
+    expect(headers).not.toHaveProperty('traceparent');
+    expect(headers).not.toHaveProperty('tracestate');
+    expect(skippedAttributes).toEqual([
+      { name: 'traceparent', reason: 'not a W3C Trace Context traceparent' },
+      { name: 'tracestate', reason: 'tracestate without a valid traceparent' },
+    ]);
+  });
+
+  test.each([
+    ['two members', 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE'],
+    ['spaces around members, empty members', 'rojo=00f067aa0ba902b7 ,, congo=t61rcWkgMzE'],
+    ['a multi-tenant key', 'fw529a3039@dt=00f067aa0ba902b7'],
+    ['keys with * / _ -', 'a*b/c_d-e=1'],
+    ['32 members', Array.from({ length: 32 }, (_, index) => `k${index}=v`).join(',')],
+  ])('a valid tracestate is sent with its traceparent: %s', (_label, tracestate) => {
+    const { headers, skippedAttributes } = build(
+      sqsRecord({ messageAttributes: { traceparent: str(PARENT), tracestate: str(tracestate) } }),
+      DEFAULTS,
+    );
+    expect(headers.tracestate).toBe(tracestate);
+    expect(skippedAttributes).toEqual([]);
+  });
+
+  test.each([
+    ['an upper-case key', 'Rojo=1'],
+    ['a key twice', 'rojo=1,rojo=2'],
+    ['33 members', Array.from({ length: 33 }, (_, index) => `k${index}=v`).join(',')],
+    ['no =', 'rojo'],
+    ['an = in the value', 'rojo=a=b'],
+    ['an empty value', 'rojo='],
+    ['a tab in a value', 'rojo=a\tb'],
+  ])('a malformed tracestate is left out and reported, its traceparent still sent: %s', (_label, tracestate) => {
+    const { headers, skippedAttributes } = build(
+      sqsRecord({ messageAttributes: { traceparent: str(PARENT), tracestate: str(tracestate) } }),
+      DEFAULTS,
+    );
+    expect(headers.traceparent).toBe(PARENT);
+    expect(headers).not.toHaveProperty('tracestate');
+    expect(skippedAttributes).toEqual([{ name: 'tracestate', reason: 'not a W3C Trace Context tracestate' }]);
+  });
+
+  test('property: isTraceParent agrees with the specification read as a regular expression', () => {
+    // W3C Trace Context, section 3.2: version-format, then a later version's extra fields after a "-".
+    const specification = (value: string): boolean => {
+      const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/.exec(value);
+      if (match === null || match[1] === 'ff' || /^0+$/.test(match[2] as string) || /^0+$/.test(match[3] as string)) return false;
+      return match[1] !== '00' || match[5] === undefined;
+    };
+    const hex = (length: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdefA0'), minLength: length, maxLength: length });
+    const candidate = fc.oneof(
+      fc
+        .tuple(hex(2), hex(32), hex(16), hex(2), fc.constantFrom('', '-', '-x', 'x', '-00'))
+        .map(([version, trace, parent, flags, rest]) => `${version}-${trace}-${parent}-${flags}${rest}`),
+      fc.constantFrom('00', 'ff', '01', 'cc').map((version) => `${version}-${'0'.repeat(32)}-00f067aa0ba902b7-01`),
+      fc.string({ unit: fc.constantFrom('0', 'f', 'a', '-', 'G', ' '), maxLength: 60 }),
+    );
+    fc.assert(
+      fc.property(candidate, (value) => {
+        expect(isTraceParent(value), value).toBe(specification(value));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  test('a tracestate alone is left out: it means nothing without a traceparent', () => {
+    const { headers, skippedAttributes } = build(sqsRecord({ messageAttributes: { tracestate: str('rojo=1') } }), DEFAULTS);
+    expect(headers).not.toHaveProperty('tracestate');
+    expect(skippedAttributes).toEqual([{ name: 'tracestate', reason: 'tracestate without a valid traceparent' }]);
   });
 });
 

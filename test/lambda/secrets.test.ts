@@ -7,6 +7,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { afterEach, describe, expect, type Mock, test, vi } from 'vitest';
 import { DeadlineExceededError } from '../../lambda/deadline';
 import { CachedSecret, SECRET_RETRY_INITIAL_MS, type SecretFetcher, secretRetryDelayMs } from '../../lambda/secrets';
+import { parseSigningKeys } from '../../lambda/signing';
 
 const ID = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:unit';
 
@@ -168,4 +169,28 @@ test('a literal is parsed once and never read from anywhere', async () => {
   expect(await secret.get()).toBe('GOOD-LITERAL');
   expect(secret.peek()).toBe('GOOD-LITERAL');
   expect(fetch.reads).toBe(0);
+});
+
+describe('a signing key in Secrets Manager shorter than 24 bytes', () => {
+  test('is never signed with: with none before, the read fails (records are retried) and one ERROR says why; a good key before is kept', async () => {
+    const short = `whsec_${Buffer.from('twenty-three bytes long').toString('base64')}`;
+    const good = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
+    const log = logger();
+    const fresh = new CachedSecret({ kind: 'secrets-manager', secretId: ID }, 'signing secret', parseSigningKeys, 60, {
+      fetch: reader(short),
+      logger: log,
+    });
+    await expect(fresh.get()).rejects.toThrow(/signing secret #1 is a key of 23 bytes; Standard Webhooks asks for at least 24/);
+    expect(log.error).toHaveBeenCalledTimes(1);
+    expect(JSON.stringify(log.error.mock.calls)).not.toContain(short.slice(6));
+
+    vi.useFakeTimers();
+    const rotated = new CachedSecret({ kind: 'secrets-manager', secretId: ID }, 'signing secret', parseSigningKeys, 60, {
+      fetch: reader(good, short),
+      logger: logger(),
+    });
+    const before = await rotated.get();
+    vi.advanceTimersByTime(61_000);
+    expect(await rotated.get()).toBe(before); // the last good key, not the short one
+  });
 });

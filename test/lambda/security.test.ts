@@ -17,6 +17,9 @@ import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 const SECRET = `whsec_${Buffer.from('a signing key of thirty-two bytes').toString('base64')}`;
 const ROTATED = `whsec_${Buffer.from('the next signing key, after rotation').toString('base64')}`;
 
+/** Longer than the first wait after a failed secret read (secrets.ts), so the next invocation reads again. */
+const SECRET_RETRY_WAIT_MS = 2_100;
+
 const emulator = await emulatorForFile();
 const webhook = await webhookForFile();
 const secretsManager = await secretsManagerForFile();
@@ -153,6 +156,79 @@ describe('Authorization from Secrets Manager', () => {
   });
 });
 
+describe('the webhook URL from Secrets Manager (WEBHOOK_URL_SECRET_ARN)', () => {
+  test('requests go to the URL the secret holds, token and all; a rotated URL is used after the refresh interval; the token is never logged', async () => {
+    const other = await webhookForTest();
+    secretsManager.secrets.set('webhook-url', `${webhook.url}?token=first-s3cr3t`);
+    const telemetry = capturedTelemetry();
+    const handler = relayFor({ WEBHOOK_URL_SECRET_ARN: 'webhook-url', SIGNING_SECRET: SECRET, SECRETS_REFRESH_SECONDS: '1' }, telemetry);
+    const response = await invoke(handler, { Records: [1, 2, 3].map((n) => syntheticRecord(n, `m${n}`)) });
+    expect(response.batchItemFailures).toEqual([]);
+    expect(webhook.requests.map((request) => request.path)).toEqual(Array(3).fill(`${new URL(webhook.url).pathname}?token=first-s3cr3t`));
+    expect(webhook.requests[0]?.headers.host).toBe(new URL(webhook.url).host);
+    secretsManager.secrets.set('webhook-url', `${other.url}/rotated?token=second-s3cr3t`);
+    await sleep(1_100);
+    await invoke(handler, { Records: [syntheticRecord(4, 'm4'), syntheticRecord(5, 'm5')] });
+    expect(other.requests.map((request) => request.path)).toEqual(
+      Array(2).fill(`${new URL(other.url).pathname}/rotated?token=second-s3cr3t`),
+    );
+    expect(other.requests[0]?.headers.host).toBe(new URL(other.url).host);
+    expect(webhook.requests).toHaveLength(3);
+    expect(JSON.stringify(telemetry.lines)).not.toMatch(/s3cr3t/);
+    expect(telemetry.lines).toContainEqual(
+      expect.objectContaining({ message: 'Webhook URL changed in Secrets Manager: sending to the new one', host: new URL(other.url).host }),
+    );
+  });
+
+  test('a URL the rules refuse: with one before, it is kept and one ERROR says why without the value; with none, records are retried, never sent', async () => {
+    secretsManager.secrets.set('url-rotation', webhook.url);
+    const telemetry = capturedTelemetry();
+    const handler = relayFor({ WEBHOOK_URL_SECRET_ARN: 'url-rotation', SECRETS_REFRESH_SECONDS: '0' }, telemetry);
+    await invoke(handler, { Records: [syntheticRecord(1, 'a')] });
+    for (const bad of ['http://hooks.example.com/in?token=s3cr3t', 'https://user:s3cr3t@hooks.example.com/', 'not a url s3cr3t']) {
+      secretsManager.secrets.set('url-rotation', bad);
+      const kept = await invoke(handler, { Records: [syntheticRecord(2, 'b')] });
+      expect(kept.batchItemFailures, bad).toEqual([]);
+      await sleep(SECRET_RETRY_WAIT_MS);
+    }
+    expect(webhook.requests).toHaveLength(4);
+    const errors = telemetry.lines.filter((line) => line.level === 'ERROR');
+    expect(errors.map((line) => line.message)).toContain(
+      'The webhook URL secret in Secrets Manager is not valid; still using the last good value',
+    );
+    expect(JSON.stringify(telemetry.lines)).not.toMatch(/s3cr3t/);
+
+    secretsManager.secrets.set('url-never-good', 'ftp://hooks.example.com/s3cr3t');
+    const cold = capturedTelemetry();
+    const never = relayFor({ WEBHOOK_URL_SECRET_ARN: 'url-never-good', BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1' }, cold);
+    const sent = webhook.requests.length;
+    // Received now: well within its retry window.
+    const record = sqsRecord(3, {
+      body: 'c',
+      eventSourceARN: emulator.queue.arn,
+      attributes: { ApproximateFirstReceiveTimestamp: String(Date.now()) },
+    });
+    const response = await invoke(never, { Records: [record] });
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(webhook.requests).toHaveLength(sent);
+    expect(cold.lines.find((line) => line.outcome === 'retry')).toMatchObject({
+      error: expect.stringMatching(
+        /^Error: the webhook URL secret in Secrets Manager \(url-never-good\) is not valid \(the value is not an absolute https:\/\/ URL/,
+      ),
+    });
+    expect(JSON.stringify(cold.lines)).not.toMatch(/s3cr3t/);
+  });
+
+  test('WEBHOOK_URL and WEBHOOK_URL_SECRET_ARN together, or neither, stop the start naming the variable', () => {
+    expect(() => relayFor({ WEBHOOK_URL: webhook.url, WEBHOOK_URL_SECRET_ARN: 'webhook-url' })).toThrow(
+      'Invalid configuration: WEBHOOK_URL_SECRET_ARN must be unset when WEBHOOK_URL is set (give the URL one way); got "webhook-url"',
+    );
+    expect(() => relayFor({})).toThrow(
+      /^Invalid configuration: WEBHOOK_URL must be an absolute https:\/\/ URL .*, unless WEBHOOK_URL_SECRET_ARN names a Secrets Manager secret holding it; got nothing$/,
+    );
+  });
+});
+
 describe('secrets never reach the logs', () => {
   test('signature, Authorization and secret values are absent from every log line, at DEBUG too', async () => {
     const telemetry = capturedTelemetry();
@@ -214,6 +290,33 @@ describe('hostile webhooks', () => {
     expect(other.requests).toHaveLength(0);
     expect(response.batchItemFailures).toEqual([]);
     expect(emulator.counts(emulator.dlq).ready).toBe(1);
+  });
+});
+
+describe("the producer's headers together", () => {
+  test('ten legal 4 KiB attributes against a Node.js webhook with its default 16 KiB header limit: delivered, the largest left out with a WARN each, nothing dead-lettered', async () => {
+    const attributes = Object.fromEntries(
+      Array.from({ length: 10 }, (_, index) => [`big${index}`, { DataType: 'String', StringValue: String(index).repeat(4_096) }]),
+    );
+    await emulator.send('{"order":42}', { attributes: { ...attributes } });
+    const event = await emulator.receiveEvent(1);
+    const telemetry = capturedTelemetry();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }, telemetry), event);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(webhook.requests).toHaveLength(1);
+    expect(emulator.messages(emulator.dlq)).toEqual([]);
+    const sent = Object.keys(webhook.requests[0]?.headers ?? {}).filter((name) => name.startsWith('x-carrier-attr-'));
+    expect(sent).toHaveLength(1);
+    const warned = telemetry.lines.filter((line) => line.message === 'Message attribute not sent as a header');
+    expect(warned.map((line) => line.attribute).sort()).toEqual(
+      Object.keys(attributes).filter((name) => `x-carrier-attr-${name}` !== sent[0]),
+    );
+    expect(warned[0]?.reason).toMatch(/attribute headers together are over 8192 bytes/);
+    // The request still verifies: nothing the signature covers was touched.
+    const request = webhook.requests[0];
+    expect(() =>
+      new Webhook(SECRET).verify(request?.body.toString() ?? '', receivedSignatureHeaders(), { jsonParse: false }),
+    ).not.toThrow();
   });
 });
 

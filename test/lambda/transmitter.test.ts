@@ -535,7 +535,7 @@ describe('kept-alive connections the server dropped', () => {
     const all = (): Promise<WebhookResult[]> => Promise.all(Array.from({ length: POOL }, () => transmitter.post(HEADERS, BODY, 5000)));
     for (const result of await all()) expect(expectResponse(result).status).toBe(200);
     expect(server.connections).toBe(POOL);
-    const breaker = new CircuitBreaker({ threshold: 3, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
+    const breaker = new CircuitBreaker({ threshold: 3, probeIntervalSeconds: 30, maxHoldSeconds: 900 });
     for (const result of await all()) {
       expect(expectResponse(result).status).toBe(200);
       expect(breaker.record(result, false, Date.now())).toBeUndefined();

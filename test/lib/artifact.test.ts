@@ -216,7 +216,7 @@ describe('a real batch through the artifact', () => {
     expect((later?.visibilityDeadline ?? 0) - Date.now()).toBeGreaterThan(queues.visibilityTimeout * 1000);
   });
 
-  it('emits the metrics the dashboard graphs: namespace, service dimension and names match the template', () => {
+  it('emits the metrics the dashboard graphs: namespace, service (and cause) dimensions and names match the template', () => {
     const emf = relay.jsonLogs().filter((line) => typeof line._aws === 'object');
     expect(emf.length).toBeGreaterThan(0);
     const directives = emf.flatMap(
@@ -225,10 +225,15 @@ describe('a real batch through the artifact', () => {
           .CloudWatchMetrics,
     );
     expect(new Set(directives.map((d) => d.Namespace))).toEqual(new Set([bundle.environment.POWERTOOLS_METRICS_NAMESPACE]));
-    for (const d of directives) expect(d.Dimensions).toEqual([['service']]);
+    // The batch's line by service; the dead letters also by cause (the dashboard's by-cause graph), a line each.
+    const byCause = emf.filter((line) => line.cause !== undefined);
+    for (const d of directives) expect([[['service']], [['service', 'cause']]]).toContainEqual(d.Dimensions);
+    expect(byCause.map((line) => [line.cause, line.DeadLettered])).toEqual([['refused permanently', 1]]);
     for (const line of emf) expect(line.service).toBe(bundle.environment.POWERTOOLS_SERVICE_NAME);
     const total = (name: string): number =>
-      emf.reduce((sum, line) => sum + (typeof line[name] === 'number' ? (line[name] as number) : 0), 0);
+      emf
+        .filter((line) => line.cause === undefined)
+        .reduce((sum, line) => sum + (typeof line[name] === 'number' ? (line[name] as number) : 0), 0);
     expect({ delivered: total('Delivered'), retried: total('Retried'), deadLettered: total('DeadLettered') }).toEqual({
       delivered: 1,
       retried: 1,
@@ -254,5 +259,16 @@ describe('the artifact with a configuration it must refuse', () => {
         aws: { endpoint: emulator.endpoint, region: emulator.region },
       }),
     ).rejects.toThrow(/WEBHOOK_URL/);
+  });
+
+  it('names a WEBHOOK_URL it cannot parse without its user:password, even one with a "/" in the password', async () => {
+    const failure = startBundle(bundle, {
+      environment: { ...environment, WEBHOOK_URL: 'https://admin:TOP/SECRET@hooks.example.com/in?token=abc123' },
+      aws: { endpoint: emulator.endpoint, region: emulator.region },
+    });
+    await expect(failure).rejects.toThrow('WEBHOOK_URL must be an absolute https:// URL');
+    const message = await failure.catch((error: Error) => error.message);
+    expect(message).toContain('got "https://…@hooks.example.com/in?…"');
+    expect(message).not.toMatch(/admin|TOP|SECRET|abc123/);
   });
 });

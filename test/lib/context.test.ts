@@ -11,7 +11,7 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../lib/app';
 import { CONTEXT_KEYS, ContextError, DEFAULT_STACK_NAME } from '../../lib/context';
-import { offlineEnvironment, PROJECT_ROOT } from '../../testkit/synth';
+import { cdkSynth, offlineEnvironment, PROJECT_ROOT } from '../../testkit/synth';
 import { onlyResource, testApp } from './helpers';
 
 function synth(context: Record<string, unknown>): { stackName: string; template: Template; stack: Stack } {
@@ -159,11 +159,34 @@ describe('context keys', () => {
     [{ backoff: 'random' }, /Context backoff .* must be one of exponential/],
     [{ logRetentionDays: '10' }, /Context logRetentionDays .* must be one of CloudWatch Logs' retention periods \(1, 3, 5, 7, 14,/],
     [{ webhookURL: 'https://x.example.com/' }, /Context webhookURL .* did you mean webhookUrl\?/],
+    [
+      { webhookUrll: 'https://x.example.com/' },
+      /^Context webhookUrll \(-c webhookUrll=…\) is not a key the app reads; did you mean webhookUrl\?$/,
+    ],
+    [{ alarmEmial: 'ops@example.com' }, /^Context alarmEmial .* is not a key the app reads; did you mean alarmEmail\?$/],
+    [{ maxRecieveCount: '3' }, /did you mean maxReceiveCount\?$/],
+    [{ visibilityTimeout: '900' }, /visibilityTimeout is the construct's prop; its context key is visibilityTimeoutSeconds$/],
+    [{ WEBHOOK_URL: 'https://x.example.com/' }, /WEBHOOK_URL is an environment variable; its context key is webhookUrl$/],
+    [{ colour: 'blue' }, /^Context colour .* is not a key the app reads \(the nearest is \w+; docs\/configuration.md lists them all\)$/],
     [{ deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:1:d' }, /Context deadLetterQueueArn .* give queueArn too/],
     [{ backoffSchedule: '1m,10m' }, /Context backoffSchedule .* comma-separated whole seconds/],
   ])('rejects %j', (context, message) => {
     expect(() => synth(context)).toThrow(ContextError);
     expect(() => synth(context)).toThrow(message);
+  });
+
+  it("passes CDK's own keys: feature flags, the CLI's, lookups, and those the CLI writes to cdk.json", () => {
+    const { stackName } = synth({
+      '@aws-cdk/core:newStyleStackSynthesis': true,
+      'aws:cdk:enable-path-metadata': true,
+      'aws-cdk:enableDiffNoFail': 'true',
+      'availability-zones:account=123456789012:region=eu-west-1': ['eu-west-1a'],
+      'acknowledged-issue-numbers': [32775],
+      'cli-telemetry': false,
+      'cdk-migrate': true,
+      'assets-ecr-repository-name': 'assets',
+    });
+    expect(stackName).toBe(DEFAULT_STACK_NAME);
   });
 
   it('values the construct rejects name the key, not the prop', () => {
@@ -224,11 +247,15 @@ describe('context keys', () => {
       'outageToleranceHours',
       /^Context outageToleranceHours \(-c outageToleranceHours=…\) was replaced by retryWindowHours: /,
     ],
-    [{ retryWindowHours: '400' }, 'retryWindowHours', /must be a number from 0 to 336 \(decimals allowed, e.g. 0.5\); got "400"/],
+    [{ retryWindowHours: '400' }, 'retryWindowHours', /must be a number from 0 to 323.95 \(decimals allowed, e.g. 0.5\); got "400"/],
     [{ retryWindowHours: '1e2' }, 'retryWindowHours', /decimals allowed/],
     [{ retryWindowHours: '-1' }, 'retryWindowHours', /decimals allowed/],
     [{ retryWindowHours: '0' }, 'retryWindowHours', /cannot be 0: .*leave retryWindowHours unset and set maxReceiveCount/],
-    [{ retryWindowHours: '0.001' }, 'retryWindowHours', /must be from 1 minute to 14 days/],
+    [
+      { retryWindowHours: '0.001' },
+      'retryWindowHours',
+      /must be from 1 minute to 13 days 11 hours 57 minutes \(323.95 hours\); got 4 seconds/,
+    ],
     [
       { retryWindowHours: '24', maxReceiveCount: '10' },
       'retryWindowHours',
@@ -277,6 +304,59 @@ describe('context keys', () => {
   });
 });
 
+describe('the webhook URL and its secrets', () => {
+  const URL_SECRET = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf';
+
+  it('cdk synth with a URL whose password holds "/" (it does not parse) fails in one line without the credentials', async () => {
+    const failure = cdkSynth({ context: { webhookUrl: 'https://admin:TOP/SECRET@hooks.example.com/x?token=abc123' } });
+    await expect(failure).rejects.toThrow(/cdk synth exited with 1/);
+    const output = await failure.catch((error: Error) => error.message);
+    expect(output).toContain(
+      'Context webhookUrl (-c webhookUrl=…) must be an absolute URL such as https://example.com/hook; got "https://…@hooks.example.com/x?…"',
+    );
+    expect(output).not.toMatch(/admin|TOP|SECRET|abc123/);
+  }, 60_000);
+
+  it('a query string in -c webhookUrl: a synth warning that it sits in the template in clear, naming webhookUrlSecretArn, without the query', () => {
+    const { stack, template } = synth({ webhookUrl: 'https://hooks.example.com/x?token=abc123' });
+    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('query string'));
+    expect(warnings).toHaveLength(1);
+    const text = JSON.stringify(warnings[0]?.entry.data);
+    expect(text).toContain('webhookUrl https://hooks.example.com/x?… has a query string');
+    expect(text).toContain('-c webhookUrlSecretArn=');
+    expect(text).not.toContain('abc123');
+    // As documented: the URL itself is in the template.
+    expect(environmentOf(template).WEBHOOK_URL).toBe('https://hooks.example.com/x?token=abc123');
+    // Without a query string, no warning.
+    const clean = synth({ webhookUrl: 'https://hooks.example.com/x' });
+    expect(Annotations.fromStack(clean.stack).findWarning('*', Match.stringLikeRegexp('query string'))).toEqual([]);
+  });
+
+  it('-c webhookUrlSecretArn: no URL in the template, no parameter, read access to that secret alone', () => {
+    const { template } = synth({ webhookUrlSecretArn: URL_SECRET });
+    const environment = environmentOf(template);
+    expect(environment.WEBHOOK_URL_SECRET_ARN).toBe(URL_SECRET);
+    expect(environment.WEBHOOK_URL).toBeUndefined();
+    expect(template.toJSON().Parameters ?? {}).not.toHaveProperty('WebhookUrl');
+    const statements = (
+      onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }
+    ).Statement;
+    const grant = statements.find((statement) => [statement.Resource].flat().includes(URL_SECRET));
+    expect([grant?.Action].flat()).toContain('secretsmanager:GetSecretValue');
+  });
+
+  it.each([
+    [
+      { webhookUrl: 'https://hooks.example.com/x', webhookUrlSecretArn: URL_SECRET },
+      /\(-c webhookUrlSecretArn=…\) and webhookUrl are two ways of giving the URL; give one/,
+    ],
+    [{ webhookUrlSecretArn: 'relay-webhook-url' }, /webhookUrlSecretArn \(-c webhookUrlSecretArn=…\) must be an ARN such as/],
+  ])('%j stops synth naming the key', (context, message) => {
+    expect(() => synth(context)).toThrow(ContextError);
+    expect(() => synth(context)).toThrow(message);
+  });
+});
+
 describe('bin/webhook-relay.ts', () => {
   it('prints one line naming the key for a bad value, and exits 1 without a stack trace', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/webhook-relay.ts'], {
@@ -304,4 +384,28 @@ describe('bin/webhook-relay.ts', () => {
       'Context stackName (-c stackName=…) must start with a letter and have only letters, digits and "-", at most 128 characters (CloudFormation\'s rule); got "my_relay"',
     );
   });
+});
+
+describe('npx cdk synth', () => {
+  // The CLI adds its own context (aws:cdk:*, cdk.json's feature flags); a mistyped key of the
+  // operator's still stops synth, with the key and the one meant, before anything is bundled.
+  it.each([
+    ['alarmEmial', 'alarmEmail', 'ops@example.com'],
+    ['webhookUrll', 'webhookUrl', 'https://hooks.example.com/x'],
+  ])(
+    '-c %s=… stops synth naming the key and %s',
+    async (key, meant, value) => {
+      const context: Record<string, string> =
+        key === 'webhookUrll' ? { [key]: value } : { webhookUrl: 'https://hooks.example.com/x', [key]: value };
+      const failure = await cdkSynth({ context }).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      expect(failure).toMatch(/^cdk synth exited with 1:/);
+      const lines = (failure ?? '').split('\n').filter((line) => line.trim() !== '');
+      expect(lines).toContain(`Context ${key} (-c ${key}=…) is not a key the app reads; did you mean ${meant}?`);
+      expect(lines.filter((line) => /^\s+at /.test(line))).toEqual([]);
+    },
+    60_000,
+  );
 });

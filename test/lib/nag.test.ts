@@ -1,6 +1,7 @@
 /**
  * cdk-nag's AwsSolutions pack over every shape of the stack: no finding, error or warning, and
- * none acknowledged away: the stack complies by construction. A control proves the checker
+ * none acknowledged away but two, each with its reason (the signing key's rotation; in a VPC, the
+ * network-interface actions Lambda needs on `*`): the stack complies by construction. A control proves the checker
  * actually sees this app's resources, and the app itself registers the pack (synth fails).
  */
 import { Validations } from 'aws-cdk-lib';
@@ -26,6 +27,15 @@ const variants: Record<string, Record<string, unknown>> = {
     deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:111122223333:d',
   },
   'no webhookUrl (the parameter)': {},
+  'in a VPC by ids, with OAuth and a client certificate': {
+    webhookUrl: 'https://hooks.example.com/in',
+    vpcId: 'vpc-0123456789abcdef0',
+    subnetIds: 'subnet-0123456789abcdef0,subnet-0fedcba9876543210',
+    oauthTokenUrl: 'https://login.example.com/oauth2/token',
+    oauthClientId: 'relay',
+    oauthClientSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-oauth-AbCdEf',
+    clientCertificateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-certificate-AbCdEf',
+  },
 };
 
 function findings(scope: IConstruct): { rule: string; severity: string; resources: string[] }[] {

@@ -5,7 +5,9 @@
 import { Duration } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { backstopReceiveCount, retryWindowMarginSeconds } from '../../lambda/retry-window';
-import { resolveSettings, WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
+import { FUNCTION_SETTINGS } from '../../lambda/settings';
+import { WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
+import { resolveSettings } from '../../lib/webhook-relay/resolve';
 
 const URL_ = 'https://hooks.example.com/relay';
 
@@ -42,7 +44,7 @@ describe('resolveSettings', () => {
       signing: true,
       warnings: [],
     });
-    expect(resolved.breaker).toEqual({ threshold: 5, initialIntervalSeconds: 30, maxIntervalSeconds: 900 });
+    expect(resolved.breaker).toEqual({ threshold: 5, probeIntervalSeconds: 10, maxHoldSeconds: 900 });
   });
 
   it('adds the batching window to the visibility timeout, and names FIFO queues', () => {
@@ -70,11 +72,29 @@ describe('resolveSettings', () => {
     expect(both.message).toMatch(/^WebhookRelay: retryWindow and maxReceiveCount are two ways of giving up on a message; give one/);
   });
 
-  it('refuses a window of 0 (the variable\'s "off") or one outside 1 minute to 14 days, naming retryWindow', () => {
+  it('refuses a window of 0 (the variable\'s "off") or one outside 1 minute to 323.95 hours, naming retryWindow', () => {
     expect(rejection({ retryWindow: Duration.seconds(0) }).message).toContain('cannot be 0');
     expect(rejection({ retryWindow: Duration.seconds(59) }).prop).toBe('retryWindow');
     expect(rejection({ retryWindow: Duration.days(15) }).prop).toBe('retryWindow');
+    expect(rejection({ retryWindow: Duration.days(14) }).message).toContain(
+      'must be from 1 minute to 13 days 11 hours 57 minutes (323.95 hours); got 14 days',
+    );
     expect(rejection({ retryWindow: Duration.millis(60_500) }).message).toContain('whole number of seconds');
+  });
+
+  it('the longest window is what SQS keeps a message (14 days) less its margin: 323.95 hours with the defaults, less with a longer visibility timeout', () => {
+    const longest = 14 * 86_400 - retryWindowMarginSeconds(180);
+    expect(longest).toBe(323.95 * 3600);
+    expect(FUNCTION_SETTINGS.RETRY_WINDOW_HOURS.max * 3600).toBe(longest); // the registry's bound, a literal, is this one
+    expect(resolve({ retryWindow: Duration.seconds(longest), retentionPeriod: Duration.days(14) }).retryWindowSeconds).toBe(longest);
+    // A 900 s function timeout: visibility 5,400 s, so the window may be 322.5 hours at most, and synth says so.
+    const error = rejection({ retryWindow: Duration.seconds(longest), retentionPeriod: Duration.days(14), timeout: Duration.seconds(900) });
+    expect(error.prop).toBe('retryWindow');
+    expect(error.message).toContain('is longer than SQS keeps a message (14 days): at most 322 hours 30 minutes (322.5 hours)');
+    expect(
+      resolve({ retryWindow: Duration.minutes(322 * 60 + 30), retentionPeriod: Duration.days(14), timeout: Duration.seconds(900) })
+        .retryWindowSeconds,
+    ).toBe(322.5 * 3600);
   });
 
   it('refuses a retention shorter than the window plus its margin (12 hours + one visibility timeout)', () => {

@@ -85,7 +85,7 @@ describe('the settings registry', () => {
     expect(RELAY_DEFAULTS.backoffBase.toSeconds()).toBe(config.backoff.baseSeconds);
     expect(RELAY_DEFAULTS.backoffMax.toSeconds()).toBe(config.backoff.maxSeconds);
     expect(RELAY_DEFAULTS.secretsRefresh.toSeconds()).toBe(config.secretsRefreshSeconds);
-    expect(RELAY_DEFAULTS.outageBackoffMax.toSeconds()).toBe(config.breaker.maxIntervalSeconds);
+    expect(RELAY_DEFAULTS.outageBackoffMax.toSeconds()).toBe(config.breaker.maxHoldSeconds);
     expect(RELAY_DEFAULTS.retentionPeriod.toDays()).toBe(4);
     expect(RELAY_DEFAULTS.timeout).toBeInstanceOf(Duration);
     expect(RELAY_DEFAULTS.logRetention).toBe(30);

@@ -3,8 +3,10 @@
  * non-default knob changes, attaching to an existing queue, and the synth-time errors for values
  * SQS, Lambda or the function would reject.
  */
-import { CfnParameter, Duration, Stack } from 'aws-cdk-lib';
+import { CfnParameter, Duration, SecretValue, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -134,7 +136,7 @@ describe('WebhookRelay with default props', () => {
       SIGNING_SECRET_ARN: { Ref: onlyResource(template, 'AWS::SecretsManager::Secret').id },
       SECRETS_REFRESH_SECONDS: '300',
       OUTAGE_THRESHOLD: '5',
-      OUTAGE_BACKOFF_SECONDS: '30',
+      OUTAGE_BACKOFF_SECONDS: '10',
       OUTAGE_BACKOFF_MAX_SECONDS: '900',
       POWERTOOLS_SERVICE_NAME: 'Test-Relay',
       POWERTOOLS_METRICS_NAMESPACE: 'SqsWebhookRelay',
@@ -152,7 +154,7 @@ describe('WebhookRelay with default props', () => {
     const stated = Object.fromEntries(
       Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : deployTime[name]]),
     );
-    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '483', ...deployTime };
+    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '483', CONCURRENT_INVOCATIONS: '5', ...deployTime };
     expect(loadConfig(stated)).toEqual(loadConfig(bare));
   });
 
@@ -173,16 +175,13 @@ describe('WebhookRelay with default props', () => {
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
     ]);
-    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual([
-      'sqs:GetQueueAttributes',
-      'sqs:GetQueueUrl',
-      'sqs:SendMessage',
-    ]);
+    // SendMessage alone: the function has the DLQ's URL (DLQ_URL) and never asks for it or its attributes.
+    expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [ids.dlq, 'Arn'] }))).toEqual(['sqs:SendMessage']);
     const logGroup = onlyResource(template, 'AWS::Logs::LogGroup');
     expect(byResource.get(JSON.stringify({ 'Fn::GetAtt': [logGroup.id, 'Arn'] }))).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
-    // Read access to its own signing secret, and to nothing else in Secrets Manager.
+    // The value of its own signing secret, and nothing else in Secrets Manager (no DescribeSecret: never called).
     const secret = onlyResource(template, 'AWS::SecretsManager::Secret');
-    expect(byResource.get(JSON.stringify({ Ref: secret.id }))).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(byResource.get(JSON.stringify({ Ref: secret.id }))).toEqual(['secretsmanager:GetSecretValue']);
     expect(statements).toHaveLength(4);
     for (const s of statements) expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"/);
     // No managed policy (AWSLambdaBasicExecutionRole would allow writing to any log group).
@@ -255,7 +254,7 @@ describe('WebhookRelay with default props', () => {
   });
 
   it('sends alarms to a TLS-only topic with no subscription unless an e-mail is given', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
     template.resourceCountIs('AWS::SNS::Subscription', 0);
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: {
@@ -276,7 +275,8 @@ describe('WebhookRelay with default props', () => {
 
     it('shows delivered, retried and dead-lettered from the handler metrics (namespace SqsWebhookRelay, dimension service)', () => {
       for (const name of ['Delivered', 'Retried', 'DeadLettered']) {
-        expect(find('SqsWebhookRelay', name)).toEqual([
+        // (DeadLettered by cause, dimensions service and cause, has a graph of its own: test/lib/dead-letters.test.ts.)
+        expect(find('SqsWebhookRelay', name).filter((m) => m.dimensions.cause === undefined)).toEqual([
           expect.objectContaining({ dimensions: { service: 'Test-Relay' }, options: expect.objectContaining({ stat: 'Sum' }) }),
         ]);
       }
@@ -290,10 +290,13 @@ describe('WebhookRelay with default props', () => {
       ).toEqual(['p50', 'p99']);
     });
 
-    it('shows queue depth, oldest age and DLQ depth', () => {
+    it("shows queue depth, oldest age, DLQ depth and the oldest dead letter's age", () => {
       expect(find('AWS/SQS', 'ApproximateNumberOfMessagesVisible')).toHaveLength(2);
       expect(find('AWS/SQS', 'ApproximateNumberOfMessagesNotVisible')).toHaveLength(1);
-      expect(find('AWS/SQS', 'ApproximateAgeOfOldestMessage')).toHaveLength(1);
+      expect(find('AWS/SQS', 'ApproximateAgeOfOldestMessage').map((m) => m.title)).toEqual([
+        'Age of oldest message (s)',
+        'Age of oldest dead letter (days)',
+      ]);
     });
 
     it('shows function errors, duration and concurrent executions', () => {
@@ -306,8 +309,8 @@ describe('WebhookRelay with default props', () => {
       expect(find('AWS/Lambda', 'ConcurrentExecutions')).toHaveLength(1);
     });
 
-    it('shows the state of the four alarms', () => {
-      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(4);
+    it('shows the state of the five alarms', () => {
+      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(5);
     });
 
     it("shows the webhook's pace: the requests/s limit (average and slowest container), the in-flight limit, requests refused", () => {
@@ -441,6 +444,108 @@ describe('WebhookRelay with non-default props', () => {
   it('warns when a request could outlive the function', () => {
     const { stack } = relay({ timeout: Duration.seconds(5), requestTimeout: Duration.seconds(10) });
     Annotations.fromStack(stack).hasWarning('/Test/Relay', Match.stringLikeRegexp('requestTimeout.*exceeds the function timeout'));
+  });
+});
+
+describe('WebhookRelay on an existing queue: its protection is checked', () => {
+  /** The visibility timeout the construct asks for (6 × 30 s): no other warning in the way. */
+  const THREE_MINUTES = Duration.minutes(3);
+  /** The protection warnings of a synth (ids and texts). */
+  function protection(configure: (stack: Stack) => Partial<WebhookRelayProps>): { id: string; text: string }[] {
+    const { stack } = relay({ maxReceiveCount: 3, retryWindow: Duration.seconds(0) }, configure);
+    return Annotations.fromStack(stack)
+      .findWarning('*', Match.anyValue())
+      .map((warning) => ({ text: String(warning.entry.data), id: /\[ack: ([^\]]+)\]/.exec(String(warning.entry.data))?.[1] ?? '' }))
+      .filter((warning) => /encrypted|TLS/.test(warning.text));
+  }
+
+  it('queues of this app made as the construct makes its own (encrypted, TLS only): no warning', () => {
+    expect(
+      protection((stack) => {
+        const dlq = new sqs.Queue(stack, 'D', { enforceSSL: true, encryption: sqs.QueueEncryption.KMS_MANAGED });
+        return {
+          queue: new sqs.Queue(stack, 'Q', {
+            visibilityTimeout: THREE_MINUTES,
+            enforceSSL: true,
+            deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+          }),
+        };
+      }),
+    ).toEqual([]);
+  });
+
+  it('a queue of this app unencrypted and without a TLS policy, its DLQ likewise: a warning for each, naming the fix', () => {
+    const warnings = protection((stack) => {
+      const dlq = new sqs.Queue(stack, 'D', { queueName: 'orders-dlq', encryption: sqs.QueueEncryption.UNENCRYPTED });
+      return {
+        queue: new sqs.Queue(stack, 'Q', {
+          queueName: 'orders',
+          visibilityTimeout: THREE_MINUTES,
+          encryption: sqs.QueueEncryption.UNENCRYPTED,
+          deadLetterQueue: { queue: dlq, maxReceiveCount: 3 },
+        }),
+      };
+    });
+    expect(warnings.map((warning) => warning.id)).toEqual([
+      'sqs-webhook-relay:queueNotEncrypted',
+      'sqs-webhook-relay:queueAllowsPlainHttp',
+      'sqs-webhook-relay:queueNotEncrypted',
+      'sqs-webhook-relay:queueAllowsPlainHttp',
+    ]);
+    expect(warnings[0]?.text).toContain('The queue (orders) is not encrypted at rest (encryption: UNENCRYPTED)');
+    expect(warnings[3]?.text).toContain('The deadLetterQueue (orders-dlq) accepts requests without TLS');
+    expect(warnings[3]?.text).toContain('enforceSSL: true');
+  });
+
+  it('a TLS policy of its own (a QueuePolicy naming the queue) counts as enforceSSL does', () => {
+    const warnings = protection((stack) => {
+      const dlq = new sqs.Queue(stack, 'D', { enforceSSL: true });
+      const queue = new sqs.Queue(stack, 'Q', { visibilityTimeout: THREE_MINUTES, deadLetterQueue: { queue: dlq, maxReceiveCount: 3 } });
+      const policy = new sqs.QueuePolicy(stack, 'TlsOnly', { queues: [queue] });
+      policy.document.addStatements(
+        new iam.PolicyStatement({
+          effect: iam.Effect.DENY,
+          actions: ['sqs:*'],
+          principals: [new iam.AnyPrincipal()],
+          resources: [queue.queueArn],
+          conditions: { Bool: { 'aws:SecureTransport': 'false' } },
+        }),
+      );
+      return { queue };
+    });
+    expect(warnings).toEqual([]);
+  });
+
+  it('imported queues: one warning that their protection cannot be seen, naming both and how to check', () => {
+    const warnings = protection((stack) => ({
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:111122223333:orders'),
+      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq'),
+    }));
+    expect(warnings.map((warning) => warning.id)).toEqual(['sqs-webhook-relay:importedQueueProtection']);
+    expect(warnings[0]?.text).toContain('the imported queue (orders) and deadLetterQueue (orders-dlq) are encrypted at rest and refuse');
+    expect(warnings[0]?.text).toContain('aws sqs get-queue-attributes');
+  });
+});
+
+describe('WebhookRelay secrets: the value, nothing more', () => {
+  it('a secret by partial ARN, with a KMS key: GetSecretValue on the ARN and its suffix, and decrypt through Secrets Manager only', () => {
+    const { template } = relay({}, (stack) => ({
+      signingSecret: secretsmanager.Secret.fromSecretAttributes(stack, 'S', {
+        secretPartialArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing',
+        encryptionKey: new kms.Key(stack, 'SigningKey'),
+      }),
+    }));
+    const statements = (onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: unknown[] }).Statement;
+    expect(statements).toContainEqual({
+      Action: 'secretsmanager:GetSecretValue',
+      Effect: 'Allow',
+      Resource: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-??????',
+    });
+    expect(JSON.stringify(statements)).not.toContain('DescribeSecret');
+    // The key's own policy lets the function decrypt, through Secrets Manager only (as grantRead does).
+    const keyPolicy = JSON.stringify(onlyResource(template, 'AWS::KMS::Key').properties.KeyPolicy);
+    expect(keyPolicy).toContain('kms:Decrypt');
+    expect(keyPolicy).toMatch(/kms:ViaService.*secretsmanager\./);
   });
 });
 
@@ -685,9 +790,101 @@ describe('WebhookRelay secrets', () => {
     for (const arn of [signingArn, authArn]) {
       // CDK may merge both grants into one statement with two resources.
       const grant = statements.find((s) => [s.Resource].flat().includes(arn));
-      expect([grant?.Action].flat().sort(), arn).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+      expect([grant?.Action].flat().sort(), arn).toEqual(['secretsmanager:GetSecretValue']);
     }
     expect(JSON.stringify(template.toJSON())).not.toMatch(/AUTH_HEADER|SIGNING_SECRET"/);
+  });
+});
+
+describe('WebhookRelay webhookUrlSecret', () => {
+  it('the URL from a secret: its ARN in the environment, no WEBHOOK_URL, read access for the function', () => {
+    const { template } = relay({ webhookUrl: undefined }, (stack) => ({
+      webhookUrlSecret: new secretsmanager.Secret(stack, 'Url', {
+        secretStringValue: SecretValue.unsafePlainText('https://h.example.com/?t=1'),
+      }),
+    }));
+    const environment = environmentOf(template);
+    const secret = Object.keys(resourcesOf(template, 'AWS::SecretsManager::Secret')).find((id) => id.startsWith('Url'));
+    expect(environment.WEBHOOK_URL_SECRET_ARN).toEqual({ Ref: secret });
+    expect(environment.WEBHOOK_URL).toBeUndefined();
+    const statements = (
+      onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }
+    ).Statement;
+    expect(statements.some((statement) => JSON.stringify(statement.Resource).includes(String(secret)))).toBe(true);
+  });
+
+  it.each([
+    ['both', { webhookUrl: URL_ }, /^WebhookRelay: webhookUrl and webhookUrlSecret are two ways of giving the URL; give one$/],
+    ['neither', { webhookUrl: undefined }, /^WebhookRelay: webhookUrl is required \(or webhookUrlSecret, a secret holding it\)$/],
+  ])('%s: refused naming webhookUrl', (_case, props, message) => {
+    expect(() =>
+      relay(props, (stack) =>
+        _case === 'both' ? { webhookUrlSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'U', 'webhook-url') } : {},
+      ),
+    ).toThrow(message);
+  });
+});
+
+describe('WebhookRelay signing secret known at synth', () => {
+  const plain = (value: string) => (stack: Stack) => ({
+    signingSecret: new secretsmanager.Secret(stack, 'Mine', { secretStringValue: SecretValue.unsafePlainText(value) }),
+  });
+  const generated = (options: secretsmanager.SecretStringGenerator) => (stack: Stack) => ({
+    signingSecret: new secretsmanager.Secret(stack, 'Mine', { generateSecretString: options }),
+  });
+
+  it.each([
+    [
+      'a value of 23 bytes',
+      plain(`whsec_${Buffer.from('twenty-three bytes long').toString('base64')}`),
+      /^WebhookRelay: signingSecret holds a value the function would refuse: signing secret #1 is a key of 23 bytes; Standard Webhooks asks for at least 24 \(32 base64 characters\)$/,
+    ],
+    [
+      'a value that is not base64',
+      plain('whsec_not*base64!'),
+      /signingSecret holds a value the function would refuse: signing secret #1 is not of the form/,
+    ],
+    [
+      '28 generated characters (21 bytes)',
+      generated({ excludePunctuation: true, includeSpace: false, passwordLength: 28 }),
+      /^WebhookRelay: signingSecret generates 28 characters, a key of 21 bytes: a Standard Webhooks key is base64 of at least 24 bytes; generate it with/,
+    ],
+    [
+      'Secrets Manager’s defaults (32 characters with punctuation)',
+      generated({}),
+      /signingSecret generates punctuation or spaces, which are not base64/,
+    ],
+    [
+      'a JSON document',
+      generated({ excludePunctuation: true, secretStringTemplate: '{}', generateStringKey: 'key' }),
+      /generates a JSON document/,
+    ],
+    ['49 characters', generated({ excludePunctuation: true, passwordLength: 49 }), /generates 49 characters, which is not base64/],
+  ])('%s fails synth naming signingSecret, never echoing the value', (_case, configure, message) => {
+    let error: unknown;
+    try {
+      relay({}, configure);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(WebhookRelayConfigError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toMatch(/dHdlbnR5|not\*base64/);
+  });
+
+  it.each([
+    ['a value of 24 bytes', plain(`whsec_${Buffer.from('exactly twenty-four byte').toString('base64')}`)],
+    [
+      'two keys while rotating',
+      plain(`whsec_${Buffer.from('exactly twenty-four byte').toString('base64')} whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw`),
+    ],
+    ['32 generated letters and digits', generated({ excludePunctuation: true, includeSpace: false, passwordLength: 32 })],
+    [
+      'an imported secret (checked when the function reads it)',
+      (stack: Stack) => ({ signingSecret: secretsmanager.Secret.fromSecretNameV2(stack, 'S', 'mine') }),
+    ],
+  ])('%s passes', (_case, configure) => {
+    expect(() => relay({}, configure)).not.toThrow();
   });
 });
 
@@ -711,7 +908,7 @@ describe('WebhookRelay outages', () => {
     [
       'a retry window under a minute',
       { retryWindow: Duration.seconds(30) },
-      /retryWindow must be from 1 minute to 14 days; got 30 seconds/,
+      /retryWindow must be from 1 minute to 13 days 11 hours 57 minutes \(323.95 hours\); got 30 seconds/,
     ],
     [
       'a retention shorter than the window plus its margin',

@@ -78,8 +78,8 @@ describe('a webhook that takes 50 requests/s and answers 429 + Retry-After: 1 ab
 });
 
 describe('a webhook that answers 500 for 40 s (a bad deploy), then recovers', () => {
-  // 500, not 503: a webhook that answers is up, so the circuit breaker stays closed and each attempt spends a receive.
-  // 40 s outlasts five attempts with the default backoff (2, 4, 8, 16 s plus up to 25 % jitter): a receive count of 5 gives up.
+  // 500, not 503: the breaker opens only once the 500s have gone on for 5 s, so the first attempts spend receives on their
+  // backoff, and its holds spend more: 40 s outlasts five receives, so a receive count of 5 would give up.
   test('50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async () => {
     const run = await start(50, { unavailableForMs: 40_000, unavailableStatus: 500 });
     const { deadLettered, left } = await settle(run.sqs, run.ready, 50, () => run.limit.delivered.size);

@@ -32,10 +32,10 @@ describe('npm start without WEBHOOK_URL', () => {
     expect(banner).toContain(`--queue-url ${queueUrl} --message-body '{"hello":"world"}'`);
 
     // The command as printed, pasted into a shell.
-    const command = banner.match(/^ {2}(npx tsx bin\/send\.ts .*)$/m)?.[1] ?? '';
-    expect(command).toBe(`npx tsx bin/send.ts --queue-url ${queueUrl} '{"hello":"world"}'`);
+    const command = banner.match(/^ {2}(npm run send -- .*)$/m)?.[1] ?? '';
+    expect(command).toBe(`npm run send -- --queue-url ${queueUrl} '{"hello":"world"}'`);
     const { stdout } = await run('sh', ['-c', command], { cwd: ROOT, env: childEnv({}) });
-    const id = stdout.match(/^sent (\S+) to /)?.[1] ?? '';
+    const id = stdout.match(/^sent (\S+) to /m)?.[1] ?? '';
     expect(id).not.toBe('');
     await relay.waitForOutput(new RegExp(`✓ delivered {2}${id} {2}receive 1`));
     const shown = relay.output();
@@ -53,9 +53,43 @@ describe('npm start without WEBHOOK_URL', () => {
     expect(retry).toContain('answered 429 with Retry-After: 1');
     expect(retry).toContain(`↻ retry in 1 s  ${MessageId}  receive 1 · HTTP 429`);
 
-    // Ctrl-C in a terminal reaches npm, tsx and the relay together.
+    // Ctrl-C in a terminal reaches npm, tsx and the relay together. Idle, it is polling (20 s
+    // long polls): the stop ends that poll rather than waiting it out.
+    const asked = Date.now();
     await stopRelay(relay, 'SIGINT');
     expect(relay.output()).toMatch(/Stopped\n$/);
+    expect(Date.now() - asked).toBeLessThan(10_000); // a generous bound: a poll waited out takes ~20 s
+  }, 60_000);
+});
+
+describe('npm start printing what producers sent', () => {
+  // SQS takes no C0 control but tab, line feed and carriage return: the threat is `\r` and C1's 8-bit sequences.
+  test('a body and a claimed id full of 8-bit escape sequences and carriage returns reach the terminal without a control character', async () => {
+    relay = startRelayProcess({ LOG_FORMAT: 'pretty' });
+    await relay.waitForOutput(/^Ready\./m);
+    const queueUrl = relay.output().match(/^ {2}Queue URL +(\S+)/m)?.[1] ?? '';
+    const sqs = new SQSClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, logger: QUIET_SDK_LOGGER });
+    const hostile = '\u009d0;pwned\u009c\u009b2J\u009bH\r✓ delivered  forged\u009b31m\u0085';
+    const { MessageId } = await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: `{"order":42}\n${hostile}\nend`,
+        MessageAttributes: {
+          'relay.dead-letter-reason': { DataType: 'String', StringValue: JSON.stringify({ originalMessageId: `${hostile}id` }) },
+          tenant: { DataType: 'String', StringValue: 'acme' },
+        },
+      }),
+    );
+    sqs.destroy();
+    await relay.waitForOutput(new RegExp(`✓ delivered {2}${MessageId} {2}receive 1`));
+    const printed = relay.output();
+    expect(printed).toContain('Claimed original message id ignored');
+    expect(printed).toMatch(/^ {4}\{"order":42\}$/m);
+    expect(printed).toMatch(/^ {4}✓ delivered {2}forged$/m);
+    expect(printed).toMatch(/^ {4}end$/m);
+    // Nothing a terminal would act on: no ESC, no carriage return, no C1, no bell.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+    expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
   }, 60_000);
 });
 
@@ -66,15 +100,22 @@ describe('start-up failures', () => {
     blocker = undefined;
   });
 
-  /** Runs the relay to its exit; returns the exit code and its own stderr lines (not Node's warnings). */
-  async function failure(env: Record<string, string>): Promise<{ code: number | string; lines: string[]; stderr: string }> {
+  /** Runs the relay to its exit; returns the exit code and every line it printed (stdout and stderr). */
+  async function failure(env: Record<string, string>): Promise<{ code: number | string; lines: string[] }> {
     const child = startRelayProcess(env);
     const code = await child.exited;
-    const stderr = child.errors();
-    return { code, stderr, lines: stderr.split('\n').filter((line) => line.startsWith('sqs-webhook-relay:')) };
+    return {
+      code,
+      lines: child
+        .output()
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    };
   }
 
-  test('a taken port, a bad webhook URL, an unreachable SQS or a bad setting: one line each, exit 1, no stack trace', async () => {
+  // Nothing before the line either: no library's warning (such as the AWS SDK's about the Node.js
+  // version, on a Node.js older than it supports), on the Node.js versions the package supports.
+  test('a taken port, a bad webhook URL, an unreachable SQS or a bad setting: one line each and nothing else, exit 1', async () => {
     blocker = createServer();
     const taken = await new Promise<number>((resolve) => {
       const server = blocker as Server;
@@ -88,16 +129,16 @@ describe('start-up failures', () => {
       failure({ BATCH_SIZE: '0' }),
     ]);
     const expected = [
-      new RegExp(`^sqs-webhook-relay: port ${taken} is already in use`),
+      new RegExp(
+        `^sqs-webhook-relay: port ${taken} is already in use .*SQS_PORT.*QUEUE_URL to a queue of your own in that emulator, with its DLQ`,
+      ),
       /^sqs-webhook-relay: Invalid configuration: WEBHOOK_URL must be an absolute https:\/\/ URL/,
       new RegExp(`^sqs-webhook-relay: cannot reach SQS at http://127\\.0\\.0\\.1:${nobody}/000000000000/orders \\(ECONNREFUSED\\)`),
       /^sqs-webhook-relay: Invalid configuration: BATCH_SIZE must be a whole number from 1 to 10000; got "0"$/,
     ];
     results.forEach((result, index) => {
       expect(result.code).toBe(1);
-      expect(result.lines).toHaveLength(1);
-      expect(result.lines[0]).toMatch(expected[index] as RegExp);
-      expect(result.stderr).not.toMatch(/^\s+at /m);
+      expect(result.lines).toEqual([expect.stringMatching(expected[index] as RegExp)]);
     });
   }, 60_000);
 });

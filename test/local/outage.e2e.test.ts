@@ -1,12 +1,15 @@
 /**
- * Webhook outages through `npm start` (issue 7): the webhook goes down for 20 s while 100
+ * Webhook outages through `npm start`: the webhook goes down for 20 s while 100
  * messages arrive, then comes back. With the circuit breaker every message is delivered exactly
  * once and the DLQ stays empty; with it switched off (the same scenario) messages are
- * dead-lettered, which shows the test can fail. Then Carrier's health check.
+ * dead-lettered, which shows the test can fail. Then recovery with the defaults: how soon after
+ * the webhook's return the backlog drains, and how little a webhook still down is sent. Then
+ * Carrier's health check.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, test } from 'vitest';
-import { queueCounts, type ReadyLine, type RelayProcess, stopRelay, until } from '../../testkit/relay-process';
+import { rateLimitedResponder } from '../../testkit/rate-limited-webhook';
+import { queueCounts, type ReadyLine, type RelayProcess, sendMessages, settle, stopRelay, until } from '../../testkit/relay-process';
 import type { ReceivedRequest } from '../../testkit/webhook';
 import { localRelayForTest, webhookForTest } from '../support/fixtures';
 
@@ -89,6 +92,51 @@ describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
     expect(duringOutage.length).toBeGreaterThan(100);
     console.info(`outage e2e (breaker off): ${duringOutage.length} requests during the outage, DLQ ${dlq}`);
   }, 150_000);
+});
+
+describe("recovery with the defaults and the stack's fan-out (5 pollers, each its own breaker)", () => {
+  const DOWN_MS = 35_000;
+  const MESSAGES = 100;
+  /**
+   * The goal is draining within 10 s of the webhook's return; 20 s is generous, yet out of reach of a relay that waits on
+   * its holds: with the old probe schedule (30 s, then 60 s) a 503 outage of 35 s drained about 55 s after the return,
+   * and a 500 one, left to the backoff (2, 4, 8, 16, 32 s), 25-40 s after it.
+   */
+  const DRAINED_WITHIN_MS = 20_000;
+
+  test.each([503, 500])(
+    'down (%i without Retry-After) for 35 s: drained within 20 s of the return, each message delivered once; while down, one request per 10 s per poller',
+    async (status) => {
+      const limit = rateLimitedResponder({ unavailableForMs: DOWN_MS, unavailableStatus: status });
+      const webhook = await webhookForTest(limit.respond);
+      const { relay, ready, sqs } = await localRelayForTest({
+        WEBHOOK_URL: webhook.url,
+        LOG_FORMAT: 'json',
+        POLLERS: '5',
+        MAX_CONCURRENCY: '10',
+        BATCH_SIZE: '10',
+      });
+      const ids = await sendMessages(sqs, ready.queueUrl, MESSAGES);
+      const { deadLettered, left } = await settle(sqs, ready, MESSAGES, () => limit.delivered.size);
+      expect(deadLettered).toBe(0);
+      expect(left).toBe(0);
+      expect(limit.duplicates()).toBe(0);
+      expect(new Set(limit.delivered.keys())).toEqual(new Set(ids));
+
+      const upAt = (webhook.requests[0]?.receivedAt ?? 0) + DOWN_MS;
+      const drainedAfterMs = (limit.lastDeliveryAt() ?? Number.POSITIVE_INFINITY) - upAt;
+      // From 10 s in the breakers are open (a 500 needs 5 s of failures to open them): probes only, at most one per 10 s per poller.
+      const lateInOutage = webhook.requests.filter((request) => request.receivedAt >= upAt - 25_000 && request.receivedAt < upAt);
+      console.info(
+        `outage e2e (${status}, defaults): drained ${(drainedAfterMs / 1000).toFixed(1)} s after the return; ` +
+          `${lateInOutage.length} requests in the outage's last 25 s, ${webhook.requests.length} in all`,
+      );
+      expect(drainedAfterMs).toBeLessThanOrEqual(DRAINED_WITHIN_MS);
+      expect(lateInOutage.length).toBeLessThanOrEqual(5 * 3);
+      expect(await stopRelay(relay)).toBe(0);
+    },
+    150_000,
+  );
 });
 
 describe('WEBHOOK_HEALTH_CHECK_URL', () => {

@@ -50,7 +50,13 @@ async function until(predicate: () => boolean | Promise<boolean>): Promise<void>
 
 function start(
   handler: SqsHandler,
-  overrides: { batchSize?: number; functionTimeoutMs?: number; pollers?: number; maxBatchingWindowMs?: number } = {},
+  overrides: {
+    batchSize?: number;
+    functionTimeoutMs?: number;
+    pollers?: number;
+    maxBatchingWindowMs?: number;
+    waitTimeSeconds?: number;
+  } = {},
 ) {
   const completed: InvocationResult[] = [];
   const failures: { failure: string; detail: string; records: number }[] = [];
@@ -63,7 +69,7 @@ function start(
     batchSize: overrides.batchSize ?? 10,
     maxBatchingWindowMs: overrides.maxBatchingWindowMs ?? 0,
     functionTimeoutMs: overrides.functionTimeoutMs ?? 30_000,
-    waitTimeSeconds: 1,
+    waitTimeSeconds: overrides.waitTimeSeconds ?? 1,
     observer: {
       completed: (_, result) => completed.push(result),
       invocationFailed: (_, records, failure, detail) => failures.push({ failure, detail, records: records.length }),
@@ -200,10 +206,14 @@ describe('the event source mapping', () => {
     expect(await counts()).toEqual({ visible: 0, inFlight: 0 });
   });
 
-  test('stop() ends idle long polls of every poller', async () => {
-    const { failures } = start(async () => undefined, { pollers: 3 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  test("stop() ends idle long polls of every poller at once, not when SQS's 20-second wait is over", async () => {
+    // Polls as long as npm start's, so that a stop waiting them out would take up to 20 s.
+    const { failures } = start(async () => undefined, { pollers: 3, waitTimeSeconds: 20 });
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the three receives are waiting at the emulator
+    const asked = Date.now();
     await mapping!.stop();
+    // A generous bound, for a slow machine: far below the 19.5 s the polls still had to run.
+    expect(Date.now() - asked).toBeLessThan(5_000);
     expect(failures).toEqual([]);
   });
 });

@@ -76,6 +76,7 @@ describe('the query protocol', () => {
     const info: ReadyInfo = {
       mode: 'embedded',
       sqsEndpoint: emulator.endpoint,
+      emulatorCredentials: true,
       region: emulator.region,
       queueUrl: emulator.queue.url,
       queueArn: emulator.queue.arn,

@@ -4,6 +4,7 @@
  * user:password, query string or fragment.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig, redactUrl } from '../../lambda/config';
 import { sqsStartupError } from '../../local/errors';
@@ -30,8 +31,49 @@ describe('URLs in messages', () => {
     ['http://example.com/a@b?key=abc123', 'http://example.com/a@b?…'],
     ['user:hunter2@example.com/in', '…@example.com/in'],
     ['https://hooks.example.com/in', 'https://hooks.example.com/in'],
+    // Not URLs: a password with "/", "?", "#" or "@" in it does not end the redaction early.
+    ['https://admin:TOP/SECRET@hooks.example.com/x', 'https://…@hooks.example.com/x'],
+    ['https://admin:TOP?SECRET@hooks.example.com/x', 'https://…@hooks.example.com/x'],
+    ['https://admin:TOP#SECRET@hooks example.com/x', 'https://…@hooks example.com/x'],
+    ['https://admin:TOP@SECRET@hooks example.com/x?token=abc123', 'https://…@hooks example.com/x?…'],
+    ['https://hooks.example.com/in#token=abc123', 'https://hooks.example.com/in#…'],
   ])('%s is shown as %s', (raw, shown) => {
     expect(redactUrl(raw)).toBe(shown);
+  });
+
+  test('property: a secret in the user-info, query or fragment of any text, URL or not, is never shown', () => {
+    const secret = fc.stringMatching(/^[A-Za-z0-9/?#@:%&=._~+-]{0,12}$/).map((text) => `S3CR3T${text}`);
+    const host = fc.constantFrom('hooks.example.com', 'hooks example.com', '10.0.0.5:8443', '[::1]', '', 'h:port');
+    const path = fc.stringMatching(/^(\/[A-Za-z0-9._@-]{0,8}){0,3}$/);
+    const scheme = fc.constantFrom('https://', 'http://', 'ftp://', '', 'https:', '//');
+    fc.assert(
+      fc.property(
+        scheme,
+        secret,
+        host,
+        path,
+        secret,
+        fc.constantFrom('user-info', 'query', 'fragment', 'all'),
+        (prefix, first, at, rest, second, where) => {
+          const userInfo = where === 'user-info' || where === 'all' ? `admin:${first}@` : '';
+          const query = where === 'query' || where === 'all' ? `?token=${second}` : '';
+          const fragment = where === 'fragment' ? `#${second}` : '';
+          const raw = `${prefix}${userInfo}${at}${rest}${query}${fragment}`;
+          const shown = redactUrl(raw);
+          if (userInfo !== '') expect(shown, raw).not.toContain(first);
+          if (query !== '' || fragment !== '') expect(shown, raw).not.toContain(second);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test('a WEBHOOK_URL that does not parse, with a "/" in its password, is named without it: at start and at synth', () => {
+    const raw = 'https://admin:TOP/SECRET@hooks.example.com/x';
+    const message = messageOf(() => loadConfig({ WEBHOOK_URL: raw }));
+    expect(message).toBe(
+      'Invalid configuration: WEBHOOK_URL must be an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true); got "https://…@hooks.example.com/x"',
+    );
   });
 
   test('a refused WEBHOOK_URL, QUEUE_URL or WEBHOOK_HEALTH_CHECK_URL is named without its query string or credentials', () => {

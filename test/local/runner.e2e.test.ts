@@ -118,6 +118,11 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
       { WEBHOOK_ULR: 'https://hooks.example.com/sqs' },
       /WEBHOOK_URL must be set when QUEUE_URL names an existing queue \(the demo webhook is for the sandbox only; WEBHOOK_ULR is set: a typo\?\); got nothing$/,
     ],
+    [
+      'signed SQS calls over plain http to a host that is not loopback',
+      { WEBHOOK_URL: 'https://hooks.example.com/sqs', AWS_ENDPOINT_URL_SQS: 'http://sqs.internal.invalid:4566' },
+      /^sqs-webhook-relay: Invalid configuration: AWS_ENDPOINT_URL_SQS must be an absolute https:\/\/ URL .*ALLOW_INSECURE_HTTP=true.*; got "http:\/\/sqs\.internal\.invalid:4566\/"$/,
+    ],
   ])(
     '%s: refuses to start in one line, and the queue is untouched',
     async (_case, extra, line) => {
@@ -168,7 +173,11 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     await emulator.send('refuse me', { attributes: hostile });
     await until(() => webhook.requests.length === 2 && emulator.counts(emulator.dlq).ready === 1);
     await emulator.send('after them');
-    await until(() => webhook.requests.length === 3);
+    // The daemon is still relaying; its last delete may still be on its way.
+    await until(() => {
+      const { ready, inflight, delayed } = emulator.counts(emulator.queue);
+      return webhook.requests.length === 3 && ready + inflight + delayed === 0;
+    });
 
     const delivered = webhook.requests.find((request) => request.body.toString() === 'deliver me');
     expect(delivered?.headers).toMatchObject({

@@ -4,14 +4,20 @@
  * standalone relay finds its way to SQS.
  */
 import { getEventListeners } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
+import { runsFromSource, subcommandPrefix } from '../../local/invocation';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
+import { PortInUseError } from '../../local/sandbox/emulator';
+import { PROJECT_ROOT } from '../../testkit/synth';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { connectionFor } from '../../local/existing-queue';
-import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry } from '../../local/log';
+import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import { loadLocalSettings, mistypedVariables } from '../../local/settings';
 import { sleep } from '../../local/sleep';
@@ -55,8 +61,59 @@ describe('local settings', () => {
     [{ MAX_RECEIVE_COUNT: '0' }, 'MAX_RECEIVE_COUNT'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' }, 'WEBHOOK_URL'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders', WEBHOOK_URL: '  ' }, 'WEBHOOK_URL'],
+    [{ WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:url' }, 'WEBHOOK_URL_SECRET_ARN'],
   ])('%j is refused, naming the variable', (env, variable) => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+  });
+
+  describe('plain http carries SigV4-signed calls and health checks only to loopback, or with ALLOW_INSECURE_HTTP', () => {
+    const WEBHOOK = { WEBHOOK_URL: 'https://hooks.example.com/in' };
+    test.each([
+      [{ QUEUE_URL: 'http://sqs.internal:9324/000000000000/orders' }, 'QUEUE_URL'],
+      [{ QUEUE_URL: 'http://10.0.0.5:4566/000000000000/orders' }, 'QUEUE_URL'],
+      [
+        { QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/orders', AWS_ENDPOINT_URL_SQS: 'http://vpce.internal:80' },
+        'AWS_ENDPOINT_URL_SQS',
+      ],
+      [{ QUEUE_URL: 'http://127.0.0.1:4566/1/orders', AWS_ENDPOINT_URL: 'http://sqs.internal:4566' }, 'AWS_ENDPOINT_URL'],
+      [{ WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      // The health check is asked by name, and *.localhost names go to DNS on many machines (glibc).
+      [{ WEBHOOK_HEALTH_CHECK_URL: 'http://foo.localhost/health' }, 'WEBHOOK_HEALTH_CHECK_URL'],
+      [
+        { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/1/orders', AWS_ENDPOINT_URL_SQS: 'http://sqs.localhost:4566' },
+        'AWS_ENDPOINT_URL_SQS',
+      ],
+    ])('%j is refused, naming the variable', (env, variable) => {
+      const run = () => loadLocalSettings({ ...WEBHOOK, ...env }, false);
+      expect(run).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
+      expect(run).toThrow(/ALLOW_INSECURE_HTTP=true/);
+      // The operator's say-so that the network is private.
+      expect(() => loadLocalSettings({ ...WEBHOOK, ...env, ALLOW_INSECURE_HTTP: 'true' }, false)).not.toThrow();
+    });
+
+    test.each([
+      { QUEUE_URL: 'http://127.0.0.1:4566/000000000000/orders' },
+      { QUEUE_URL: 'http://localhost:9324/000000000000/orders' },
+      { QUEUE_URL: 'http://[::1]:9324/000000000000/orders' },
+      { QUEUE_URL: 'https://sqs.internal:9324/000000000000/orders' },
+      // An AWS queue URL is not an endpoint: the SDK calls AWS's regional https endpoint.
+      { QUEUE_URL: 'http://sqs.eu-west-1.amazonaws.com/123456789012/orders' },
+      { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:4566' },
+      // fauxqs's own queue URL: the daemon reaches a *.localhost host at 127.0.0.1, never through DNS.
+      { QUEUE_URL: 'http://sqs.us-east-1.localhost:4566/000000000000/orders' },
+      { WEBHOOK_HEALTH_CHECK_URL: 'http://127.0.0.1:8080/health' },
+      { WEBHOOK_HEALTH_CHECK_URL: 'https://worker.internal/health' },
+      // The sandbox talks to its own emulator, whatever the endpoint variables say.
+      { AWS_ENDPOINT_URL_SQS: 'http://sqs.internal:4566' },
+    ])('%j is accepted', (env) => {
+      expect(() => loadLocalSettings({ ...WEBHOOK, ...env }, false)).not.toThrow();
+    });
+
+    test('ALLOW_INSECURE_HTTP is read strictly: a typo of its value is refused by name', () => {
+      expect(() =>
+        loadLocalSettings({ ...WEBHOOK, WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health', ALLOW_INSECURE_HTTP: 'ja' }, false),
+      ).toThrow(expect.objectContaining({ variable: 'ALLOW_INSECURE_HTTP' }));
+    });
   });
 
   test('variables one typo away from a setting are found, with the setting they resemble; other variables are not', () => {
@@ -122,10 +179,11 @@ describe("the handler's lines on a terminal", () => {
         receiveCount: 1,
         status: 429,
         delaySeconds: 5,
+        visibilitySeconds: 5,
       }),
     ).toBe('↻ retry in 5 s  m-1  receive 1 · HTTP 429');
     expect(
-      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', delaySeconds: 16 }),
+      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', visibilitySeconds: 16 }),
     ).toBe('↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
     expect(
       render('WARN', {
@@ -134,7 +192,8 @@ describe("the handler's lines on a terminal", () => {
         outcome: 'retry',
         receiveCount: 7,
         status: 503,
-        delaySeconds: 36,
+        delaySeconds: 300,
+        visibilitySeconds: 36,
       }),
     ).toBe('↻ retry in 36 s  m-5  receive 7 · HTTP 503 · next attempt is the last in its retry window');
     expect(render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, status: 500 })).toBe(
@@ -143,8 +202,32 @@ describe("the handler's lines on a terminal", () => {
     expect(render('WARN', { messageId: 'm-4', outcome: 'dead-lettered', receiveCount: 1, status: 400, response: 'bad input\n' })).toBe(
       '✗ dead-lettered  m-4  receive 1 · HTTP 400 · "bad input"',
     );
-    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline' })).toBe(
+    expect(render('INFO', { messageId: 'm-5', outcome: 'not-attempted', receiveCount: 2, reason: 'deadline', visibilitySeconds: 0 })).toBe(
       '↻ not sent, back at once  m-5  receive 2 · deadline',
+    );
+  });
+
+  test('a retry states the visibility the record was handed back with, not the delay asked for', () => {
+    const retry = {
+      message: 'Message not delivered; returned to the queue',
+      messageId: 'm-6',
+      outcome: 'retry',
+      receiveCount: 3,
+      status: 429,
+    };
+    // Retry-After: 5, spaced out to 35 s by the retry window; an hour's backoff stretched by a breaker hold.
+    expect(render('INFO', { ...retry, delaySeconds: 5, visibilitySeconds: 35 })).toBe('↻ retry in 35 s  m-6  receive 3 · HTTP 429');
+    expect(render('INFO', { ...retry, delaySeconds: 3600, visibilitySeconds: 18_060 })).toBe(
+      '↻ retry in 5 hours 1 minute  m-6  receive 3 · HTTP 429',
+    );
+    expect(render('INFO', { ...retry, delaySeconds: 0, visibilitySeconds: 0 })).toBe('↻ retry at once  m-6  receive 3 · HTTP 429');
+    // The change failed: SQS keeps the queue's default.
+    expect(render('INFO', { ...retry, delaySeconds: 5, visibilityError: 'AccessDenied' })).toBe(
+      '↻ retry after the visibility timeout  m-6  receive 3 · HTTP 429',
+    );
+    // Not sent because the webhook's pace holds the batch: back when the hold ends.
+    expect(render('INFO', { messageId: 'm-7', outcome: 'not-attempted', receiveCount: 1, reason: 'paced', visibilitySeconds: 12 })).toBe(
+      '↻ not sent, back in 12 s  m-7  receive 1 · paced',
     );
   });
 
@@ -171,9 +254,13 @@ describe("the handler's lines on a terminal", () => {
     json.warn('Message dead-lettered: the webhook refused it permanently', { messageId: 'm-9', outcome: 'dead-lettered', status: 410 });
     json.debug('not shown at INFO');
     const pretty = new RelayLogger({ serviceName: 'svc' }, createLocalLog('pretty', 'INFO', out));
-    pretty
-      .createChild({ serviceName: 'child' })
-      .info('Message not delivered; returned to the queue', { messageId: 'm-8', outcome: 'retry', delaySeconds: 2, receiveCount: 1 });
+    pretty.createChild({ serviceName: 'child' }).info('Message not delivered; returned to the queue', {
+      messageId: 'm-8',
+      outcome: 'retry',
+      delaySeconds: 2,
+      visibilitySeconds: 2,
+      receiveCount: 1,
+    });
     expect(written).toHaveLength(2);
     expect(JSON.parse(written[0] as string)).toMatchObject({
       level: 'WARN',
@@ -188,10 +275,79 @@ describe("the handler's lines on a terminal", () => {
   });
 });
 
+describe('text from outside, on a terminal', () => {
+  /** Anything a terminal would act on: C0 but line feed and tab, DEL, C1. */
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const HOSTILE = [
+    ['a title change (OSC … BEL)', 'a\u001b]0;pwned\u0007b', 'ab'],
+    ['a title change (OSC … ST)', 'a\u001b]2;pwned\u001b\\b', 'ab'],
+    ['a screen clear (CSI)', 'a\u001b[2J\u001b[Hb', 'ab'],
+    ['colours', '\u001b[31;1mred\u001b[0m', 'red'],
+    ['a carriage return rewriting the line', 'evil\r✓ delivered  fake', 'evil✓ delivered  fake'],
+    ['an 8-bit CSI (C1)', 'a\u009b2Jb', 'ab'],
+    ['an 8-bit OSC (C1)', 'a\u009d0;pwned\u009cb', 'ab'],
+    ['a terminal reset (ESC c)', 'a\u001bcb', 'ab'],
+    ['a hyperlink (OSC 8)', '\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007', 'click'],
+    ['a lone ESC, backspaces, a bell, NUL, DEL', 'a\u001b\u0008\u0008\u0007\u0000\u007fb', 'ab'],
+    ['an unterminated OSC', 'a\u001b]0;never ends', 'a0;never ends'],
+  ] as const;
+
+  test.each(HOSTILE)('terminalSafe removes %s', (_label, text, safe) => {
+    expect(terminalSafe(text)).toBe(safe);
+    expect(terminalSafe(text)).not.toMatch(CONTROL);
+  });
+
+  test('plain text, unicode and (when the layout has room) line feeds and tabs are kept; otherwise they become spaces', () => {
+    expect(terminalSafe('Grüße → 東京 🚀 "quoted"')).toBe('Grüße → 東京 🚀 "quoted"');
+    expect(terminalSafe('line 1\n\tline 2\r\n', { multiline: true })).toBe('line 1\n\tline 2\n');
+    expect(terminalSafe('line 1\n\tline 2')).toBe('line 1  line 2');
+  });
+
+  test('property: whatever the text, nothing a terminal acts on is left', () => {
+    const unit = fc.oneof(
+      fc.constantFrom('\u001b', '\u009b', '\u009d', '\u0007', '\r', '\n', '\t', '[', ']', ';', '\\', 'P', '2', 'J', 'm'),
+      fc.integer({ min: 0, max: 0xff }).map((code) => String.fromCharCode(code)),
+    );
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 60 }), fc.boolean(), (text, multiline) => {
+        const safe = terminalSafe(text, { multiline });
+        expect(safe).not.toMatch(CONTROL);
+        if (!multiline) expect(safe).not.toMatch(/[\n\t]/);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test("the handler's lines carry no control character from a producer's id, a webhook's answer or an error", () => {
+    const render = (level: 'INFO' | 'WARN', attributes: Record<string, unknown>) => renderHandlerEntry(level, attributes, PLAIN, true);
+    const lines = [
+      render('WARN', {
+        message: 'Claimed original message id ignored: the webhook sees the SQS id',
+        messageId: 'm-1',
+        claimedOriginalId: '\u001b]0;pwned\u0007\u001b[2Jforged',
+        reason: 'not a legal message id',
+      }),
+      render('WARN', { messageId: 'm-2\r✓ delivered', outcome: 'dead-lettered', status: 400, response: 'no\u009b2J\u001b[31m way\r\nX' }),
+      render('INFO', { messageId: 'm-3', outcome: 'retry', receiveCount: 1, error: 'protocol: \u001b[1A\rparse error\nforged line' }),
+      render('INFO', { message: 'any\u001b[2K message', detail: { nested: 'a\u009bb' } }),
+    ];
+    for (const line of lines) {
+      expect(line).not.toMatch(CONTROL);
+      expect(line).not.toContain('\n');
+    }
+    expect(lines[0]).toContain('claimedOriginalId=forged');
+    // The excerpt is JSON: its ESC shows as the six characters \u001b, harmless; the raw C1 CSI is gone.
+    expect(lines[1]).toBe('✗ dead-lettered  m-2✓ delivered  HTTP 400 · "no\\u001b[31m way\\r\\nX"');
+    expect(lines[2]).toBe('↻ retry after the visibility timeout  m-3  receive 1 · protocol: parse error forged line');
+  });
+});
+
 describe('the printed send commands', () => {
   const info: ReadyInfo = {
     mode: 'embedded',
     sqsEndpoint: 'http://127.0.0.1:4566',
+    emulatorCredentials: true,
     region: 'us-east-1',
     queueUrl: 'http://127.0.0.1:4566/000000000000/webhook-relay',
     queueArn: 'arn:aws:sqs:us-east-1:000000000000:webhook-relay',
@@ -212,15 +368,20 @@ describe('the printed send commands', () => {
     expect(shellQuote(`it's {"a": 1}`)).toBe(`'it'\\''s {"a": 1}'`);
   });
 
-  test('bin/send.ts and the AWS CLI, with the credentials the CLI insists on for the emulator', () => {
-    expect(sendCommand(info)).toBe(`npx tsx bin/send.ts --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
+  test('send and the AWS CLI, with the credentials the CLI insists on for an emulator', () => {
+    // Run from this repository's source, as `npm start` does: the clone's npm script.
+    expect(sendCommand(info)).toBe(`npm run send -- --queue-url http://127.0.0.1:4566/000000000000/webhook-relay '{"hello":"world"}'`);
     expect(awsCliCommand(info)).toBe(
       `AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message --endpoint-url http://127.0.0.1:4566 --region us-east-1 --queue-url http://127.0.0.1:4566/000000000000/webhook-relay --message-body '{"hello":"world"}'`,
+    );
+    // The daemon on an emulator's queue reaches it with the same dummy credentials: so does its CLI line.
+    expect(awsCliCommand({ ...info, queueUrl: 'http://127.0.0.1:9324/000000000000/jobs' })).toMatch(
+      /^AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws sqs send-message /,
     );
     expect(
       awsCliCommand({
         ...info,
-        mode: 'existing',
+        emulatorCredentials: false,
         sqsEndpoint: undefined,
         region: 'eu-west-1',
         queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo',
@@ -228,6 +389,20 @@ describe('the printed send commands', () => {
       }),
     ).toBe(
       `aws sqs send-message --region eu-west-1 --queue-url https://sqs.eu-west-1.amazonaws.com/1/q.fifo --message-body '{"hello":"world"}' --message-group-id demo`,
+    );
+  });
+
+  test("from the package's build, the printed commands are the installed bin's", () => {
+    expect(subcommandPrefix('send', false)).toBe('npx sqs-webhook-relay send');
+    expect(subcommandPrefix('dead-letters', false)).toBe('npx sqs-webhook-relay dead-letters');
+    expect(subcommandPrefix('send', true)).toBe('npm run send --');
+    expect(runsFromSource('file:///app/node_modules/sqs-webhook-relay/dist/sqs-webhook-relay.js')).toBe(false);
+    expect(runsFromSource('file:///src/local/invocation.ts')).toBe(true);
+  });
+
+  test('the banner says how to read the DLQ', () => {
+    expect(formatBanner(info, PLAIN)).toContain(
+      `\n  npm run dead-letters -- summary --queue-url http://127.0.0.1:4566/000000000000/webhook-relay\n`,
     );
   });
 
@@ -240,6 +415,21 @@ describe('the printed send commands', () => {
     expect(dlqRow({ retryWindowSeconds: 86_400, maxReceiveCount: 483 })).toMatch(/ {2}after 24 hours of failures, or 483 receives$/);
     expect(dlqRow({ retryWindowSeconds: 1800, maxReceiveCount: undefined })).toMatch(/ {2}after 30 minutes of failures$/);
     expect(dlqRow({ retryWindowSeconds: 130_500, maxReceiveCount: undefined })).toMatch(/ {2}after 36 hours 15 minutes of failures$/);
+  });
+
+  test("the demo's 500 line says a failing message reaches the DLQ only when its retry window (or receive count) is spent", () => {
+    const line500 = (change: Partial<ReadyInfo>): string | undefined =>
+      formatBanner({ ...info, demoWebhook: true, ...change }, PLAIN)
+        .split('\n')
+        .find((line) => line.includes('500 every time'));
+    expect(line500({ retryWindowSeconds: 86_400, maxReceiveCount: 483 })).toMatch(
+      /500 every time: retried with backoff for 24 hours \(its retry window\), then moved to the DLQ$/,
+    );
+    expect(line500({ retryWindowSeconds: 72 })).toMatch(/retried with backoff for 1 minute 12 seconds \(its retry window\), then/);
+    expect(line500({ retryWindowSeconds: 0, maxReceiveCount: 3 })).toMatch(
+      /500 every time: retried with backoff, moved to the DLQ after 3 receives$/,
+    );
+    expect(line500({ dlqUrl: undefined })).toMatch(/500 every time: retried with backoff until it expires$/);
   });
 });
 
@@ -265,9 +455,10 @@ describe('the standalone relay (QUEUE_URL)', () => {
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here.
+    // fauxqs's own queue URLs: *.localhost is no loopback for a webhook, but is an emulator's host here,
+    // reached at 127.0.0.1 (not every resolver knows that *.localhost is loopback).
     expect(connectionFor('http://sqs.eu-west-1.localhost:4566/000000000000/orders', {})).toEqual({
-      endpoint: 'http://sqs.eu-west-1.localhost:4566',
+      endpoint: 'http://127.0.0.1:4566',
       region: 'eu-west-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
@@ -292,6 +483,21 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+
+  test("a taken emulator port points at a queue of one's own, with its DLQ, whose recipe is where it says", () => {
+    const { message } = new PortInUseError(4566);
+    expect(message).toMatch(
+      /^port 4566 is already in use .*; set SQS_PORT to a free port \(0: any\), or QUEUE_URL to a queue of your own in that emulator, with its DLQ /,
+    );
+    // Never the running queue itself: another sandbox's relay polls it too.
+    expect(message).toMatch(/not to another `npm start`'s queue/);
+    const [, page, heading] = /\(recipe: (docs\/[\w.-]+\.md), "([^"]+)"\)/.exec(message) ?? [];
+    const doc = readFileSync(join(PROJECT_ROOT, page ?? 'missing'), 'utf8');
+    expect(doc).toContain(`\n### ${heading}\n`);
+    const recipe = doc.slice(doc.indexOf(`### ${heading}`)).split('```')[1] ?? '';
+    expect(recipe).toMatch(/create-queue --queue-name orders-dlq/);
+    expect(recipe).toMatch(/RedrivePolicy.*deadLetterTargetArn/);
   });
 });
 

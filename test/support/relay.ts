@@ -36,8 +36,16 @@ export function capturedTelemetry(): {
   const loggerConsole = Object.fromEntries(['log', 'info', 'warn', 'error', 'debug', 'trace'].map((method) => [method, toLines]));
   Object.defineProperty(logger, 'console', { value: loggerConsole });
   const warn = (...messages: unknown[]): void => void metricsWarnings.push(messages.map(String).join(' '));
-  const metrics = new Metrics({ namespace: 'Test', serviceName: 'test', logger: { debug: () => {}, info: () => {}, warn, error: warn } });
-  Object.defineProperty(metrics, 'console', { value: { log: (text: string) => sink(text, emf) } });
+  const capture = (instance: Metrics): Metrics => {
+    Object.defineProperty(instance, 'console', { value: { log: (text: string) => sink(text, emf) } });
+    // A single-metric instance (a metric with dimensions of its own) writes its line to the same place.
+    const single = instance.singleMetric.bind(instance);
+    Object.defineProperty(instance, 'singleMetric', { value: () => capture(single()) });
+    return instance;
+  };
+  const metrics = capture(
+    new Metrics({ namespace: 'Test', serviceName: 'test', logger: { debug: () => {}, info: () => {}, warn, error: warn } }),
+  );
   return { logger, metrics, lines, emf, metricsWarnings };
 }
 

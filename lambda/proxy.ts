@@ -1,0 +1,187 @@
+/**
+ * A forward proxy for the relay's own requests (the webhook's and the OAuth token endpoint's), as
+ * corporate networks require: `HTTPS_PROXY` for `https://` targets, `HTTP_PROXY` for `http://`
+ * ones, `NO_PROXY` for the hosts reached directly. Every request through a proxy goes through an
+ * HTTP CONNECT tunnel (RFC 9110 §9.3.6), `https://` ones with TLS end to end inside it: the proxy
+ * sees only the host and port. Credentials in the proxy's URL become `Proxy-Authorization: Basic`
+ * on the CONNECT and are never part of a message: errors name the proxy by host and port only.
+ * A loopback target is always reached directly.
+ *
+ * The AWS SDK's calls (SQS, Secrets Manager) do not go through it: in a VPC they take the NAT or
+ * VPC endpoints, locally the SDK's own configuration.
+ */
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { isLoopbackHost } from './config';
+
+/** The proxies of `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` (see lambda/config.ts). */
+export interface ProxySettings {
+  /** For `https://` targets. */
+  readonly httpsProxy: URL | undefined;
+  /** For `http://` targets. */
+  readonly httpProxy: URL | undefined;
+  /** `NO_PROXY`'s entries, lower-cased: hosts, domains, IP addresses and CIDR ranges reached directly; `*` for all. */
+  readonly noProxy: readonly string[];
+}
+
+/** A proxy that could not open a tunnel: the message names it by host and port, never its credentials. */
+export class ProxyTunnelError extends Error {
+  constructor(
+    message: string,
+    /** The CONNECT's status, when the proxy answered one. */
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ProxyTunnelError';
+  }
+}
+
+/** `host:port` of a URL (the port made explicit), as a proxy is named in messages: never its user or password. */
+export function proxyName(proxy: URL): string {
+  return `${proxy.hostname}:${portOf(proxy)}`;
+}
+
+function portOf(url: URL): number {
+  if (url.port !== '') return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+/** The hostname without an IPv6 literal's brackets, lower-cased. */
+function bareHost(hostname: string): string {
+  return (hostname.startsWith('[') ? hostname.slice(1, -1) : hostname).toLowerCase();
+}
+
+/** True when `entry` (one of `NO_PROXY`'s) covers `host` (bare, lower-cased) on `port`. */
+function covers(entry: string, host: string, port: number): boolean {
+  if (entry === '*') return true;
+  const net = process.getBuiltinModule('node:net');
+  // A CIDR range: 10.0.0.0/8, fd00::/8.
+  const slash = entry.indexOf('/');
+  if (slash > 0) {
+    const family = net.isIP(host);
+    const base = bareHost(entry.slice(0, slash));
+    const prefix = Number(entry.slice(slash + 1));
+    if (family === 0 || net.isIP(base) !== family || !Number.isInteger(prefix)) return false;
+    const list = new net.BlockList();
+    try {
+      list.addSubnet(base, prefix, family === 4 ? 'ipv4' : 'ipv6');
+    } catch {
+      return false;
+    }
+    return list.check(host, family === 4 ? 'ipv4' : 'ipv6');
+  }
+  // An optional port: host:443, [::1]:8443 (a bare IPv6 address has colons but no port).
+  let name = entry;
+  let entryPort: number | undefined;
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
+  if (bracketed !== null) {
+    name = bracketed[1] as string;
+    entryPort = bracketed[2] === undefined ? undefined : Number(bracketed[2]);
+  } else if (net.isIP(entry) === 0) {
+    const colon = entry.lastIndexOf(':');
+    if (colon > 0 && /^\d+$/.test(entry.slice(colon + 1))) {
+      name = entry.slice(0, colon);
+      entryPort = Number(entry.slice(colon + 1));
+    }
+  }
+  if (entryPort !== undefined && entryPort !== port) return false;
+  if (net.isIP(name) !== 0) return name === host;
+  // A domain: example.com, .example.com and *.example.com all cover example.com and its subdomains.
+  const domain = name.replace(/^\*?\./, '');
+  return host === domain || host.endsWith(`.${domain}`);
+}
+
+/**
+ * The proxy a request to `target` goes through, or `undefined` to connect directly: none is set
+ * for its scheme, `NO_PROXY` covers its host, or the host is this machine (as Go's net/http
+ * decides: a proxy elsewhere cannot reach it, and `npm start`'s demo webhook must not go out).
+ */
+export function proxyFor(settings: ProxySettings | undefined, target: URL): URL | undefined {
+  if (settings === undefined || isLoopbackHost(target.hostname)) return undefined;
+  const proxy = target.protocol === 'https:' ? settings.httpsProxy : settings.httpProxy;
+  if (proxy === undefined) return undefined;
+  const host = bareHost(target.hostname);
+  const port = portOf(target);
+  return settings.noProxy.some((entry) => covers(entry, host, port)) ? undefined : proxy;
+}
+
+/** The `Proxy-Authorization` value for a proxy URL's `user:password`, if it has one. */
+function proxyAuthorization(proxy: URL): string | undefined {
+  if (proxy.username === '' && proxy.password === '') return undefined;
+  const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+  return `Basic ${Buffer.from(credentials, 'utf8').toString('base64')}`;
+}
+
+/**
+ * Opens an HTTP CONNECT tunnel through `proxy` to `host:port` and calls back with its socket, on
+ * which the caller speaks to the target (TLS for an `https://` one) as on a direct connection.
+ * Never calls back twice; an error's message names the proxy by host and port only.
+ * @param host the target's hostname (an IPv6 literal with or without brackets)
+ * @param timeoutMs bound on reaching the proxy and its answer to the CONNECT
+ */
+export function openTunnel(
+  proxy: URL,
+  host: string,
+  port: number,
+  timeoutMs: number,
+  callback: (error: Error | null, socket?: Socket) => void,
+): void {
+  const bare = bareHost(host);
+  const authority = bare.includes(':') ? `[${bare}]:${port}` : `${bare}:${port}`;
+  const name = proxyName(proxy);
+  const authorization = proxyAuthorization(proxy);
+  const client = process.getBuiltinModule(proxy.protocol === 'https:' ? 'node:https' : 'node:http');
+  let done = false;
+  const finish = (error: Error | null, socket?: Socket): void => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    callback(error, socket);
+  };
+  let request: ClientRequest;
+  try {
+    request = client.request({
+      protocol: proxy.protocol,
+      hostname: bareHost(proxy.hostname),
+      port: portOf(proxy),
+      method: 'CONNECT',
+      path: authority,
+      // One connection per tunnel: a CONNECT's socket is the tunnel, never pooled.
+      agent: false,
+      headers: authorization === undefined ? { Host: authority } : { Host: authority, 'Proxy-Authorization': authorization },
+    });
+  } catch (error) {
+    finish(new ProxyTunnelError(`could not reach the proxy ${name}: ${error instanceof Error ? error.message : String(error)}`));
+    return;
+  }
+  const timer = setTimeout(() => {
+    request.destroy(new ProxyTunnelError(`no answer from the proxy ${name} to CONNECT ${authority} within ${timeoutMs} ms`));
+  }, timeoutMs);
+  request.once('connect', (response: IncomingMessage, socket: Socket, head: Buffer) => {
+    const status = response.statusCode ?? 0;
+    if (status < 200 || status > 299) {
+      socket.destroy();
+      const why = status === 407 ? ' (proxy authentication required: check the user and password in its URL)' : '';
+      finish(new ProxyTunnelError(`the proxy ${name} answered ${status} to CONNECT ${authority}${why}`, status));
+      return;
+    }
+    // Bytes the target sent with the proxy's answer belong to the tunnel.
+    if (head.length > 0) socket.unshift(head);
+    finish(null, socket);
+  });
+  request.once('error', (error: Error) => {
+    finish(
+      error instanceof ProxyTunnelError
+        ? error
+        : new ProxyTunnelError(
+            `could not reach the proxy ${name}: ${(error as NodeJS.ErrnoException).code ?? ''} ${error.message}`.replace(/ {2,}/g, ' '),
+          ),
+    );
+  });
+  // A proxy that answers the CONNECT with a body and closes, or with nothing at all.
+  request.once('response', (response: IncomingMessage) => {
+    response.destroy();
+    finish(new ProxyTunnelError(`the proxy ${name} answered ${response.statusCode ?? 0} to CONNECT ${authority}`, response.statusCode));
+  });
+  request.end();
+}

@@ -1,0 +1,83 @@
+/**
+ * The PEM texts of mutual TLS (a client certificate, its key, a private CA) as the relay reads and
+ * checks them: parsed from a secret's JSON or from files, refused when OpenSSL refuses them, and
+ * made into a TLS context. Loaded at cold start (lambda/config.ts checks files at start); the rest
+ * of mutual TLS (client-certificate.ts) loads with the first connection.
+ */
+import type { SecureContext } from 'node:tls';
+import type { SecretSource } from './config';
+
+/** Where the certificate, its key and the extra CA come from (see lambda/config.ts). */
+export interface ClientCertificateSettings {
+  /**
+   * The sources, read and merged in order: a secret or files with `certificate` and `privateKey`
+   * (and perhaps `caCertificate`), and perhaps a file with `caCertificate` only.
+   */
+  readonly sources: readonly SecretSource[];
+}
+
+/** The PEM texts of one source: a certificate with its key, a CA bundle, or both. */
+export interface TlsMaterial {
+  readonly certificate?: string;
+  readonly privateKey?: string;
+  readonly caCertificate?: string;
+}
+
+/** The first line of what a JSON secret must look like, for messages. */
+const EXPECTED_JSON = '{"certificate": "<PEM>", "privateKey": "<PEM>"} (and optionally "caCertificate")';
+
+/** The platform's trusted CAs, with `NODE_EXTRA_CA_CERTS` where Node.js can say (22.15 and later). */
+function platformCas(): string[] {
+  const tls = process.getBuiltinModule('node:tls');
+  const withExtra = (tls as { getCACertificates?: (type: string) => string[] }).getCACertificates?.('default');
+  return withExtra ?? [...tls.rootCertificates];
+}
+
+/** The TLS context for `material`: the platform's CAs plus its own, its certificate and key. OpenSSL's checks apply. */
+export function secureContextOf(material: TlsMaterial): SecureContext {
+  const tls = process.getBuiltinModule('node:tls');
+  return tls.createSecureContext({
+    ...(material.caCertificate === undefined ? {} : { ca: [...platformCas(), material.caCertificate] }),
+    ...(material.certificate === undefined ? {} : { cert: material.certificate, key: material.privateKey }),
+  });
+}
+
+/** OpenSSL's reason, without anything of the PEM it read ("no start line", "key values mismatch"). */
+function reasonOf(error: unknown): string {
+  const reason = (error as { reason?: unknown } | undefined)?.reason;
+  if (typeof reason === 'string' && reason !== '') return reason;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : 'not a valid PEM certificate and key';
+}
+
+/**
+ * Parses one source's text (JSON, as a secret holds it and as files are read, see secrets.ts) and
+ * checks it with OpenSSL: a certificate that does not match its key, or text that is not PEM, is
+ * refused here, never at a handshake. Messages never hold any of the text.
+ */
+export function parseTlsMaterial(raw: string): TlsMaterial {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`not JSON: expected ${EXPECTED_JSON}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error(`not a JSON object: expected ${EXPECTED_JSON}`);
+  const { certificate, privateKey, caCertificate } = parsed as Record<string, unknown>;
+  for (const [name, value] of Object.entries({ certificate, privateKey, caCertificate })) {
+    if (value !== undefined && (typeof value !== 'string' || !value.includes('-----BEGIN ')))
+      throw new Error(`"${name}" is not PEM text (-----BEGIN …)`);
+  }
+  if ((certificate === undefined) !== (privateKey === undefined))
+    throw new Error(`"${certificate === undefined ? 'certificate' : 'privateKey'}" is missing: the certificate and its key go together`);
+  if (certificate === undefined && caCertificate === undefined)
+    throw new Error(`has neither a certificate nor a CA: expected ${EXPECTED_JSON}`);
+  const material = { certificate, privateKey, caCertificate } as TlsMaterial;
+  try {
+    secureContextOf(material);
+  } catch (error) {
+    throw new Error(`refused by OpenSSL: ${reasonOf(error)}`);
+  }
+  return material;
+}

@@ -1,0 +1,26 @@
+/**
+ * What a subcommand of `sqs-webhook-relay` (`send`, `dead-letters`) reads and writes: its own
+ * streams and environment, passed in, so tests run it in-process as the installed bin does.
+ */
+import type { Readable } from 'node:stream';
+import type { Env } from '../lambda/env';
+import type { TextOutput } from './log';
+
+/** A subcommand's surroundings. */
+export interface CommandIo {
+  /** Results: the summary, the tally, `--json`. */
+  readonly out: TextOutput;
+  /** Progress and errors. */
+  readonly err: TextOutput;
+  /** The environment (`process.env`): QUEUE_URL, AWS_REGION, AWS_PROFILE, … */
+  readonly env: Env;
+  /** Standard input, for `send` without a BODY. */
+  readonly stdin?: Readable & { readonly isTTY?: boolean };
+  /** Whether `err` is a terminal: progress is drawn there only. */
+  readonly errIsTerminal: boolean;
+  /** Aborted on SIGINT/SIGTERM: the command stops what it started and reports. */
+  readonly signal?: AbortSignal;
+}
+
+/** The exit status of a subcommand: 0 done, 1 failed (or some of its work did), 2 a usage error, 130 interrupted. */
+export type ExitStatus = 0 | 1 | 2 | 130;
