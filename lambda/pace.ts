@@ -106,7 +106,7 @@ export const HOLD_AFTER_MESSAGES = 10;
 export const HOLD_ACCEPTED_SHARE = 0.2;
 /**
  * In a long hold (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) one request goes through at once and then every this many
- * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue for the rest of the hold.
+ * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue until the next probe.
  */
 export const PROBE_EVERY_MS = 2_000;
 /** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
