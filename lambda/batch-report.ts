@@ -11,7 +11,8 @@ import type { BreakerTransition, CircuitBreaker } from './breaker';
 import { deadLettersByCause, publishDeadLettersByCause } from './dead-letter-metrics';
 import { latencySample } from './latency';
 import { METRIC_NAMES } from './metric-names';
-import type { Pacer, PaceSnapshot } from './pacer';
+import type { PaceSnapshot } from './pace';
+import type { Pacer } from './pacer';
 import type { RecordOutcome } from './record-outcome';
 import type { DeliveryRequest } from './request';
 
