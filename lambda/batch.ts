@@ -13,7 +13,7 @@ export type NotAttemptedReason = 'deadline' | 'fifo-group-blocked' | 'paced';
 export interface NotAttempted {
   readonly kind: 'not-attempted';
   readonly reason: NotAttemptedReason;
-  /** For `paced`: seconds the pace asks it to stay away (what is left of a hold, or of its key's wait). */
+  /** For `paced`: seconds the pace asks it to stay away (what is left of the endpoint's hold, or of its key's wait). */
   readonly delaySeconds?: number;
 }
 

@@ -138,6 +138,16 @@ export class CircuitBreaker {
     return Math.min(maxHoldSeconds, Math.max(probeIntervalSeconds, share));
   }
 
+  /**
+   * The breaker's hold for one record, seconds: {@link holdSeconds} or, under SQS's count semantics (`countsReceives`: the
+   * retry window off, so that every hold spends one of the record's receives), at least the hold its receive count calls for.
+   */
+  recordHoldSeconds(nowMs: number, receiveCount: number, countsReceives: boolean): number {
+    const hold = this.holdSeconds(nowMs);
+    if (!countsReceives) return hold;
+    return Math.max(hold, countedHoldSeconds(this.settings, receiveCount));
+  }
+
   /** Seconds the breaker has been open, or `undefined` while closed. */
   openSeconds(nowMs: number): number | undefined {
     return this.state === 'closed' ? undefined : Math.round((nowMs - this.openedAt) / 1000);

@@ -5,7 +5,7 @@
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSRecord } from 'aws-lambda';
 import { CAUSE_DIMENSION, DEAD_LETTER_CAUSES, type DeadLetterCauseName } from './dead-letter-causes';
-import type { RecordOutcome } from './relay';
+import type { RecordOutcome } from './record-outcome';
 
 /**
  * How many of a batch's records went, or go next, to the DLQ, by cause: those the relay

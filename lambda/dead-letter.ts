@@ -180,6 +180,52 @@ export interface DeadLetterIdentity {
   readonly signingKeys?: readonly Buffer[];
 }
 
+/** The reason a copy of `record` carries (see {@link DeadLetterReason}). */
+function reasonOf(record: SQSRecord, status: number, responseExcerpt: string, identity: DeadLetterIdentity, now: Date): DeadLetterReason {
+  const originalMessageId = identity.originalId ?? record.messageId;
+  const seal = sealOriginalId(identity.signingKeys, originalMessageId, record.body ?? '');
+  const receiveCount = receiveCountOf(record);
+  return {
+    cause: identity.cause ?? 'refused permanently',
+    status,
+    response: responseExcerpt,
+    originalMessageId,
+    ...(seal === undefined ? {} : { originalMessageIdSeal: seal }),
+    sourceQueue: queueNameOfArn(record.eventSourceARN),
+    receiveCount,
+    attempts: receiveCount,
+    deadLetteredAt: now.toISOString(),
+  };
+}
+
+/**
+ * Sends the copy with its fitted reason, or without it when there is none, or when SQS refuses the copy for its content
+ * with it; resolves with what was left out of the reason, if anything.
+ */
+async function sendWithReason(
+  send: (messageAttributes: Record<string, MessageAttributeValue>) => Promise<unknown>,
+  attributes: Record<string, MessageAttributeValue>,
+  fitted: FittedReason,
+): Promise<LeftOut | undefined> {
+  if (fitted.value === undefined) {
+    await send(attributes);
+    return fitted.leftOut;
+  }
+  try {
+    await send({ ...attributes, [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: REASON_DATA_TYPE, StringValue: fitted.value } });
+    return fitted.leftOut;
+  } catch (error) {
+    // Refused for its content: the reason is the only part the relay added, so the copy goes without it.
+    if (!isContentRefusal(error)) throw error;
+    await send(attributes);
+    return {
+      replacedCharacters: fitted.leftOut?.replacedCharacters ?? 0,
+      responseCharactersCut: fitted.leftOut?.responseCharactersCut ?? 0,
+      reasonDropped: `SQS refused the copy with it (${error.name}: ${error.message})`,
+    };
+  }
+}
+
 /** Copies permanently failed messages to their dead-letter queue. */
 export class DeadLetterWriter {
   /** @param logger where a copy that left part of its reason out says so (WARN) */
@@ -203,24 +249,10 @@ export class DeadLetterWriter {
       const attributes = copyAttributes(record);
       delete attributes[DEAD_LETTER_REASON_ATTRIBUTE];
       const body = record.body ?? '';
-      const originalMessageId = identity.originalId ?? record.messageId;
-      const seal = sealOriginalId(identity.signingKeys, originalMessageId, body);
-      const receiveCount = receiveCountOf(record);
-      const reason: DeadLetterReason = {
-        cause: identity.cause ?? 'refused permanently',
-        status,
-        response: responseExcerpt,
-        originalMessageId,
-        ...(seal === undefined ? {} : { originalMessageIdSeal: seal }),
-        sourceQueue: queueNameOfArn(record.eventSourceARN),
-        receiveCount,
-        attempts: receiveCount,
-        deadLetteredAt: now.toISOString(),
-      };
+      const reason = reasonOf(record, status, responseExcerpt, identity, now);
       // The producer's own attributes come first: with all ten slots taken there is no room for ours.
       const slotFree = Object.keys(attributes).length < MAX_MESSAGE_ATTRIBUTES;
       const fitted = fitReason(reason, MAX_MESSAGE_BYTES - messageBytes(body, attributes), slotFree);
-      let leftOut = fitted.leftOut;
       // Only a FIFO DLQ takes a deduplication id (a fair standard queue's group id stays behind).
       const groupId = isFifoRecord(record) ? record.attributes.MessageGroupId : undefined;
       const send = (messageAttributes: Record<string, MessageAttributeValue>) =>
@@ -235,22 +267,7 @@ export class DeadLetterWriter {
           // SQS took it, retried on the next receive) deduplicates within the window.
           ...(groupId === undefined ? {} : { MessageGroupId: groupId, MessageDeduplicationId: record.messageId }),
         });
-      if (fitted.value === undefined) {
-        await send(attributes);
-      } else {
-        try {
-          await send({ ...attributes, [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: REASON_DATA_TYPE, StringValue: fitted.value } });
-        } catch (error) {
-          // Refused for its content: the reason is the only part the relay added, so the copy goes without it.
-          if (!isContentRefusal(error)) throw error;
-          leftOut = {
-            replacedCharacters: fitted.leftOut?.replacedCharacters ?? 0,
-            responseCharactersCut: fitted.leftOut?.responseCharactersCut ?? 0,
-            reasonDropped: `SQS refused the copy with it (${error.name}: ${error.message})`,
-          };
-          await send(attributes);
-        }
-      }
+      const leftOut = await sendWithReason(send, attributes, fitted);
       if (leftOut !== undefined) {
         this.logger?.warn('Dead-letter copy: part of the reason left out so that SQS takes the copy', {
           messageId: record.messageId,

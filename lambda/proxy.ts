@@ -10,7 +10,7 @@
  * The AWS SDK's calls (SQS, Secrets Manager) do not go through it: in a VPC they take the NAT or
  * VPC endpoints, locally the SDK's own configuration.
  */
-import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import { isLoopbackHost } from './config';
 
@@ -112,6 +112,29 @@ function proxyAuthorization(proxy: URL): string | undefined {
   return `Basic ${Buffer.from(credentials, 'utf8').toString('base64')}`;
 }
 
+/** The CONNECT request for a tunnel to `authority` (`host:port`) through `proxy`, with its `Proxy-Authorization` if any. */
+function connectOptions(proxy: URL, authority: string, authorization: string | undefined): RequestOptions {
+  return {
+    protocol: proxy.protocol,
+    hostname: bareHost(proxy.hostname),
+    port: portOf(proxy),
+    method: 'CONNECT',
+    path: authority,
+    // One connection per tunnel: a CONNECT's socket is the tunnel, never pooled.
+    agent: false,
+    headers: authorization === undefined ? { Host: authority } : { Host: authority, 'Proxy-Authorization': authorization },
+  };
+}
+
+/** The error for a proxy's answer to the CONNECT that is not a 2xx (its socket then destroyed); `undefined` for a 2xx. */
+function refusalOf(response: IncomingMessage, socket: Socket, name: string, authority: string): ProxyTunnelError | undefined {
+  const status = response.statusCode ?? 0;
+  if (status >= 200 && status <= 299) return undefined;
+  socket.destroy();
+  const why = status === 407 ? ' (proxy authentication required: check the user and password in its URL)' : '';
+  return new ProxyTunnelError(`the proxy ${name} answered ${status} to CONNECT ${authority}${why}`, status);
+}
+
 /**
  * Opens an HTTP CONNECT tunnel through `proxy` to `host:port` and calls back with its socket, on
  * which the caller speaks to the target (TLS for an `https://` one) as on a direct connection.
@@ -140,16 +163,7 @@ export function openTunnel(
   };
   let request: ClientRequest;
   try {
-    request = client.request({
-      protocol: proxy.protocol,
-      hostname: bareHost(proxy.hostname),
-      port: portOf(proxy),
-      method: 'CONNECT',
-      path: authority,
-      // One connection per tunnel: a CONNECT's socket is the tunnel, never pooled.
-      agent: false,
-      headers: authorization === undefined ? { Host: authority } : { Host: authority, 'Proxy-Authorization': authorization },
-    });
+    request = client.request(connectOptions(proxy, authority, authorization));
   } catch (error) {
     finish(new ProxyTunnelError(`could not reach the proxy ${name}: ${error instanceof Error ? error.message : String(error)}`));
     return;
@@ -158,11 +172,9 @@ export function openTunnel(
     request.destroy(new ProxyTunnelError(`no answer from the proxy ${name} to CONNECT ${authority} within ${timeoutMs} ms`));
   }, timeoutMs);
   request.once('connect', (response: IncomingMessage, socket: Socket, head: Buffer) => {
-    const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) {
-      socket.destroy();
-      const why = status === 407 ? ' (proxy authentication required: check the user and password in its URL)' : '';
-      finish(new ProxyTunnelError(`the proxy ${name} answered ${status} to CONNECT ${authority}${why}`, status));
+    const refused = refusalOf(response, socket, name, authority);
+    if (refused !== undefined) {
+      finish(refused);
       return;
     }
     // Bytes the target sent with the proxy's answer belong to the tunnel.

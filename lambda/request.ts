@@ -188,8 +188,6 @@ export function buildDeliveryRequest(record: SQSRecord, config: DeliveryConfig, 
   if (headerNames.prefix !== config.headerPrefix) headerNames = carrierHeaderNames(config.headerPrefix);
   const names = headerNames;
   const body = utf8Bytes(record.body ?? '');
-  // Allocated for the rare record that has one: most have none, and share NOTHING_SKIPPED.
-  let skippedAttributes: { name: string; reason: string }[] | undefined;
   const headers: string[] = [
     'Host',
     config.webhookUrl.host,
@@ -200,16 +198,23 @@ export function buildDeliveryRequest(record: SQSRecord, config: DeliveryConfig, 
     'User-Agent',
     config.userAgent,
   ];
+  const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
+  // Parsed only for the rare record that carries a reason: the others keep their SQS id.
+  const identity = reason === undefined ? undefined : identify(record, reason.stringValue, signingKeys);
+  const messageId = identity === undefined ? record.messageId : identity.id;
+  pushCarrierHeaders(headers, record, names, messageId);
+  const skippedAttributes = pushProducerHeaders(headers, record.messageAttributes ?? {}, names);
+  return { id: messageId, headers, body, skippedAttributes: skippedAttributes ?? NOTHING_SKIPPED, ignoredOriginalId: identity?.ignored };
+}
+
+/** Appends the Carrier headers of `record` (those its values allow), `messageId` its `Message-Id`. */
+function pushCarrierHeaders(headers: string[], record: SQSRecord, names: CarrierHeaderNames, messageId: string): void {
   const system = record.attributes ?? {};
   const receiveCount = system.ApproximateReceiveCount;
   if (receiveCount !== undefined && isLegalHeaderValue(receiveCount)) headers.push(names.receiveCount, receiveCount);
   // Digits only, by construction: no header check needed.
   const firstReceiveTime = epochSeconds(system.ApproximateFirstReceiveTimestamp);
   if (firstReceiveTime !== undefined) headers.push(names.firstReceiveTime, firstReceiveTime);
-  const reason = record.messageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE];
-  // Parsed only for the rare record that carries a reason: the others keep their SQS id.
-  const identity = reason === undefined ? undefined : identify(record, reason.stringValue, signingKeys);
-  const messageId = identity === undefined ? record.messageId : identity.id;
   if (isLegalHeaderValue(messageId)) headers.push(names.messageId, messageId);
   const sentTime = epochSeconds(system.SentTimestamp);
   if (sentTime !== undefined) headers.push(names.sentTime, sentTime);
@@ -225,13 +230,37 @@ export function buildDeliveryRequest(record: SQSRecord, config: DeliveryConfig, 
     if (system.SequenceNumber !== undefined && isLegalHeaderValue(system.SequenceNumber))
       headers.push(names.sequenceNumber, system.SequenceNumber);
   }
-  const attributes = record.messageAttributes ?? {};
+}
+
+/** The producer's headers as they are appended: their bytes so far, and what was left out. */
+interface ProducerTally {
+  /** Counted as they go (a sum, no allocation). */
+  bytes: number;
+  /** Allocated for the rare record that leaves something out: most have none, and share NOTHING_SKIPPED. */
+  skipped: { name: string; reason: string }[] | undefined;
+}
+
+/** Notes an attribute (or trace header) not sent, and why. */
+function skip(tally: ProducerTally, name: string, reason: string): void {
+  // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
+  (tally.skipped ??= []).push({ name, reason });
+}
+
+/**
+ * Appends the producer's headers: the message's text attributes, `Body.ContentType` as the `Content-Type`, W3C Trace
+ * Context; the largest left out when together they are too big. Returns what was not sent, if anything.
+ */
+function pushProducerHeaders(
+  headers: string[],
+  attributes: NonNullable<SQSRecord['messageAttributes']>,
+  names: CarrierHeaderNames,
+): { name: string; reason: string }[] | undefined {
+  const tally: ProducerTally = { bytes: 0, skipped: undefined };
   // Attribute headers sent so far, lower-cased: attribute names are case-sensitive, header names
   // are not, so "Tenant" after "tenant" would merge into one header.
   let attributeHeaders: Set<string> | undefined;
-  // The producer's headers start here; their bytes are counted as they go (a sum, no allocation).
+  // The producer's headers start here.
   const firstProducerHeader = headers.length;
-  let producerBytes = 0;
   // Checked once both are known: a tracestate means nothing without a valid traceparent.
   let traceparent: string | undefined;
   let tracestate: string | undefined;
@@ -244,65 +273,59 @@ export function buildDeliveryRequest(record: SQSRecord, config: DeliveryConfig, 
     if (!isText || name === DEAD_LETTER_REASON_ATTRIBUTE) continue;
     const value = attribute?.stringValue ?? '';
     if (!isLegalHeaderValue(value)) {
-      // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
-      (skippedAttributes ??= []).push({
-        name,
-        reason: value.length > MAX_ATTRIBUTE_HEADER_LENGTH ? 'value too long for a header' : 'value has characters not allowed in a header',
-      });
+      const tooLong = value.length > MAX_ATTRIBUTE_HEADER_LENGTH;
+      skip(tally, name, tooLong ? 'value too long for a header' : 'value has characters not allowed in a header');
       continue;
     }
     if (name === CONTENT_TYPE_ATTRIBUTE) {
       if (value !== '') {
         headers[CONTENT_TYPE_VALUE_INDEX] = value;
-        producerBytes += 'Content-Type'.length + value.length + HEADER_LINE_OVERHEAD;
+        tally.bytes += 'Content-Type'.length + value.length + HEADER_LINE_OVERHEAD;
       }
     } else if (name === 'traceparent') {
       traceparent = value;
     } else if (name === 'tracestate') {
       tracestate = value;
     } else if (!HEADER_TOKEN.test(name)) {
-      // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
-      (skippedAttributes ??= []).push({ name, reason: 'name not allowed in a header' });
+      skip(tally, name, 'name not allowed in a header');
     } else {
       const header = `${names.attribute}${name}`;
       const folded = header.toLowerCase();
       attributeHeaders ??= new Set();
       if (attributeHeaders.has(folded)) {
-        // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
-        (skippedAttributes ??= []).push({ name, reason: 'name differs only in case from another attribute' });
+        skip(tally, name, 'name differs only in case from another attribute');
       } else {
         attributeHeaders.add(folded);
         headers.push(header, value);
-        producerBytes += header.length + value.length + HEADER_LINE_OVERHEAD;
+        tally.bytes += header.length + value.length + HEADER_LINE_OVERHEAD;
       }
     }
   }
-  // W3C Trace Context, or left out: a tracestate means nothing without a valid traceparent.
+  if (traceparent !== undefined || tracestate !== undefined) pushTraceHeaders(headers, traceparent, tracestate, tally);
+  if (tally.bytes > MAX_PRODUCER_HEADER_BYTES) {
+    // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
+    leaveOutLargest(headers, firstProducerHeader, tally.bytes, names.attribute.length, (tally.skipped ??= []));
+  }
+  return tally.skipped;
+}
+
+/** Appends W3C Trace Context, or leaves it out: a tracestate means nothing without a valid traceparent. */
+function pushTraceHeaders(headers: string[], traceparent: string | undefined, tracestate: string | undefined, tally: ProducerTally): void {
   const traced = traceparent !== undefined && isTraceParent(traceparent);
   if (traced && traceparent !== undefined) {
     headers.push('traceparent', traceparent);
-    producerBytes += 'traceparent'.length + traceparent.length + HEADER_LINE_OVERHEAD;
+    tally.bytes += 'traceparent'.length + traceparent.length + HEADER_LINE_OVERHEAD;
   } else if (traceparent !== undefined) {
-    // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
-    (skippedAttributes ??= []).push({ name: 'traceparent', reason: 'not a W3C Trace Context traceparent' });
+    skip(tally, 'traceparent', 'not a W3C Trace Context traceparent');
   }
   if (tracestate !== undefined) {
     if (traced && isTraceState(tracestate)) {
       headers.push('tracestate', tracestate);
-      producerBytes += 'tracestate'.length + tracestate.length + HEADER_LINE_OVERHEAD;
+      tally.bytes += 'tracestate'.length + tracestate.length + HEADER_LINE_OVERHEAD;
     } else {
-      // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
-      (skippedAttributes ??= []).push({
-        name: 'tracestate',
-        reason: traced ? 'not a W3C Trace Context tracestate' : 'tracestate without a valid traceparent',
-      });
+      skip(tally, 'tracestate', traced ? 'not a W3C Trace Context tracestate' : 'tracestate without a valid traceparent');
     }
   }
-  if (producerBytes > MAX_PRODUCER_HEADER_BYTES) {
-    // biome-ignore lint/suspicious/noAssignInExpressions: the list is allocated only for the rare record that skips something
-    leaveOutLargest(headers, firstProducerHeader, producerBytes, names.attribute.length, (skippedAttributes ??= []));
-  }
-  return { id: messageId, headers, body, skippedAttributes: skippedAttributes ?? NOTHING_SKIPPED, ignoredOriginalId: identity?.ignored };
 }
 
 /**

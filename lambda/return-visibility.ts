@@ -12,7 +12,7 @@
  * - Within the retry window every return keeps the window's late spacing, and a delay that is not the webhook's is
  *   cut to the window's end; past the window nothing is cut (retry-window.ts).
  */
-import type { RecordOutcome } from './relay';
+import type { RecordOutcome } from './record-outcome';
 import { clampVisibility } from './retry-timing';
 import { delayInWindow, spacingSeconds } from './retry-window';
 

@@ -125,11 +125,7 @@ export function requestToken(
   const name = endpointName(url);
   const { body, authorization } = grantOf(request, clientSecret);
   const client = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http');
-  let agent: HttpAgent | false = false;
-  if (connector !== undefined) {
-    agent = agents.get(connector) ?? new (connectingAgent(client.Agent, connector))({ keepAlive: false });
-    agents.set(connector, agent);
-  }
+  const agent = agentFor(client.Agent, connector);
   return new Promise<GrantedToken>((resolve, reject) => {
     let settled = false;
     let http: ClientRequest | undefined;
@@ -155,43 +151,64 @@ export function requestToken(
       return;
     }
     signal?.addEventListener('abort', onAbort, { once: true });
-    const headers: Record<string, string> = {
-      'Content-Type': 'application/x-www-form-urlencoded',
-      'Content-Length': String(Buffer.byteLength(body)),
-      Accept: 'application/json',
-      'User-Agent': request.userAgent,
-    };
-    if (authorization !== undefined) headers.Authorization = authorization;
     try {
-      http = client.request(url, { method: 'POST', headers, agent });
+      http = client.request(url, { method: 'POST', headers: grantHeaders(request, body, authorization), agent });
     } catch (error) {
       fail(error instanceof Error ? error.message : String(error));
       return;
     }
     http.on('error', (error: NodeJS.ErrnoException) => fail(error.code === undefined ? error.message : `${error.code}: ${error.message}`));
-    http.on('response', (response: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      let read = 0;
-      response.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > TOKEN_RESPONSE_LIMIT_BYTES) fail(`its answer is longer than ${TOKEN_RESPONSE_LIMIT_BYTES} bytes`);
-        else chunks.push(chunk);
-      });
-      response.on('error', (error: Error) => fail(`its answer broke off: ${error.message}`));
-      response.on('end', () => {
-        const status = response.statusCode ?? 0;
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (status < 200 || status > 299) {
-          fail(refusalOf(status, text, clientSecret));
-          return;
-        }
-        try {
-          succeed(tokenOf(text));
-        } catch (error) {
-          fail(error instanceof Error ? error.message : String(error));
-        }
-      });
-    });
+    http.on('response', (response: IncomingMessage) => readGrant(response, clientSecret, succeed, fail));
     http.end(body);
+  });
+}
+
+/** The agent that reaches the endpoint through `connector` (one per connector, kept), or none for a direct connection. */
+function agentFor(Agent: typeof HttpAgent, connector: Connector | undefined): HttpAgent | false {
+  if (connector === undefined) return false;
+  const agent = agents.get(connector) ?? new (connectingAgent(Agent, connector))({ keepAlive: false });
+  agents.set(connector, agent);
+  return agent;
+}
+
+/** The headers of the token request. */
+function grantHeaders(request: TokenRequest, body: string, authorization: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/x-www-form-urlencoded',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Accept: 'application/json',
+    'User-Agent': request.userAgent,
+  };
+  if (authorization !== undefined) headers.Authorization = authorization;
+  return headers;
+}
+
+/** Reads the endpoint's answer, at most {@link TOKEN_RESPONSE_LIMIT_BYTES}, to the token it grants or the reason it does not. */
+function readGrant(
+  response: IncomingMessage,
+  clientSecret: string,
+  succeed: (token: GrantedToken) => void,
+  fail: (message: string) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let read = 0;
+  response.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > TOKEN_RESPONSE_LIMIT_BYTES) fail(`its answer is longer than ${TOKEN_RESPONSE_LIMIT_BYTES} bytes`);
+    else chunks.push(chunk);
+  });
+  response.on('error', (error: Error) => fail(`its answer broke off: ${error.message}`));
+  response.on('end', () => {
+    const status = response.statusCode ?? 0;
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (status < 200 || status > 299) {
+      fail(refusalOf(status, text, clientSecret));
+      return;
+    }
+    try {
+      succeed(tokenOf(text));
+    } catch (error) {
+      fail(error instanceof Error ? error.message : String(error));
+    }
   });
 }

@@ -191,6 +191,39 @@ function answerHeadersOf(response: IncomingMessage): AnswerHeaders {
   return retryAfter === undefined && rateLimit === undefined ? NO_ANSWER_HEADERS : { retryAfter, rateLimit };
 }
 
+/**
+ * Reads a response to its end, or to {@link RESPONSE_READ_LIMIT_BYTES} (then `drop` closes the connection rather than
+ * drain the rest), and calls `finish` with the answer; `fail` with the error of a connection closed mid-body.
+ */
+function readAnswer(
+  response: IncomingMessage,
+  elapsed: () => number,
+  finish: (result: WebhookResult) => void,
+  fail: (error: unknown) => void,
+  drop: () => void,
+): void {
+  const chunks: Buffer[] = [];
+  let read = 0;
+  const { retryAfter, rateLimit } = answerHeadersOf(response);
+  const complete = (): void => {
+    const status = response.statusCode ?? 0;
+    finish({ kind: 'response', status, retryAfter, rateLimit, excerpt: excerptOf(chunks), latencyMs: elapsed() });
+  };
+  response.on('data', (chunk: Buffer) => {
+    if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);
+    read += chunk.length;
+    if (read > RESPONSE_READ_LIMIT_BYTES) {
+      // Enough: the status is known. Drop this connection rather than drain the rest.
+      complete();
+      drop();
+    }
+  });
+  response.on('end', complete);
+  // A connection closed mid-body means no complete answer, whatever the status said: node:http
+  // then emits 'error' (ECONNRESET, "aborted") on the response, and never 'end'.
+  response.on('error', fail);
+}
+
 /** True when a raw header list (`[name, value, …]`) has a `Host` header. */
 function hasHost(headers: readonly string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {
@@ -380,28 +413,7 @@ export class WebhookTransmitter {
         }
         finish({ kind: 'transport-error', ...classifyError(error), latencyMs: elapsed() });
       };
-      const onResponse = (response: IncomingMessage): void => {
-        const chunks: Buffer[] = [];
-        let read = 0;
-        const { retryAfter, rateLimit } = answerHeadersOf(response);
-        const complete = (): void => {
-          const status = response.statusCode ?? 0;
-          finish({ kind: 'response', status, retryAfter, rateLimit, excerpt: excerptOf(chunks), latencyMs: elapsed() });
-        };
-        response.on('data', (chunk: Buffer) => {
-          if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);
-          read += chunk.length;
-          if (read > RESPONSE_READ_LIMIT_BYTES) {
-            // Enough: the status is known. Drop this connection rather than drain the rest.
-            complete();
-            request.destroy();
-          }
-        });
-        response.on('end', complete);
-        // A connection closed mid-body means no complete answer, whatever the status said: node:http
-        // then emits 'error' (ECONNRESET, "aborted") on the response, and never 'end'.
-        response.on('error', fail);
-      };
+      const onResponse = (response: IncomingMessage): void => readAnswer(response, elapsed, finish, fail, () => request.destroy());
       const headerList = hasHost(headers) ? headers : [...headers, 'Host', this.host];
       let request: ClientRequest;
       try {

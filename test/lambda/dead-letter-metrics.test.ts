@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { CAUSE_DIMENSION, DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
 import { deadLettersByCause } from '../../lambda/dead-letter-metrics';
-import type { RecordOutcome } from '../../lambda/relay';
+import type { RecordOutcome } from '../../lambda/record-outcome';
 import { DEAD_LETTER_LINES } from '../../lib/webhook-relay/queries';
 import { type Emulator, startEmulator } from '../../testkit/emulator';
 import { sqsRecord } from '../../testkit/records';

@@ -1,12 +1,13 @@
 /**
- * lambda/return-visibility.ts: how each record goes back to the queue, for every combination of its outcome, the
- * breaker (closed, or open with a 120 s hold), the endpoint's hold (none, or 900 s left) and its retry window (off,
- * with time and receives to spare, 60 s from its end, near its backstop, past its end). The expectations are written
- * out by hand, row by row, from the rules in docs/contract.md and docs/operations.md; then properties over any input.
+ * lambda/return-visibility.ts: how each record goes back to the queue, for every combination of its outcome (with the
+ * webhook's `Retry-After` or the backoff's delay, a key's wait or none), the breaker (closed, or open with a 120 s
+ * hold), the endpoint's hold (none, or 900 s left) and its retry window (off, with time and receives to spare, 60 s
+ * from its end, near its backstop, past its end). The expectations are written out by hand, row by row, from the rules
+ * in docs/contract.md and docs/operations.md; then properties over any input.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import type { RecordOutcome } from '../../lambda/relay';
+import type { RecordOutcome } from '../../lambda/record-outcome';
 import { type RecordInWindow, returnVisibility } from '../../lambda/return-visibility';
 import { MAX_VISIBILITY_SECONDS, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
 
@@ -55,20 +56,15 @@ const retryAfter = (delaySeconds: number, outage = false): RecordOutcome => ({
 });
 const HELD: RecordOutcome = { kind: 'held', delaySeconds: BREAKER_HOLD };
 const PACED: RecordOutcome = { kind: 'not-attempted', reason: 'paced' };
+/** Kept by its pace key: a wait shorter than the endpoint's hold, and one longer. */
+const KEY_WAIT_30: RecordOutcome = { kind: 'not-attempted', reason: 'paced', delaySeconds: 30 };
+const KEY_WAIT_1200: RecordOutcome = { kind: 'not-attempted', reason: 'paced', delaySeconds: 1_200 };
 const DEADLINE: RecordOutcome = { kind: 'not-attempted', reason: 'deadline' };
 const BLOCKED: RecordOutcome = { kind: 'not-attempted', reason: 'fifo-group-blocked' };
 const DELIVERED: RecordOutcome = { kind: 'delivered', status: 200 };
 const DEAD_LETTERED: RecordOutcome = { kind: 'dead-lettered', status: 400, response: '', cause: 'refused permanently' };
 
 const NONE = { off: '-', spare: '-', ending: '-', nearBackstop: '-', past: '-' } as const;
-/** A delay the window may cut: `d` in every window but for the cut (ending) and the spacing (near the backstop). */
-const cut = (d: number): Record<WindowName, Column> => ({
-  off: d,
-  spare: d,
-  ending: d > 60 ? '60!' : d === 60 ? '60!' : d,
-  nearBackstop: Math.max(d, 18_000),
-  past: `${d}!`,
-});
 
 /** Every combination of breaker and endpoint hold for an outcome that neither changes. */
 function regardless(label: string, outcome: RecordOutcome, columns: Record<WindowName, Column>): Row[] {
@@ -81,14 +77,35 @@ const TABLE: Row[] = [
   ...regardless('delivered', DELIVERED, NONE),
   ...regardless('dead-lettered', DEAD_LETTERED, NONE),
   // A failure's own delay: the backoff may be cut to the window's end, a Retry-After never; past the window neither.
-  ...regardless('backoff 30 s', backoff(30), cut(30)),
+  ...regardless('backoff 30 s', backoff(30), { off: 30, spare: 30, ending: 30, nearBackstop: 18_000, past: '30!' }),
   ...regardless('Retry-After 600 s', retryAfter(600), { off: 600, spare: 600, ending: '600!', nearBackstop: 18_000, past: '600!' }),
   ...regardless('no delay (BACKOFF=none)', backoff(undefined), { off: '-', spare: '-', ending: '-', nearBackstop: 18_000, past: '-' }),
   // A failure that looked like an outage: its own delay while the breaker is closed; at least the hold while open.
   ...[false, true].flatMap((endpointHeld): Row[] => [
-    ['outage, backoff 30 s', backoff(30, true), false, endpointHeld, false, cut(30)],
-    ['outage, backoff 30 s', backoff(30, true), true, endpointHeld, true, cut(120)],
-    ['outage, backoff 300 s', backoff(300, true), true, endpointHeld, true, cut(300)],
+    [
+      'outage, backoff 30 s',
+      backoff(30, true),
+      false,
+      endpointHeld,
+      false,
+      { off: 30, spare: 30, ending: 30, nearBackstop: 18_000, past: '30!' },
+    ],
+    [
+      'outage, backoff 30 s',
+      backoff(30, true),
+      true,
+      endpointHeld,
+      true,
+      { off: 120, spare: 120, ending: '60!', nearBackstop: 18_000, past: '120!' },
+    ],
+    [
+      'outage, backoff 300 s',
+      backoff(300, true),
+      true,
+      endpointHeld,
+      true,
+      { off: 300, spare: 300, ending: '60!', nearBackstop: 18_000, past: '300!' },
+    ],
     [
       'outage, no delay',
       backoff(undefined, true),
@@ -97,7 +114,22 @@ const TABLE: Row[] = [
       false,
       { off: '-', spare: '-', ending: '-', nearBackstop: 18_000, past: '-' },
     ],
-    ['outage, no delay', backoff(undefined, true), true, endpointHeld, true, cut(120)],
+    [
+      'outage, no delay',
+      backoff(undefined, true),
+      true,
+      endpointHeld,
+      true,
+      { off: 120, spare: 120, ending: '60!', nearBackstop: 18_000, past: '120!' },
+    ],
+    [
+      'outage, Retry-After 600 s',
+      retryAfter(600, true),
+      false,
+      endpointHeld,
+      false,
+      { off: 600, spare: 600, ending: '600!', nearBackstop: 18_000, past: '600!' },
+    ],
     [
       'outage, Retry-After 600 s',
       retryAfter(600, true),
@@ -106,14 +138,57 @@ const TABLE: Row[] = [
       true,
       { off: 600, spare: 600, ending: '600!', nearBackstop: 18_000, past: '600!' },
     ],
+    // A Retry-After shorter than the breaker's hold is raised to it, and, the webhook's own, never cut to the window's end.
+    [
+      'outage, Retry-After 60 s',
+      retryAfter(60, true),
+      false,
+      endpointHeld,
+      false,
+      { off: 60, spare: 60, ending: '60!', nearBackstop: 18_000, past: '60!' },
+    ],
+    [
+      'outage, Retry-After 60 s',
+      retryAfter(60, true),
+      true,
+      endpointHeld,
+      true,
+      { off: 120, spare: 120, ending: '120!', nearBackstop: 18_000, past: '120!' },
+    ],
     // Held unsent by the breaker: its hold while open; at once if it closed during the batch.
     ['held', HELD, false, endpointHeld, false, { off: 0, spare: 0, ending: 0, nearBackstop: 18_000, past: '0!' }],
-    ['held', HELD, true, endpointHeld, true, cut(120)],
+    ['held', HELD, true, endpointHeld, true, { off: 120, spare: 120, ending: '60!', nearBackstop: 18_000, past: '120!' }],
   ]),
   // Kept from being sent by the endpoint's hold: until it ends (the webhook's own Retry-After, never cut); by the pace alone, at once.
   ...[false, true].flatMap((breakerOpen): Row[] => [
     ['paced, hold on', PACED, breakerOpen, true, false, { off: 900, spare: 900, ending: 900, nearBackstop: 18_000, past: 900 }],
     ['paced, no hold', PACED, breakerOpen, false, false, { off: 0, spare: 0, ending: 0, nearBackstop: 18_000, past: 0 }],
+    // Kept by its key's pace: the longer of its key's wait and the endpoint's hold, honoured as a Retry-After is.
+    [
+      'key wait 30 s, hold on',
+      KEY_WAIT_30,
+      breakerOpen,
+      true,
+      false,
+      { off: 900, spare: 900, ending: 900, nearBackstop: 18_000, past: 900 },
+    ],
+    ['key wait 30 s, no hold', KEY_WAIT_30, breakerOpen, false, false, { off: 30, spare: 30, ending: 30, nearBackstop: 18_000, past: 30 }],
+    [
+      'key wait 1200 s, hold on',
+      KEY_WAIT_1200,
+      breakerOpen,
+      true,
+      false,
+      { off: 1_200, spare: 1_200, ending: 1_200, nearBackstop: 18_000, past: 1_200 },
+    ],
+    [
+      'key wait 1200 s, no hold',
+      KEY_WAIT_1200,
+      breakerOpen,
+      false,
+      false,
+      { off: 1_200, spare: 1_200, ending: 1_200, nearBackstop: 18_000, past: 1_200 },
+    ],
   ]),
   ...regardless('not sent: deadline', DEADLINE, { off: 0, spare: 0, ending: 0, nearBackstop: 18_000, past: 0 }),
   ...regardless('not sent: FIFO group blocked', BLOCKED, { off: 0, spare: 0, ending: 0, nearBackstop: 18_000, past: 0 }),
@@ -133,15 +208,15 @@ describe('returnVisibility, every combination', () => {
   );
 
   test('the table covers every outcome with every breaker and endpoint hold (each in every window)', () => {
-    // Two rows only with the breaker open: closed, their outcomes are the backoff and Retry-After rows' own.
-    const extra = new Set(['outage, backoff 300 s', 'outage, Retry-After 600 s']);
+    // One row only with the breaker open: closed, its outcome is the backoff row's own.
+    const extra = new Set(['outage, backoff 300 s']);
     const combos = new Map<string, Set<string>>();
     for (const [label, outcome, breakerOpen, endpointHeld] of TABLE) {
       if (extra.has(label)) continue;
       const key = JSON.stringify(outcome);
       combos.set(key, (combos.get(key) ?? new Set()).add(`${breakerOpen}/${endpointHeld}`));
     }
-    expect(combos.size).toBe(11);
+    expect(combos.size).toBe(15);
     for (const [outcome, seen] of combos) expect(seen.size, outcome).toBe(4);
   });
 
@@ -175,6 +250,11 @@ describe('returnVisibility, any input', () => {
     }),
     fc.constant(HELD),
     fc.constantFrom(PACED, DEADLINE, BLOCKED),
+    fc.record({
+      kind: fc.constant('not-attempted' as const),
+      reason: fc.constant('paced' as const),
+      delaySeconds: fc.integer({ min: 0, max: MAX_VISIBILITY_SECONDS }),
+    }),
   );
   const circumstances = fc.record({
     breakerHoldSeconds: fc.option(fc.integer({ min: 1, max: MAX_VISIBILITY_SECONDS }), { nil: undefined }),
@@ -209,7 +289,7 @@ describe('returnVisibility, any input', () => {
             : o.kind === 'held'
               ? c.breakerHoldSeconds
               : o.kind === 'not-attempted' && o.reason === 'paced'
-                ? c.endpointHoldSeconds
+                ? Math.max(o.delaySeconds ?? 0, c.endpointHoldSeconds)
                 : 0;
         // Past the window nothing asked is cut: a record whose dead-letter copy failed must not come straight back.
         if (c.window !== undefined && c.window.timeLeftSeconds <= 0 && asked !== undefined)
