@@ -341,6 +341,37 @@ const METHOD = `## Method
 - Throughput and CPU: medians over the runs of every round; in a round every side runs in a rotating order, its baseline right before or after it. Ranges show the spread between runs on this (virtualized, shared) machine.
 - \`npm run bench -- --profile\` writes V8 CPU profiles of the relay's processes to \`.bench-tmp/profiles/\`; \`npm run bench -- --quick\` is a smaller run for trying changes, \`npm run bench -- --node=<path>\` runs every child on another Node.js (e.g. Lambda's major); both write their report to \`.bench-tmp/\`; \`npm run bench -- --report-only\` rewrites the reports from the last run's figures (\`.bench-tmp/results.json\`; a quick run keeps its own, \`results.quick.json\`).`;
 
+/** "none dead-lettered", or how many were. */
+const deadLettered = (count: number): string => (count === 0 ? 'none dead-lettered' : `${int(count)} dead-lettered`);
+
+/**
+ * The README's figures: the back-pressure and recovery scenarios in a sentence, from the same figures as BENCHMARKS.md's
+ * (a medians of the relay with its defaults, and of `PACING=false`; each recovery side's median drain).
+ */
+export function readmeFigures(results: BenchResults): string {
+  const f = figures(results);
+  const { pressure, recovery } = f;
+  const fanOut = (env: Readonly<Record<string, string>>) =>
+    env.POLLERS && env.MAX_CONCURRENCY ? ` with the stack's fan-out (${env.POLLERS} × ${env.MAX_CONCURRENCY} in flight)` : '';
+  const parts = [
+    pressure?.paced &&
+      `${int(pressure.messages)} messages at once to a webhook taking ${pressure.requestsPerSecond} requests/s, through \`npm start\`${fanOut(pressure.relayEnv)}, drain in ${f3(pressure.paced.medianDrain)} s (the ideal is ${f3(pressure.messages / (pressure.requestsPerSecond ?? Number.NaN))} s), with ${share(pressure.paced.medianRefused)} of requests refused and ${deadLettered(pressure.paced.medianDeadLettered)}${pressure.unpaced ? ` (${share(pressure.unpaced.medianRefused)} refused with \`PACING=false\`)` : ''}`,
+    recovery &&
+      recovery.sides.length > 0 &&
+      `a webhook answering ${recovery.sides.map((side) => `\`${side.status}\``).join(' or ')} for ${recovery.unavailableSeconds} s ${
+        recovery.sides.every((side) => side.runs.every((run) => run.delivered === recovery.messages && run.deadLettered === 0))
+          ? 'loses none'
+          : `delivers ${int(Math.min(...recovery.sides.flatMap((side) => side.runs.map((run) => run.delivered))))}`
+      } of ${int(recovery.messages)} messages, drained ${recovery.sides.map((side) => `${f3(side.medianDrain)} s`).join(' and ')} after the first send${
+        recovery.sides.every((side) => side.met)
+          ? ' (within about 10 s of its return)'
+          : ` (the goal, ${recovery.drainGoalSeconds} s: not met)`
+      }`,
+  ].filter((part) => typeof part === 'string');
+  if (parts.length === 0) return 'No back-pressure figures in this run: [BENCHMARKS.md](BENCHMARKS.md) has the others.';
+  return `Measured on a ${f.machine.cores}-core machine ([BENCHMARKS.md](BENCHMARKS.md#back-pressure-a-webhook-that-asks-the-relay-to-slow-down)): ${parts.join('; ')}.`;
+}
+
 /** What the run prints: the summary table (BENCHMARKS.md's and docs/performance.md's), and the run's notes. */
 export function consoleTable(results: BenchResults): string {
   const notes = results.notes.length === 0 ? '' : `\nnotes:\n${bullets(results.notes)}`;
