@@ -51,8 +51,9 @@ export function readPublishedResults(root: string): BenchResults | undefined {
 
 /** Publishes a run: keeps its figures and rewrites every text rendered from them. @returns the files written */
 export function publish(results: BenchResults, root: string): string[] {
-  writeFileSync(join(root, PUBLISHED_RESULTS), `${JSON.stringify(results, null, 2)}\n`);
+  // Every text rendered before anything is written: a file without its markers leaves the published run as it was.
   const texts = publishedTexts(results, root);
+  writeFileSync(join(root, PUBLISHED_RESULTS), `${JSON.stringify(results, null, 2)}\n`);
   for (const [path, text] of texts) writeFileSync(join(root, path), text);
   return [PUBLISHED_RESULTS, ...texts.keys()];
 }
