@@ -346,7 +346,7 @@ const deadLettered = (count: number): string => (count === 0 ? 'none dead-letter
 
 /**
  * The README's figures: the back-pressure and recovery scenarios in a sentence, from the same figures as BENCHMARKS.md's
- * (a medians of the relay with its defaults, and of `PACING=false`; each recovery side's median drain).
+ * (the medians of the relay with its defaults and of `PACING=false`; each recovery side's median drain).
  */
 export function readmeFigures(results: BenchResults): string {
   const f = figures(results);
