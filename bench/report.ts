@@ -21,83 +21,114 @@ export const README_FIGURES = {
   end: '<!-- figures:end -->',
 } as const;
 
+/** The summary's throughput and CPU rows: the relay against each baseline, at each concurrency. */
+function throughputRows(f: ReportFigures): string[] {
+  return f.throughputSections.flatMap((section) =>
+    section.comparisons.flatMap((c) => {
+      const interval = c.interval ? `95 % interval ${ratio(c.interval.low)}–${ratio(c.interval.high)}; ` : '';
+      const verdict = `${met(c.meetsGoal)}${c.spans ? ' (the interval spans 0.90)' : ''}${c.overOne ? " (over 1.00: this run's noise, as the relay does all the loop's work and more)" : ''}`;
+      return [
+        `| throughput, ${int(section.records)} records, concurrency ${section.concurrency}, ${c.label} | ${int(c.relay.recordsPerSecond)}/s | ${c.baseline.side} ${int(c.baseline.recordsPerSecond)}/s | **${ratio(c.relative)}** (${interval}of the medians: ${ratio(c.ofMedians)}) | ${c.goal ? '≥ 0.90' : ''} | ${c.goal ? verdict : ''} |`,
+        `| CPU per record, concurrency ${section.concurrency}, ${c.label} | ${us(c.relay.cpuMicrosPerRecord)} | ${c.baseline.side} ${us(c.baseline.cpuMicrosPerRecord)} | ${ratio(c.cpuRatio)} (${deltaUs(c.cpuDelta)}) |  |  |`,
+      ];
+    }),
+  );
+}
+
+/** The summary's instruction-count rows: each counted relay side against its limit, or why none were counted. */
+function instructionRows(f: ReportFigures): string[] {
+  const { instructions } = f;
+  const rows = f.counts.map(
+    (c) =>
+      `| instructions per record (callgrind), concurrency ${instructions.concurrency}, ${c.label}: its limit's ÷ the relay's | ${kilo(c.relayPerRecord)} | ${c.baseline.side} ${kilo(c.baselinePerRecord)} | **${ratio(c.countRatio)}**${c.asides ? ` (${c.asides})` : ''} | ≥ 0.90 | ${c.spreadOut ? 'not read: counts spread over 3 % with the collections each invocation ran into' : met(c.meetsGoal)} |`,
+  );
+  if (instructions.skipped) rows.push(`| instructions per record (callgrind) | skipped: ${instructions.skipped} |  |  | ≥ 0.90 |  |`);
+  return rows;
+}
+
+/** The summary's rows of the mixed batch: visibility calls, other SQS calls, time against all 200. */
+function mixedRows({ mixed, mixedCalls }: ReportFigures): string[] {
+  return [
+    `| mixed, ${int(mixed.records)} records, 30 % \`429\`: ChangeMessageVisibilityBatch calls | ${mixedCalls.visibility} | ${int(mixedCalls.retried)} retries | ${mixedCalls.visibility} / ${mixedCalls.goal} | ⌈retries ÷ 10⌉ = ${mixedCalls.goal} | ${met(mixedCalls.visibilityMet)} |`,
+    `| mixed: other SQS calls (first invocation) | ${calls(mixedCalls.others)} |  |  | GetQueueUrl × 1 | ${met(mixedCalls.othersMet)} |`,
+    `| mixed: invocation time (warm) | ${ms(mixedCalls.warmMs)} | all 200: ${ms(mixed.allOkMs)} | ${ratio(mixedCalls.warmVsAllOk)} |  |  |`,
+  ];
+}
+
+/** A side's median drain, dead letters and refused share, as the summary writes them. */
+const medians = (side: BackPressureFigures['sides'][number]): string =>
+  `${f3(side.medianDrain)} s, ${int(side.medianDeadLettered)} dead-lettered, ${share(side.medianRefused)} refused`;
+
+/** The summary's back-pressure rows: one per scenario (one per side for the recovery). */
+function backPressureRows({ pressure, capacity: capacities, perMessage, rateLimitHeaders, perKey, recovery }: ReportFigures): string[] {
+  const rows: string[] = [];
+  if (pressure) {
+    const { paced, unpaced } = pressure;
+    rows.push(
+      `| back-pressure: ${int(pressure.messages)} messages to a webhook taking ${pressure.requestsPerSecond}/s, drain time | ${paced ? `${medians(paced)} (medians)` : ''} | ${unpaced ? `${unpaced.side} ${medians(unpaced)} (medians)` : ''} | ${unpaced ? ratio(pressure.pacedVsUnpaced) : ''} | ≤ ${f3(pressure.drainGoal)} s, all delivered, none dead-lettered, ≤ ${pressure.refusedGoal} % refused, every run | ${paced ? `${met(paced.met)} (${paced.metRuns} of ${paced.runs.length} runs)` : ''} |`,
+    );
+  }
+  for (const s of capacities) {
+    const { paced, unpaced } = s;
+    rows.push(
+      `| capacity: ${int(s.messages)} messages to a token bucket of ${s.requestsPerSecond}/s, drain time | ${paced ? medians(paced) : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianDrain)} s, ${share(unpaced.medianRefused)} refused` : ''} | ${unpaced ? ratio(s.pacedVsUnpaced) : ''} | ≤ ${f3(s.drainGoal)} s, all delivered, none dead-lettered, ≤ ${s.refusedGoal} % refused | ${paced ? met(paced.met) : ''} |`,
+    );
+  }
+  for (const s of perMessage) {
+    const { paced, unpaced } = s;
+    rows.push(
+      `| per-message refusals: ${s.description}; the others' drain | ${paced ? `${f3(paced.medianRestDrain)} s, ${int(paced.medianDeadLettered)} dead-lettered (medians)` : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianRestDrain)} s` : ''} | ${ratio(s.speed)} | ≥ ${s.speedGoal} × the speed of \`PACING=false\`, none dead-lettered | ${met(s.sectionMet)} |`,
+    );
+  }
+  if (rateLimitHeaders) {
+    const { paced, unpaced } = rateLimitHeaders;
+    rows.push(
+      `| rate-limit headers: ${int(rateLimitHeaders.messages)} messages to an announced ${rateLimitHeaders.requestsPerSecond}/s, drain time | ${paced ? `${f3(paced.medianDrain)} s, ${share(paced.medianRefused)} refused (medians)` : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianDrain)} s, ${share(unpaced.medianRefused)} refused` : ''} | ${unpaced ? ratio(rateLimitHeaders.pacedVsUnpaced) : ''} | ≤ ${f3(rateLimitHeaders.drainGoal)} s, ≤ ${rateLimitHeaders.refusedGoal} % refused, every run | ${paced ? `${met(paced.met)} (${paced.metRuns} of ${paced.runs.length} runs)` : ''} |`,
+    );
+  }
+  if (perKey) {
+    const [keyed, , unpaced] = perKey.sides;
+    rows.push(
+      `| per-key: a tenant limited to 10/s, \`PACE_KEY=tenant\`; the others' drain | ${keyed ? `${f3(keyed.medianRestDrain)} s, ${int(keyed.medianDeadLettered)} dead-lettered (medians)` : ''} | PACING=false ${unpaced ? `${f3(unpaced.medianRestDrain)} s` : ''} | ${ratio(perKey.speed)} | ≥ ${perKey.speedGoal} × the speed of \`PACING=false\`, none dead-lettered | ${met(perKey.sectionMet)} |`,
+    );
+  }
+  for (const side of recovery?.sides ?? []) {
+    rows.push(
+      `| recovery: ${int(recovery?.messages)} messages, webhook ${side.status} for ${recovery?.unavailableSeconds} s | drained ${f3(side.last?.drainSeconds)} s after the start, ${int(side.last?.delivered)} delivered, ${int(side.last?.deadLettered)} dead-lettered |  |  | ≤ ${recovery?.drainGoalSeconds} s, all delivered, none dead-lettered | ${met(side.met)} (${side.metRuns} of ${side.runs.length} runs) |`,
+    );
+  }
+  return rows;
+}
+
+/** The summary's rows of the bundle, memory and latency goals. */
+function deployedRows(f: ReportFigures): string[] {
+  const { bundle } = f;
+  return [
+    `| bundle loaded at import (\`index.mjs\` and the chunks it imports) | ${kb(bundle.atImport.bytes)} | whole asset ${kb(bundle.total.moduleBytes)} (the rest, the SQS and Secrets Manager clients among it, loads on first use) |  | < 500 KB | ${met(bundle.atImportMet)} |`,
+    `| load time: fresh process with the bundle − without | ${ms(bundle.load)} | import() alone ${ms(f.coldStart.loads[0]?.importMs)} |  | < 100 ms | ${met(bundle.loadMet)} |`,
+    ...f.warmBatches.map(
+      (batch) =>
+        `| peak RSS, warm container as deployed: ${batch.relay.peakMiBByInvocation.length} invocations of ${int(batch.relay.records)} records${batch.largestDelivered ? ' (the largest batch Lambda delivers: 6 MB)' : ''} in a row, ${f.warmMemory.memorySizeMb} MB heap limits | ${mib(batch.relayPeak)} | no-op handler ${mib(batch.noopPeak)} |  | well inside 256 MB | ${met(batch.met)} |`,
+    ),
+    ...f.latency.map(
+      (l) =>
+        `| latency added, concurrency ${l.concurrency}, p50 / p99 | ${us(l.relay.p50Micros)} / ${us(l.relay.p99Micros)} | bare ${us(l.bare.p50Micros)} / ${us(l.bare.p99Micros)} | ${deltaUs(l.added50)} / ${deltaUs(l.added99)} |  |  |`,
+    ),
+  ];
+}
+
 /** The summary table: every figure against its baseline and its goal (BENCHMARKS.md's, docs/performance.md's, the console's). */
 function summary(f: ReportFigures): string {
-  const { pressure, rateLimitHeaders, perKey, recovery } = f;
-  return `| figure | relay | baseline | ratio | goal |  |
-|---|---|---|---|---|---|
-${each(f.throughputSections, (section) =>
-  each(
-    section.comparisons,
-    (
-      c,
-    ) => `| throughput, ${int(section.records)} records, concurrency ${section.concurrency}, ${c.label} | ${int(c.relay.recordsPerSecond)}/s | ${c.baseline.side} ${int(c.baseline.recordsPerSecond)}/s | **${ratio(c.relative)}** (${c.interval ? `95 % interval ${ratio(c.interval.low)}–${ratio(c.interval.high)}; ` : ''}of the medians: ${ratio(c.ofMedians)}) | ${c.goal ? '≥ 0.90' : ''} | ${c.goal ? `${met(c.meetsGoal)}${c.spans ? ' (the interval spans 0.90)' : ''}${c.overOne ? " (over 1.00: this run's noise, as the relay does all the loop's work and more)" : ''}` : ''} |
-| CPU per record, concurrency ${section.concurrency}, ${c.label} | ${us(c.relay.cpuMicrosPerRecord)} | ${c.baseline.side} ${us(c.baseline.cpuMicrosPerRecord)} | ${ratio(c.cpuRatio)} (${deltaUs(c.cpuDelta)}) |  |  |
-`,
-  ),
-)}| SQS calls in the relay's throughput runs (every message answered 2xx) | ${int(f.allOk.calls)} |  |  | none | ${met(f.allOk.met)} |
-${each(
-  f.counts,
-  (
-    c,
-  ) => `| instructions per record (callgrind), concurrency ${f.instructions.concurrency}, ${c.label}: its limit's ÷ the relay's | ${kilo(c.relayPerRecord)} | ${c.baseline.side} ${kilo(c.baselinePerRecord)} | **${ratio(c.countRatio)}**${c.asides ? ` (${c.asides})` : ''} | ≥ 0.90 | ${c.spreadOut ? 'not read: counts spread over 3 % with the collections each invocation ran into' : met(c.meetsGoal)} |
-`,
-)}${
-  f.instructions.skipped
-    ? `| instructions per record (callgrind) | skipped: ${f.instructions.skipped} |  |  | ≥ 0.90 |  |
-`
-    : ''
-}| mixed, ${int(f.mixed.records)} records, 30 % \`429\`: ChangeMessageVisibilityBatch calls | ${f.mixedCalls.visibility} | ${int(f.mixedCalls.retried)} retries | ${f.mixedCalls.visibility} / ${f.mixedCalls.goal} | ⌈retries ÷ 10⌉ = ${f.mixedCalls.goal} | ${met(f.mixedCalls.visibilityMet)} |
-| mixed: other SQS calls (first invocation) | ${calls(f.mixedCalls.others)} |  |  | GetQueueUrl × 1 | ${met(f.mixedCalls.othersMet)} |
-| mixed: invocation time (warm) | ${ms(f.mixedCalls.warmMs)} | all 200: ${ms(f.mixed.allOkMs)} | ${ratio(f.mixedCalls.warmVsAllOk)} |  |  |
-${
-  pressure
-    ? `| back-pressure: ${int(pressure.messages)} messages to a webhook taking ${pressure.requestsPerSecond}/s, drain time | ${pressure.paced ? `${f3(pressure.paced.medianDrain)} s, ${int(pressure.paced.medianDeadLettered)} dead-lettered, ${share(pressure.paced.medianRefused)} refused (medians)` : ''} | ${pressure.unpaced ? `${pressure.unpaced.side} ${f3(pressure.unpaced.medianDrain)} s, ${int(pressure.unpaced.medianDeadLettered)} dead-lettered, ${share(pressure.unpaced.medianRefused)} refused (medians)` : ''} | ${pressure.unpaced ? ratio(pressure.pacedVsUnpaced) : ''} | ≤ ${f3(pressure.drainGoal)} s, all delivered, none dead-lettered, ≤ ${pressure.refusedGoal} % refused, every run | ${pressure.paced ? `${met(pressure.paced.met)} (${pressure.paced.metRuns} of ${pressure.paced.runs.length} runs)` : ''} |
-`
-    : ''
-}${each(
-  f.capacity,
-  (
-    s,
-  ) => `| capacity: ${int(s.messages)} messages to a token bucket of ${s.requestsPerSecond}/s, drain time | ${s.paced ? `${f3(s.paced.medianDrain)} s, ${int(s.paced.medianDeadLettered)} dead-lettered, ${share(s.paced.medianRefused)} refused` : ''} | ${s.unpaced ? `${s.unpaced.side} ${f3(s.unpaced.medianDrain)} s, ${share(s.unpaced.medianRefused)} refused` : ''} | ${s.unpaced ? ratio(s.pacedVsUnpaced) : ''} | ≤ ${f3(s.drainGoal)} s, all delivered, none dead-lettered, ≤ ${s.refusedGoal} % refused | ${s.paced ? met(s.paced.met) : ''} |
-`,
-)}${each(
-  f.perMessage,
-  (
-    s,
-  ) => `| per-message refusals: ${s.description}; the others' drain | ${s.paced ? `${f3(s.paced.medianRestDrain)} s, ${int(s.paced.medianDeadLettered)} dead-lettered (medians)` : ''} | ${s.unpaced ? `${s.unpaced.side} ${f3(s.unpaced.medianRestDrain)} s` : ''} | ${ratio(s.speed)} | ≥ ${s.speedGoal} × the speed of \`PACING=false\`, none dead-lettered | ${met(s.sectionMet)} |
-`,
-)}${
-  rateLimitHeaders
-    ? `| rate-limit headers: ${int(rateLimitHeaders.messages)} messages to an announced ${rateLimitHeaders.requestsPerSecond}/s, drain time | ${rateLimitHeaders.paced ? `${f3(rateLimitHeaders.paced.medianDrain)} s, ${share(rateLimitHeaders.paced.medianRefused)} refused (medians)` : ''} | ${rateLimitHeaders.unpaced ? `${rateLimitHeaders.unpaced.side} ${f3(rateLimitHeaders.unpaced.medianDrain)} s, ${share(rateLimitHeaders.unpaced.medianRefused)} refused` : ''} | ${rateLimitHeaders.unpaced ? ratio(rateLimitHeaders.pacedVsUnpaced) : ''} | ≤ ${f3(rateLimitHeaders.drainGoal)} s, ≤ ${rateLimitHeaders.refusedGoal} % refused, every run | ${rateLimitHeaders.paced ? `${met(rateLimitHeaders.paced.met)} (${rateLimitHeaders.paced.metRuns} of ${rateLimitHeaders.paced.runs.length} runs)` : ''} |
-`
-    : ''
-}${
-  perKey
-    ? `| per-key: a tenant limited to 10/s, \`PACE_KEY=tenant\`; the others' drain | ${perKey.paced ? `${f3(perKey.paced.medianRestDrain)} s, ${int(perKey.paced.medianDeadLettered)} dead-lettered (medians)` : ''} | PACING=false ${perKey.sides[2] ? `${f3(perKey.sides[2].medianRestDrain)} s` : ''} | ${ratio(perKey.speed)} | ≥ ${perKey.speedGoal} × the speed of \`PACING=false\`, none dead-lettered | ${met(perKey.sectionMet)} |
-`
-    : ''
-}${each(
-  recovery?.sides,
-  (
-    side,
-  ) => `| recovery: ${int(recovery?.messages)} messages, webhook ${side.status} for ${recovery?.unavailableSeconds} s | drained ${f3(side.last?.drainSeconds)} s after the start, ${int(side.last?.delivered)} delivered, ${int(side.last?.deadLettered)} dead-lettered |  |  | ≤ ${recovery?.drainGoalSeconds} s, all delivered, none dead-lettered | ${met(side.met)} (${side.metRuns} of ${side.runs.length} runs) |
-`,
-)}| bundle loaded at import (\`index.mjs\` and the chunks it imports) | ${kb(f.bundle.atImport.bytes)} | whole asset ${kb(f.bundle.total.moduleBytes)} (the rest, the SQS and Secrets Manager clients among it, loads on first use) |  | < 500 KB | ${met(f.bundle.atImportMet)} |
-| load time: fresh process with the bundle − without | ${ms(f.bundle.load)} | import() alone ${ms(f.coldStart.loads[0]?.importMs)} |  | < 100 ms | ${met(f.bundle.loadMet)} |
-${each(
-  f.warmBatches,
-  (
-    batch,
-  ) => `| peak RSS, warm container as deployed: ${batch.relay.peakMiBByInvocation.length} invocations of ${int(batch.relay.records)} records${batch.largestDelivered ? ' (the largest batch Lambda delivers: 6 MB)' : ''} in a row, ${f.warmMemory.memorySizeMb} MB heap limits | ${mib(batch.relayPeak)} | no-op handler ${mib(batch.noopPeak)} |  | well inside 256 MB | ${met(batch.met)} |
-`,
-)}${each(
-  f.latency,
-  (
-    l,
-  ) => `| latency added, concurrency ${l.concurrency}, p50 / p99 | ${us(l.relay.p50Micros)} / ${us(l.relay.p99Micros)} | bare ${us(l.bare.p50Micros)} / ${us(l.bare.p99Micros)} | ${deltaUs(l.added50)} / ${deltaUs(l.added99)} |  |  |
-`,
-)}`.trimEnd();
+  return [
+    '| figure | relay | baseline | ratio | goal |  |',
+    '|---|---|---|---|---|---|',
+    ...throughputRows(f),
+    `| SQS calls in the relay's throughput runs (every message answered 2xx) | ${int(f.allOk.calls)} |  |  | none | ${met(f.allOk.met)} |`,
+    ...instructionRows(f),
+    ...mixedRows(f),
+    ...backPressureRows(f),
+    ...deployedRows(f),
+  ].join('\n');
 }
 
 /** What limits throughput in production: the latency-bound model and the capacity-planning table (BENCHMARKS.md, docs/performance.md). */
