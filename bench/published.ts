@@ -1,23 +1,35 @@
 /**
  * The published run: the figures of the last full `npm run bench` on Lambda's Node.js major, kept in
  * bench/published-results.json, and every text of the repository rendered from them: BENCHMARKS.md whole, and the figures
- * of docs/performance.md and the README between their markers. `npm run bench` writes them all; `npm run docs` rewrites the
+ * of docs/performance.md, docs/operations.md and the README between their markers ({@link FIGURE_BLOCKS}). `npm run bench` writes them all; `npm run docs` rewrites the
  * texts from the kept figures (after a change to the report's words); test/docs/figures.test.ts fails when one is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { markdown, PERFORMANCE_DOC, performanceSection, README_FIGURES, readmeFigures } from './report';
+import { deadLetterFigures, markdown, performanceSection, readmeFigures, recoveryFigures } from './report';
 import type { BenchResults } from './results';
 
 /** Where the published run's figures are kept, relative to the repository. */
 export const PUBLISHED_RESULTS = 'bench/published-results.json';
 
-/** A generated part of a hand-written file: the text between two marker lines. */
+/** A generated part of a hand-written page: the text between two marker lines, and what fills it. */
 interface Block {
   readonly path: string;
   readonly start: string;
   readonly end: string;
+  readonly render: (results: BenchResults) => string;
 }
+
+/** The markers of the block `name`. */
+const markers = (name: string) => ({ start: `<!-- ${name}:start (written by npm run bench) -->`, end: `<!-- ${name}:end -->` });
+
+/** Every page's generated parts; BENCHMARKS.md is generated whole. */
+export const FIGURE_BLOCKS: readonly Block[] = [
+  { path: 'docs/performance.md', ...markers('performance'), render: performanceSection },
+  { path: 'README.md', ...markers('figures'), render: readmeFigures },
+  { path: 'docs/operations.md', ...markers('figures:recovery'), render: recoveryFigures },
+  { path: 'docs/operations.md', ...markers('figures:dead-letters'), render: deadLetterFigures },
+];
 
 /**
  * `text` with what lies between `block`'s markers replaced by `content`.
@@ -31,12 +43,12 @@ function withBlock(text: string, block: Block, content: string): string {
 
 /** Each file the published figures are written to, with its text rendered from `results`: path (relative to `root`) → text. */
 export function publishedTexts(results: BenchResults, root: string): ReadonlyMap<string, string> {
-  const read = (path: string): string => readFileSync(join(root, path), 'utf8');
-  return new Map([
-    ['BENCHMARKS.md', markdown(results)],
-    [PERFORMANCE_DOC.path, withBlock(read(PERFORMANCE_DOC.path), PERFORMANCE_DOC, performanceSection(results))],
-    [README_FIGURES.path, withBlock(read(README_FIGURES.path), README_FIGURES, readmeFigures(results))],
-  ]);
+  const texts = new Map([['BENCHMARKS.md', markdown(results)]]);
+  for (const block of FIGURE_BLOCKS) {
+    const text = texts.get(block.path) ?? readFileSync(join(root, block.path), 'utf8');
+    texts.set(block.path, withBlock(text, block, block.render(results)));
+  }
+  return texts;
 }
 
 /** The published run's figures, or undefined before the first run published any. */

@@ -1,25 +1,32 @@
 /**
- * One run's figures as text: the console table, `BENCHMARKS.md`, the figures of docs/performance.md and the README's.
+ * One run's figures as text: the console table, `BENCHMARKS.md`, the figures of docs/performance.md, docs/operations.md and the README.
  * Each section is a function of the run's figures (bench/figures.ts) written as a template literal; the figures are
  * formatted by bench/format.ts.
  */
 import { type BackPressureFigures, type BackPressureResults, backPressureFigures, figures, type ReportFigures } from './figures';
-import { bullets, calls, deltaUs, each, f2, f3, int, ints, kb, kilo, mean, met, mib, ms, ratio, settings, share, span, us } from './format';
+import {
+  bullets,
+  calls,
+  deltaUs,
+  each,
+  f2,
+  f3,
+  fmt,
+  int,
+  ints,
+  kb,
+  kilo,
+  mean,
+  met,
+  mib,
+  ms,
+  ratio,
+  settings,
+  share,
+  span,
+  us,
+} from './format';
 import type { BenchResults } from './results';
-
-/** Where the figures of {@link performanceSection} go: a file of the repository, between these markers. */
-export const PERFORMANCE_DOC = {
-  path: 'docs/performance.md',
-  start: '<!-- performance:start (written by npm run bench) -->',
-  end: '<!-- performance:end -->',
-} as const;
-
-/** Where the figures of {@link readmeFigures} go: the README, between these markers. */
-export const README_FIGURES = {
-  path: 'README.md',
-  start: '<!-- figures:start (written by npm run bench) -->',
-  end: '<!-- figures:end -->',
-} as const;
 
 /** The summary's throughput and CPU rows: the relay against each baseline, at each concurrency. */
 function throughputRows(f: ReportFigures): string[] {
@@ -374,6 +381,34 @@ const METHOD = `## Method
 
 /** "none dead-lettered", or how many were. */
 const deadLettered = (count: number): string => (count === 0 ? 'none dead-lettered' : `${int(count)} dead-lettered`);
+/** " with the stack's fan-out (5 × 10 in flight)", from the relay's settings in a back-pressure scenario. */
+const fanOut = (env: Readonly<Record<string, string>>): string =>
+  env.POLLERS && env.MAX_CONCURRENCY ? ` with the stack's fan-out (${env.POLLERS} × ${env.MAX_CONCURRENCY} in flight)` : '';
+
+/** The token-bucket scenario in words: the defaults' median drain and refusals, against `PACING=false`'s. */
+function pressureWords({ pressure }: ReportFigures): string | undefined {
+  if (!pressure?.paced) return undefined;
+  const { paced, unpaced, messages, requestsPerSecond = Number.NaN } = pressure;
+  const unpacedRefused = unpaced ? ` (${share(unpaced.medianRefused)} refused with \`PACING=false\`)` : '';
+  return `${int(messages)} messages at once to a webhook taking ${requestsPerSecond} requests/s, through \`npm start\`${fanOut(pressure.relayEnv)}, drain in ${f3(paced.medianDrain)} s (the ideal is ${f3(messages / requestsPerSecond)} s), with ${share(paced.medianRefused)} of requests refused and ${deadLettered(paced.medianDeadLettered)}${unpacedRefused}`;
+}
+
+/** The recovery scenario in words: what was lost, each side's median drain, and whether that met the goal. */
+function recoveryWords({ recovery }: ReportFigures): string | undefined {
+  if (recovery === undefined || recovery.sides.length === 0) return undefined;
+  const { sides, messages } = recovery;
+  const runs = sides.flatMap((side) => side.runs);
+  const lost = runs.every((run) => run.delivered === messages && run.deadLettered === 0)
+    ? 'loses none'
+    : `delivers ${int(Math.min(...runs.map((run) => run.delivered)))}`;
+  const goal = sides.every((side) => side.met)
+    ? ' (within about 10 s of its return)'
+    : ` (the goal, ${recovery.drainGoalSeconds} s: not met)`;
+  return `a webhook answering ${sides.map((side) => `\`${side.status}\``).join(' or ')} for ${recovery.unavailableSeconds} s ${lost} of ${int(messages)} messages, drained ${sides.map((side) => `${f3(side.medianDrain)} s`).join(' and ')} after the first send${goal}`;
+}
+
+/** BENCHMARKS.md's back-pressure section's anchor. */
+const BACK_PRESSURE_ANCHOR = 'BENCHMARKS.md#back-pressure-a-webhook-that-asks-the-relay-to-slow-down';
 
 /**
  * The README's figures: the back-pressure and recovery scenarios in a sentence, from the same figures as BENCHMARKS.md's
@@ -381,26 +416,27 @@ const deadLettered = (count: number): string => (count === 0 ? 'none dead-letter
  */
 export function readmeFigures(results: BenchResults): string {
   const f = figures(results);
-  const { pressure, recovery } = f;
-  const fanOut = (env: Readonly<Record<string, string>>) =>
-    env.POLLERS && env.MAX_CONCURRENCY ? ` with the stack's fan-out (${env.POLLERS} × ${env.MAX_CONCURRENCY} in flight)` : '';
-  const parts = [
-    pressure?.paced &&
-      `${int(pressure.messages)} messages at once to a webhook taking ${pressure.requestsPerSecond} requests/s, through \`npm start\`${fanOut(pressure.relayEnv)}, drain in ${f3(pressure.paced.medianDrain)} s (the ideal is ${f3(pressure.messages / (pressure.requestsPerSecond ?? Number.NaN))} s), with ${share(pressure.paced.medianRefused)} of requests refused and ${deadLettered(pressure.paced.medianDeadLettered)}${pressure.unpaced ? ` (${share(pressure.unpaced.medianRefused)} refused with \`PACING=false\`)` : ''}`,
-    recovery &&
-      recovery.sides.length > 0 &&
-      `a webhook answering ${recovery.sides.map((side) => `\`${side.status}\``).join(' or ')} for ${recovery.unavailableSeconds} s ${
-        recovery.sides.every((side) => side.runs.every((run) => run.delivered === recovery.messages && run.deadLettered === 0))
-          ? 'loses none'
-          : `delivers ${int(Math.min(...recovery.sides.flatMap((side) => side.runs.map((run) => run.delivered))))}`
-      } of ${int(recovery.messages)} messages, drained ${recovery.sides.map((side) => `${f3(side.medianDrain)} s`).join(' and ')} after the first send${
-        recovery.sides.every((side) => side.met)
-          ? ' (within about 10 s of its return)'
-          : ` (the goal, ${recovery.drainGoalSeconds} s: not met)`
-      }`,
-  ].filter((part) => typeof part === 'string');
+  const parts = [pressureWords(f), recoveryWords(f)].filter((part) => part !== undefined);
   if (parts.length === 0) return 'No back-pressure figures in this run: [BENCHMARKS.md](BENCHMARKS.md) has the others.';
-  return `Measured on a ${f.machine.cores}-core machine ([BENCHMARKS.md](BENCHMARKS.md#back-pressure-a-webhook-that-asks-the-relay-to-slow-down)): ${parts.join('; ')}.`;
+  return `Measured on a ${f.machine.cores}-core machine ([BENCHMARKS.md](${BACK_PRESSURE_ANCHOR})): ${parts.join('; ')}.`;
+}
+
+/** docs/operations.md's recovery figures (links relative to docs/). */
+export function recoveryFigures(results: BenchResults): string {
+  const f = figures(results);
+  const words = recoveryWords(f);
+  if (words === undefined || f.recovery === undefined) return 'No recovery figures in this run: [BENCHMARKS.md](../BENCHMARKS.md).';
+  return `Measured through \`npm start\`${fanOut(f.recovery.relayEnv)} on a ${f.machine.cores}-core machine ([BENCHMARKS.md](../${BACK_PRESSURE_ANCHOR})): ${words}.`;
+}
+
+/** docs/operations.md's dead-letter figures: the summary's and the first replay's time (links relative to docs/). */
+export function deadLetterFigures({ deadLetters, machine }: BenchResults): string {
+  // The scenario's rows: the summary of every dead letter, then a replay of some of them (`replay --status 404: …`).
+  const [summaryRow, replayRow] = deadLetters?.rows ?? [];
+  if (summaryRow === undefined || replayRow === undefined) return 'No dead-letter figures in this run: [BENCHMARKS.md](../BENCHMARKS.md).';
+  const command = (label: string): string => label.split(':')[0] as string;
+  const took = (row: typeof summaryRow): string => `${fmt(row.medianMs / 1000, 2)} s (${int(row.perSecond)} a second)`;
+  return `Measured on the emulator, on a shared ${machine.cores}-core machine ([BENCHMARKS.md](../BENCHMARKS.md#dead-letters-summary-and-replay)): a \`${command(summaryRow.label)}\` of ${int(summaryRow.messages)} dead letters took ${took(summaryRow)}, a \`${command(replayRow.label)}\` of ${int(replayRow.messages)} of them (the other ${int(summaryRow.messages - replayRow.messages)} read and left) ${took(replayRow)}, process start included.`;
 }
 
 /** What the run prints: the summary table (BENCHMARKS.md's and docs/performance.md's), and the run's notes. */

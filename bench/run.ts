@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
  * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
- * Publishes its figures (bench/published.ts: `BENCHMARKS.md`, docs/performance.md's and the README's figures); on another Node.js
+ * Publishes its figures (bench/published.ts: `BENCHMARKS.md` and the figures of docs/performance.md, docs/operations.md and the README); on another Node.js
  * major than Lambda's, or with `--quick`, writes its reports into `.bench-tmp/` instead.
  *
  * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
@@ -29,7 +29,7 @@ const REPORTED_SETTINGS =
 
 /**
  * The reports: on Lambda's Node.js major, published (bench/published.ts: the figures kept in the repository, BENCHMARKS.md and the
- * figures of docs/performance.md and the README); else files of their own in `.bench-tmp/`.
+ * figures of docs/performance.md, docs/operations.md and the README); else files of their own in `.bench-tmp/`.
  */
 function writeReports(results: BenchResults): void {
   process.stdout.write(`${consoleTable(results)}\n`);

@@ -1,6 +1,6 @@
 /**
  * Regenerates the generated parts of the documentation: the settings tables of docs/configuration.md from the registry
- * (`lambda/settings.ts`), and the benchmark's texts (BENCHMARKS.md, the figures of docs/performance.md and the README) from
+ * (`lambda/settings.ts`), and the benchmark's texts (BENCHMARKS.md, the figures of docs/performance.md, docs/operations.md and the README) from
  * the published run's figures (bench/published.ts). `npx tsx bin/docs.ts`; `--check` exits 1 when a file is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
