@@ -14,14 +14,17 @@ export const PUBLISHED_RESULTS = 'bench/published-results.json';
 
 /** A generated part of a hand-written page: the text between two marker lines, and what fills it. */
 interface Block {
+  /** The page, relative to the repository. */
   readonly path: string;
+  /** Its markers' name. */
+  readonly name: string;
   readonly start: string;
   readonly end: string;
   readonly render: (results: BenchResults) => string;
 }
 
 /** The markers of the block `name`. */
-const markers = (name: string) => ({ start: `<!-- ${name}:start (written by npm run bench) -->`, end: `<!-- ${name}:end -->` });
+const markers = (name: string) => ({ name, start: `<!-- ${name}:start (written by npm run bench) -->`, end: `<!-- ${name}:end -->` });
 
 /** Every page's generated parts; BENCHMARKS.md is generated whole. */
 export const FIGURE_BLOCKS: readonly Block[] = [
@@ -68,4 +71,9 @@ export function publish(results: BenchResults, root: string): string[] {
   writeFileSync(join(root, PUBLISHED_RESULTS), `${JSON.stringify(results, null, 2)}\n`);
   for (const [path, text] of texts) writeFileSync(join(root, path), text);
   return [PUBLISHED_RESULTS, ...texts.keys()];
+}
+
+/** Every block's text for a run that is not published, one section per block: to read, or to compare with the pages. */
+export function unpublishedFigures(results: BenchResults): string {
+  return FIGURE_BLOCKS.map((block) => `## ${block.path}, ${block.name}\n\n${block.render(results).trim()}\n`).join('\n');
 }

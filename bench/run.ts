@@ -16,8 +16,8 @@ import { nodeMajor } from '../bin/node-release';
 import { PROJECT_ROOT, synthesizeBundle } from '../testkit/synth';
 import { SCRATCH_DIR } from './children';
 import { badOption, childNode, log, ONLY, QUICK, scenarioName, startBench } from './harness';
-import { publish } from './published';
-import { backPressureText, consoleTable, deadLettersText, markdown, performanceSection, readmeFigures } from './report';
+import { publish, unpublishedFigures } from './published';
+import { backPressureText, consoleTable, deadLettersText, markdown } from './report';
 import { type BenchResults, type Figures, machineInfo, SCENARIOS } from './results';
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
@@ -40,8 +40,7 @@ function writeReports(results: BenchResults): void {
   const suffix = results.quick ? 'quick' : `node${nodeMajor(results.machine.node)}`;
   const files = [
     [`BENCHMARKS.${suffix}.md`, markdown(results)],
-    [`README-performance.${suffix}.md`, `${performanceSection(results).trim()}\n`],
-    [`README-figures.${suffix}.md`, `${readmeFigures(results)}\n`],
+    [`figures.${suffix}.md`, unpublishedFigures(results)],
   ] as const;
   for (const [name, text] of files) writeFileSync(join(SCRATCH_DIR, name), text);
   log(`wrote ${files.map(([name]) => relative(PROJECT_ROOT, join(SCRATCH_DIR, name))).join(', ')}`);
