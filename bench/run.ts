@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: the relay against a bare HTTP client and the relay a user would otherwise write, side by side, on this machine,
  * every part on 127.0.0.1 in a process of its own, the children on the Node.js standing in for Lambda's (bin/lambda-node.ts).
- * Writes `BENCHMARKS.md` and docs/performance.md's figures (on another Node.js major than Lambda's, into `.bench-tmp/`).
+ * Publishes its figures (bench/published.ts: `BENCHMARKS.md` and the figures of docs/performance.md, docs/operations.md and the README); on another Node.js
+ * major than Lambda's, or with `--quick`, writes its reports into `.bench-tmp/` instead.
  *
  * Options: `--quick` (fewer, smaller runs; reports to `.bench-tmp/`), `--profile` (the relay's CPU profiles in `.bench-tmp/profiles/`),
  * `--this-node` or `--node=<path>` (the children's Node.js), `--rounds=<n>` (rounds of the concurrency-10 throughput figures: 9, quick 2),
@@ -15,7 +16,8 @@ import { nodeMajor } from '../bin/node-release';
 import { PROJECT_ROOT, synthesizeBundle } from '../testkit/synth';
 import { SCRATCH_DIR } from './children';
 import { badOption, childNode, log, ONLY, QUICK, scenarioName, startBench } from './harness';
-import { backPressureText, consoleTable, deadLettersText, markdown, PERFORMANCE_DOC, performanceSection } from './report';
+import { publish, unpublishedFigures } from './published';
+import { backPressureText, consoleTable, deadLettersText, markdown } from './report';
 import { type BenchResults, type Figures, machineInfo, SCENARIOS } from './results';
 
 /** Where a run's figures are kept for `--report-only`: a quick run keeps its own, so it never overwrites a full run's. */
@@ -25,24 +27,23 @@ const RESULTS_FILE = join(SCRATCH_DIR, QUICK ? 'results.quick.json' : 'results.j
 const REPORTED_SETTINGS =
   /^(MAX_CONCURRENCY|REQUEST_TIMEOUT_MS|SIGNING_SECRET_ARN|POWERTOOLS_LOG_LEVEL|NODE_OPTIONS|BACKOFF|DLQ_URL|OUTAGE_THRESHOLD)$/;
 
-/** The reports: on Lambda's Node.js major `BENCHMARKS.md` and docs/performance.md's figures; else files of their own in `.bench-tmp/`. */
+/**
+ * The reports: on Lambda's Node.js major, published (bench/published.ts: the figures kept in the repository, BENCHMARKS.md and the
+ * figures of docs/performance.md, docs/operations.md and the README); else files of their own in `.bench-tmp/`.
+ */
 function writeReports(results: BenchResults): void {
   process.stdout.write(`${consoleTable(results)}\n`);
-  const published = !results.quick && isLambdaNodeMajor(results.machine.node);
+  if (!results.quick && isLambdaNodeMajor(results.machine.node)) {
+    log(`wrote ${publish(results, PROJECT_ROOT).join(', ')}`);
+    return;
+  }
   const suffix = results.quick ? 'quick' : `node${nodeMajor(results.machine.node)}`;
-  const markdownFile = published ? join(PROJECT_ROOT, 'BENCHMARKS.md') : join(SCRATCH_DIR, `BENCHMARKS.${suffix}.md`);
-  writeFileSync(markdownFile, markdown(results));
-  const section = performanceSection(results).trim();
-  const sectionFile = published ? join(PROJECT_ROOT, PERFORMANCE_DOC.path) : join(SCRATCH_DIR, `README-performance.${suffix}.md`);
-  if (published) {
-    // Only the figures between the markers are rewritten; the text around them is written by hand.
-    const text = readFileSync(sectionFile, 'utf8');
-    const [start, end] = [text.indexOf(PERFORMANCE_DOC.start), text.indexOf(PERFORMANCE_DOC.end)];
-    if (start < 0 || end < start)
-      throw new Error(`${PERFORMANCE_DOC.path} has no ${PERFORMANCE_DOC.start} … ${PERFORMANCE_DOC.end} markers`);
-    writeFileSync(sectionFile, `${text.slice(0, start + PERFORMANCE_DOC.start.length)}\n${section}\n${text.slice(end)}`);
-  } else writeFileSync(sectionFile, `${section}\n`);
-  log(`wrote ${markdownFile} and ${sectionFile}`);
+  const files = [
+    [`BENCHMARKS.${suffix}.md`, markdown(results)],
+    [`figures.${suffix}.md`, unpublishedFigures(results)],
+  ] as const;
+  for (const [name, text] of files) writeFileSync(join(SCRATCH_DIR, name), text);
+  log(`wrote ${files.map(([name]) => relative(PROJECT_ROOT, join(SCRATCH_DIR, name))).join(', ')}`);
 }
 
 async function main(): Promise<void> {

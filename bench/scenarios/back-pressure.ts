@@ -77,7 +77,7 @@ const RELAY_ENV = { POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' };
 const REQUESTS_PER_SECOND = 200;
 const MESSAGES = 3_000;
 const RECOVERY_MESSAGES = 500;
-/** Issue 21 says 30 s, but the default backoff (2, 4, 8, 16 s, up to 25 % jitter) puts a fifth attempt at 30–37.5 s: 40 s outlasts five. */
+/** An outage past five attempts: the default backoff (2, 4, 8, 16 s, up to 25 % jitter) puts a fifth at 30–37.5 s, so 30 s would not outlast it. */
 const UNAVAILABLE_SECONDS = 40;
 /** The recovery's goal: the backlog draining within 10 s of the webhook's return at 40 s, then a few seconds to deliver it. */
 export const RECOVERY_DRAIN_GOAL_SECONDS = 55;

@@ -1,7 +1,8 @@
 /** The back-pressure scenarios' goals, per run and per section, and the section of the report that shows them. */
 import { describe, expect, test } from 'vitest';
-import { backPressureText } from '../../bench/report';
+import { backPressureText, recoveryFigures } from '../../bench/report';
 import { type BackPressureRun, type BackPressureSection, goalMet, speedOf } from '../../bench/scenarios/back-pressure';
+import { FIXTURES } from './fixtures/variants';
 
 const good: BackPressureRun = {
   drainSeconds: 18,
@@ -78,5 +79,23 @@ describe("the other scenarios' goals", () => {
     expect(text).toContain('with one tenant refused');
     expect(text).toContain('| defaults | 2 | 18.0 s | 5.00 s |');
     expect(text).toContain('= **0.91**, met.');
+  });
+
+  test("docs/operations.md's recovery figures: each side's median drain, what was lost, the goal", () => {
+    const results = FIXTURES['back-pressure and recovery']!;
+    expect(recoveryFigures(results)).toBe(
+      "Measured through `npm start` with the stack's fan-out (5 × 10 in flight) on a 2-core machine ([BENCHMARKS.md](../BENCHMARKS.md#back-pressure-a-webhook-that-asks-the-relay-to-slow-down)): a webhook answering `503` or `500` for 40 s loses none of 500 messages, drained 91.9 s and 77.5 s after the first send (the goal, 55 s: not met).",
+    );
+    const recovery = results.recovery!;
+    const [first, ...others] = recovery.sides;
+    const lostOne = { ...first!, runs: first!.runs.map((run) => ({ ...run, delivered: run.delivered - 1, deadLettered: 1 })) };
+    expect(recoveryFigures({ ...results, recovery: { ...recovery, sides: [lostOne, ...others] } })).toContain(
+      'for 40 s delivers 499 of 500 messages',
+    );
+    const inTime = recovery.sides.map((side) => ({ ...side, runs: side.runs.map((run) => ({ ...run, drainSeconds: 45.8 })) }));
+    expect(recoveryFigures({ ...results, recovery: { ...recovery, sides: inTime } })).toContain(
+      'drained 45.8 s and 45.8 s after the first send (within about 10 s of its return).',
+    );
+    expect(recoveryFigures(FIXTURES.quick!)).toBe('No recovery figures in this run: [BENCHMARKS.md](../BENCHMARKS.md).');
   });
 });

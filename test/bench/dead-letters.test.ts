@@ -4,27 +4,10 @@
  * capacity planning; absent from a report of results measured before the scenario existed.
  */
 import { describe, expect, it } from 'vitest';
-import { deadLettersText, markdown } from '../../bench/report';
-import { FIXTURES } from './fixtures/variants';
+import { deadLetterFigures, deadLettersText, markdown } from '../../bench/report';
+import { DEAD_LETTERS, FIXTURES } from './fixtures/variants';
 
-const figures = {
-  messages: 10_000,
-  rounds: 3,
-  date: '2026-11-26T14:44:57Z',
-  commit: 'b15a941',
-  node: 'v20.20.2',
-  startupMs: 1_757.1,
-  rows: [
-    {
-      label: 'summary: all 10,000 read, counted, made visible again',
-      messages: 10_000,
-      runsMs: [15_638.1, 8_225, 9_751.5],
-      medianMs: 9_751.5,
-      perSecond: 1_025.48,
-    },
-    { label: 'replay of the other 4,000', messages: 4_000, runsMs: [8_143.2, 11_892.3, 8_486.1], medianMs: 8_486.1, perSecond: 471.36 },
-  ],
-};
+const figures = DEAD_LETTERS;
 
 describe('the dead-letters section', () => {
   it('a row per run: messages, median time, messages per second, every run', () => {
@@ -48,5 +31,14 @@ describe('the dead-letters section', () => {
     expect(withSection.indexOf(section)).toBeGreaterThan(0);
     expect(withSection.indexOf(section)).toBeLessThan(withSection.indexOf('## Capacity planning'));
     expect(withSection.replace(`${section}\n\n`, '')).toBe(markdown(results));
+  });
+
+  it("docs/operations.md's figures: the summary's time and the first replay's, from the same rows", () => {
+    const [results] = Object.values(FIXTURES);
+    if (results === undefined) throw new Error('no fixture');
+    expect(deadLetterFigures({ ...results, deadLetters: figures })).toBe(
+      'Measured on the emulator, on a shared 2-core machine ([BENCHMARKS.md](../BENCHMARKS.md#dead-letters-summary-and-replay)): a `summary` of 10,000 dead letters took 9.8 s (1,025 a second), a `replay --status 404` of 6,000 of them (the other 4,000 read and left) 12 s (500 a second), process start included.',
+    );
+    expect(deadLetterFigures(results)).toBe('No dead-letter figures in this run: [BENCHMARKS.md](../BENCHMARKS.md).');
   });
 });

@@ -1,13 +1,12 @@
 /**
  * The documentation a newcomer walks: every relative link in README.md and docs/ leads to a file
  * of the repository and, when it names one, to a heading that exists there (GitHub's anchors).
- * Also: docs/performance.md keeps the markers `npm run bench` writes its figures between.
+ * Also: the headers a webhook receives are listed once, in docs/contract.md.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { PERFORMANCE_DOC } from '../../bench/report';
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -91,11 +90,11 @@ describe('the documentation', () => {
     expect(slug('`<stackName>-dlq-not-empty`')).toBe('stackname-dlq-not-empty');
   });
 
-  it("keeps the markers between which `npm run bench` writes docs/performance.md's figures", () => {
-    const text = readFileSync(join(PROJECT_ROOT, PERFORMANCE_DOC.path), 'utf8');
-    const start = text.indexOf(PERFORMANCE_DOC.start);
-    expect(start).toBeGreaterThanOrEqual(0);
-    expect(text.indexOf(PERFORMANCE_DOC.end)).toBeGreaterThan(start);
+  it("lists the headers a webhook receives in one table, the contract's; other pages link to it", () => {
+    const headerRows = (page: string): string[] =>
+      readFileSync(join(PROJECT_ROOT, page), 'utf8').match(/^\| `(X-Carrier-[\w-]+|webhook-id|traceparent|User-Agent)`/gm) ?? [];
+    expect(headerRows('docs/contract.md').length).toBeGreaterThanOrEqual(4);
+    for (const page of PAGES.filter((name) => name !== 'docs/contract.md')) expect(headerRows(page), page).toEqual([]);
   });
 
   it('README.md states the test command CI runs', () => {
