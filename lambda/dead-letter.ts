@@ -19,7 +19,6 @@ import type { SqsGateway } from './sqs-gateway';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from './request';
 import { errorText, queueNameOfArn } from './sqs-util';
 
-export { DEAD_LETTER_REASON_ATTRIBUTE };
 /** SQS's limit on message attributes per message. */
 export const MAX_MESSAGE_ATTRIBUTES = 10;
 /** Characters of the webhook's response kept in the reason, at most. */

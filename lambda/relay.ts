@@ -38,8 +38,6 @@ import { returnVisibility } from './return-visibility';
 import { windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
 
-export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
-
 /** The default service name of logs and metrics (`POWERTOOLS_SERVICE_NAME` overrides it). */
 export const DEFAULT_SERVICE_NAME = FUNCTION_SETTINGS.POWERTOOLS_SERVICE_NAME.default;
 /** No request starts with less than this left before the deadline margin: it could not finish. */

@@ -3,13 +3,24 @@
  * context key, type and unit, default, bounds and one line of doc. `loadConfig`, the construct's
  * defaults and environment, the context keys, local mode's settings and the tables of
  * docs/configuration.md are derived from it (`npx tsx bin/docs.ts` regenerates the tables).
- * Plain data and no imports: the function's bundle loads it at cold start.
+ * Plain data, importing only AWS's limits: the function's bundle loads it at cold start, and
+ * drops the local and stack settings, which hold no expressions (names, not arithmetic), unread.
  */
+import {
+  MAX_BATCHING_WINDOW_SECONDS,
+  MAX_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FUNCTION_TIMEOUT_SECONDS,
+  MAX_REDRIVE_RECEIVE_COUNT,
+  MAX_RETENTION_DAYS,
+  MAX_VISIBILITY_SECONDS,
+} from './aws-limits';
 
 /** The backoff policies (`BACKOFF`). */
 export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
 /** How the relay authenticates itself to the OAuth token endpoint (`OAUTH_CLIENT_AUTHENTICATION`, RFC 6749 §2.3.1). */
 export const OAUTH_CLIENT_AUTHENTICATIONS = ['client_secret_basic', 'client_secret_post'] as const;
+/** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}. */
+export type OAuthClientAuthentication = (typeof OAUTH_CLIENT_AUTHENTICATIONS)[number];
 /** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
 export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
 
@@ -20,6 +31,8 @@ export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
  * (the stack once accepted only DEBUG to ERROR, though the function understands them all).
  */
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** How a value is written: the parser the function, the context and the docs use for it. */
 export type SettingKind = 'url' | 'string' | 'integer' | 'decimal' | 'boolean' | 'oneOf' | 'list' | 'secret' | 'arn';
@@ -48,10 +61,15 @@ export interface Setting {
   /** Inclusive bounds of a number, in `unit`. */
   readonly min?: number;
   readonly max?: number;
+  /** The prop's lower bound, seconds, where its `Duration` may be finer than `unit` (an hour of a setting in days). */
+  readonly propMinSeconds?: number;
   readonly choices?: readonly string[];
 }
 
-const SQS_MAX_VISIBILITY = 43_200; // aws-limits' MAX_VISIBILITY_SECONDS; a test holds them together
+/** The longest of the oldest-message alarm: SQS's longest retention. */
+const MAX_RETENTION_MINUTES = MAX_RETENTION_DAYS * 1_440;
+/** The oldest dead letter alarms a day short of the DLQ's retention at most: an alarm at 14 days would fire as SQS deletes it. */
+const MAX_DEAD_LETTER_AGE_ALARM_DAYS = MAX_RETENTION_DAYS - 1;
 
 /** The function's settings (Lambda and local mode), keyed by variable: all the function's bundle loads. */
 export const FUNCTION_SETTINGS = {
@@ -172,7 +190,7 @@ export const FUNCTION_SETTINGS = {
     unit: 'seconds',
     default: 2,
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   BACKOFF_MAX_SECONDS: {
     scope: 'function',
@@ -183,7 +201,7 @@ export const FUNCTION_SETTINGS = {
     unit: 'seconds',
     default: 300,
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   BACKOFF_JITTER: {
     scope: 'function',
@@ -202,7 +220,7 @@ export const FUNCTION_SETTINGS = {
     unit: 'seconds',
     default: [60, 600, 3_600, 36_000, 43_200],
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   PERMANENT_FAILURE: {
     scope: 'function',
@@ -227,7 +245,7 @@ export const FUNCTION_SETTINGS = {
     kind: 'integer',
     default: 5,
     min: 1,
-    max: 1_000,
+    max: MAX_REDRIVE_RECEIVE_COUNT,
     defaultText: 'the stack: derived from the retry window; `5` with the window off',
   },
   RETRY_WINDOW_HOURS: {
@@ -407,7 +425,7 @@ export const FUNCTION_SETTINGS = {
     unit: 'seconds',
     default: 10,
     min: 1,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   OUTAGE_BACKOFF_MAX_SECONDS: {
     scope: 'function',
@@ -418,7 +436,7 @@ export const FUNCTION_SETTINGS = {
     unit: 'seconds',
     default: 900,
     min: 1,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   POWERTOOLS_SERVICE_NAME: {
     scope: 'function',
@@ -481,7 +499,7 @@ export const LOCAL_SETTINGS = {
     kind: 'integer',
     default: 10,
     min: 1,
-    max: 10_000,
+    max: MAX_EVENT_SOURCE_BATCH_SIZE,
   },
   MAX_BATCHING_WINDOW_SECONDS: {
     scope: 'local',
@@ -492,7 +510,7 @@ export const LOCAL_SETTINGS = {
     unit: 'seconds',
     default: 0,
     min: 0,
-    max: 300,
+    max: MAX_BATCHING_WINDOW_SECONDS,
   },
   FUNCTION_TIMEOUT_SECONDS: {
     scope: 'local',
@@ -503,7 +521,7 @@ export const LOCAL_SETTINGS = {
     unit: 'seconds',
     default: 30,
     min: 1,
-    max: 900,
+    max: MAX_FUNCTION_TIMEOUT_SECONDS,
   },
   POLLERS: {
     scope: 'local',
@@ -613,7 +631,8 @@ export const STACK_SETTINGS = {
     unit: 'days',
     default: 4,
     min: 1,
-    max: 14,
+    propMinSeconds: 60,
+    max: MAX_RETENTION_DAYS,
   },
   visibilityTimeoutSeconds: {
     scope: 'stack',
@@ -622,7 +641,7 @@ export const STACK_SETTINGS = {
     kind: 'integer',
     unit: 'seconds',
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
     defaultText: '6 × timeout + window',
   },
   memorySize: {
@@ -688,7 +707,7 @@ export const STACK_SETTINGS = {
     unit: 'minutes',
     default: 30,
     min: 1,
-    max: 20_160, // 14 days (literals: the bundler drops unused objects only when they hold no expressions)
+    max: MAX_RETENTION_MINUTES,
   },
   breakerOpenAlarmMinutes: {
     scope: 'stack',
@@ -708,7 +727,8 @@ export const STACK_SETTINGS = {
     unit: 'days',
     default: 10,
     min: 1,
-    max: 13, // a day short of the DLQ's 14 days of retention
+    propMinSeconds: 3_600,
+    max: MAX_DEAD_LETTER_AGE_ALARM_DAYS,
   },
 } as const satisfies Record<string, Setting>;
 

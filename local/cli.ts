@@ -14,8 +14,6 @@ import { oneLine, StartupError, UsageError } from './errors';
 import { COMMAND, subcommandPrefix } from './invocation';
 import { runSend } from './send';
 
-export { COMMAND };
-
 /** The subcommands, by the word that names them. */
 const SUBCOMMANDS: Readonly<Record<string, (args: readonly string[], io: CommandIo) => Promise<ExitStatus>>> = {
   send: runSend,

@@ -11,8 +11,8 @@ import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { parseSigningKeys } from '../../lambda/signing';
 import { errorText } from '../../lambda/sqs-util';
 import { shellQuote } from '../banner';
-import type { CommandIo, ExitStatus } from '../command-io';
-import { AWS_OPTION_SPECS, checkQueueUrl, commandSqsClient, queueNameOfUrl, sandboxQueueUrl } from '../command-queue';
+import { type CommandIo, type ExitStatus, optionNumber } from '../command-io';
+import { AWS_OPTION_SPECS, checkQueueUrl, commandQueueUrl, commandSqsClient, queueNameOfUrl } from '../command-queue';
 import { sqsStartupError, StartupError, UsageError } from '../errors';
 import { keepProtoNamedAttributes } from '../event-source';
 import { describeExistingQueue } from '../existing-queue';
@@ -100,15 +100,6 @@ export function deadLettersHelp(): string {
   ].join('\n');
 }
 
-/** A whole number option within bounds. */
-function wholeNumber(value: string | undefined, flag: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < min || number > max)
-    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}; got ${value}`);
-  return number;
-}
-
 /** The queues a command works on. */
 interface Located {
   readonly sqs: SQSClient;
@@ -129,13 +120,9 @@ async function locate(
   needMainQueue: boolean,
 ): Promise<Located> {
   const dlqGiven = values['dlq-url'] === undefined ? undefined : checkQueueUrl(values['dlq-url'], '--dlq-url');
-  let queueUrl =
-    values['queue-url'] !== undefined
-      ? checkQueueUrl(values['queue-url'], '--queue-url')
-      : dlqGiven !== undefined
-        ? undefined
-        : checkQueueUrl(io.env.QUEUE_URL || sandboxQueueUrl(io.env), io.env.QUEUE_URL ? 'QUEUE_URL' : '--queue-url');
-  const sqs = commandSqsClient(queueUrl ?? (dlqGiven as string), values, io.env);
+  const queue = values['queue-url'] === undefined && dlqGiven !== undefined ? undefined : commandQueueUrl(values['queue-url'], io.env);
+  let queueUrl = queue?.url;
+  const sqs = commandSqsClient(queue ?? { url: dlqGiven as string, name: '--dlq-url' }, values, io.env);
   // An attribute named `__proto__` is read back whole, so a replay sends it back too.
   keepProtoNamedAttributes(sqs);
   try {
@@ -298,10 +285,10 @@ async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitS
     io.out.write(deadLettersHelp());
     return 0;
   }
-  const limit = wholeNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
-  const readers = wholeNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
+  const limit = optionNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
+  const readers = optionNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
   const holdSeconds =
-    wholeNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
+    optionNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
   const located = await locate(values, io, false);
   const started = Date.now();
   const builder = new SummaryBuilder(started);
@@ -359,10 +346,10 @@ async function runReplay(args: readonly string[], io: CommandIo): Promise<ExitSt
   }
   const started = Date.now();
   const filters = parseFilters(values, started);
-  const limit = wholeNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
-  const readers = wholeNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
+  const limit = optionNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
+  const readers = optionNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
   const holdSeconds =
-    wholeNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
+    optionNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
   const rate = values.rate === undefined ? undefined : Number(values.rate);
   if (rate !== undefined && !(Number.isFinite(rate) && rate > 0 && rate <= 100_000))
     throw new UsageError(`--rate must be a number of messages per second above 0 (at most 100000); got ${values.rate}`);

@@ -16,15 +16,13 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
-import { isLoopbackHost } from '../../lambda/config';
+import { isLoopbackHost } from '../../lambda/url-rules';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
 import { EMULATOR_CREDENTIALS } from '../existing-queue';
 import { subcommandPrefix } from '../invocation';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';
-// Credentials the emulator accepts (it accepts any; these are what the runner and its hints use).
-export { EMULATOR_CREDENTIALS };
 
 /** A queue of the emulator. */
 export interface EmulatedQueue {

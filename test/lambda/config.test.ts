@@ -4,7 +4,10 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import { version } from '../../package.json';
-import { BACKOFF_POLICIES, ConfigError, isLoopbackHost, loadConfig } from '../../lambda/config';
+import { loadConfig } from '../../lambda/config';
+import { ConfigError } from '../../lambda/env';
+import { BACKOFF_POLICIES } from '../../lambda/settings';
+import { isLoopbackHost } from '../../lambda/url-rules';
 
 const WEBHOOK_URL = 'https://hooks.example.com/incoming?tenant=1';
 type Env = Record<string, string | undefined>;

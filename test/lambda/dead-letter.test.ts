@@ -10,7 +10,6 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import {
-  DEAD_LETTER_REASON_ATTRIBUTE,
   type DeadLetterReason,
   DeadLetterWriter,
   fitReason,
@@ -21,6 +20,7 @@ import {
 } from '../../lambda/dead-letter';
 import { verifyOriginalId } from '../../lambda/message-id';
 import { QueueDirectory } from '../../lambda/queues';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import type { SqsGateway } from '../../lambda/sqs-gateway';
 import { sqsRecord } from '../../testkit/records';
 

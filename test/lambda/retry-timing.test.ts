@@ -10,11 +10,11 @@ import {
   clampVisibility,
   DEFAULT_BACKOFF_SCHEDULE,
   MAX_JITTER_FRACTION,
-  MAX_VISIBILITY_SECONDS,
   parseHttpDate,
   parseRetryAfter,
   RECEIVE_TO_INVOKE_SLACK_SECONDS,
 } from '../../lambda/retry-timing';
+import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 
 /** 2015-10-21T07:28:00Z, the RFC 9110 example date. */
 const DATE_MS = Date.UTC(2015, 9, 21, 7, 28, 0);
