@@ -75,7 +75,7 @@ const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/;
 /** A Secrets Manager secret's ARN, complete or partial: what the stack imports a secret by. */
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
 
-/** The keys that take an ARN, each with an example for its message. */
+/** The keys that take an ARN (the stack imports what they name), each with an example for its message. */
 const ARN_EXAMPLES = {
   queueArn: 'arn:aws:sqs:eu-west-1:123456789012:orders',
   deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq',
@@ -142,19 +142,7 @@ function unknownKeyError(key: string): ContextError {
 }
 
 /** Keys read by hand below rather than set on their prop as they are. */
-const READ_BY_HAND: ReadonlySet<string> = new Set([
-  'stackName',
-  'queueArn',
-  'deadLetterQueueArn',
-  'signingSecretArn',
-  'authSecretArn',
-  'webhookUrlSecretArn',
-  'oauthClientSecretArn',
-  'clientCertificateSecretArn',
-  'vpcId',
-  'subnetIds',
-  'securityGroupIds',
-]);
+const READ_BY_HAND: ReadonlySet<string> = new Set(['stackName', ...Object.keys(ARN_EXAMPLES), 'vpcId', 'subnetIds', 'securityGroupIds']);
 
 /**
  * The construct's rejection of a value that came from context, as a {@link ContextError} naming
@@ -240,19 +228,19 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       `must be one of CloudWatch Logs' retention periods (${allowed.join(', ')}); got ${logRetentionDays}`,
     );
   }
-  const queueArn = str('queueArn');
-  const deadLetterQueueArn = str('deadLetterQueueArn');
-  if (deadLetterQueueArn !== undefined && queueArn === undefined) {
+  if (str('deadLetterQueueArn') !== undefined && str('queueArn') === undefined) {
     throw new ContextError('deadLetterQueueArn', 'is only for an existing queue: give queueArn too');
   }
-  arn('queueArn', queueArn);
-  if (queueArn !== undefined && deadLetterQueueArn === undefined) {
+  const arns = Object.fromEntries(
+    (Object.keys(ARN_EXAMPLES) as (keyof typeof ARN_EXAMPLES)[]).map((key) => [key, arn(key, str(key))]),
+  ) as Pick<WebhookRelayStackProps, keyof typeof ARN_EXAMPLES>;
+  const { queueArn } = arns;
+  if (queueArn !== undefined && arns.deadLetterQueueArn === undefined) {
     throw new ContextError(
       'queueArn',
       "needs deadLetterQueueArn too: the dead-letter queue of the queue's redrive policy (and maxReceiveCount, if it is not 5)",
     );
   }
-  arn('deadLetterQueueArn', deadLetterQueueArn);
 
   // Lambda takes at most 10 records per batch from a FIFO queue; say so rather than "1 to 10".
   const fifo = bool('fifo') ?? queueArn?.endsWith(FIFO_SUFFIX) ?? false;
@@ -264,16 +252,10 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     );
   }
 
-  const signingSecretArn = arn('signingSecretArn', str('signingSecretArn'));
-  if (signingSecretArn !== undefined && bool('signing') === false)
+  if (arns.signingSecretArn !== undefined && bool('signing') === false)
     throw new ContextError('signingSecretArn', 'is given, but signing is false');
-  const authSecretArn = arn('authSecretArn', str('authSecretArn'));
-  const webhookUrlSecretArn = arn('webhookUrlSecretArn', str('webhookUrlSecretArn'));
-  if (webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
+  if (arns.webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
     throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
-
-  const oauthClientSecretArn = arn('oauthClientSecretArn', str('oauthClientSecretArn'));
-  const clientCertificateSecretArn = arn('clientCertificateSecretArn', str('clientCertificateSecretArn'));
   const network = vpcFromContext(str('vpcId'), str('subnetIds'), str('securityGroupIds'));
 
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
@@ -295,13 +277,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   return {
     stackName,
     props: {
-      queueArn,
-      deadLetterQueueArn,
-      signingSecretArn,
-      authSecretArn,
-      webhookUrlSecretArn,
-      oauthClientSecretArn,
-      clientCertificateSecretArn,
+      ...arns,
       ...(network === undefined ? {} : { network }),
       relay: { ...relay, name: stackName } as WebhookRelayStackProps['relay'],
     },
