@@ -385,7 +385,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL_SECRET_ARN:
     "a Secrets Manager secret holding the webhook's URL, instead of `WEBHOOK_URL`: for a URL that embeds a token, which then never appears in the template, the environment or a log. The same rules as `WEBHOOK_URL`; re-read every `SECRETS_REFRESH_SECONDS`, the last good URL kept. Lambda only: local runs and the daemon take `WEBHOOK_URL`",
   ALLOW_INSECURE_HTTP:
-    '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint',
+    '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint (the `send` and `dead-letters` commands\' too)',
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
@@ -455,7 +455,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   SQS_PORT:
     "the emulator's port on 127.0.0.1 (`0`: any free port); it answers only requests addressed to `localhost`, `*.localhost`, `127.0.0.1` or `[::1]`",
   QUEUE_NAME:
-    "the emulated queue's name, up to 76 characters; the DLQ is `<name>-dlq` (`.fifo` kept last). A name ending in `.fifo` makes both emulated queues FIFO",
+    "the emulated queue's name, up to 76 characters (`.fifo` included), so that the DLQ's, `<name>-dlq` (`.fifo` kept last), fits SQS's 80. A name ending in `.fifo` makes both emulated queues FIFO",
   BATCH_SIZE: 'records per invocation; in the stack FIFO up to 10, and above 10 needs a batching window',
   MAX_BATCHING_WINDOW_SECONDS: 'how long to gather a batch (the stack: not for FIFO)',
   FUNCTION_TIMEOUT_SECONDS:
