@@ -32,6 +32,15 @@ export const MAX_REDRIVE_RECEIVE_COUNT = 1_000;
 /** Entries in one SQS batch call (`ChangeMessageVisibilityBatch`, `DeleteMessageBatch`, …). */
 export const MAX_BATCH_CALL_ENTRIES = 10;
 
+/** Messages one `ReceiveMessage` returns at most. */
+export const MAX_MESSAGES_PER_RECEIVE = 10;
+
+/** SQS's longest long poll (`WaitTimeSeconds`), seconds; Lambda's pollers use it. */
+export const MAX_WAIT_TIME_SECONDS = 20;
+
+/** Message attributes one message may carry. */
+export const MAX_MESSAGE_ATTRIBUTES = 10;
+
 /** The largest batch Lambda's SQS event source hands over (standard queues). */
 export const MAX_EVENT_SOURCE_BATCH_SIZE = 10_000;
 

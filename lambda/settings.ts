@@ -385,7 +385,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL_SECRET_ARN:
     "a Secrets Manager secret holding the webhook's URL, instead of `WEBHOOK_URL`: for a URL that embeds a token, which then never appears in the template, the environment or a log. The same rules as `WEBHOOK_URL`; re-read every `SECRETS_REFRESH_SECONDS`, the last good URL kept. Lambda only: local runs and the daemon take `WEBHOOK_URL`",
   ALLOW_INSECURE_HTTP:
-    '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint (the `send` and `dead-letters` commands\' too)',
+    "`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint (the `send` and `dead-letters` commands' too)",
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',

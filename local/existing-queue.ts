@@ -43,10 +43,11 @@ export function isAwsHost(hostname: string): boolean {
 }
 
 /**
- * A host an SQS emulator on this machine answers at: loopback, or `*.localhost`, which fauxqs and
+ * A host an SQS emulator on this machine answers at (and the only ones the embedded emulator answers
+ * requests addressed to): loopback, or `*.localhost`, which fauxqs and
  * LocalStack put in their queue URLs (credentials only, never a reason to allow plain http to a webhook).
  */
-function isEmulatorHost(hostname: string): boolean {
+export function isEmulatorHost(hostname: string): boolean {
   return isLoopbackHost(hostname) || hostname.toLowerCase().endsWith('.localhost');
 }
 

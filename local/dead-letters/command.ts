@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, ListDeadLetterSourceQueuesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { parseSigningKeys } from '../../lambda/signing';
 import { errorText } from '../../lambda/sqs-util';
 import { shellQuote } from '../banner';
@@ -297,7 +297,7 @@ async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitS
     sqs: located.sqs,
     queueUrl: located.dlqUrl,
     readers,
-    batchSize: 10,
+    batchSize: MAX_MESSAGES_PER_RECEIVE,
     holdSeconds,
     waitSeconds: WAIT_SECONDS,
     limit,
@@ -361,7 +361,7 @@ async function runReplay(args: readonly string[], io: CommandIo): Promise<ExitSt
   try {
     const signingKeys = await signingKeysFor(values['signing-secret-arn'], located.sqs, io, values.profile);
     // Under a pace, a receive takes no more than a second's worth, so nothing waits long for its turn.
-    const batchSize = rate === undefined ? 10 : Math.max(1, Math.min(10, Math.floor(rate)));
+    const batchSize = rate === undefined ? MAX_MESSAGES_PER_RECEIVE : Math.max(1, Math.min(MAX_MESSAGES_PER_RECEIVE, Math.floor(rate)));
     const scan = new DeadLetterScan({
       sqs: located.sqs,
       queueUrl: located.dlqUrl,

@@ -8,12 +8,11 @@ import type { SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
+import { MAX_MESSAGE_ATTRIBUTES, MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import {
   type DeadLetterReason,
   DeadLetterWriter,
   fitReason,
-  MAX_MESSAGE_ATTRIBUTES,
   MAX_REASON_RESPONSE_CHARS,
   messageBytes,
   sanitizeForSqs,
