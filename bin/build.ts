@@ -1,27 +1,47 @@
 /**
- * `npm run build` (also run by `npm pack` / `npm publish` through `prepack`): the package's
- * JavaScript in `dist/`, what a user installs.
+ * `npm run build`: the JavaScript of the repository's two packages, what their users install.
+ * `tsx bin/build.ts <package name>…` builds only those (each package's `prepack` names itself,
+ * so `npm pack` and `npm publish` build what they pack, and two packs never write the same files).
  *
+ * `sqs-webhook-relay`, in `dist/`:
  * - `relay-function/`: the Lambda function's bundle, made by lib/bundle.ts exactly as `cdk synth`
  *   makes it in this repository; the construct uses it, so a user's synth runs no bundler;
  * - `index.js` / `index.cjs`: the construct library (the main export), ESM and CommonJS, its
  *   dependencies (aws-cdk-lib, constructs) left to the user's app;
- * - `webhook.js` / `webhook.cjs`: the webhook owners' kit, self-contained (Node's own modules only);
+ * - `webhook.js` / `webhook.cjs` / `webhook.d.ts`: the webhook kit, built from the kit's source
+ *   exactly as the kit's own package is (`sqs-webhook-relay/webhook`); `receiver.*`, its
+ *   deprecated former path, loads the same files with a warning;
  * - `sqs-webhook-relay.js`: the daemon (`bin`), its runtime dependencies installed beside it;
  * - `types/`: declarations (tsc), with relative specifiers made explicit so a consumer resolving
  *   with `moduleResolution: NodeNext` finds them; `.d.cts` twins for `require`.
+ *
+ * `sqs-webhook-relay-webhook-kit`, in `packages/webhook-kit/dist/`: the webhook kit, `index.js` /
+ * `index.cjs` / `index.d.ts` (and `.d.cts`), self-contained: Node's own modules only.
  */
-import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { type BuildOptions, build, type Plugin } from 'esbuild';
+import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
 import { bundleInto, PREBUILT_FUNCTION_DIR } from '../lib/bundle';
 import { nodeMajor, OLDEST_SUPPORTED_NODE } from './node-release';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
+
+/** The webhook kit's package folder and source. */
+const WEBHOOK_KIT_DIR = join(root, 'packages', 'webhook-kit');
+const WEBHOOK_KIT_ENTRY = 'packages/webhook-kit/src/index.ts';
+
+/**
+ * The relay's modules the webhook kit ships, bundled in (paths from the repository root): its
+ * signature is the relay's, its strategies the relay's arithmetic. Each needs nothing but Node.js;
+ * any other module from outside the kit's folder fails the build (the settings registry, reached
+ * through retry-timing.ts, once made the kit more than twice its size for nothing).
+ */
+const WEBHOOK_KIT_SHARED_MODULES: readonly string[] = ['lambda/aws-limits.ts', 'lambda/backoff-formula.ts', 'lambda/signing.ts'];
 
 /** Oldest Node.js the package supports (package.json `engines`): the syntax esbuild may emit. */
 const NODE_TARGET = `node${nodeMajor(OLDEST_SUPPORTED_NODE)}`;
@@ -66,15 +86,49 @@ const common: BuildOptions = {
   legalComments: 'none',
 };
 
-/** Builds one entry as ESM (`.js`) and, when asked, CommonJS (`.cjs`). */
-async function library(entry: string, name: string, withCommonJs: boolean): Promise<void> {
-  const esm = await build({ ...common, entryPoints: [entry], outfile: join(dist, `${name}.js`), format: 'esm', metafile: true });
-  if (withCommonJs)
-    await build({ ...common, ...CJS_IMPORT_META_URL, entryPoints: [entry], outfile: join(dist, `${name}.cjs`), format: 'cjs' });
-  for (const output of Object.values(esm.metafile.outputs)) {
+/** Builds one entry as ESM (`.js`) and CommonJS (`.cjs`) into `outDir`; the ESM build's metafile. */
+async function library(entry: string, outDir: string, name: string): Promise<Metafile> {
+  const esm = await build({ ...common, entryPoints: [entry], outfile: join(outDir, `${name}.js`), format: 'esm', metafile: true });
+  await build({ ...common, ...CJS_IMPORT_META_URL, entryPoints: [entry], outfile: join(outDir, `${name}.cjs`), format: 'cjs' });
+  return esm.metafile;
+}
+
+/** Runs the repository's TypeScript compiler (`tsc`) with these arguments. */
+function tsc(...args: string[]): void {
+  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), ...args], { stdio: 'inherit' });
+}
+
+/**
+ * The webhook kit into `outDir` as `<name>.js`, `<name>.cjs`, `<name>.d.ts` and `<name>.d.cts`:
+ * the same bytes for its own package and for the main package's `sqs-webhook-relay/webhook`.
+ * Throws when the kit would need anything but Node.js, or ship a module it should not.
+ */
+async function webhookKitInto(outDir: string, name: string): Promise<void> {
+  const metafile = await library(WEBHOOK_KIT_ENTRY, outDir, name);
+  for (const output of Object.values(metafile.outputs))
     for (const edge of output.imports)
-      if (edge.external && name === 'webhook' && !edge.path.startsWith('node:'))
+      if (edge.external && !edge.path.startsWith('node:'))
         throw new Error(`the webhook kit must need nothing but Node.js; it imports ${edge.path}`);
+  const strays = Object.keys(metafile.inputs).filter(
+    (input) => !input.startsWith('packages/webhook-kit/') && !WEBHOOK_KIT_SHARED_MODULES.includes(input),
+  );
+  if (strays.length > 0)
+    throw new Error(
+      `the webhook kit bundles ${strays.join(', ')}; it may ship only ${WEBHOOK_KIT_SHARED_MODULES.join(', ')} from outside its folder`,
+    );
+
+  // Its declarations: tsc on the kit alone, into a scratch folder; its public types are its own,
+  // so the entry's declaration is the whole of them (checked: it imports nothing).
+  const scratch = mkdtempSync(join(tmpdir(), 'webhook-kit-types-'));
+  try {
+    tsc('-p', join(WEBHOOK_KIT_DIR, 'tsconfig.build.json'), '--outDir', scratch);
+    const declaration = readFileSync(join(scratch, WEBHOOK_KIT_ENTRY.replace(/\.ts$/, '.d.ts')), 'utf8');
+    const imports = [...declaration.matchAll(/(?:from\s+|import\()(['"])([^'"]+)\1/g)].map((match) => match[2]);
+    if (imports.length > 0) throw new Error(`the webhook kit's declarations must stand alone; they import ${imports.join(', ')}`);
+    writeFileSync(join(outDir, `${name}.d.ts`), declaration);
+    writeFileSync(join(outDir, `${name}.d.cts`), declaration);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
 }
 
@@ -108,28 +162,62 @@ function explicitSpecifiers(): void {
   }
 }
 
-rmSync(dist, { recursive: true, force: true });
+/**
+ * The deprecated path `sqs-webhook-relay/receiver`: the kit's files, loaded once with a
+ * DeprecationWarning naming the path to use instead.
+ */
+function deprecatedReceiverAlias(): void {
+  const warning = `process.emitWarning("'sqs-webhook-relay/receiver' is deprecated and will be removed: import 'sqs-webhook-relay/webhook' (the same webhook kit), or install sqs-webhook-relay-webhook-kit", { type: 'DeprecationWarning', code: 'SQS_WEBHOOK_RELAY_RECEIVER' });`;
+  writeFileSync(join(dist, 'receiver.js'), `${warning}\nexport * from './webhook.js';\n`);
+  writeFileSync(join(dist, 'receiver.cjs'), `'use strict';\n${warning}\nmodule.exports = require('./webhook.cjs');\n`);
+}
 
-// The function: the bundle synth makes here (lib/webhook-relay.ts pins nodejs24.x; so does this).
-bundleInto(join(dist, PREBUILT_FUNCTION_DIR), {
-  entry: join(root, 'lambda', 'handler.ts'),
-  projectRoot: root,
-  runtime: lambda.Runtime.NODEJS_24_X,
-});
+/** `sqs-webhook-relay`: the construct, the function's bundle, the daemon and the kit's re-export, in `dist/`. */
+async function buildRelayPackage(): Promise<void> {
+  rmSync(dist, { recursive: true, force: true });
 
-await library('lib/index.ts', 'index', true);
-await library('receiver/index.ts', 'webhook', true);
-await build({
-  ...common,
-  entryPoints: ['bin/local.ts'],
-  outfile: join(dist, 'sqs-webhook-relay.js'),
-  format: 'esm',
-  banner: { js: '#!/usr/bin/env node' },
-  plugins: [optionalFauxqs],
-});
-chmodSync(join(dist, 'sqs-webhook-relay.js'), 0o755);
+  // The function: the bundle synth makes here (lib/webhook-relay.ts pins nodejs24.x; so does this).
+  bundleInto(join(dist, PREBUILT_FUNCTION_DIR), {
+    entry: join(root, 'lambda', 'handler.ts'),
+    projectRoot: root,
+    runtime: lambda.Runtime.NODEJS_24_X,
+  });
 
-execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], {
-  stdio: 'inherit',
-});
-explicitSpecifiers();
+  await library('lib/index.ts', dist, 'index');
+  await webhookKitInto(dist, 'webhook');
+  deprecatedReceiverAlias();
+  await build({
+    ...common,
+    entryPoints: ['bin/local.ts'],
+    outfile: join(dist, 'sqs-webhook-relay.js'),
+    format: 'esm',
+    banner: { js: '#!/usr/bin/env node' },
+    plugins: [optionalFauxqs],
+  });
+  chmodSync(join(dist, 'sqs-webhook-relay.js'), 0o755);
+
+  tsc('-p', join(root, 'tsconfig.build.json'));
+  explicitSpecifiers();
+}
+
+/** `sqs-webhook-relay-webhook-kit`: the kit in `packages/webhook-kit/dist/`, and the licence beside its package.json. */
+async function buildWebhookKitPackage(): Promise<void> {
+  const kitDist = join(WEBHOOK_KIT_DIR, 'dist');
+  rmSync(kitDist, { recursive: true, force: true });
+  await webhookKitInto(kitDist, 'index');
+  // npm packs a LICENSE found beside package.json; the repository's one text is the source.
+  copyFileSync(join(root, 'LICENSE'), join(WEBHOOK_KIT_DIR, 'LICENSE'));
+}
+
+const PACKAGES = new Map<string, () => Promise<void>>([
+  ['sqs-webhook-relay', buildRelayPackage],
+  ['sqs-webhook-relay-webhook-kit', buildWebhookKitPackage],
+]);
+
+const requested = process.argv.slice(2);
+const unknown = requested.filter((name) => !PACKAGES.has(name));
+if (unknown.length > 0) {
+  console.error(`build: no package ${unknown.join(', ')}; expected one or more of ${[...PACKAGES.keys()].join(', ')}`);
+  process.exit(2);
+}
+for (const [name, buildPackage] of PACKAGES) if (requested.length === 0 || requested.includes(name)) await buildPackage();

@@ -1,5 +1,5 @@
 /**
- * Runs the function's tests (its unit, property and end-to-end tests, the webhook owners' kit,
+ * Runs the function's tests (its unit, property and end-to-end tests, the webhook kit,
  * and the synthesized artifact) once more on the Node.js major Lambda runs (`nodejs24.x`), with
  * the official Node.js binary from the npm registry, so the code is proven on Lambda's runtime
  * and not only on the oldest Node.js the package supports. Part of `npm test`.
@@ -10,7 +10,7 @@ import { runOnNode } from './node-release';
 // The handler's fault tests too (not local mode's): hung endpoints, frozen containers and the like are Lambda's runtime's business.
 const SUITES = [
   'test/lambda',
-  'test/receiver',
+  'test/webhook-kit',
   'test/lib/artifact.test.ts',
   'test/faults/dead-letter.fault.test.ts',
   'test/faults/frozen-container.fault.test.ts',

@@ -1,5 +1,6 @@
 /**
- * A webhook written for sqs-webhook-relay, with the receiver kit:
+ * A webhook written for sqs-webhook-relay, with the webhook kit (in your code:
+ * `from 'sqs-webhook-relay-webhook-kit'`; here its source, so a clone runs it unbuilt):
  *   WEBHOOK_SECRET=whsec_… PORT=8080 npx tsx examples/webhook.ts
  * It rejects unsigned or tampered requests with 401, processes each message once (deduplicating
  * on the signed `webhook-id`, so neither a retry nor a replayed request is processed twice), and
@@ -7,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
-import { cappedExponential, retryAfter, verifyDelivery } from '../receiver/index';
+import { cappedExponential, retryAfter, verifyDelivery } from '../packages/webhook-kit/src/index';
 
 /**
  * Creates the example webhook; `isBusy` decides when to ask for a retry.

@@ -4,6 +4,7 @@
  * limit on how long a received message may stay invisible.
  */
 import { MAX_VISIBILITY_SECONDS } from './aws-limits';
+import { cappedWithJitter, growingBackoffSeconds, receiveNumber } from './backoff-formula';
 import { type BACKOFF_POLICIES, FUNCTION_SETTINGS } from './settings';
 
 // The policies' names are declared with the settings (`BACKOFF`); their types live with the policy.
@@ -38,9 +39,6 @@ export const RECEIVE_TO_INVOKE_SLACK_SECONDS = 300;
  * like the schedules webhook services publish.
  */
 export const DEFAULT_BACKOFF_SCHEDULE: readonly number[] = FUNCTION_SETTINGS.BACKOFF_SCHEDULE.default;
-
-/** Fractional jitter added on top of a backoff delay, at most (docs/contract.md, "What the response means": up to 25 %). */
-export const MAX_JITTER_FRACTION = 0.25;
 
 /**
  * Parses a `Retry-After` header: delta-seconds (`120`) or an HTTP-date. Returns whole seconds
@@ -92,57 +90,28 @@ export function parseHttpDate(text: string): number | undefined {
   return undefined;
 }
 
-function fibonacci(n: number): number {
-  let [previous, current] = [0, 1];
-  for (let i = 1; i < n && current < Number.MAX_SAFE_INTEGER; i += 1) [previous, current] = [current, previous + current];
-  return current;
-}
-
 /**
  * The backoff delay before receive number `receiveCount + 1`, in whole seconds, or `undefined`
  * for the `none` policy (leave the queue's own visibility timeout in place).
  *
- * `exponential` = base·2^(n−1), `linear` = n·base, `fibonacci` = base·F(n), `fixed` = base,
  * `schedule` = the n-th entry of the schedule (the last one repeating), where n is the receive
- * count (1 on the first failure). With jitter, up to 25 % is added; the result never exceeds
- * `maxSeconds` (for `schedule`, SQS's 12 hours).
+ * count (1 on the first failure), capped by SQS's 12 hours; the other policies are
+ * backoff-formula.ts's, capped by `maxSeconds`. With jitter, up to 25 % is added, within the cap.
  * @param random a source of numbers in [0, 1), injectable for tests
  */
 export function backoffDelay(settings: BackoffSettings, receiveCount: number, random: () => number = Math.random): number | undefined {
-  // NaN means "unknown": the first receive. Infinity stays, and every policy caps it.
-  const n = Number.isNaN(receiveCount) ? 1 : Math.max(1, Math.floor(receiveCount));
-  const base = settings.baseSeconds;
-  if (base === 0 && settings.policy !== 'schedule' && settings.policy !== 'none') return 0; // 0·∞ would be NaN
-  let raw: number;
   switch (settings.policy) {
     case 'none':
       return undefined;
-    case 'fixed':
-      raw = base;
-      break;
-    case 'linear':
-      raw = n * base;
-      break;
-    case 'fibonacci':
-      raw = base * fibonacci(n);
-      break;
-    case 'exponential':
-      // 2^(n-1) overflows to Infinity for large n; min() below turns that into the cap.
-      raw = base * 2 ** (n - 1);
-      break;
     case 'schedule': {
+      // An explicit schedule is its own cap; only SQS's limit bounds it.
       const schedule = settings.schedule ?? DEFAULT_BACKOFF_SCHEDULE;
-      raw = schedule[Math.min(n, schedule.length) - 1] ?? base;
-      break;
+      const raw = schedule[Math.min(receiveNumber(receiveCount), schedule.length) - 1] ?? settings.baseSeconds;
+      return cappedWithJitter(raw, MAX_VISIBILITY_SECONDS, settings.jitter, random);
     }
+    default:
+      return growingBackoffSeconds(settings.policy, settings.baseSeconds, settings.maxSeconds, settings.jitter, receiveCount, random);
   }
-  // An explicit schedule is its own cap; only SQS's limit bounds it.
-  const cap = settings.policy === 'schedule' ? MAX_VISIBILITY_SECONDS : settings.maxSeconds;
-  const capped = Math.min(raw, cap);
-  if (!settings.jitter) return Math.min(Math.round(capped), cap);
-  // Rounded to whole seconds, but never past +25 %: round(3 · 1.249) would be 4, a third more.
-  const jittered = Math.min(Math.round(capped + capped * MAX_JITTER_FRACTION * random()), Math.floor(capped * (1 + MAX_JITTER_FRACTION)));
-  return Math.min(jittered, cap);
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Fault injection at the dead-letter edges (issue 20, items 1, 3 and 4), with the real handler,
+ * Fault injection at the dead-letter edges, with the real handler,
  * fauxqs speaking the SQS wire protocol (it deduplicates FIFO sends for 5 minutes and refuses
  * messages over the queue's 1 MiB, as SQS does), a proxy that refuses attribute values with
  * characters SQS refuses (fauxqs checks only bodies), and a real webhook on 127.0.0.1.

@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 20, item 2): AWS endpoints that accept connections and never answer.
+ * Fault injection: AWS endpoints that accept connections and never answer.
  * The real handler, its own SDK clients (built from AWS_ENDPOINT_URL_*), fauxqs behind a proxy
  * that hangs chosen SQS actions, and a silent TCP endpoint standing in for Secrets Manager. Each
  * invocation must end before its deadline with every record it did not settle in

@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 20, item 5): a secret rotated to a value that does not parse, and a
+ * Fault injection: a secret rotated to a value that does not parse, and a
  * Secrets Manager that fails. The real handler reads through Powertools and the SDK from a
  * stand-in Secrets Manager on 127.0.0.1; what the webhook receives is checked by the independent
  * `standardwebhooks` package. The last good value keeps signing, one ERROR names the secret

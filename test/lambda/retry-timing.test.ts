@@ -9,12 +9,12 @@ import {
   backoffDelay,
   clampVisibility,
   DEFAULT_BACKOFF_SCHEDULE,
-  MAX_JITTER_FRACTION,
   parseHttpDate,
   parseRetryAfter,
   RECEIVE_TO_INVOKE_SLACK_SECONDS,
 } from '../../lambda/retry-timing';
 import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { MAX_JITTER_FRACTION } from '../../lambda/backoff-formula';
 
 /** 2015-10-21T07:28:00Z, the RFC 9110 example date. */
 const DATE_MS = Date.UTC(2015, 9, 21, 7, 28, 0);
@@ -240,7 +240,7 @@ describe('backoffDelay: policies without jitter', () => {
     },
   );
 
-  // BUG in lambda/retry-timing.ts, backoffDelay: `Math.max(1, Math.floor(receiveCount))`:
+  // BUG in lambda/backoff-formula.ts, receiveNumber: `Math.max(1, Math.floor(receiveCount))`:
   // Math.max(1, Math.floor(NaN)) is NaN, so a receive count that is not a number gives NaN for
   // exponential and linear (fibonacci and fixed happen to survive). The relay guards with
   // `Number(...) || 1`, so this is a latent bug of the exported function: NaN would reach
@@ -250,7 +250,7 @@ describe('backoffDelay: policies without jitter', () => {
     expect(backoffDelay(settings('linear'), Number.NaN, noJitter)).toBe(2);
   });
 
-  // BUG in lambda/retry-timing.ts, backoffDelay: `raw = base * 2 ** (n - 1)`:
+  // BUG in lambda/backoff-formula.ts, growingBackoffSeconds: `raw = baseSeconds * 2 ** (n - 1)`:
   // BACKOFF_BASE_SECONDS=0 is allowed by config; with a receive count above 1024, 2^(n-1) is
   // Infinity and 0 * Infinity is NaN. Receive counts that high happen on a queue without a redrive
   // policy.
@@ -305,7 +305,7 @@ describe('backoffDelay: jitter', () => {
     );
   });
 
-  // BUG in lambda/retry-timing.ts, backoffDelay: `Math.round(jittered)`:
+  // BUG in lambda/backoff-formula.ts, cappedWithJitter: `Math.round(jittered)`:
   // the jittered delay is rounded to the *nearest* second, so the added jitter can exceed the contract's ("What the response means")
   // "up to 25 %": fixed base 3 with random() = 0.999 gives 3 + 0.749 = 3.749 → 4, i.e. 33 % added
   // (base 7 → 9, 28.6 %). Math.floor would keep it within 25 %.

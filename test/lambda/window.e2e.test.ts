@@ -1,5 +1,5 @@
 /**
- * The retry window end to end (issue 21): fauxqs, a real webhook, and records received as
+ * The retry window end to end: fauxqs, a real webhook, and records received as
  * Lambda's event. A record's age in its window is what SQS says it is: the event's
  * `ApproximateFirstReceiveTimestamp`, set back here to stand for a message received hours ago.
  */

@@ -1,5 +1,5 @@
 /**
- * Webhook outages through `npm start` (issue 7): the webhook goes down for 20 s while 100
+ * Webhook outages through `npm start`: the webhook goes down for 20 s while 100
  * messages arrive, then comes back. With the circuit breaker every message is delivered exactly
  * once and the DLQ stays empty; with it switched off (the same scenario) messages are
  * dead-lettered, which shows the test can fail. Then recovery with the defaults: how soon after

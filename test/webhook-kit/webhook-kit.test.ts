@@ -1,5 +1,5 @@
 /**
- * The webhook owner's kit: signatures produced by the independent `standardwebhooks` package
+ * The webhook kit: signatures produced by the independent `standardwebhooks` package
  * verify, tampering and stale timestamps do not; the retry strategies' values; and the example
  * webhook receiving from the real relay.
  */
@@ -16,12 +16,12 @@ import {
   retryAfter,
   verifyDelivery,
   verifySignature,
-} from '../../receiver/index';
+} from '../../packages/webhook-kit/src/index';
 import { createExampleWebhook } from '../../examples/webhook';
 import { sqsRecord } from '../../testkit/records';
 import { invoke, relayFor, unreachableSqs } from '../support/relay';
 
-const SECRET = `whsec_${Buffer.from('receiver test key 0123456789abcdef').toString('base64')}`;
+const SECRET = `whsec_${Buffer.from('webhook kit test key 0123456789ab').toString('base64')}`;
 const OTHER = `whsec_${Buffer.from('someone else signs with this key').toString('base64')}`;
 
 function signedBy(secret: string, id: string, body: string, at = new Date()): Record<string, string> {

@@ -1,16 +1,20 @@
 /**
- * The webhook owner's kit: what a webhook behind sqs-webhook-relay needs.
+ * The webhook kit (the package `sqs-webhook-relay-webhook-kit`, also `sqs-webhook-relay/webhook`):
+ * what a webhook behind sqs-webhook-relay needs.
  *
  * - {@link verifyDelivery}: check the Standard Webhooks signature of a delivery and get its signed
  *   id, the key to deduplicate on ({@link verifySignature}: the same, as a boolean);
  * - {@link exponential}, {@link cappedExponential}, {@link linear}, {@link fibonacci}: turn the
  *   relay's receive-count header into a `Retry-After`, with optional jitter ({@link retryAfter}).
  *
- * It shares its arithmetic with the relay itself (one implementation of each formula).
+ * It verifies with the relay's own signing code and computes with the relay's own backoff
+ * arithmetic (one implementation of each rule); bin/build.ts bundles those modules in and
+ * refuses any other from outside this package, so the kit needs nothing but Node.js.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { backoffDelay, MAX_VISIBILITY_SECONDS } from '../lambda/retry-timing';
-import { parseSigningKeys, signDelivery } from '../lambda/signing';
+import { MAX_VISIBILITY_SECONDS } from '../../../lambda/aws-limits';
+import { growingBackoffSeconds } from '../../../lambda/backoff-formula';
+import { parseSigningKeys, signDelivery } from '../../../lambda/signing';
 
 /** Headers as Node (`IncomingHttpHeaders`), a plain object, or the Fetch API gives them. */
 export type HeaderSource = Readonly<Record<string, string | readonly string[] | undefined>> | { get(name: string): string | null };
@@ -151,7 +155,7 @@ function strategy(
   maxSeconds: number,
   options: StrategyOptions,
 ): RetryStrategy {
-  return (receiveCount) => backoffDelay({ policy, baseSeconds, maxSeconds, jitter: options.jitter ?? false }, receiveCount) ?? 0;
+  return (receiveCount) => growingBackoffSeconds(policy, baseSeconds, maxSeconds, options.jitter ?? false, receiveCount);
 }
 
 /** base·2^(n−1): 2, 4, 8, 16 … with base 2. Bounded only by SQS's 12 hours. */
