@@ -195,16 +195,19 @@ function setting<N extends keyof typeof FUNCTION_SETTINGS>(env: Env, name: N): S
   return readSetting(env, FUNCTION_SETTINGS[name]);
 }
 
+/** A least and a most setting, the most at least the least: `[least, most]`. */
+function range(
+  env: Env,
+  least: 'BACKOFF_BASE_SECONDS' | 'OUTAGE_BACKOFF_SECONDS',
+  most: 'BACKOFF_MAX_SECONDS' | 'OUTAGE_BACKOFF_MAX_SECONDS',
+): [number, number] {
+  const [low, high] = [setting(env, least), setting(env, most)];
+  if (high < low) throw new ConfigError(most, `at least ${least} (${low})`, String(high));
+  return [low, high];
+}
+
 function breakerSettings(env: Env): BreakerSettings {
-  const probeIntervalSeconds = setting(env, 'OUTAGE_BACKOFF_SECONDS');
-  const maxHoldSeconds = setting(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
-  if (maxHoldSeconds < probeIntervalSeconds) {
-    throw new ConfigError(
-      'OUTAGE_BACKOFF_MAX_SECONDS',
-      `at least OUTAGE_BACKOFF_SECONDS (${probeIntervalSeconds})`,
-      String(maxHoldSeconds),
-    );
-  }
+  const [probeIntervalSeconds, maxHoldSeconds] = range(env, 'OUTAGE_BACKOFF_SECONDS', 'OUTAGE_BACKOFF_MAX_SECONDS');
   return { threshold: setting(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
 }
 
@@ -360,11 +363,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
   if (!isLegalHeaderValue(defaultContentType, Infinity)) {
     throw new ConfigError('DEFAULT_CONTENT_TYPE', 'a printable ASCII media type', defaultContentType);
   }
-  const baseSeconds = setting(env, 'BACKOFF_BASE_SECONDS');
-  const maxSeconds = setting(env, 'BACKOFF_MAX_SECONDS');
-  if (maxSeconds < baseSeconds) {
-    throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
-  }
+  const [baseSeconds, maxSeconds] = range(env, 'BACKOFF_BASE_SECONDS', 'BACKOFF_MAX_SECONDS');
   const windowSeconds = retryWindowSeconds(env);
   const url = webhookUrl(env);
   const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
