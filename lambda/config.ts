@@ -350,23 +350,18 @@ function proxySettings(env: Env): ProxySettings | undefined {
   return { httpsProxy, httpProxy, noProxy };
 }
 
-/**
- * Parses and validates the relay's configuration from environment variables.
- * @throws {ConfigError} naming the first variable that is missing or malformed.
- */
-export function loadConfig(env: Env = process.env): RelayConfig {
-  const headerPrefix = setting(env, 'HEADER_PREFIX');
-  if (!HEADER_TOKEN.test(headerPrefix)) {
-    throw new ConfigError('HEADER_PREFIX', 'characters legal in a header name (letters, digits, "-")', headerPrefix);
-  }
-  const defaultContentType = setting(env, 'DEFAULT_CONTENT_TYPE');
-  if (!isLegalHeaderValue(defaultContentType, Infinity)) {
-    throw new ConfigError('DEFAULT_CONTENT_TYPE', 'a printable ASCII media type', defaultContentType);
-  }
-  const [baseSeconds, maxSeconds] = range(env, 'BACKOFF_BASE_SECONDS', 'BACKOFF_MAX_SECONDS');
-  const windowSeconds = retryWindowSeconds(env);
-  const url = webhookUrl(env);
-  const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+/** `HEADER_PREFIX` or `DEFAULT_CONTENT_TYPE`, checked as what a request may carry (header-rules.ts). */
+function headerSetting(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string {
+  const value = setting(env, name);
+  if (name === 'HEADER_PREFIX' && !HEADER_TOKEN.test(value))
+    throw new ConfigError(name, 'characters legal in a header name (letters, digits, "-")', value);
+  if (name === 'DEFAULT_CONTENT_TYPE' && !isLegalHeaderValue(value, Infinity))
+    throw new ConfigError(name, 'a printable ASCII media type', value);
+  return value;
+}
+
+/** `AUTH_HEADER` or `AUTH_SECRET_ARN`, and `OAUTH_*`: one `Authorization` at most. */
+function authorizationSettings(env: Env): Pick<RelayConfig, 'authorization' | 'oauth'> {
   const authorization = checkLiteral(
     secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
     'AUTH_HEADER',
@@ -382,6 +377,21 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       authorization.kind === 'literal' ? '(value not shown)' : read(env, name),
     );
   }
+  return { authorization, oauth };
+}
+
+/**
+ * Parses and validates the relay's configuration from environment variables.
+ * @throws {ConfigError} naming the first variable that is missing or malformed.
+ */
+export function loadConfig(env: Env = process.env): RelayConfig {
+  const headerPrefix = headerSetting(env, 'HEADER_PREFIX');
+  const defaultContentType = headerSetting(env, 'DEFAULT_CONTENT_TYPE');
+  const [baseSeconds, maxSeconds] = range(env, 'BACKOFF_BASE_SECONDS', 'BACKOFF_MAX_SECONDS');
+  const windowSeconds = retryWindowSeconds(env);
+  const url = webhookUrl(env);
+  const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+  const { authorization, oauth } = authorizationSettings(env);
   return {
     webhookUrl: url,
     webhookUrlSecret: url === undefined && urlSecretId !== undefined ? { kind: 'secrets-manager', secretId: urlSecretId } : undefined,
