@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { isLambdaNodeMajor, LAMBDA_NODE } from '../bin/lambda-node';
 import { nodeMajor } from '../bin/node-release';
 import type {
+  BackPressureKey,
   BackPressureSection,
   BenchResults,
   InstructionCount,
@@ -17,7 +18,16 @@ import type {
   ThroughputSection,
   WarmMemoryRow,
 } from './results';
-import { DRAIN_GOAL_FACTOR, goalMet, medianDrain, REFUSED_GOAL } from './scenarios/back-pressure';
+import {
+  ANNOUNCED_DRAIN_GOAL_FACTOR,
+  ANNOUNCED_REFUSED_GOAL,
+  DRAIN_GOAL_FACTOR,
+  goalMet,
+  medianDrain,
+  REFUSED_GOAL,
+  SPEED_GOAL,
+  speedOf,
+} from './scenarios/back-pressure';
 import { median, medianInterval } from './stats';
 
 /** Lambda gives a function one vCPU at 1,769 MB of memory, and CPU in proportion below that. */
@@ -267,10 +277,16 @@ function capacityFigures({ latencyBound, warmMemory }: BenchResults, relayCpu: n
   };
 }
 
-function backPressureFigures({ backPressure, recovery }: Pick<BenchResults, 'backPressure' | 'recovery'>) {
-  const withSides = (section: BackPressureSection) => ({
-    ...section,
-    sides: section.sides.map((summary) => {
+/** The back-pressure scenarios' figures of a run, the sections each scenario measured in the order they ran. */
+type BackPressureResults = Pick<BenchResults, BackPressureKey>;
+
+function backPressureFigures(results: BackPressureResults) {
+  const { backPressure, recovery } = results;
+  const withSides = (section: BackPressureSection) => {
+    const kind = section.kind ?? (section.requestsPerSecond === undefined ? 'recovery' : 'token-bucket');
+    const announced = kind === 'rate-limit-headers';
+    const rate = section.requestsPerSecond ?? Number.POSITIVE_INFINITY;
+    const sides = section.sides.map((summary) => {
       const runs = summary.runs.map((run, index) => ({
         ...run,
         run: index + 1,
@@ -287,31 +303,60 @@ function backPressureFigures({ backPressure, recovery }: Pick<BenchResults, 'bac
         met: metRuns === runs.length && metRuns > 0,
         // A drain is only worth reading beside where the messages went: a relay that dead-letters half of them drains fast.
         medianDrain: medianDrain(summary),
+        medianRestDrain: median(runs.map((run) => run.restDrainSeconds ?? Number.NaN)),
         medianDeadLettered: median(runs.map((run) => run.deadLettered)),
         medianRefused: median(runs.map((run) => run.refusedShare)),
       };
-    }),
-  });
-  const pressure = backPressure && withSides(backPressure);
-  const [paced, unpaced] = pressure?.sides ?? [];
-  const sections = {
-    pressure: pressure && {
-      ...pressure,
+    });
+    const [paced, unpaced] = sides;
+    const restGoal = kind === 'per-message' || kind === 'per-key';
+    const speed = restGoal ? speedOf(section) : Number.NaN;
+    return {
+      ...section,
+      kind,
+      tokenBucket: kind === 'token-bucket',
+      isRecovery: kind === 'recovery',
+      perMessage: kind === 'per-message',
+      announced,
+      perKey: kind === 'per-key',
+      restGoal,
+      sides,
       paced,
       unpaced,
       pacedVsUnpaced: paced && unpaced && paced.medianDrain / unpaced.medianDrain,
-      drainGoal: (DRAIN_GOAL_FACTOR * pressure.messages) / (pressure.requestsPerSecond ?? Number.POSITIVE_INFINITY),
-      refusedGoal: 100 * REFUSED_GOAL,
-    },
+      drainGoal: ((announced ? ANNOUNCED_DRAIN_GOAL_FACTOR : DRAIN_GOAL_FACTOR) * section.messages) / rate,
+      drainGoalFactor: announced ? ANNOUNCED_DRAIN_GOAL_FACTOR : DRAIN_GOAL_FACTOR,
+      refusedGoal: 100 * (announced ? ANNOUNCED_REFUSED_GOAL : REFUSED_GOAL),
+      speed,
+      speedGoal: SPEED_GOAL,
+      // The first side's goal: every run's, and per-message and per-key the speed of the rest against PACING=false.
+      sectionMet: (paced?.met ?? false) && (!restGoal || speed >= SPEED_GOAL),
+    };
+  };
+  const pressure = backPressure && withSides(backPressure);
+  const sections = {
+    pressure,
+    capacity: (results.capacity ?? []).map(withSides),
+    perMessage: (results.perMessage ?? []).map(withSides),
+    rateLimitHeaders: results.rateLimitHeaders && withSides(results.rateLimitHeaders),
+    perKey: results.perKey && withSides(results.perKey),
     recovery: recovery && withSides(recovery),
   };
-  const backPressureSections = [sections.pressure, sections.recovery].filter(Boolean);
-  return { ...sections, env: (backPressure ?? recovery)?.relayEnv ?? {}, backPressureSections };
+  const backPressureSections = [
+    sections.pressure,
+    ...sections.capacity,
+    ...sections.perMessage,
+    sections.rateLimitHeaders,
+    sections.perKey,
+    sections.recovery,
+  ].filter((section) => section !== undefined);
+  const env = [backPressure, recovery, results.rateLimitHeaders, results.perKey, ...(results.capacity ?? [])].find(Boolean)?.relayEnv ?? {};
+  return { ...sections, env, backPressureSections };
 }
 
-/** BENCHMARKS.md's back-pressure section (and what `--only=back-pressure,recovery` prints); undefined when neither ran. */
-export function backPressureText(results: Pick<BenchResults, 'backPressure' | 'recovery'>): string | undefined {
-  if (results.backPressure === undefined && results.recovery === undefined) return undefined;
+/** BENCHMARKS.md's back-pressure section (and what `--only=back-pressure,…` prints); undefined when none of its scenarios ran. */
+export function backPressureText(results: BackPressureResults): string | undefined {
+  if (backPressureFigures(results).backPressureSections.length === 0) return undefined;
   return fill('back-pressure', backPressureFigures(results));
 }
 

@@ -7,7 +7,7 @@ import { cpus, release, totalmem } from 'node:os';
 import { PROJECT_ROOT } from '../testkit/synth';
 import { CPU_PINNING, SPEED_NODE_FLAGS } from './children';
 import type { throughputRun } from './harness';
-import { backPressure, recovery } from './scenarios/back-pressure';
+import { backPressure, capacity, perKey, perMessage, rateLimitHeaders, recovery } from './scenarios/back-pressure';
 import { coldStart } from './scenarios/cold-start';
 import { deadLetters } from './scenarios/dead-letters';
 import { instructions } from './scenarios/instructions';
@@ -26,6 +26,10 @@ export const SCENARIOS = {
   coldStart,
   mixed,
   backPressure,
+  capacity,
+  perMessage,
+  rateLimitHeaders,
+  perKey,
   recovery,
   deadLetters,
 };
@@ -64,11 +68,14 @@ export function machineInfo(node: string) {
   };
 }
 
+/** The back-pressure scenarios' figures: results written before each was measured lack it. */
+export type BackPressureKey = 'backPressure' | 'capacity' | 'perMessage' | 'rateLimitHeaders' | 'perKey' | 'recovery';
+
 /** `T` with the fields `K` optional: results written before those were measured lack them. */
 type WithOptional<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 /** One run: its facts and its figures. */
-export type BenchResults = WithOptional<Figures, 'backPressure' | 'recovery' | 'deadLetters'> & {
+export type BenchResults = WithOptional<Figures, BackPressureKey | 'deadLetters'> & {
   readonly machine: ReadOnly<WithOptional<ReturnType<typeof machineInfo>, 'placement'>>;
   readonly quick: boolean;
   readonly durationSeconds: number;
@@ -86,5 +93,5 @@ export type ThroughputSection = Figures['throughput'][number];
 export type SideSummary = ThroughputSection['sides'][number];
 /** One side at one batch size, in a warm container as deployed. */
 export type WarmMemoryRow = Figures['warmMemory']['rows'][number];
-export type { BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
+export type { BackPressureKind, BackPressureRun, BackPressureSection } from './scenarios/back-pressure';
 export type { InstructionCount, InstructionsSection } from './scenarios/instructions';

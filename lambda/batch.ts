@@ -13,6 +13,8 @@ export type NotAttemptedReason = 'deadline' | 'fifo-group-blocked' | 'paced';
 export interface NotAttempted {
   readonly kind: 'not-attempted';
   readonly reason: NotAttemptedReason;
+  /** For `paced`: seconds the pace asks it to stay away (what is left of a hold, or of its key's wait). */
+  readonly delaySeconds?: number;
 }
 
 /** Options of {@link runBatch}. */

@@ -67,6 +67,8 @@ export interface RelayConfig {
   readonly retryWindowSeconds: number;
   /** `PACING`, `MAX_REQUESTS_PER_SECOND` ÷ `CONCURRENT_INVOCATIONS`, `MAX_CONCURRENCY`: this container's pace. */
   readonly pacing: PacingSettings;
+  /** `PACE_KEY`: the message attribute (or `MessageGroupId`) whose value is paced on its own; `undefined`: the endpoint only. */
+  readonly paceKey: string | undefined;
   /** `User-Agent` of every delivery request. */
   readonly userAgent: string;
   /** `OUTAGE_*`: the circuit breaker. */
@@ -216,7 +218,10 @@ function retryWindowSeconds(env: Env): number {
   return Math.round(setting(env, 'RETRY_WINDOW_HOURS') * 3600);
 }
 
-/** This container's pace: the whole relay's ceiling split evenly over the invocations that share it. */
+/**
+ * This container's pace: the whole relay's ceiling split evenly over the invocations that share it (as is what the webhook's
+ * rate-limit headers announce).
+ */
 function pacingSettings(env: Env): PacingSettings {
   const ceiling = setting(env, 'MAX_REQUESTS_PER_SECOND');
   const shares = setting(env, 'CONCURRENT_INVOCATIONS');
@@ -224,7 +229,17 @@ function pacingSettings(env: Env): PacingSettings {
     adaptive: setting(env, 'PACING'),
     maxInFlight: setting(env, 'MAX_CONCURRENCY'),
     maxRequestsPerSecond: ceiling === 0 ? undefined : ceiling / shares,
+    sharedBy: shares,
   };
+}
+
+/** `PACE_KEY`: a message attribute's name as SQS allows one (or `MessageGroupId`), when set. */
+function paceKey(env: Env): string | undefined {
+  const name = read(env, 'PACE_KEY');
+  if (name !== undefined && !/^[A-Za-z0-9_.-]{1,256}$/.test(name)) {
+    throw new ConfigError('PACE_KEY', 'a message attribute name (letters, digits, "_", "-", ".", up to 256) or MessageGroupId', name);
+  }
+  return name;
 }
 
 /** The `OAUTH_*` variables besides the token URL: any of them set without it is a mistake. */
@@ -415,6 +430,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_BACKSTOP_RECEIVES : setting(env, 'MAX_RECEIVE_COUNT'),
     retryWindowSeconds: windowSeconds,
     pacing: pacingSettings(env),
+    paceKey: paceKey(env),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
     signingSecret: checkLiteral(

@@ -1,13 +1,26 @@
 /**
- * Pacing (docs/webhook-owners.md, "Back-pressure"): each container's pace toward the webhook,
- * requests per second and requests in flight, adapted to what the webhook answers. Slower at once
- * (multiplicative decrease) on `429`, `503`, `504`, `408` and timeouts; faster little by little
- * (additive increase) on success; never above `MAX_CONCURRENCY` in flight nor above this
- * container's share of `MAX_REQUESTS_PER_SECOND`. When refusals with a `Retry-After` come several
- * in a row, the whole endpoint is held until it has passed. Like the circuit breaker, a pacer
- * lives for the warm container, across invocations.
+ * Pacing (docs/webhook-owners.md, "Back-pressure"): each container's requests toward the webhook wait here for their turn. One
+ * pace for the endpoint (lambda/pace.ts) and, when `PACE_KEY` names a key, one per key, the least recently used of them dropped
+ * beyond {@link MAX_KEYS}: a request starts when both have room. Requests wait in arrival order for the endpoint; one whose key
+ * has no room within {@link KEY_WAIT_MS}, or whose wait would outlast its deadline, is not sent at all (`false`): its record goes
+ * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
+import type { SQSRecord } from 'aws-lambda';
+import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
 import type { WebhookResult } from './transmitter';
+
+export {
+  QUICK_HOLD_SECONDS,
+  CONGESTION_MARGIN,
+  DECREASE_FACTOR,
+  HOLD_AFTER_MESSAGES,
+  HOLD_EVIDENCE_MS,
+  INCREASE_SHARE,
+  MIN_REQUESTS_PER_SECOND,
+  type PacedAnswer,
+  type PaceSignal,
+  type PaceSnapshot,
+} from './pace';
 
 /** How a container paces its requests. */
 export interface PacingSettings {
@@ -17,41 +30,29 @@ export interface PacingSettings {
   readonly maxInFlight: number;
   /** This container's share of `MAX_REQUESTS_PER_SECOND`; `undefined`: no ceiling. */
   readonly maxRequestsPerSecond: number | undefined;
+  /** `CONCURRENT_INVOCATIONS`: the containers that share what the webhook's rate-limit headers announce. @default 1 */
+  readonly sharedBy?: number;
 }
 
-/** What one answer says about the pace. */
-export type PaceSignal = 'accepted' | 'slow-down' | 'neutral';
-
-/** The pace as of now, for metrics and logs. */
-export interface PaceSnapshot {
-  /** The requests-per-second limit; `undefined` while unpaced. */
-  readonly requestsPerSecond: number | undefined;
-  readonly inFlightLimit: number;
+/** The clock and timers a pacer runs on: the process's, or a simulation's. */
+export interface PaceClock {
+  now(): number;
+  setTimeout(run: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
 }
 
-/** Multiplicative decrease: the pace kept after a slow-down signal (as TCP CUBIC's β). */
-export const DECREASE_FACTOR = 0.85;
-/** Additive increase per second of accepted requests, as a share of the rate (at least 1 request/s per second). */
-export const INCREASE_SHARE = 0.25;
-/** After this long without a slow-down signal the pace doubles each second (as TCP's slow start), so one stray `429` costs little. */
-export const RECOVERY_MS = 10_000;
-/** A rate limit above this many requests per second is no limit: the container is unpaced again. */
-const UNPACED_ABOVE = 10_000;
-/** How far above the rate it really sends a container's limit may be (decreases start from it; increases stop at it). */
-const OFFERED_HEADROOM = 1.25;
-/** The slowest pace adaptation goes to, requests per second. */
-export const MIN_REQUESTS_PER_SECOND = 0.5;
-/** Refusals with a `Retry-After` in a row after which the whole endpoint is held for it. */
-export const HOLD_AFTER_REFUSALS = 5;
-/** The longest burst the token bucket allows, in seconds of its rate (at least one request): a tenth of a second of the adaptive pace, */
-const BURST_SECONDS = 0.1;
-/** … and a hundredth of a second of the owner's ceiling, when that is what binds. */
-const CEILING_BURST_SECONDS = 0.01;
-/** The window over which rates are measured, ms, in {@link METER_SLOTS} slots. */
-const MEASURE_MS = 1_000;
-const METER_SLOTS = 10;
-/** At most one decrease per this many ms, or per two round trips if longer: the answers to one burst are one signal. */
-const MIN_DECREASE_INTERVAL_MS = 100;
+/** The process's clock and timers. */
+export const SYSTEM_CLOCK: PaceClock = {
+  // Looked up at each call, so that a test's fake timers are the ones used.
+  now: () => Date.now(),
+  setTimeout: (run, ms) => setTimeout(run, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** Keys paced at once, at most: the least recently used is forgotten beyond this (a few hundred bytes each). */
+export const MAX_KEYS = 4_096;
+/** The longest a request waits for its key's pace, ms: longer, and its record goes back to the queue rather than hold up the batch. */
+export const KEY_WAIT_MS = 5;
 
 /** What an answer says about the pace: a slow-down signal, an acceptance, or nothing either way. */
 export function paceSignalOf(result: WebhookResult): PaceSignal {
@@ -61,209 +62,197 @@ export function paceSignalOf(result: WebhookResult): PaceSignal {
   return status === 429 || status === 503 || status === 504 || status === 408 ? 'slow-down' : 'neutral';
 }
 
-/** Events per second over the last {@link MEASURE_MS}: counts in fixed slots, so adding one costs no allocation. */
-class RateMeter {
-  private readonly counts = new Float64Array(METER_SLOTS);
-  private slot = 0;
-  private firstAt: number | undefined;
+/** `PACE_KEY`'s value that names the message group rather than an attribute. */
+export const MESSAGE_GROUP_KEY = 'MessageGroupId';
 
-  private advance(now: number): void {
-    const slot = Math.floor(now / (MEASURE_MS / METER_SLOTS));
-    for (let s = Math.max(this.slot + 1, slot - METER_SLOTS + 1); s <= slot; s += 1) this.counts[s % METER_SLOTS] = 0;
-    if (slot > this.slot) this.slot = slot;
-  }
-
-  add(now: number): void {
-    this.advance(now);
-    this.counts[this.slot % METER_SLOTS] = (this.counts[this.slot % METER_SLOTS] ?? 0) + 1;
-    this.firstAt ??= now;
-  }
-
-  /** Per second, over the last second or, for a younger meter, since its first event (at least one slot). */
-  perSecond(now: number): number {
-    this.advance(now);
-    let total = 0;
-    for (const count of this.counts) total += count;
-    const over = Math.max(MEASURE_MS / METER_SLOTS, Math.min(MEASURE_MS, now - (this.firstAt ?? now)));
-    return (total * 1000) / over;
-  }
+/**
+ * A record's pace key: the value of its message attribute `name`, or its message group for {@link MESSAGE_GROUP_KEY};
+ * `undefined` when it has none (it is then paced by the endpoint alone).
+ */
+export function paceKeyOf(record: Pick<SQSRecord, 'messageAttributes' | 'attributes'>, name: string): string | undefined {
+  if (name === MESSAGE_GROUP_KEY) return record.attributes?.MessageGroupId;
+  return record.messageAttributes?.[name]?.stringValue;
 }
 
 interface Waiter {
   readonly resolve: (started: boolean) => void;
   readonly deadlineMs: number;
+  /** Its key's pace, when paced per key. */
+  readonly keyPace: Pace | undefined;
 }
 
-/** One container's pace toward one webhook. */
+/** One container's pace toward one webhook, and per key when asked. */
 export class Pacer {
-  private inFlight = 0;
-  /** The in-flight limit, fractional while it grows. */
-  private limit: number;
-  /** The adaptive requests-per-second limit; `Infinity` until the webhook first asks to slow down. */
-  private rate = Number.POSITIVE_INFINITY;
-  private tokens = 1;
-  private refilledAt: number;
-  private heldUntil = 0;
-  private refusedInARow = 0;
-  private lastDecreaseAt = Number.NEGATIVE_INFINITY;
-  private latencyMs = 0;
-  private readonly started = new RateMeter();
+  private readonly endpoint: Pace;
+  private readonly keys = new Map<string, Pace>();
+  private readonly limits: PaceLimits;
   private readonly waiters: Waiter[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private refused = 0;
 
   constructor(
-    private readonly settings: PacingSettings,
-    private readonly clock: () => number = Date.now,
+    settings: PacingSettings,
+    private readonly clock: PaceClock = SYSTEM_CLOCK,
   ) {
-    this.limit = settings.maxInFlight;
-    this.refilledAt = clock();
-    this.tokens = this.capacity();
+    this.limits = {
+      adaptive: settings.adaptive,
+      maxInFlight: settings.maxInFlight,
+      maxRequestsPerSecond: settings.maxRequestsPerSecond,
+      sharedBy: settings.sharedBy ?? 1,
+    };
+    this.endpoint = new Pace(this.limits, clock.now());
   }
 
-  /** The rate in force: the adaptive one under this container's ceiling. */
-  private effectiveRate(): number {
-    return Math.min(this.rate, this.settings.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
-  }
-
-  private capacity(): number {
-    const ceiling = this.settings.maxRequestsPerSecond;
-    // The owner's ceiling is kept to the request; the adaptive pace lets a batch's gap be made up.
-    const burst = ceiling !== undefined && ceiling <= this.rate ? CEILING_BURST_SECONDS : BURST_SECONDS;
-    return Math.max(1, this.effectiveRate() * burst);
-  }
-
-  private refill(now: number): void {
-    const rate = this.effectiveRate();
-    if (rate === Number.POSITIVE_INFINITY) {
-      this.tokens = 1;
-    } else {
-      this.tokens = Math.min(this.capacity(), this.tokens + ((now - this.refilledAt) / 1000) * rate);
-    }
-    this.refilledAt = now;
-  }
-
-  /** Ms until a request may start (0: now), ignoring the in-flight limit. */
-  private waitMs(now: number): number {
-    if (now < this.heldUntil) return this.heldUntil - now;
-    this.refill(now);
-    if (this.tokens >= 1) return 0;
-    return Math.ceil(((1 - this.tokens) / this.effectiveRate()) * 1000);
-  }
-
-  private take(now: number): void {
-    this.inFlight += 1;
-    if (this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
-    this.started.add(now);
+  /** `key`'s pace, made when new and marked as the most recently used. */
+  private keyPace(key: string, now: number): Pace {
+    let pace = this.keys.get(key);
+    if (pace === undefined) {
+      // A key's own ceiling would be the endpoint's again: a key is paced only by what its answers say.
+      // Nor a slow start: the endpoint's keeps the webhook from a fresh container's flood; a key's would only hold a tenant back.
+      pace = new Pace({ ...this.limits, maxRequestsPerSecond: undefined, slowStart: false }, now);
+      if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
+    } else this.keys.delete(key);
+    this.keys.set(key, pace);
+    return pace;
   }
 
   /**
-   * A slot for one request: `true` at once when one is free (no await), otherwise a promise of
-   * `true` once one is, or `false` if none is before `deadlineMs`. Waiters start in arrival order.
+   * A slot for one request: `true` at once when one is free (no await), otherwise a promise of `true` once one is, or `false`
+   * if none is before `deadlineMs` (its record then goes back to the queue for {@link retryInSeconds}). Waiters start in arrival
+   * order, but for a key's pace: a request whose key has no room does not hold up the others.
+   * @param key the request's pace key (`PACE_KEY`), when paced per key
    */
-  acquire(deadlineMs: number): true | Promise<boolean> {
-    const now = this.clock();
-    if (this.waiters.length === 0 && this.inFlight < Math.floor(this.limit) && this.waitMs(now) === 0) {
-      this.take(now);
+  acquire(deadlineMs: number, key?: string): true | Promise<boolean> {
+    const now = this.clock.now();
+    const keyPace = key === undefined ? undefined : this.keyPace(key, now);
+    if (this.waiters.length === 0 && this.endpoint.free(now) && (keyPace === undefined || keyPace.free(now))) {
+      this.endpoint.take(now);
+      keyPace?.take(now);
       return true;
     }
-    // A hold that outlasts the deadline: the record goes back to the queue for the hold (see holdRemainingSeconds).
-    if (now >= deadlineMs || this.heldUntil > deadlineMs) return Promise.resolve(false);
+    // A hold that outlasts the deadline, or a key's pace that would hold up the batch: the record goes back (see retryInSeconds).
+    if (now >= deadlineMs || this.heldPast(deadlineMs, now)) return Promise.resolve(false);
+    if (keyPace !== undefined && keyPace.waitMs(now) > Math.min(KEY_WAIT_MS, deadlineMs - now)) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
-      this.waiters.push({ resolve, deadlineMs });
+      this.waiters.push({ resolve, deadlineMs, keyPace });
       this.pump();
     });
   }
 
-  /** Starts whichever waiters may start now, gives up on those past their deadline, and sets a timer for the rest. */
+  /**
+   * True when the endpoint's hold keeps a request from starting before `deadlineMs`, or is a long one and no probe is due: a
+   * record does not sit through a long hold, it goes back to the queue for it (the probes come from later batches).
+   */
+  private heldPast(deadlineMs: number, now: number): boolean {
+    const endpoint = this.endpoint;
+    return endpoint.heldLong(now) || (endpoint.heldUntilMs > deadlineMs && endpoint.waitMs(now) > 0);
+  }
+
+  /** Starts whichever waiters may start now, gives up on those past their deadline or held past it, and sets a timer for the rest. */
   private pump(): void {
     if (this.timer !== undefined) {
-      clearTimeout(this.timer);
+      this.clock.clearTimeout(this.timer);
       this.timer = undefined;
     }
-    const now = this.clock();
+    const now = this.clock.now();
     for (let i = this.waiters.length - 1; i >= 0; i -= 1) {
       const waiter = this.waiters[i] as Waiter;
-      if (now >= waiter.deadlineMs) {
+      const keyHeldUntil = waiter.keyPace?.heldUntilMs ?? 0;
+      if (now >= waiter.deadlineMs || this.heldPast(waiter.deadlineMs, now) || keyHeldUntil > waiter.deadlineMs) {
         this.waiters.splice(i, 1);
         waiter.resolve(false);
       }
     }
-    while (this.waiters.length > 0 && this.inFlight < Math.floor(this.limit)) {
-      const wait = this.waitMs(now);
-      if (wait > 0) {
-        const earliestDeadline = Math.min(...this.waiters.map((w) => w.deadlineMs));
-        this.timer = setTimeout(() => this.pump(), Math.max(1, Math.min(wait, earliestDeadline - now)));
-        return;
+    let soonestMs = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.waiters.length && this.endpoint.hasRoom(); ) {
+      const waiter = this.waiters[i] as Waiter;
+      const { keyPace } = waiter;
+      if (keyPace !== undefined && !keyPace.free(now)) {
+        // Its key's turn comes with a release or a token: the next waiter may go meanwhile.
+        if (keyPace.hasRoom()) soonestMs = Math.min(soonestMs, keyPace.waitMs(now));
+        i += 1;
+        continue;
       }
-      this.take(now);
-      (this.waiters.shift() as Waiter).resolve(true);
+      const wait = this.endpoint.waitMs(now);
+      if (wait > 0) {
+        soonestMs = Math.min(soonestMs, wait);
+        break;
+      }
+      this.endpoint.take(now);
+      keyPace?.take(now);
+      this.waiters.splice(i, 1);
+      waiter.resolve(true);
     }
     if (this.waiters.length > 0) {
-      // Waiting on a free slot, which release() signals; the timer only enforces the deadlines.
-      const earliestDeadline = Math.min(...this.waiters.map((w) => w.deadlineMs));
-      this.timer = setTimeout(() => this.pump(), Math.max(1, earliestDeadline - now));
+      // Waiting on a free slot (a release signals it) or a token; the timer also enforces the deadlines.
+      let earliestDeadline = Number.POSITIVE_INFINITY;
+      for (const waiter of this.waiters) earliestDeadline = Math.min(earliestDeadline, waiter.deadlineMs);
+      this.timer = this.clock.setTimeout(() => this.pump(), Math.max(1, Math.min(soonestMs, earliestDeadline - now)));
     }
   }
 
   /**
-   * Ends a request started with {@link acquire} and adapts the pace to its answer.
-   * @param retryAfterSeconds the answer's `Retry-After`, when it named one
+   * Ends a request started with {@link acquire} and adapts the pace (and its key's) to its answer.
+   * @param key the key it was acquired with
    * @param now when it was answered, if the caller has read the clock already
    */
-  release(signal: PaceSignal, latencyMs: number, retryAfterSeconds?: number, now: number = this.clock()): void {
-    this.inFlight = Math.max(0, this.inFlight - 1);
-    this.latencyMs = this.latencyMs === 0 ? latencyMs : this.latencyMs * 0.8 + latencyMs * 0.2;
-    if (signal === 'slow-down') this.refused += 1;
-    if (this.settings.adaptive) {
-      if (signal === 'accepted') this.speedUp(now);
-      else if (signal === 'slow-down') this.slowDown(now, retryAfterSeconds);
-    }
+  release(answer: PacedAnswer, key?: string, now: number = this.clock.now()): void {
+    if (answer.signal === 'slow-down') this.refused += 1;
+    const keyPace = key === undefined ? undefined : this.keys.get(key);
+    const keyHeld = keyPace?.answered(answer, now);
+    // Paced per key, rate-limit headers are the key's (a quota per tenant would otherwise hold back all the others).
+    const endpointHeld = this.endpoint.answered(
+      keyPace === undefined || answer.quota === undefined ? answer : { ...answer, quota: undefined },
+      now,
+    );
+    // A long hold that began: the waiters stop waiting now and their records go back to the queue (they are the refused
+    // batch's: the probes come from the next ones). A short one: those it outlasts, not at their deadline.
+    if (endpointHeld !== undefined && endpointHeld - now > QUICK_HOLD_SECONDS * 1000) this.dropWaiters();
+    if (this.waiters.length > 0 || endpointHeld !== undefined || keyHeld !== undefined) this.pump();
+  }
+
+  /** Every waiter gets `false` now: its record goes back to the queue. */
+  private dropWaiters(): void {
+    for (const waiter of this.waiters.splice(0)) waiter.resolve(false);
+  }
+
+  /** Gives back a slot taken for a request that never went (an error building or sending it), without a verdict. */
+  giveBack(key?: string): void {
+    this.endpoint.giveBack();
+    if (key !== undefined) this.keys.get(key)?.giveBack();
     if (this.waiters.length > 0) this.pump();
   }
 
-  private speedUp(now: number): void {
-    this.refusedInARow = 0;
-    this.limit = Math.min(this.settings.maxInFlight, this.limit + 1 / this.limit);
-    // Grown only while the limit is what holds the container back, not its batches.
-    if (this.rate !== Number.POSITIVE_INFINITY && this.rate < OFFERED_HEADROOM * this.started.perSecond(now)) {
-      this.refill(now);
-      // About `rate` acceptances a second, so the rate grows by max(1, share·rate) requests/s each second.
-      const share = now - this.lastDecreaseAt >= RECOVERY_MS ? 1 : INCREASE_SHARE;
-      this.rate += Math.max(1 / this.rate, share);
-      if (this.rate > UNPACED_ABOVE) this.rate = Number.POSITIVE_INFINITY;
-      const ceiling = this.settings.maxRequestsPerSecond;
-      if (ceiling !== undefined) this.rate = Math.min(this.rate, ceiling);
-    }
+  /**
+   * Seconds a record the pace kept from starting should stay away (0: none): what is left of the endpoint's hold or, for a
+   * record of `key`, of its key's hold or its wait for the key's pace.
+   */
+  retryInSeconds(key?: string): number {
+    const now = this.clock.now();
+    let untilMs = this.endpoint.heldUntilMs;
+    const keyPace = key === undefined ? undefined : this.keys.get(key);
+    if (keyPace !== undefined) untilMs = Math.max(untilMs, now + keyPace.waitMs(now));
+    return Math.max(0, Math.ceil((untilMs - now) / 1000));
   }
 
-  private slowDown(now: number, retryAfterSeconds: number | undefined): void {
-    this.refusedInARow += 1;
-    if (retryAfterSeconds !== undefined && this.refusedInARow >= HOLD_AFTER_REFUSALS) {
-      this.heldUntil = Math.max(this.heldUntil, now + retryAfterSeconds * 1000);
-    }
-    if (now - this.lastDecreaseAt < Math.max(MIN_DECREASE_INTERVAL_MS, 2 * this.latencyMs)) return;
-    this.lastDecreaseAt = now;
-    this.refill(now);
-    // Decrease from what was really sent: a limit far above it (the batches, not the pace, were
-    // what held the container back) would not slow anything down.
-    const offered = Math.max(MIN_REQUESTS_PER_SECOND, this.started.perSecond(now));
-    const current = this.effectiveRate();
-    const base = Math.min(current, Math.max(OFFERED_HEADROOM * offered, current === Number.POSITIVE_INFINITY ? 0 : current / 2));
-    this.rate = Math.max(MIN_REQUESTS_PER_SECOND, base * DECREASE_FACTOR);
-    this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
-    this.tokens = Math.min(this.tokens, this.capacity());
+  /** When the endpoint's hold ends (ms of the clock), or 0 when it was never held. */
+  holdEndsAt(): number {
+    return this.endpoint.heldUntilMs;
   }
 
-  /** Seconds left of the endpoint's hold (0: none): how long a record the hold kept from starting should stay away. */
-  holdRemainingSeconds(): number {
-    return Math.max(0, Math.ceil((this.heldUntil - this.clock()) / 1000));
-  }
-
-  /** The pace now. */
+  /** The endpoint's pace now. */
   snapshot(): PaceSnapshot {
-    const rate = this.effectiveRate();
-    return { requestsPerSecond: rate === Number.POSITIVE_INFINITY ? undefined : rate, inFlightLimit: Math.floor(this.limit) };
+    return this.endpoint.snapshot();
+  }
+
+  /** The endpoint pace's learned floor of refusals that persist whatever the pace (0 to 1). */
+  refusalFloor(): number {
+    return this.endpoint.refusalFloor;
+  }
+
+  /** Keys paced now. */
+  get keyCount(): number {
+    return this.keys.size;
   }
 
   /** Slow-down answers since the last call (for the per-batch metric). */

@@ -33,7 +33,8 @@ import { SqsGateway } from './sqs-gateway';
 import { errorText } from './sqs-util';
 import { WebhookTransmitter } from './transmitter';
 import { WebhookTarget } from './webhook-target';
-import { Pacer, type PaceSnapshot, paceSignalOf } from './pacer';
+import { Pacer, type PaceSnapshot, paceKeyOf, paceSignalOf } from './pacer';
+import { quotaOf } from './rate-limit-headers';
 import { returnVisibility } from './return-visibility';
 import { windowStartOf } from './retry-window';
 import { type FailedVisibilityChange, type VisibilityChange, VisibilityUpdater } from './visibility';
@@ -276,9 +277,9 @@ export class BatchRelay {
    * A record the pace kept from being sent: handed back (for the endpoint's hold, if one is on) or, when the hold
    * kept it past its retry window, dead-lettered like a record failing there. If the copy fails, it is handed back.
    */
-  private async unsent(record: SQSRecord, requestsEnd: Deadline): Promise<AttemptOutcome | NotAttempted> {
-    const paced: NotAttempted = { kind: 'not-attempted', reason: 'paced' };
-    if (this.pacer.holdRemainingSeconds() === 0 || !this.pastWindow(record)) return paced;
+  private async unsent(record: SQSRecord, requestsEnd: Deadline, key: string | undefined): Promise<AttemptOutcome | NotAttempted> {
+    const paced: NotAttempted = { kind: 'not-attempted', reason: 'paced', delaySeconds: this.pacer.retryInSeconds(key) };
+    if (this.pacer.retryInSeconds() === 0 || !this.pastWindow(record)) return paced;
     const given = await this.giveUp(record, { kind: 'held', delaySeconds: 0 }, requestsEnd, HELD_BY_ENDPOINT);
     return given.kind === 'dead-lettered' ? given : paced;
   }
@@ -336,6 +337,7 @@ export class BatchRelay {
       return this.ended(record, { kind: 'held', delaySeconds: this.breakerHoldSeconds(record, Date.now()) }, requestsEnd);
     let judged = false;
     let paced = false;
+    const key = this.config.paceKey === undefined ? undefined : paceKeyOf(record, this.config.paceKey);
     try {
       // Awaited only when a secret is not in memory: an await per record costs more than the check.
       // Before the request is built: the signing keys vouch for a redriven copy's original id.
@@ -348,8 +350,8 @@ export class BatchRelay {
       const token = this.tokens && (this.tokens.peek() ?? (await this.tokens.get(requestsEnd.signal)));
       if (token?.kind === 'unavailable') return tokenRetry(token, this.backoff(attempt));
       if (token !== undefined) request.headers.push('Authorization', token.header);
-      const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS);
-      if (slot !== true && !(await slot)) return this.unsent(record, requestsEnd);
+      const slot = this.pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS, key);
+      if (slot !== true && !(await slot)) return this.unsent(record, requestsEnd, key);
       paced = true;
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = timeoutMs();
@@ -372,9 +374,15 @@ export class BatchRelay {
       this.announce(this.breaker.record(result, permit === 'probe', answeredAt));
       const verdict = classify(result, this.config, attempt, answeredAt, this.random);
       this.pacer.release(
-        paceSignalOf(result),
-        result.latencyMs,
-        verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
+        {
+          signal: paceSignalOf(result),
+          latencyMs: result.latencyMs,
+          retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
+          messageId: record.messageId,
+          // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
+          quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
+        },
+        key,
         answeredAt,
       );
       paced = false;
@@ -420,7 +428,7 @@ export class BatchRelay {
       return this.ended(record, retry, requestsEnd);
     } finally {
       // A slot taken for a request that never went (an error building or sending it) is given back without a verdict.
-      if (paced) this.pacer.release('neutral', 0);
+      if (paced) this.pacer.giveBack(key);
       // A probe that never reached the webhook must not leave the others waiting on it.
       if (permit === 'probe' && !judged) this.breaker.abandonProbe(Date.now());
     }
@@ -508,7 +516,7 @@ export class BatchRelay {
     const elapsedSeconds = (now - startedAt) / 1000;
     const breakerOpen = this.breaker.openSeconds(now) !== undefined;
     const windowSeconds = this.config.retryWindowSeconds;
-    const endpointHoldSeconds = this.pacer.holdRemainingSeconds();
+    const endpointHoldSeconds = this.pacer.retryInSeconds();
     const lastInWindow = new Set<string>();
     const byQueue = new Map<string, VisibilityChange[]>();
     const secondsById = new Map<string, number>();

@@ -7,8 +7,8 @@
  * - While the breaker is open, a record it held unsent, or whose own failure looked like an outage, comes back after
  *   the breaker's hold, and is remembered so that it can be released when the breaker closes. A record held in a
  *   batch during which the breaker closed comes back at once.
- * - A record the endpoint's hold kept from being sent comes back when the hold ends (a hold is the webhook's own
- *   `Retry-After`, honoured as one); any other record not sent comes back at once.
+ * - A record the pace kept from being sent comes back when the endpoint's hold or its key's wait ends (a hold is the
+ *   webhook's own `Retry-After`, honoured as one); any other record not sent comes back at once.
  * - Within the retry window every return keeps the window's late spacing, and a delay that is not the webhook's is
  *   cut to the window's end; past the window nothing is cut (retry-window.ts).
  */
@@ -75,10 +75,11 @@ function requestedDelay(
       return breakerOpen
         ? { delaySeconds: breakerHoldSeconds, honoured: false, breakerHold: true }
         : { delaySeconds: 0, honoured: false, breakerHold: false };
-    case 'not-attempted':
-      if (outcome.reason === 'paced' && endpointHoldSeconds > 0)
-        return { delaySeconds: endpointHoldSeconds, honoured: true, breakerHold: false };
-      return { delaySeconds: 0, honoured: false, breakerHold: false };
+    case 'not-attempted': {
+      // Kept from starting by the pace: away for what is left of the endpoint's hold or its key's wait, as the webhook asked.
+      const pacedSeconds = outcome.reason === 'paced' ? Math.max(outcome.delaySeconds ?? 0, endpointHoldSeconds) : 0;
+      return { delaySeconds: pacedSeconds, honoured: pacedSeconds > 0, breakerHold: false };
+    }
     default:
       return { delaySeconds: undefined, honoured: false, breakerHold: false };
   }

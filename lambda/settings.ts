@@ -127,6 +127,7 @@ export const FUNCTION_SETTINGS = group('function', {
     defaultText: 'the stack: `maxConcurrency`; local mode: `POLLERS`',
   },
   PACING: { prop: 'pacing', context: 'pacing', kind: 'boolean', default: true },
+  PACE_KEY: { prop: 'paceKey', context: 'paceKey', kind: 'string', defaultText: '(none: one pace for the endpoint)' },
   DEADLINE_MARGIN_MS: {
     prop: 'deadlineMargin',
     context: 'deadlineMarginMs',
@@ -395,7 +396,9 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   CONCURRENT_INVOCATIONS:
     'how many invocations share `MAX_REQUESTS_PER_SECOND`, each taking its share; set for you by the stack and by local mode',
   PACING:
-    "adapt each container's pace (requests per second and in flight) to what the webhook answers: slower on `429`, `503`, `504`, `408` and timeouts, faster on success; after 5 refusals in a row with a `Retry-After`, nothing more is sent until it has passed. `false`: only `MAX_CONCURRENCY` and `MAX_REQUESTS_PER_SECOND` apply",
+    "adapt each container's pace (requests per second and in flight) to the webhook's capacity: slower when refusals (`429`, `503`, `504`, `408`, timeouts) grow with the pace, not for refusals of single messages that persist at any pace; paced before it refuses when its answers carry rate-limit headers (`RateLimit`, `X-RateLimit-*`); held, nothing sent, for the shortest `Retry-After` (6 s at most, probed) when many different messages are refused with few taken. `false`: only `MAX_CONCURRENCY` and `MAX_REQUESTS_PER_SECOND` apply (see [Back-pressure](webhook-owners.md#back-pressure))",
+  PACE_KEY:
+    "also pace each key on its own, beside the endpoint: the name of a message attribute whose value is the key (a tenant id, say), or `MessageGroupId` for the message group (FIFO, or a fair queue's tenant). A key refused for its own sake is slowed alone; the least recently used of more than 4,096 keys is forgotten. Messages without the key are paced by the endpoint only",
   DEADLINE_MARGIN_MS: "time kept back from the function's deadline for the SQS calls after the last request",
   BACKOFF:
     "delay policy when the webhook names none: `exponential` (base·2ⁿ⁻¹), `linear` (n·base), `fibonacci` (base·F(n)), `fixed` (base), `schedule` (the n-th entry of `BACKOFF_SCHEDULE`), `none` (keep the queue's visibility timeout); n = receive count",

@@ -14,6 +14,7 @@
 import type { Agent as HttpAgent, ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import { connectingAgent, type Connector } from './connector';
+import { RATE_LIMIT_HEADER_NAMES, type RateLimitHeaders } from './rate-limit-headers';
 
 /** Bytes of a response body kept for logs and dead-letter attributes. */
 export const RESPONSE_EXCERPT_BYTES = 512;
@@ -36,6 +37,8 @@ export interface WebhookResponse {
   readonly status: number;
   /** The raw `Retry-After` header, if any. */
   readonly retryAfter: string | undefined;
+  /** The rate-limit headers (`RateLimit`, `X-RateLimit-Remaining`, …: see rate-limit-headers.ts) by lower-case name, if any. */
+  readonly rateLimit?: RateLimitHeaders;
   /** The start of the response body, as text, for logs. */
   readonly excerpt: string;
   readonly latencyMs: number;
@@ -150,23 +153,42 @@ function excerptOf(chunks: readonly Buffer[]): string {
   return text;
 }
 
+/** The headers of an answer the relay reads. */
+interface AnswerHeaders {
+  readonly retryAfter: string | undefined;
+  readonly rateLimit: RateLimitHeaders | undefined;
+}
+
+/** Most answers carry neither: one object for all of them. */
+const NO_ANSWER_HEADERS: AnswerHeaders = Object.freeze({ retryAfter: undefined, rateLimit: undefined });
+
 /**
- * The `Retry-After` header as `response.headers['retry-after']` would give it (the first one),
- * read from the raw list: asking for `headers` builds an object of every header, per response.
- * In the same pass, a `Keep-Alive` hint is noted on the connection (see {@link noteKeepAliveHint}).
+ * The `Retry-After` header as `response.headers['retry-after']` would give it (the first one), and the rate-limit headers (the
+ * first of each name), read from the raw list: asking for `headers` builds an object of every header, per response. In the same
+ * pass, a `Keep-Alive` hint is noted on the connection (see {@link noteKeepAliveHint}). A header name is compared only when its
+ * length and first letter could be one of theirs, so the common headers cost a comparison or two each.
  */
-function retryAfterOf(response: IncomingMessage): string | undefined {
+function answerHeadersOf(response: IncomingMessage): AnswerHeaders {
   const rawHeaders = response.rawHeaders;
   let retryAfter: string | undefined;
+  let rateLimit: Record<string, string> | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
-    if (name.length === 11) {
+    const length = name.length;
+    if (length === 11) {
       if (retryAfter === undefined && name.toLowerCase() === 'retry-after') retryAfter = rawHeaders[i + 1];
-    } else if (name.length === 10 && name.toLowerCase() === 'keep-alive') {
-      noteKeepAliveHint(response.socket as PooledSocket | null, rawHeaders[i + 1]);
+    } else if (length === 10) {
+      if (name.toLowerCase() === 'keep-alive') noteKeepAliveHint(response.socket as PooledSocket | null, rawHeaders[i + 1]);
+    } else if (length >= 9 && length <= 21 && ((name.charCodeAt(0) | 0x20) === 0x72 || (name.charCodeAt(0) | 0x20) === 0x78)) {
+      // r or x: RateLimit…, X-RateLimit-…
+      const lower = name.toLowerCase();
+      if (RATE_LIMIT_HEADER_NAMES.has(lower)) {
+        rateLimit ??= {};
+        rateLimit[lower] ??= rawHeaders[i + 1] as string;
+      }
     }
   }
-  return retryAfter;
+  return retryAfter === undefined && rateLimit === undefined ? NO_ANSWER_HEADERS : { retryAfter, rateLimit };
 }
 
 /** True when a raw header list (`[name, value, …]`) has a `Host` header. */
@@ -361,10 +383,10 @@ export class WebhookTransmitter {
       const onResponse = (response: IncomingMessage): void => {
         const chunks: Buffer[] = [];
         let read = 0;
-        const retryAfterHeader = retryAfterOf(response);
+        const { retryAfter, rateLimit } = answerHeadersOf(response);
         const complete = (): void => {
           const status = response.statusCode ?? 0;
-          finish({ kind: 'response', status, retryAfter: retryAfterHeader, excerpt: excerptOf(chunks), latencyMs: elapsed() });
+          finish({ kind: 'response', status, retryAfter, rateLimit, excerpt: excerptOf(chunks), latencyMs: elapsed() });
         };
         response.on('data', (chunk: Buffer) => {
           if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);

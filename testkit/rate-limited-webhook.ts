@@ -1,9 +1,11 @@
 /**
- * A webhook with a capacity, for the back-pressure bench scenarios and tests (issue 21): a responder
- * for `startWebhook` (webhook.ts) that takes `requestsPerSecond` through a token bucket and answers `429` +
- * `Retry-After: 1` above it, and optionally `503` (or another status) without `Retry-After` for its
- * first seconds (a restart, a bad deploy). It records each delivered message id, so a caller can
- * check that every message arrived exactly once, and counts what it refused.
+ * A webhook with a capacity, for the back-pressure bench scenarios and tests: a responder for `startWebhook` (webhook.ts)
+ * that takes `requestsPerSecond` through a token bucket and answers `429` + `Retry-After: 1` above it (or, with `announce`,
+ * through a fixed window of a second that says so in `RateLimit` / `RateLimit-Policy` headers), optionally `503` (or another
+ * status) without `Retry-After` for its first seconds (a restart, a bad deploy), refuses some messages for their own sake
+ * (`refuse`), and limits tenants of its own (`tenantLimits`, by the message attribute `tenant`). It records when each message
+ * id was first delivered and which were ever refused, so a caller can check that every message arrived exactly once and
+ * time the ones never refused, and counts what it refused.
  */
 import type { ReceivedRequest, Responder, WebhookReply } from './webhook';
 
@@ -22,6 +24,18 @@ export interface RateLimitedWebhookOptions {
   readonly unavailableStatus?: number;
   /** The relay's header prefix: the message id is `<prefix>Message-Id` (else the body stands for it). */
   readonly headerPrefix?: string;
+  /**
+   * Refuses a message for its own sake, before any limit: the `Retry-After` seconds to answer `429` with, or `undefined` to
+   * take it. Told the message id, its tenant (the attribute `tenant`, when sent) and the request's index.
+   */
+  readonly refuse?: (message: { readonly id: string; readonly tenant: string | undefined; readonly index: number }) => number | undefined;
+  /** Requests per second each of these tenants is allowed (a token bucket of one second's worth), `429` + `Retry-After: 1` above. */
+  readonly tenantLimits?: Readonly<Record<string, number>>;
+  /**
+   * Limit by a fixed window of `requestsPerSecond` per second of the clock instead of a token bucket, and say so on every
+   * answer: `RateLimit-Policy: "default";q=R;w=1` and `RateLimit: "default";r=<left>;t=<seconds to the window's end>`.
+   */
+  readonly announce?: boolean;
 }
 
 /** A {@link rateLimitedResponder}: give `respond` to `startWebhook`; the rest tells what it answered. */
@@ -31,6 +45,10 @@ export interface RateLimitedResponder {
   readonly burst: number;
   /** Accepted (2xx) requests by message id: 1 each when every message arrived exactly once. */
   readonly delivered: ReadonlyMap<string, number>;
+  /** When each message was first accepted (`Date.now()`), by id. */
+  readonly deliveredAt: ReadonlyMap<string, number>;
+  /** The ids of the messages refused at least once (by any rule). */
+  readonly refusedIds: ReadonlySet<string>;
   /** Requests answered `429` or `unavailableStatus`. */
   refused(): number;
   /** Accepted requests beyond each message's first. */
@@ -46,14 +64,21 @@ export const defaultBurst = (requestsPerSecond: number): number => Math.max(1, r
 export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): RateLimitedResponder {
   const rate = options.requestsPerSecond;
   const burst = rate === undefined ? Number.POSITIVE_INFINITY : (options.burst ?? defaultBurst(rate));
-  const idHeader = `${options.headerPrefix ?? 'X-Carrier-'}Message-Id`.toLowerCase();
+  const prefix = (options.headerPrefix ?? 'X-Carrier-').toLowerCase();
+  const idHeader = `${prefix}message-id`;
+  const tenantHeader = `${prefix}attr-tenant`;
   const delivered = new Map<string, number>();
+  const deliveredAt = new Map<string, number>();
+  const refusedIds = new Set<string>();
   let tokens = burst;
   let filledAt = performance.now();
   let firstAt: number | undefined;
   let refused = 0;
   let duplicates = 0;
   let lastDeliveryAt: number | undefined;
+  const tenantBuckets = new Map<string, { tokens: number; filledAt: number }>();
+  let windowStart = Number.NEGATIVE_INFINITY;
+  let windowUsed = 0;
 
   const take = (): boolean => {
     if (rate === undefined) return true;
@@ -64,28 +89,72 @@ export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): R
     tokens -= 1;
     return true;
   };
-  const respond = (request: ReceivedRequest): WebhookReply => {
+  const takeForTenant = (tenant: string | undefined): boolean => {
+    const limit = tenant === undefined ? undefined : options.tenantLimits?.[tenant];
+    if (tenant === undefined || limit === undefined) return true;
+    const now = performance.now();
+    const bucket = tenantBuckets.get(tenant) ?? { tokens: limit, filledAt: now };
+    bucket.tokens = Math.min(limit, bucket.tokens + ((now - bucket.filledAt) / 1000) * limit);
+    bucket.filledAt = now;
+    tenantBuckets.set(tenant, bucket);
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  };
+  /** The announced window: whether this request fits, and the headers that say how much is left. */
+  const takeInWindow = (): { ok: boolean; resetSeconds: number; headers: Record<string, string> } => {
+    const limit = rate ?? Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    const start = Math.floor(now / 1000) * 1000;
+    if (start !== windowStart) {
+      windowStart = start;
+      windowUsed = 0;
+    }
+    const ok = windowUsed < limit;
+    if (ok) windowUsed += 1;
+    const resetSeconds = Math.max(1, Math.ceil((start + 1000 - now) / 1000));
+    return {
+      ok,
+      resetSeconds,
+      headers: { 'RateLimit-Policy': `"default";q=${limit};w=1`, RateLimit: `"default";r=${limit - windowUsed};t=${resetSeconds}` },
+    };
+  };
+  const refuse = (id: string, status: number, headers?: Record<string, string>): WebhookReply => {
+    refused += 1;
+    refusedIds.add(id);
+    return headers === undefined ? { status } : { status, headers };
+  };
+  const respond = (request: ReceivedRequest, index: number): WebhookReply => {
     firstAt ??= Date.now();
-    if (options.unavailableForMs !== undefined && Date.now() - firstAt < options.unavailableForMs) {
-      refused += 1;
-      return { status: options.unavailableStatus ?? 503 };
-    }
-    if (!take()) {
-      refused += 1;
-      return { status: 429, headers: { 'Retry-After': '1' } };
-    }
     const header = request.headers[idHeader];
     const id = typeof header === 'string' ? header : request.body.toString();
+    if (options.unavailableForMs !== undefined && Date.now() - firstAt < options.unavailableForMs) {
+      return refuse(id, options.unavailableStatus ?? 503);
+    }
+    const tenantValue = request.headers[tenantHeader];
+    const tenant = typeof tenantValue === 'string' ? tenantValue : undefined;
+    const ownRetryAfter = options.refuse?.({ id, tenant, index });
+    if (ownRetryAfter !== undefined) return refuse(id, 429, { 'Retry-After': String(ownRetryAfter) });
+    if (!takeForTenant(tenant)) return refuse(id, 429, { 'Retry-After': '1' });
+    let announced: Record<string, string> | undefined;
+    if (options.announce === true) {
+      const window = takeInWindow();
+      announced = window.headers;
+      if (!window.ok) return refuse(id, 429, { ...announced, 'Retry-After': String(window.resetSeconds) });
+    } else if (!take()) return refuse(id, 429, { 'Retry-After': '1' });
     const count = (delivered.get(id) ?? 0) + 1;
     delivered.set(id, count);
     if (count > 1) duplicates += 1;
+    else deliveredAt.set(id, Date.now());
     lastDeliveryAt = Date.now();
-    return { status: 200 };
+    return announced === undefined ? { status: 200 } : { status: 200, headers: announced };
   };
   return {
     respond,
     burst,
     delivered,
+    deliveredAt,
+    refusedIds,
     refused: () => refused,
     duplicates: () => duplicates,
     lastDeliveryAt: () => lastDeliveryAt,

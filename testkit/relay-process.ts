@@ -166,22 +166,41 @@ export function sqsClientFor(ready: Pick<ReadyLine, 'sqsEndpoint' | 'region'>): 
 /** A silent logger for SDK clients (the SDK warns when a QueueUrl's host differs from its endpoint). */
 export const QUIET_SDK_LOGGER = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
-/** Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), the i-th `bodyOf(i)`; returns their ids. */
+/**
+ * Sends `count` messages to `queueUrl` at once (batches of 10, 16 calls in flight), the i-th `bodyOf(i)`, with the string
+ * attributes `attributesOf(i)` when given; returns their ids, in the order sent.
+ */
 export async function sendMessages(
   sqs: SQSClient,
   queueUrl: string,
   count: number,
   bodyOf = (index: number): string => `message ${index}`,
+  attributesOf?: (index: number) => Readonly<Record<string, string>> | undefined,
 ): Promise<string[]> {
   const ids: string[] = [];
   let next = 0;
   const sender = async (): Promise<void> => {
     for (let start = next; start < count; start = next) {
       next += 10;
-      const entries = Array.from({ length: Math.min(10, count - start) }, (_, i) => ({ Id: `m${i}`, MessageBody: bodyOf(start + i) }));
+      const entries = Array.from({ length: Math.min(10, count - start) }, (_, i) => {
+        const attributes = attributesOf?.(start + i);
+        return {
+          Id: `m${i}`,
+          MessageBody: bodyOf(start + i),
+          ...(attributes === undefined
+            ? {}
+            : {
+                MessageAttributes: Object.fromEntries(
+                  Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
+                ),
+              }),
+        };
+      });
       const { Successful, Failed } = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
       if ((Failed ?? []).length > 0) throw new Error(`SendMessageBatch failed for ${Failed?.length} entries`);
-      for (const entry of Successful ?? []) ids.push(entry.MessageId ?? '');
+      // In the order sent: a batch's entries by their position, the batches as they were sent.
+      const byEntry = new Map((Successful ?? []).map((entry) => [entry.Id, entry.MessageId ?? '']));
+      for (let i = 0; i < entries.length; i += 1) ids[start + i] = byEntry.get(`m${i}`) ?? '';
     }
   };
   await Promise.all(Array.from({ length: 16 }, sender));

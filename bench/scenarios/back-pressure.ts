@@ -1,13 +1,23 @@
 /**
- * Back-pressure (issue 21), the relay as a user runs it: `npm start` (local mode, its own emulator) with the stack's fan-out,
- * N messages sent at once to a webhook with a capacity (testkit/rate-limited-webhook.ts), a fresh relay process per run.
- * `backPressure`: a token bucket of R requests/s answering `429` + `Retry-After: 1` above it, the defaults against `PACING=false`.
+ * Back-pressure, the relay as a user runs it: `npm start` (local mode, its own emulator) with the stack's fan-out, N messages
+ * sent at once to a webhook with a capacity (testkit/rate-limited-webhook.ts), a fresh relay process per run, the defaults
+ * against `PACING=false`.
+ * `backPressure`: a token bucket of R requests/s answering `429` + `Retry-After: 1` above it.
+ * `capacity`: the same at 20, 50, 200 and 1,000 requests/s.
+ * `perMessage`: a fast webhook refusing some messages for their own sake (one tenant's, or some at random).
+ * `rateLimitHeaders`: a webhook announcing its limit in `RateLimit` / `RateLimit-Policy`.
+ * `perKey`: one tenant limited to 10 requests/s, the others unlimited, with `PACE_KEY=tenant`.
  * `recovery`: a webhook answering `503` (an outage sign) or `500` (server errors, which open the breaker once they have gone on for
  * 5 s) for 40 s, then 2xx: drained within {@link RECOVERY_DRAIN_GOAL_SECONDS} of the first send.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { defaultBurst, type RateLimitedWebhookOptions, rateLimitedResponder } from '../../testkit/rate-limited-webhook';
-import { readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
+import {
+  defaultBurst,
+  type RateLimitedResponder,
+  type RateLimitedWebhookOptions,
+  rateLimitedResponder,
+} from '../../testkit/rate-limited-webhook';
+import { queueCounts, readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
 import { startWebhook } from '../../testkit/webhook';
 import { log, QUICK, roundOrder } from '../harness';
 import { median } from '../stats';
@@ -19,6 +29,11 @@ import { median } from '../stats';
  */
 export interface BackPressureRun {
   readonly drainSeconds: number;
+  /**
+   * Per-message and per-key scenarios: from the first send to the last first delivery of the messages the goal is about (those
+   * never refused; the other tenants'), s.
+   */
+  readonly restDrainSeconds?: number;
   readonly delivered: number;
   readonly duplicates: number;
   readonly deadLettered: number;
@@ -37,8 +52,14 @@ export interface BackPressureSide {
   readonly runs: readonly BackPressureRun[];
 }
 
+/** What a section measures, for its goal and its words in the report (undefined in figures from before there were others). */
+export type BackPressureKind = 'token-bucket' | 'recovery' | 'per-message' | 'rate-limit-headers' | 'per-key';
+
 /** What one back-pressure scenario measured. */
 export interface BackPressureSection {
+  readonly kind?: BackPressureKind;
+  /** The webhook's behaviour in words (per-message, per-key). */
+  readonly description?: string;
   readonly messages: number;
   /** The webhook's capacity and token bucket (back-pressure only). */
   readonly requestsPerSecond?: number;
@@ -60,12 +81,35 @@ const RECOVERY_MESSAGES = 500;
 const UNAVAILABLE_SECONDS = 40;
 /** The recovery's goal: the backlog draining within 10 s of the webhook's return at 40 s, then a few seconds to deliver it. */
 export const RECOVERY_DRAIN_GOAL_SECONDS = 55;
-/** Issue 21's goal for each run: drain within 1.25 × N/R, at most 10 % of requests refused. */
+/** The goal of each run at a token bucket: drain within 1.25 × N/R, at most 10 % of requests refused. */
 export const DRAIN_GOAL_FACTOR = 1.25;
 export const REFUSED_GOAL = 0.1;
+/** … and at a webhook that announces its limit: within 1.15 × N/R, at most 1 % refused. */
+export const ANNOUNCED_DRAIN_GOAL_FACTOR = 1.15;
+export const ANNOUNCED_REFUSED_GOAL = 0.01;
+/** Per-message and per-key: the messages the goal is about drain at least this fast against `PACING=false` (its drain ÷ theirs). */
+export const SPEED_GOAL = 0.9;
+/** Per-message and per-key: messages sent, and the token buckets of the capacity scenario with theirs (15 s of each rate, 10 s of the last). */
+const REST_MESSAGES = 4_000;
+const CAPACITIES = [
+  [20, 300],
+  [50, 750],
+  [200, 3_000],
+  [1_000, 10_000],
+] as const;
 
-/** A configuration to measure: the relay's variables and the webhook's behaviour. */
-type SideSpec = Omit<BackPressureSide, 'runs'> & { readonly webhook: RateLimitedWebhookOptions };
+/** A configuration to measure: the relay's variables and the webhook's behaviour (a fresh one per run, when a function). */
+type SideSpec = Omit<BackPressureSide, 'runs'> & { readonly webhook: RateLimitedWebhookOptions | (() => RateLimitedWebhookOptions) };
+
+/** How a run ends and what else it measures, when not as the token bucket's (settled: every message delivered or dead-lettered). */
+interface RunShape {
+  /** The messages' `tenant` attribute. */
+  readonly tenantOf?: (index: number) => string;
+  /** Whether message `index` (of id `id`) is one the goal is about: its drain is `restDrainSeconds`. */
+  readonly rest: (limit: RateLimitedResponder, id: string, index: number) => boolean;
+  /** The run is over: `rest`'s messages delivered and the others refused at least once (they wait on the queue for their time). */
+  readonly done: (limit: RateLimitedResponder, ids: readonly string[]) => boolean;
+}
 
 /**
  * `runs` runs of each side, the sides' order alternating from run to run, each against a fresh webhook and a fresh relay; a run ends
@@ -77,12 +121,13 @@ async function measure(
   runs: number,
   sides: readonly SideSpec[],
   deadlineMs: number,
+  shape?: RunShape,
 ): Promise<BackPressureSection> {
   const results = sides.map((): BackPressureRun[] => []);
   for (let run = 0; run < runs; run += 1) {
     for (const index of roundOrder(sides.length, run)) {
-      const { side, env, webhook: options } = sides[index] as SideSpec;
-      const limit = rateLimitedResponder(options);
+      const { side, env, webhook: behaviour } = sides[index] as SideSpec;
+      const limit = rateLimitedResponder(typeof behaviour === 'function' ? behaviour() : behaviour);
       const webhook = await startWebhook(limit.respond);
       const relay = startRelayProcess({ ...RELAY_ENV, ...env, WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json' });
       let sqs: SQSClient | undefined;
@@ -90,10 +135,18 @@ async function measure(
         const ready = await readyLine(relay);
         sqs = sqsClientFor(ready);
         const startedAt = Date.now();
-        await sendMessages(sqs, ready.queueUrl, section.messages);
-        const { deadLettered, left } = await settle(sqs, ready, section.messages, () => limit.delivered.size, startedAt + deadlineMs);
+        const tenantOf = shape?.tenantOf;
+        const ids = await sendMessages(sqs, ready.queueUrl, section.messages, undefined, tenantOf && ((i) => ({ tenant: tenantOf(i) })));
+        const { deadLettered, left } =
+          shape === undefined
+            ? await settle(sqs, ready, section.messages, () => limit.delivered.size, startedAt + deadlineMs)
+            : await ended(sqs, ready, () => shape.done(limit, ids), startedAt + deadlineMs);
+        const rest = shape === undefined ? undefined : ids.filter((id, i) => shape.rest(limit, id, i));
         const result = {
           drainSeconds: ((limit.lastDeliveryAt() ?? Number.NaN) - startedAt) / 1000,
+          ...(rest === undefined
+            ? {}
+            : { restDrainSeconds: (Math.max(...rest.map((id) => limit.deliveredAt.get(id) ?? Number.NaN)) - startedAt) / 1000 }),
           delivered: limit.delivered.size,
           duplicates: limit.duplicates(),
           deadLettered,
@@ -103,7 +156,8 @@ async function measure(
         };
         results[index]?.push(result);
         log(
-          `  ${name}, ${side}, run ${run + 1}/${runs}: drain ${result.drainSeconds.toFixed(1)} s, delivered ${result.delivered}, ` +
+          `  ${name}, ${side}, run ${run + 1}/${runs}: drain ${result.drainSeconds.toFixed(1)} s` +
+            `${result.restDrainSeconds === undefined ? '' : ` (the rest ${result.restDrainSeconds.toFixed(2)} s)`}, delivered ${result.delivered}, ` +
             `duplicates ${result.duplicates}, dead-lettered ${deadLettered}, left ${left}, refused ${result.refused} of ${result.requests}`,
         );
       } finally {
@@ -115,16 +169,41 @@ async function measure(
       }
     }
   }
-  return { ...section, sides: sides.map(({ webhook, ...side }, index) => ({ ...side, runs: results[index] ?? [] })) };
+  return { ...section, sides: sides.map(({ webhook: _behaviour, ...side }, index) => ({ ...side, runs: results[index] ?? [] })) };
 }
 
-/** Whether one run met issue 21's goal (the drain and refused bounds only where the webhook has a rate). */
+/** Waits until `done`, or `deadline`: then the DLQ's count and what is left on the main queue (the refused wait there). */
+async function ended(
+  sqs: SQSClient,
+  queues: { readonly queueUrl: string; readonly dlqUrl: string },
+  done: () => boolean,
+  deadline: number,
+): Promise<{ deadLettered: number; left: number }> {
+  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  const main = await queueCounts(sqs, queues.queueUrl);
+  return { deadLettered: (await queueCounts(sqs, queues.dlqUrl)).visible, left: main.visible + main.inFlight + main.delayed };
+}
+
+/**
+ * Whether one run met its goal: every message delivered (at a token bucket or an announced limit, within the drain and refused
+ * bounds), none dead-lettered; per-message and per-key, none dead-lettered (the speed is the section's, see {@link speedOf}).
+ */
 export function goalMet(section: BackPressureSection, run: BackPressureRun): boolean {
+  if (section.kind === 'per-message' || section.kind === 'per-key') return run.deadLettered === 0;
   const rate = section.requestsPerSecond;
+  const [drainFactor, refused] =
+    section.kind === 'rate-limit-headers' ? [ANNOUNCED_DRAIN_GOAL_FACTOR, ANNOUNCED_REFUSED_GOAL] : [DRAIN_GOAL_FACTOR, REFUSED_GOAL];
   const bounded =
-    rate === undefined || (run.drainSeconds <= (DRAIN_GOAL_FACTOR * section.messages) / rate && run.refused <= REFUSED_GOAL * run.requests);
+    rate === undefined || (run.drainSeconds <= (drainFactor * section.messages) / rate && run.refused <= refused * run.requests);
   const inTime = section.drainGoalSeconds === undefined || run.drainSeconds <= section.drainGoalSeconds;
   return run.delivered === section.messages && run.deadLettered === 0 && run.left === 0 && bounded && inTime;
+}
+
+/** Per-message and per-key: `PACING=false`'s median drain of the messages the goal is about ÷ the first side's (≥ {@link SPEED_GOAL}). */
+export function speedOf(section: BackPressureSection): number {
+  const rest = (side: BackPressureSide | undefined): number => median((side?.runs ?? []).map((run) => run.restDrainSeconds ?? Number.NaN));
+  const unpaced = section.sides.find((side) => side.env.PACING === 'false');
+  return rest(unpaced) / rest(section.sides[0]);
 }
 
 /** The median drain of a side's runs, s. */
@@ -142,8 +221,148 @@ export async function backPressure(): Promise<BackPressureSection> {
     { side: 'PACING=false', env: { PACING: 'false' }, webhook },
   ];
   // Ten times the goal: a relay that floods the webhook still ends, by delivering or dead-lettering.
-  const section = { messages: MESSAGES, requestsPerSecond: REQUESTS_PER_SECOND, burst, relayEnv: RELAY_ENV };
+  const section = { kind: 'token-bucket' as const, messages: MESSAGES, requestsPerSecond: REQUESTS_PER_SECOND, burst, relayEnv: RELAY_ENV };
   return measure('back-pressure', section, QUICK ? 1 : 3, sides, (10 * 1000 * MESSAGES) / REQUESTS_PER_SECOND);
+}
+
+/** Token buckets of 20, 50, 200 and 1,000 requests/s, 15 s of messages each (10 s of the last): the defaults against `PACING=false`. */
+export async function capacity(): Promise<BackPressureSection[]> {
+  const sections: BackPressureSection[] = [];
+  for (const [rate, messages] of CAPACITIES) {
+    const burst = defaultBurst(rate);
+    log(`capacity: ${messages} messages at once, webhook ${rate} requests/s (burst ${burst}), 429 + Retry-After: 1 above`);
+    const webhook = { requestsPerSecond: rate };
+    const sides: SideSpec[] = [
+      { side: 'defaults', env: {}, webhook },
+      { side: 'PACING=false', env: { PACING: 'false' }, webhook },
+    ];
+    const section = { kind: 'token-bucket' as const, messages, requestsPerSecond: rate, burst, relayEnv: RELAY_ENV };
+    // Ten times the goal, and a minute at least: PACING=false at 20 requests/s takes a while.
+    sections.push(await measure(`capacity ${rate}/s`, section, 1, sides, Math.max(60_000, (10 * 1000 * messages) / rate)));
+  }
+  return sections;
+}
+
+/** A small seeded generator (mulberry32): the same refusals in every run. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A `Retry-After` from 1 s to an hour, even over its logarithm. */
+const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(random() * Math.log(3600)));
+
+/**
+ * A fast webhook refusing some messages for their own sake, five ways: one tenant in 20 always (`Retry-After: 3600`), one
+ * tenant's 20 % (1 s to 1 h), 5 % of requests at random (`Retry-After: 1`), 20 % at random (1 s to 1 h), and the first tenant's
+ * backlog of 200 arriving first (an hour). The goal is about the messages never refused: their drain against `PACING=false`'s.
+ */
+export async function perMessage(): Promise<BackPressureSection[]> {
+  const over = 'over-quota';
+  const cases: {
+    description: string;
+    tenantOf: (index: number) => string;
+    refuse: () => NonNullable<RateLimitedWebhookOptions['refuse']>;
+  }[] = [
+    {
+      description: 'one tenant in 20 (5 % of the messages) always refused with `429` + `Retry-After: 3600`',
+      tenantOf: (i) => (i % 20 === 0 ? over : `tenant-${i % 7}`),
+      refuse:
+        () =>
+        ({ tenant }) =>
+          tenant === over ? 3600 : undefined,
+    },
+    {
+      description: "one tenant's messages, 20 % of them, always refused with a `Retry-After` from 1 s to 1 h",
+      tenantOf: (i) => (i % 5 === 0 ? over : `tenant-${i % 7}`),
+      refuse: () => {
+        const random = seeded(2);
+        return ({ tenant }) => (tenant === over ? anyRetryAfter(random) : undefined);
+      },
+    },
+    {
+      description: '5 % of requests refused at random with `429` + `Retry-After: 1`',
+      tenantOf: (i) => `tenant-${i % 7}`,
+      refuse: () => {
+        const random = seeded(5);
+        return () => (random() < 0.05 ? 1 : undefined);
+      },
+    },
+    {
+      description: '20 % of requests refused at random with a `Retry-After` from 1 s to 1 h',
+      tenantOf: (i) => `tenant-${i % 7}`,
+      refuse: () => {
+        const random = seeded(20);
+        return () => (random() < 0.2 ? anyRetryAfter(random) : undefined);
+      },
+    },
+    {
+      description: "the refused tenant's backlog of 200 messages arriving first, refused with `Retry-After: 3600`",
+      tenantOf: (i) => (i < 200 ? over : `tenant-${i % 7}`),
+      refuse:
+        () =>
+        ({ tenant }) =>
+          tenant === over ? 3600 : undefined,
+    },
+  ];
+  const shape: Omit<RunShape, 'tenantOf'> = {
+    rest: (limit, id) => !limit.refusedIds.has(id),
+    done: (limit, ids) => ids.every((id) => limit.deliveredAt.has(id) || limit.refusedIds.has(id)),
+  };
+  const sections: BackPressureSection[] = [];
+  for (const { description, tenantOf, refuse } of cases) {
+    log(`per-message: ${REST_MESSAGES} messages at once, a fast webhook, ${description}`);
+    const webhook = (): RateLimitedWebhookOptions => ({ refuse: refuse() });
+    const sides: SideSpec[] = [
+      { side: 'defaults', env: {}, webhook },
+      { side: 'PACING=false', env: { PACING: 'false' }, webhook },
+    ];
+    const section = { kind: 'per-message' as const, description, messages: REST_MESSAGES, relayEnv: RELAY_ENV };
+    sections.push(await measure('per-message', section, QUICK ? 1 : 3, sides, 120_000, { ...shape, tenantOf }));
+  }
+  return sections;
+}
+
+/** A webhook announcing a fixed window of 200 requests a second (`RateLimit`, `RateLimit-Policy`): the defaults against `PACING=false`. */
+export async function rateLimitHeaders(): Promise<BackPressureSection> {
+  log(`rate-limit headers: ${MESSAGES} messages at once, a fixed window of ${REQUESTS_PER_SECOND} a second, announced`);
+  const webhook = { requestsPerSecond: REQUESTS_PER_SECOND, announce: true };
+  const sides: SideSpec[] = [
+    { side: 'defaults', env: {}, webhook },
+    { side: 'PACING=false', env: { PACING: 'false' }, webhook },
+  ];
+  const section = { kind: 'rate-limit-headers' as const, messages: MESSAGES, requestsPerSecond: REQUESTS_PER_SECOND, relayEnv: RELAY_ENV };
+  return measure('rate-limit headers', section, QUICK ? 1 : 3, sides, (10 * 1000 * MESSAGES) / REQUESTS_PER_SECOND);
+}
+
+/**
+ * One tenant in 20 limited to 10 requests a second, the others unlimited: `PACE_KEY=tenant`, the defaults (no key) and
+ * `PACING=false`. The goal is about the other tenants: their drain against `PACING=false`'s.
+ */
+export async function perKey(): Promise<BackPressureSection> {
+  const limited = 'limited';
+  const description =
+    'one tenant in 20 (5 % of the messages) limited to 10 requests a second (`429` + `Retry-After: 1` above), the others unlimited';
+  log(`per-key: ${REST_MESSAGES} messages at once, ${description}`);
+  const tenantOf = (i: number): string => (i % 20 === 0 ? limited : `tenant-${i % 7}`);
+  const webhook = (): RateLimitedWebhookOptions => ({ tenantLimits: { [limited]: 10 } });
+  const sides: SideSpec[] = [
+    { side: 'PACE_KEY=tenant', env: { PACE_KEY: 'tenant' }, webhook },
+    { side: 'defaults', env: {}, webhook },
+    { side: 'PACING=false', env: { PACING: 'false' }, webhook },
+  ];
+  const section = { kind: 'per-key' as const, description, messages: REST_MESSAGES, relayEnv: RELAY_ENV };
+  const shape: RunShape = {
+    tenantOf,
+    rest: (_limit, _id, index) => tenantOf(index) !== limited,
+    done: (limit, ids) => ids.every((id, index) => tenantOf(index) === limited || limit.deliveredAt.has(id)),
+  };
+  return measure('per-key', section, QUICK ? 1 : 3, sides, 120_000, shape);
 }
 
 /** A webhook unavailable for {@link UNAVAILABLE_SECONDS}, then healthy with no limit. */
@@ -157,6 +376,7 @@ export async function recovery(): Promise<BackPressureSection> {
   }));
   // One run each: where the messages end, and how soon after the webhook's return.
   const section = {
+    kind: 'recovery' as const,
     messages: RECOVERY_MESSAGES,
     unavailableSeconds: UNAVAILABLE_SECONDS,
     drainGoalSeconds: RECOVERY_DRAIN_GOAL_SECONDS,

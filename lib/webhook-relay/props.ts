@@ -48,11 +48,17 @@ export interface WebhookRelayProps {
   readonly requestConcurrency?: number;
   /**
    * `PACING`: each container adapts its pace (requests per second and in flight, never above
-   * {@link requestConcurrency}) to what the webhook answers: slower on `429`, `503`, `504`, `408` and timeouts,
-   * faster on success; `false` sends as fast as {@link requestConcurrency} allows.
+   * {@link requestConcurrency}) to the webhook's capacity: slower when its refusals (`429`, `503`, `504`, `408`,
+   * timeouts) grow with the pace, not for refusals of single messages; paced from its rate-limit headers when it sends
+   * them. `false` sends as fast as {@link requestConcurrency} allows.
    * @default true
    */
   readonly pacing?: boolean;
+  /**
+   * `PACE_KEY`: also pace each key on its own, beside the endpoint: the name of a message attribute whose value is the
+   * key (a tenant id), or `MessageGroupId` for the message group. Unset: one pace for the endpoint.
+   */
+  readonly paceKey?: string;
   /**
    * `MAX_REQUESTS_PER_SECOND`: the webhook's known capacity, a ceiling on the whole relay's requests
    * per second. Each of the {@link maxConcurrency} concurrent invocations takes an even share

@@ -41,7 +41,8 @@ describe('defaults', () => {
       // The retry window is on and the queue's count unknown: SQS's largest, the backstop only.
       maxReceiveCount: 1_000,
       retryWindowSeconds: 86_400,
-      pacing: { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined },
+      pacing: { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 },
+      paceKey: undefined,
       userAgent: `sqs-webhook-relay/${version}`,
     });
     expect(config.deadLetterQueueUrl).toBeUndefined();
@@ -197,6 +198,9 @@ describe('a bad value names its variable', () => {
     ['DEFAULT_CONTENT_TYPE', 'text/\nplain'],
     ['DEFAULT_CONTENT_TYPE', 'text/plain\r\nX-Evil: 1'],
     ['DEFAULT_CONTENT_TYPE', 'a\u0000b'],
+    ['PACE_KEY', 'tenant id'],
+    ['PACE_KEY', 'tenant,region'],
+    ['PACE_KEY', 'x'.repeat(257)],
   ])('%s=%j', (variable, raw) => {
     const error = configErrorOf(() => load({ [variable]: raw }));
     expect(error.variable).toBe(variable);
@@ -210,6 +214,12 @@ describe('a bad value names its variable', () => {
     expect(() => load({ MAX_CONCURRENCY: '0' })).toThrow(/MAX_CONCURRENCY must be a whole number from 1 to 1000; got "0"/);
     for (const policy of BACKOFF_POLICIES) expect(() => load({ BACKOFF: 'quadratic' })).toThrow(policy);
     expect(() => load({ PERMANENT_FAILURE: 'drop' })).toThrow(/dead-letter, retry/);
+  });
+
+  test('PACE_KEY: a message attribute name, or MessageGroupId; CONCURRENT_INVOCATIONS shares what rate-limit headers announce', () => {
+    expect(load({ PACE_KEY: 'tenant.id-2' }).paceKey).toBe('tenant.id-2');
+    expect(load({ PACE_KEY: 'MessageGroupId' }).paceKey).toBe('MessageGroupId');
+    expect(load({ CONCURRENT_INVOCATIONS: '5' }).pacing.sharedBy).toBe(5);
   });
 
   test('BACKOFF_MAX_SECONDS below BACKOFF_BASE_SECONDS', () => {

@@ -1,9 +1,8 @@
 /**
- * Unit and property tests of lambda/pacer.ts (docs/webhook-owners.md, "Back-pressure"): what an
- * answer says about the pace, the in-flight and rate limits, multiplicative decrease and additive
- * increase, the endpoint hold, FIFO waiters and their deadlines, the ceiling's token bucket, and a
- * simulation of several containers pacing themselves against one rate-limited webhook (issue 21).
- * Time is vitest's fake clock throughout: nothing here waits for real.
+ * Unit and property tests of lambda/pacer.ts and lambda/pace.ts (docs/webhook-owners.md, "Back-pressure"): what an answer says
+ * about the pace, the slow start, the cuts and what does not cut (a share of refusals a floor could explain), the endpoint hold
+ * and its evidence, FIFO waiters and their deadlines, the ceiling's token bucket, rate-limit headers, per-key paces. The
+ * simulations against model webhooks are in pacing-simulation.test.ts. Time is vitest's fake clock throughout.
  */
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
@@ -13,12 +12,26 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
 import {
   DECREASE_FACTOR,
-  HOLD_AFTER_REFUSALS,
-  INCREASE_SHARE,
+  FIRST_PROBE_MS,
+  HOLD_ACCEPTED_SHARE,
+  HOLD_AFTER_MESSAGES,
+  HOLD_EVIDENCE_MS,
+  INITIAL_IN_FLIGHT,
+  LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
+  PROBE_EVERY_MS,
+  QUICK_HOLD_SECONDS,
+  QUOTA_HEADROOM,
+} from '../../lambda/pace';
+import {
+  KEY_WAIT_MS,
+  MAX_KEYS,
+  MESSAGE_GROUP_KEY,
   Pacer,
+  type PacedAnswer,
   type PaceSignal,
   type PacingSettings,
+  paceKeyOf,
   paceSignalOf,
 } from '../../lambda/pacer';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
@@ -33,35 +46,43 @@ const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   ...overrides,
 });
 
-/** A pacer on vitest's fake clock. */
-const pacerOf = (overrides: Partial<PacingSettings> = {}): Pacer => new Pacer(settings(overrides), () => Date.now());
+/** A pacer on vitest's fake clock (the process's clock, faked). */
+const pacerOf = (overrides: Partial<PacingSettings> = {}): Pacer => new Pacer(settings(overrides));
+
+let nextId = 0;
+/** An answer of `signal`, for a message of its own unless `messageId` says which. */
+const answer = (signal: PaceSignal, more: Partial<PacedAnswer> = {}): PacedAnswer => ({
+  signal,
+  latencyMs: 5,
+  messageId: `m${nextId++}`,
+  ...more,
+});
 
 /** Lets resolved promises run their callbacks (fake timers do not advance). */
 const settle = async (): Promise<void> => {
   await vi.advanceTimersByTimeAsync(0);
 };
 
-/** Sends `count` requests one after another as fast as the pace allows (the fake clock moving to each slot), each answered `signal`. */
-async function sendPaced(pacer: Pacer, count: number, signal: PaceSignal = 'accepted'): Promise<void> {
-  for (let i = 0; i < count; i += 1) {
-    const slot = pacer.acquire(Number.POSITIVE_INFINITY);
-    if (slot !== true) {
-      let started = false;
-      void slot.then(() => {
-        started = true;
-      });
-      while (!started) await vi.advanceTimersByTimeAsync(1);
-    }
-    pacer.release(signal, 5);
-  }
-}
-
 /** An acquire whose outcome the test can read once it settles: `undefined` while still waiting. */
-function acquireWatched(pacer: Pacer, deadlineMs: number): { readonly started: () => boolean | undefined } {
-  const slot = pacer.acquire(deadlineMs);
+function acquireWatched(pacer: Pacer, deadlineMs: number, key?: string): { readonly started: () => boolean | undefined } {
+  const slot = pacer.acquire(deadlineMs, key);
   let outcome: boolean | undefined = slot === true ? true : undefined;
   if (slot !== true) void slot.then((started) => (outcome = started));
   return { started: () => outcome };
+}
+
+/** One request, `gapMs` after the last (or as soon after as the pace lets it start), answered with `a`. */
+async function exchange(pacer: Pacer, a: PacedAnswer, gapMs = 0, key?: string): Promise<void> {
+  await vi.advanceTimersByTimeAsync(gapMs);
+  const slot = pacer.acquire(Number.POSITIVE_INFINITY, key);
+  if (slot !== true) {
+    let started = false;
+    void slot.then(() => (started = true));
+    // Through a hold in one step, else in steps that grow to 100 ms (a token at the slowest pace is 2 s away).
+    for (let step = 1; !started; step = Math.min(100, step * 2))
+      await vi.advanceTimersByTimeAsync(Math.max(step, pacer.holdEndsAt() - Date.now()));
+  }
+  pacer.release(a, key);
 }
 
 beforeEach(() => {
@@ -104,247 +125,267 @@ describe('paceSignalOf', () => {
   });
 });
 
+describe('paceKeyOf', () => {
+  const record = {
+    attributes: { MessageGroupId: 'group-7' },
+    messageAttributes: { tenant: { stringValue: 'acme', dataType: 'String', stringListValues: [], binaryListValues: [] } },
+  } as never;
+  test('a message attribute by name, the message group by MessageGroupId, nothing when absent', () => {
+    expect(paceKeyOf(record, 'tenant')).toBe('acme');
+    expect(paceKeyOf(record, MESSAGE_GROUP_KEY)).toBe('group-7');
+    expect(paceKeyOf(record, 'region')).toBeUndefined();
+    expect(paceKeyOf({ attributes: {}, messageAttributes: {} } as never, MESSAGE_GROUP_KEY)).toBeUndefined();
+  });
+});
+
 describe('a fresh pacer', () => {
-  test('is unpaced, with MAX_CONCURRENCY in flight', () => {
-    expect(pacerOf().snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
+  test('adaptive: unpaced, with a slow start of 2 in flight that grows by one per acceptance up to MAX_CONCURRENCY', async () => {
+    const pacer = pacerOf();
+    expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: INITIAL_IN_FLIGHT });
+    for (let i = 0; i < INITIAL_IN_FLIGHT; i += 1) expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.acquire(Date.now())).not.toBe(true);
+    pacer.release(answer('accepted'));
+    pacer.release(answer('accepted'));
+    expect(pacer.snapshot().inFlightLimit).toBe(INITIAL_IN_FLIGHT + 2);
+    for (let i = 0; i < 20; i += 1) await exchange(pacer, answer('accepted'));
+    expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
   });
 
-  test('with a ceiling, runs at it', () => {
-    expect(pacerOf({ maxRequestsPerSecond: 40 }).snapshot()).toEqual({ requestsPerSecond: 40, inFlightLimit: 10 });
+  test('after the first refusal the in-flight limit grows by 1/limit per acceptance only', async () => {
+    const pacer = pacerOf();
+    await exchange(pacer, answer('slow-down'));
+    for (let i = 0; i < 4; i += 1) await exchange(pacer, answer('accepted'));
+    // 2 → 2.5 → 2.9 → 3.24 → 3.55: not the slow start's 6.
+    expect(pacer.snapshot().inFlightLimit).toBe(3);
   });
 
-  test('starts MAX_CONCURRENCY requests at once (no await), and the next waits for a release', async () => {
-    const pacer = pacerOf({ maxInFlight: 3 });
+  test('PACING=false: MAX_CONCURRENCY in flight at once (no slow start); with a ceiling, it runs at it', () => {
+    expect(pacerOf({ adaptive: false }).snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
+    expect(pacerOf({ maxRequestsPerSecond: 40 }).snapshot()).toEqual({ requestsPerSecond: 40, inFlightLimit: INITIAL_IN_FLIGHT });
+  });
+
+  test('the next request waits for a release when the in-flight limit is reached', async () => {
+    const pacer = pacerOf({ adaptive: false, maxInFlight: 3 });
     for (let i = 0; i < 3; i += 1) expect(pacer.acquire(Date.now() + 1000)).toBe(true);
     const fourth = acquireWatched(pacer, Date.now() + 1000);
     await settle();
     expect(fourth.started()).toBeUndefined();
-    pacer.release('neutral', 5);
+    pacer.release(answer('neutral'));
     await settle();
     expect(fourth.started()).toBe(true);
   });
 });
 
-describe('multiplicative decrease', () => {
-  test('the first slow-down cuts from what was really sent: 1.25 × the requests started of late, and the in-flight limit', () => {
+describe('cuts', () => {
+  /** `count` answers, `refusedEvery`-th a refusal (0: none), the clock moving `gapMs` before each. */
+  async function answers(pacer: Pacer, count: number, refusedEvery: number, gapMs: number, retryAfterSeconds?: number): Promise<void> {
+    for (let i = 1; i <= count; i += 1) {
+      const refused = refusedEvery > 0 && i % refusedEvery === 0;
+      await exchange(pacer, answer(refused ? 'slow-down' : 'accepted', refused ? { retryAfterSeconds } : {}), gapMs);
+    }
+  }
+
+  test('most requests refused, with acceptances among them: a cut at once, to 85 % of 1.25 × what was sent', async () => {
     const pacer = pacerOf();
-    for (let i = 0; i < 10; i += 1) expect(pacer.acquire(Infinity)).toBe(true);
-    pacer.release('slow-down', 5);
-    // 10 started within the meter's first slot (100 ms): 100 requests/s offered.
-    expect(pacer.snapshot()).toEqual({ requestsPerSecond: 1.25 * 100 * DECREASE_FACTOR, inFlightLimit: Math.floor(10 * DECREASE_FACTOR) });
+    await answers(pacer, 15, 0, 10); // 100 requests/s, slow start over
+    await answers(pacer, 9, 3, 10); // a third refused: the pace doubts (the share could be a floor)…
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    for (let i = 0; i < 30; i += 1) await exchange(pacer, answer(i % 6 === 0 ? 'accepted' : 'slow-down'), 10); // … most refused
+    const rate = pacer.snapshot().requestsPerSecond as number;
+    expect(rate).toBeLessThanOrEqual(1.25 * 100 * DECREASE_FACTOR * 1.01);
+    expect(rate).toBeGreaterThan(20);
   });
 
-  test('a later cut halves the rate at most, however little was sent meanwhile', () => {
+  test('a refused share some floor could explain, on a calm pace, is not cut at first: a doubt (the dips will tell), and then cut only so far', async () => {
     const pacer = pacerOf();
-    for (let i = 0; i < 10; i += 1) expect(pacer.acquire(Infinity)).toBe(true);
-    pacer.release('slow-down', 5);
+    await answers(pacer, 90, 5, 10); // 20 % refused at 100/s, for 0.9 s
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    await answers(pacer, 300, 5, 10); // three seconds more: no verdict yet at so few answers in the dips
+    expect(pacer.snapshot().requestsPerSecond ?? Number.POSITIVE_INFINITY).toBeGreaterThanOrEqual(0.7 * 100);
+  });
+
+  test('once cut (the pace not calm), refusals over no floor cut again, each time at most to half', async () => {
+    const pacer = pacerOf();
+    await answers(pacer, 15, 0, 10);
+    await answers(pacer, 20, 1, 10); // swamped: cut
     const first = pacer.snapshot().requestsPerSecond as number;
-    vi.advanceTimersByTime(2000); // nothing sent for 2 s
-    pacer.release('slow-down', 5);
-    expect(pacer.snapshot().requestsPerSecond).toBeCloseTo((first / 2) * DECREASE_FACTOR, 10);
+    await answers(pacer, 40, 5, 10); // 20 %, right after a cut: congestion, cut
+    const second = pacer.snapshot().requestsPerSecond as number;
+    expect(second).toBeLessThan(first);
+    expect(second).toBeGreaterThanOrEqual(MIN_REQUESTS_PER_SECOND);
   });
 
-  test('the answers to one burst are one signal: at most one cut per 100 ms (or two round trips, if longer)', () => {
+  test('never below MIN_REQUESTS_PER_SECOND and one request in flight, however many refusals', async () => {
     const pacer = pacerOf();
-    pacer.release('slow-down', 5);
-    const once = pacer.snapshot();
-    vi.advanceTimersByTime(99);
-    for (let i = 0; i < 20; i += 1) pacer.release('slow-down', 5);
-    expect(pacer.snapshot()).toEqual(once);
-    vi.advanceTimersByTime(1);
-    pacer.release('slow-down', 5);
-    expect(pacer.snapshot().inFlightLimit).toBe(Math.floor(10 * DECREASE_FACTOR * DECREASE_FACTOR));
-
-    const slow = pacerOf();
-    slow.release('slow-down', 300); // two round trips of 300 ms: 600 ms between cuts
-    const cut = slow.snapshot();
-    vi.advanceTimersByTime(599);
-    slow.release('slow-down', 300);
-    expect(slow.snapshot()).toEqual(cut);
-    vi.advanceTimersByTime(1);
-    slow.release('slow-down', 300);
-    expect(slow.snapshot().requestsPerSecond).toBeLessThan(cut.requestsPerSecond as number);
-  });
-
-  test('never below MIN_REQUESTS_PER_SECOND and one request in flight', () => {
-    const pacer = pacerOf();
-    for (let i = 0; i < 100; i += 1) {
-      pacer.release('slow-down', 5);
-      vi.advanceTimersByTime(100);
+    await answers(pacer, 15, 0, 10);
+    let lowest = { requestsPerSecond: Number.POSITIVE_INFINITY, inFlightLimit: Number.POSITIVE_INFINITY };
+    for (let i = 0; i < 300; i += 1) {
+      await exchange(pacer, answer(i % 10 === 0 ? 'accepted' : 'slow-down'), 100);
+      const { requestsPerSecond = Number.POSITIVE_INFINITY, inFlightLimit } = pacer.snapshot();
+      lowest = {
+        requestsPerSecond: Math.min(lowest.requestsPerSecond, requestsPerSecond),
+        inFlightLimit: Math.min(lowest.inFlightLimit, inFlightLimit),
+      };
     }
-    expect(pacer.snapshot()).toEqual({ requestsPerSecond: MIN_REQUESTS_PER_SECOND, inFlightLimit: 1 });
+    // Down to about the rate the webhook took (a request a second, or two), never below the slowest pace nor one in flight.
+    expect(lowest.inFlightLimit).toBe(1);
+    expect(lowest.requestsPerSecond).toBeGreaterThanOrEqual(MIN_REQUESTS_PER_SECOND);
+    expect(lowest.requestsPerSecond).toBeLessThanOrEqual(2);
   });
 
-  test('neutral answers (500, connection refused) change nothing', () => {
-    const pacer = pacerOf();
-    for (let i = 0; i < 50; i += 1) {
-      pacer.release('neutral', 5);
-      vi.advanceTimersByTime(100);
-    }
+  test('neutral answers (500, connection refused) change nothing', async () => {
+    const pacer = pacerOf({ adaptive: false });
+    for (let i = 0; i < 50; i += 1) await exchange(pacer, answer('neutral'), 100);
     expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
   });
-});
 
-describe('additive increase', () => {
-  test('while the pace is what holds the container back, acceptances raise it by INCREASE_SHARE of itself per second, and the in-flight limit to MAX_CONCURRENCY', async () => {
+  test('refusals with no acceptance at all (a backlog refused for its own sake, or the whole endpoint) cut nothing', async () => {
     const pacer = pacerOf();
-    for (let i = 0; i < 10; i += 1) expect(pacer.acquire(Infinity)).toBe(true);
-    pacer.release('slow-down', 5);
-    for (let i = 0; i < 9; i += 1) pacer.release('neutral', 5);
-    const cut = pacer.snapshot().requestsPerSecond as number;
-    const startedAt = Date.now();
-    await sendPaced(pacer, 200);
-    const seconds = (Date.now() - startedAt) / 1000;
-    const rate = pacer.snapshot().requestsPerSecond as number;
-    expect(rate).toBeGreaterThan(cut * (1 + INCREASE_SHARE * seconds * 0.5));
-    expect(rate).toBeLessThan(cut * (1 + INCREASE_SHARE) ** (seconds + 1));
-    expect(pacer.snapshot().inFlightLimit).toBe(10);
-  });
-
-  test('not while the batches, not the pace, hold it back: acceptances without demand raise nothing', () => {
-    const pacer = pacerOf();
-    for (let i = 0; i < 10; i += 1) expect(pacer.acquire(Infinity)).toBe(true);
-    pacer.release('slow-down', 5);
-    const cut = pacer.snapshot().requestsPerSecond;
-    vi.advanceTimersByTime(2000);
-    for (let i = 0; i < 100; i += 1) pacer.release('accepted', 5);
-    expect(pacer.snapshot().requestsPerSecond).toBe(cut);
-  });
-
-  test('never above MAX_CONCURRENCY in flight nor above the ceiling', async () => {
-    const pacer = pacerOf({ maxRequestsPerSecond: 20 });
-    expect(pacer.acquire(Infinity)).toBe(true);
-    pacer.release('slow-down', 5); // 1 started in the meter's first 100 ms: 10/s offered
-    expect(pacer.snapshot()).toEqual({ requestsPerSecond: 1.25 * 10 * DECREASE_FACTOR, inFlightLimit: 8 });
-    await sendPaced(pacer, 300);
-    expect(pacer.snapshot()).toEqual({ requestsPerSecond: 20, inFlightLimit: 10 });
-  });
-
-  const signal = fc.constantFrom<PaceSignal>('accepted', 'slow-down', 'neutral');
-  test('property: after any answers, 1 ≤ in-flight limit ≤ MAX_CONCURRENCY and MIN_REQUESTS_PER_SECOND ≤ rate ≤ ceiling', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 50 }),
-        fc.option(fc.integer({ min: 1, max: 500 }), { nil: undefined }),
-        fc.array(fc.tuple(signal, fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 2000 })), { maxLength: 200 }),
-        (maxInFlight, maxRequestsPerSecond, answers) => {
-          const pacer = pacerOf({ maxInFlight, maxRequestsPerSecond });
-          for (const [answer, latencyMs, gapMs] of answers) {
-            vi.advanceTimersByTime(gapMs);
-            pacer.release(answer, latencyMs);
-            const { requestsPerSecond, inFlightLimit } = pacer.snapshot();
-            expect(inFlightLimit).toBeGreaterThanOrEqual(1);
-            expect(inFlightLimit).toBeLessThanOrEqual(maxInFlight);
-            if (requestsPerSecond !== undefined) {
-              expect(requestsPerSecond).toBeGreaterThanOrEqual(MIN_REQUESTS_PER_SECOND);
-              expect(requestsPerSecond).toBeLessThanOrEqual(maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
-            }
-          }
-        },
-      ),
-    );
+    for (let i = 0; i < 100; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 5);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
   });
 });
 
 describe('PACING=false: only the ceilings', () => {
-  test('no cut, no hold, whatever the webhook answers; refusals are still counted', () => {
+  test('no cut, no hold, whatever the webhook answers; refusals are still counted', async () => {
     const pacer = pacerOf({ adaptive: false, maxInFlight: 4 });
-    for (let i = 0; i < 3 * HOLD_AFTER_REFUSALS; i += 1) {
-      expect(pacer.acquire(Date.now() + 1000)).toBe(true);
-      pacer.release('slow-down', 5, 30);
-      vi.advanceTimersByTime(100);
-    }
+    for (let i = 0; i < 3 * HOLD_AFTER_MESSAGES; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 30 }), 10);
     expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 4 });
+    expect(pacer.holdEndsAt()).toBe(0);
     for (let i = 0; i < 4; i += 1) expect(pacer.acquire(Date.now() + 1000)).toBe(true);
-    expect(pacer.takeRefusedCount()).toBe(3 * HOLD_AFTER_REFUSALS);
+    expect(pacer.takeRefusedCount()).toBe(3 * HOLD_AFTER_MESSAGES);
     expect(pacer.takeRefusedCount()).toBe(0);
   });
 
   test('the ceiling still applies', async () => {
     const pacer = pacerOf({ adaptive: false, maxRequestsPerSecond: 2 });
     expect(pacer.acquire(Infinity)).toBe(true);
-    pacer.release('slow-down', 5, 30);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 30 }));
     const next = acquireWatched(pacer, Infinity);
     await vi.advanceTimersByTimeAsync(499);
     expect(next.started()).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
     expect(next.started()).toBe(true);
-    expect(pacer.snapshot()).toEqual({ requestsPerSecond: 2, inFlightLimit: 10 });
   });
 });
 
 describe('the endpoint hold', () => {
-  /** The longest a token takes to come, at the slowest rate. */
-  const TOKEN_MS = 1000 / MIN_REQUESTS_PER_SECOND;
-  /** `count` refusals, each `Retry-After: retryAfter`, each once the bucket has a token again. */
-  function refuse(pacer: Pacer, count: number, retryAfter: number | undefined): void {
+  /** `count` refusals of different messages (or of `ids`, in turn), each with `retryAfter`, `gapMs` apart. */
+  async function refuse(pacer: Pacer, count: number, retryAfter: number | undefined, gapMs = 1, ids?: readonly string[]): Promise<void> {
     for (let i = 0; i < count; i += 1) {
-      vi.advanceTimersByTime(TOKEN_MS);
-      expect(pacer.acquire(Date.now() + 1)).toBe(true);
-      pacer.release('slow-down', 5, retryAfter);
+      await exchange(
+        pacer,
+        answer('slow-down', { retryAfterSeconds: retryAfter, ...(ids ? { messageId: ids[i % ids.length] } : {}) }),
+        gapMs,
+      );
     }
   }
 
-  test(`after ${HOLD_AFTER_REFUSALS} refusals in a row with a Retry-After, nothing starts until it has passed`, async () => {
+  test(`${HOLD_AFTER_MESSAGES} different messages refused with a short Retry-After and none taken: held for it, at once`, async () => {
     const pacer = pacerOf();
-    refuse(pacer, HOLD_AFTER_REFUSALS, 3);
+    await refuse(pacer, HOLD_AFTER_MESSAGES - 1, 3);
+    expect(pacer.holdEndsAt()).toBe(0);
+    await refuse(pacer, 1, 3);
     const heldAt = Date.now();
+    expect(pacer.holdEndsAt()).toBe(heldAt + 3000);
     const waiting = acquireWatched(pacer, Infinity);
     await vi.advanceTimersByTimeAsync(2999);
     expect(waiting.started()).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
     expect(waiting.started()).toBe(true);
-    expect(Date.now() - heldAt).toBe(3000);
   });
 
-  test('a waiter whose deadline falls inside the hold gets false at once: its record goes back for the hold', async () => {
+  test('the shortest Retry-After among the refusals, not the longest', async () => {
     const pacer = pacerOf();
-    refuse(pacer, HOLD_AFTER_REFUSALS, 3);
-    const waiting = acquireWatched(pacer, Date.now() + 1000);
+    for (let i = 0; i < HOLD_AFTER_MESSAGES; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: i === 4 ? 2 : 3600 }), 120);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + 2000);
+  });
+
+  test(`a long Retry-After only once the refusals have gone on for ${HOLD_EVIDENCE_MS} ms, and ${LONG_HOLD_SECONDS} s at first`, async () => {
+    const pacer = pacerOf();
+    const firstAt = Date.now() + 10;
+    await refuse(pacer, 5 * HOLD_AFTER_MESSAGES, 3600, 10); // 490 ms of refusals: one tenant's backlog passes sooner
+    expect(pacer.holdEndsAt()).toBe(0);
+    while (pacer.holdEndsAt() === 0 && Date.now() < firstAt + 2000) await refuse(pacer, 1, 3600, 10);
+    expect(Date.now() - firstAt).toBeGreaterThanOrEqual(HOLD_EVIDENCE_MS);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+  });
+
+  test('a long hold is probed: its records go back at once, but a request every 2 s; one the webhook takes ends the hold', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 200 && pacer.holdEndsAt() === 0; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 10);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+    expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
+    expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    await vi.advanceTimersByTimeAsync(PROBE_EVERY_MS);
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    pacer.release(answer('accepted'));
+    expect(pacer.holdEndsAt()).toBe(Date.now());
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+  });
+
+  test('the same messages refused again and again are not many messages', async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, 100, QUICK_HOLD_SECONDS, 1, ['a', 'b', 'c', 'd', 'e']);
+    expect(pacer.holdEndsAt()).toBe(0);
+  });
+
+  test('acceptances among the refusals (more than a fifth) end the run: a webhook taking most is not refusing everything', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 100; i += 1) await exchange(pacer, answer(i % 3 === 0 ? 'accepted' : 'slow-down', { retryAfterSeconds: 1 }), 1);
+    expect(pacer.holdEndsAt()).toBe(0);
+  });
+
+  test('a neutral answer (500, 404) ends the run; refusals without Retry-After (429, 504, 408, timeouts) are no evidence', async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_AFTER_MESSAGES - 1, 1);
+    await exchange(pacer, answer('neutral'));
+    await refuse(pacer, HOLD_AFTER_MESSAGES - 1, 1);
+    await refuse(pacer, 3 * HOLD_AFTER_MESSAGES, undefined);
+    expect(pacer.holdEndsAt()).toBe(0);
+    await refuse(pacer, 1, 1);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + 1000);
+  });
+
+  test('a hold does not leave the trigger armed: the next refusal after it does not hold again', async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_AFTER_MESSAGES, 1);
+    const first = pacer.holdEndsAt();
+    await vi.advanceTimersByTimeAsync(1000);
+    await refuse(pacer, 1, 1);
+    expect(pacer.holdEndsAt()).toBe(first);
+  });
+
+  test('waiters the hold outlasts stop waiting at once (false) when it begins; those it does not, start after it', async () => {
+    const pacer = pacerOf({ maxInFlight: 2 });
+    await refuse(pacer, HOLD_AFTER_MESSAGES - 1, 3);
+    // Two requests in flight; four more wait for a slot: two until well after the hold, two only for a second.
+    expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.acquire(Infinity)).toBe(true);
+    const patient = [acquireWatched(pacer, Date.now() + 10_000), acquireWatched(pacer, Date.now() + 10_000)];
+    const hurried = [acquireWatched(pacer, Date.now() + 1000), acquireWatched(pacer, Date.now() + 1000)];
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3 })); // the tenth: the hold begins
     await settle();
-    expect(waiting.started()).toBe(false);
-    expect(pacer.holdRemainingSeconds()).toBe(3);
-  });
-
-  test(`not after ${HOLD_AFTER_REFUSALS - 1}; nor when an acceptance comes between`, () => {
-    const pacer = pacerOf();
-    refuse(pacer, HOLD_AFTER_REFUSALS - 1, 3);
-    vi.advanceTimersByTime(TOKEN_MS);
-    expect(pacer.acquire(Date.now() + 1)).toBe(true);
-    pacer.release('accepted', 5);
-    refuse(pacer, HOLD_AFTER_REFUSALS - 1, 3);
-    vi.advanceTimersByTime(TOKEN_MS);
-    expect(pacer.acquire(Date.now() + 1)).toBe(true); // not held
-    pacer.release('slow-down', 5, 3); // the fifth in a row since the acceptance
-    vi.advanceTimersByTime(2999);
-    expect(pacer.acquire(Date.now() + 1)).not.toBe(true); // held, though a token is there
-  });
-
-  test('a refusal without Retry-After holds nothing (but counts toward the run)', () => {
-    const pacer = pacerOf();
-    refuse(pacer, 2 * HOLD_AFTER_REFUSALS, undefined);
-    vi.advanceTimersByTime(TOKEN_MS);
-    expect(pacer.acquire(Date.now() + 1)).toBe(true);
-    pacer.release('slow-down', 5, 3); // a Retry-After after a run of refusals without one
-    vi.advanceTimersByTime(2999); // a token is there (2 s at the slowest), but the hold is 3 s
-    expect(pacer.acquire(Date.now() + 1)).not.toBe(true);
-  });
-
-  test('a later, shorter Retry-After does not shorten the hold', async () => {
-    const pacer = pacerOf();
-    refuse(pacer, HOLD_AFTER_REFUSALS, 10);
-    pacer.release('slow-down', 5, 1);
-    const waiting = acquireWatched(pacer, Infinity);
-    await vi.advanceTimersByTimeAsync(9999);
-    expect(waiting.started()).toBeUndefined();
-    await vi.advanceTimersByTimeAsync(1);
-    expect(waiting.started()).toBe(true);
+    expect(hurried.map((w) => w.started())).toEqual([false, false]);
+    expect(pacer.retryInSeconds()).toBe(3);
+    expect(patient.map((w) => w.started())).toEqual([undefined, undefined]);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(patient.map((w) => w.started())).toEqual([true, undefined]); // one slot free; the other when a release comes
+    pacer.release(answer('accepted'));
+    // After a hold the pace starts again slowly (it doubles each second from what the webhook took): soon, not at once.
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(patient.map((w) => w.started())).toEqual([true, true]);
   });
 });
 
 describe('waiters', () => {
   test('start in arrival order as slots free up', async () => {
-    const pacer = pacerOf({ maxInFlight: 2 });
+    const pacer = pacerOf({ adaptive: false, maxInFlight: 2 });
     pacer.acquire(Infinity);
     pacer.acquire(Infinity);
     const order: number[] = [];
@@ -354,7 +395,7 @@ describe('waiters', () => {
       void (slot as Promise<boolean>).then(() => order.push(i));
     }
     for (let i = 0; i < 6; i += 1) {
-      pacer.release('neutral', 5);
+      pacer.release(answer('neutral'));
       await settle();
     }
     expect(order).toEqual([0, 1, 2, 3, 4, 5]);
@@ -365,14 +406,13 @@ describe('waiters', () => {
     expect(pacer.acquire(Infinity)).toBe(true);
     const first = acquireWatched(pacer, Infinity);
     vi.advanceTimersByTime(100); // the token is due, but the timer has not fired yet
-    const second = pacer.acquire(Infinity);
-    expect(second).not.toBe(true);
+    expect(pacer.acquire(Infinity)).not.toBe(true);
     await settle();
     expect(first.started()).toBe(true);
   });
 
   test('a waiter past its deadline gets false, and the slot goes to the next', async () => {
-    const pacer = pacerOf({ maxInFlight: 1 });
+    const pacer = pacerOf({ adaptive: false, maxInFlight: 1 });
     pacer.acquire(Infinity);
     const now = Date.now();
     const early = acquireWatched(pacer, now + 100);
@@ -380,105 +420,292 @@ describe('waiters', () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(early.started()).toBe(false);
     expect(late.started()).toBeUndefined();
-    pacer.release('neutral', 5);
+    pacer.release(answer('neutral'));
     await settle();
     expect(late.started()).toBe(true);
-    expect(pacer.acquire(Infinity)).not.toBe(true); // the one slot is the late waiter's
+    expect(pacer.acquire(Infinity)).not.toBe(true);
   });
 
-  test('an acquire already past its deadline, with no slot free, is false at once', async () => {
-    const pacer = pacerOf({ maxInFlight: 1 });
+  test('an acquire already past its deadline, with no slot free, is false at once; giveBack frees a slot without a verdict', async () => {
+    const pacer = pacerOf({ adaptive: false, maxInFlight: 1 });
     pacer.acquire(Infinity);
-    const slot = pacer.acquire(Date.now());
-    expect(await slot).toBe(false);
+    expect(await pacer.acquire(Date.now())).toBe(false);
+    pacer.giveBack();
+    expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.takeRefusedCount()).toBe(0);
+  });
+});
+
+describe('rate-limit headers: a webhook that says its limit is paced before it refuses', () => {
+  test('to its part of the quota per window: 90 % of 200/s over 5 containers is 36/s each', async () => {
+    const pacer = pacerOf({ sharedBy: 5 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 150, resetSeconds: 1, limit: 200, windowSeconds: 1 } }));
+    expect(pacer.snapshot().requestsPerSecond).toBeCloseTo((QUOTA_HEADROOM * 200) / 5, 10);
   });
 
+  test('over a long reset, to its part of what remains: 90 of an hourly 5,000 left for 900 s', async () => {
+    const pacer = pacerOf({ sharedBy: 1 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 90, resetSeconds: 900, limit: 5000, windowSeconds: undefined } }));
+    expect(pacer.snapshot().requestsPerSecond).toBeCloseTo((QUOTA_HEADROOM * 90) / 900, 10);
+  });
+
+  test('when its part of what remains is under one request, nothing until the reset (less the second it may round up)', async () => {
+    const pacer = pacerOf({ sharedBy: 5 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 4, resetSeconds: 10, limit: 100, windowSeconds: 60 } }));
+    expect(pacer.holdEndsAt()).toBe(Date.now() + 9000);
+  });
+
+  test('what they said stops binding 10 s after the last answer that carried them; PACING=false reads none', async () => {
+    const pacer = pacerOf();
+    await exchange(pacer, answer('accepted', { quota: { remaining: 5, resetSeconds: 1, limit: 10, windowSeconds: 1 } }));
+    expect(pacer.snapshot().requestsPerSecond).toBeDefined();
+    vi.advanceTimersByTime(10_001);
+    expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    const fixed = pacerOf({ adaptive: false });
+    await exchange(fixed, answer('accepted', { quota: { remaining: 0, resetSeconds: 60, limit: 10, windowSeconds: 60 } }));
+    expect(fixed.snapshot().requestsPerSecond).toBeUndefined();
+    expect(fixed.holdEndsAt()).toBe(0);
+  });
+});
+
+describe('per-key paces', () => {
+  test("a key refused for its own sake is slowed alone: its requests go back at once, another key's start", async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 15; i += 1) await exchange(pacer, answer('accepted'), 10, 'fast');
+    for (let i = 0; i < 15; i += 1) await exchange(pacer, answer('accepted'), 10, 'slow');
+    // 'slow' refused four times in five, 'fast' never: 'slow' is cut, the endpoint is not.
+    for (let i = 0; i < 40; i += 1) {
+      await exchange(pacer, answer('accepted'), 5, 'fast');
+      if (pacer.acquire(Infinity, 'slow') === true)
+        pacer.release(answer(i % 5 === 0 ? 'accepted' : 'slow-down', { retryAfterSeconds: 1 }), 'slow');
+    }
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    const slow = pacer.acquire(Date.now() + 30_000, 'slow');
+    expect(slow).not.toBe(true);
+    expect(pacer.retryInSeconds('slow')).toBeGreaterThan(0);
+    expect(pacer.acquire(Date.now() + 30_000, 'fast')).toBe(true);
+  });
+
+  test(`a key's wait up to ${KEY_WAIT_MS} ms is waited; a waiter for a key does not hold up another key's`, async () => {
+    const pacer = pacerOf({ adaptive: false, maxInFlight: 5 });
+    expect(pacer.acquire(Infinity, 'a')).toBe(true);
+    expect(pacer.acquire(Infinity, 'b')).toBe(true);
+    expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.acquire(Infinity)).toBe(true);
+    const b = acquireWatched(pacer, Infinity, 'b');
+    const a = acquireWatched(pacer, Infinity, 'a');
+    pacer.release(answer('neutral'));
+    await settle();
+    expect([b.started(), a.started()]).toEqual([true, undefined]);
+  });
+
+  test("paced per key, an answer's rate-limit headers pace its key, not the endpoint", async () => {
+    const pacer = pacerOf({ sharedBy: 1 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 0, resetSeconds: 60, limit: 60, windowSeconds: 60 } }), 0, 'tenant-a');
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    expect(pacer.acquire(Infinity, 'tenant-b')).toBe(true);
+    expect(pacer.retryInSeconds('tenant-a')).toBeGreaterThan(0);
+  });
+
+  test(`at most ${MAX_KEYS} keys: the least recently used is forgotten`, () => {
+    const pacer = pacerOf({ adaptive: false, maxInFlight: 1 });
+    for (let i = 0; i <= MAX_KEYS; i += 1) {
+      expect(pacer.acquire(Infinity, `k${i}`)).toBe(true);
+      pacer.release(answer('accepted'), `k${i}`);
+    }
+    expect(pacer.keyCount).toBe(MAX_KEYS);
+  });
+});
+
+describe('properties', () => {
   type Op =
-    | { readonly kind: 'acquire'; readonly deadlineInMs: number }
-    | { readonly kind: 'release'; readonly signal: PaceSignal; readonly latencyMs: number; readonly retryAfter: number | undefined }
+    | { readonly kind: 'acquire'; readonly deadlineInMs: number; readonly key: string | undefined }
+    | {
+        readonly kind: 'release';
+        readonly signal: PaceSignal;
+        readonly latencyMs: number;
+        readonly retryAfter: number | undefined;
+        readonly message: number;
+      }
     | { readonly kind: 'advance'; readonly ms: number };
   const op: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('acquire' as const), deadlineInMs: fc.integer({ min: 0, max: 5000 }) }),
-    fc.record({
-      kind: fc.constant('release' as const),
-      signal: fc.constantFrom<PaceSignal>('accepted', 'slow-down', 'neutral'),
-      latencyMs: fc.integer({ min: 0, max: 500 }),
-      retryAfter: fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined }),
-    }),
-    fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 1500 }) }),
+    {
+      arbitrary: fc.record({
+        kind: fc.constant('acquire' as const),
+        deadlineInMs: fc.integer({ min: 0, max: 5000 }),
+        key: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }),
+      }),
+      weight: 3,
+    },
+    {
+      arbitrary: fc.record({
+        kind: fc.constant('release' as const),
+        signal: fc.oneof(
+          { arbitrary: fc.constant<PaceSignal>('slow-down'), weight: 6 },
+          { arbitrary: fc.constant<PaceSignal>('accepted'), weight: 1 },
+          { arbitrary: fc.constant<PaceSignal>('neutral'), weight: 1 },
+        ),
+        latencyMs: fc.integer({ min: 0, max: 500 }),
+        retryAfter: fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined, freq: 6 }),
+        message: fc.integer({ min: 0, max: 30 }),
+      }),
+      weight: 3,
+    },
+    { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 1500 }) }), weight: 1 },
   );
 
-  test('property: no start beyond the in-flight limit; waiters start in arrival order, before their deadline, or get false at it', async () => {
+  // Real sizes: up to 400 operations (fast-check's default array is 10 long, too short to reach a hold).
+  test("waiters: no start beyond the in-flight limit; endpoint order kept; false before the deadline only for a hold that outlasts it, or a key's wait", async () => {
+    let holds = 0;
     await fc.assert(
       fc.asyncProperty(
         fc.boolean(),
         fc.integer({ min: 1, max: 6 }),
         fc.option(fc.integer({ min: 1, max: 50 }), { nil: undefined }),
-        fc.array(op, { maxLength: 80 }),
+        fc.array(op, { minLength: 50, maxLength: 400 }),
         async (adaptive, maxInFlight, maxRequestsPerSecond, ops) => {
           const pacer = pacerOf({ adaptive, maxInFlight, maxRequestsPerSecond });
-          let inFlight = 0;
+          const inFlight: (string | undefined)[] = [];
           let arrivals = 0;
-          const started: number[] = [];
-          const pending = new Set<number>();
+          const started: { id: number; key: string | undefined }[] = [];
+          const pending = new Map<number, string | undefined>();
           const violations: string[] = [];
-          const onStart = (id: number): void => {
-            inFlight += 1;
-            started.push(id);
-            const limit = pacer.snapshot().inFlightLimit;
-            if (inFlight > limit || inFlight > maxInFlight) violations.push(`start ${id}: ${inFlight} in flight, limit ${limit}`);
+          const onStart = (id: number, key: string | undefined): void => {
+            inFlight.push(key);
+            started.push({ id, key });
+            if (inFlight.length > maxInFlight) violations.push(`start ${id}: ${inFlight.length} in flight, at most ${maxInFlight}`);
           };
           for (const o of ops) {
             if (o.kind === 'acquire') {
               const id = arrivals++;
               const deadline = Date.now() + o.deadlineInMs;
-              const slot = pacer.acquire(deadline);
+              const slot = pacer.acquire(deadline, o.key);
               if (slot === true) {
-                if (pending.size > 0) violations.push(`start ${id} overtook a waiter`);
-                onStart(id);
+                if ([...pending.values()].some((key) => key === undefined) && o.key === undefined)
+                  violations.push(`start ${id} overtook a waiter`);
+                onStart(id, o.key);
               } else {
-                pending.add(id);
+                pending.set(id, o.key);
                 void slot.then((ok) => {
                   pending.delete(id);
                   if (ok && Date.now() >= deadline) violations.push(`start ${id} after its deadline`);
-                  if (!ok && Date.now() < deadline) violations.push(`gave up on ${id} before its deadline`);
-                  if (ok) onStart(id);
+                  const heldPast = pacer.holdEndsAt() > deadline;
+                  const keyWait = o.key !== undefined && pacer.retryInSeconds(o.key) > 0;
+                  if (!ok && Date.now() < deadline && !heldPast && !keyWait) violations.push(`gave up on ${id} before its deadline`);
+                  if (ok) onStart(id, o.key);
                 });
               }
             } else if (o.kind === 'release') {
-              if (inFlight === 0) continue;
-              inFlight -= 1;
-              pacer.release(o.signal, o.latencyMs, o.retryAfter);
+              const key = inFlight.shift();
+              if (inFlight.length === 0 && key === undefined && started.length === 0) continue;
+              const before = pacer.holdEndsAt();
+              pacer.release({ signal: o.signal, latencyMs: o.latencyMs, retryAfterSeconds: o.retryAfter, messageId: `m${o.message}` }, key);
+              if (pacer.holdEndsAt() !== before) holds += 1;
             } else {
               await vi.advanceTimersByTimeAsync(o.ms);
             }
             await settle();
           }
           expect(violations).toEqual([]);
-          expect(started).toEqual([...started].sort((a, b) => a - b));
+          // Requests without a key start in arrival order among themselves.
+          const endpointOnly = started.filter((s) => s.key === undefined).map((s) => s.id);
+          expect(endpointOnly).toEqual([...endpointOnly].sort((a, b) => a - b));
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 100 },
     );
+    // The runs reach the hold, or the property says nothing about it.
+    expect(holds).toBeGreaterThan(0);
   });
+
+  test('a hold lasts the shortest Retry-After among the refusals that began it, and needs that many different messages', async () => {
+    let holds = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            signal: fc.oneof(
+              { arbitrary: fc.constant<PaceSignal>('slow-down'), weight: 12 },
+              { arbitrary: fc.constant<PaceSignal>('accepted'), weight: 1 },
+              { arbitrary: fc.constant<PaceSignal>('neutral'), weight: 1 },
+            ),
+            retryAfter: fc.option(fc.integer({ min: 0, max: QUICK_HOLD_SECONDS }), { nil: undefined, freq: 8 }),
+            message: fc.integer({ min: 0, max: 40 }),
+            gapMs: fc.integer({ min: 0, max: 200 }),
+          }),
+          { minLength: 50, maxLength: 400 },
+        ),
+        async (answers) => {
+          const pacer = pacerOf();
+          /**
+           * Refusals with a Retry-After since the last hold, neutral answer, or more acceptances than a fifth of them: the run as
+           * the rule defines it.
+           */
+          let run: { message: string; retryAfter: number }[] = [];
+          let accepted = 0;
+          for (const a of answers) {
+            const before = pacer.holdEndsAt();
+            const messageId = `m${a.message}`;
+            await exchange(pacer, { signal: a.signal, latencyMs: 1, retryAfterSeconds: a.retryAfter, messageId }, a.gapMs);
+            if (a.signal === 'accepted' && run.length > 0) {
+              accepted += 1;
+              if (accepted > HOLD_ACCEPTED_SHARE * Math.max(HOLD_AFTER_MESSAGES, new Set(run.map((r) => r.message)).size)) run = [];
+            }
+            if (a.signal === 'neutral' || run.length === 0) accepted = 0;
+            if (a.signal === 'neutral') run = [];
+            if (a.signal === 'slow-down' && a.retryAfter !== undefined) run.push({ message: messageId, retryAfter: a.retryAfter });
+            if (pacer.holdEndsAt() === before) continue;
+            holds += 1;
+            expect(new Set(run.map((r) => r.message)).size).toBeGreaterThanOrEqual(HOLD_AFTER_MESSAGES);
+            expect(pacer.holdEndsAt() - Date.now()).toBeLessThanOrEqual(1000 * Math.min(...run.map((r) => r.retryAfter)));
+            run = [];
+            accepted = 0;
+          }
+        },
+      ),
+      { numRuns: 50 },
+    );
+    expect(holds).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('with a ceiling, no second sees more starts than the ceiling and its burst, whatever the answers', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 5, max: 200 }),
+        fc.array(fc.constantFrom<PaceSignal>('accepted', 'slow-down', 'neutral'), { minLength: 100, maxLength: 300 }),
+        async (ceiling, signals) => {
+          const pacer = pacerOf({ maxRequestsPerSecond: ceiling });
+          const starts: number[] = [];
+          for (const signal of signals) {
+            await exchange(pacer, answer(signal));
+            starts.push(Date.now());
+          }
+          const burst = Math.max(1, ceiling * 0.1);
+          for (let first = 0, last = 0; last < starts.length; last += 1) {
+            while ((starts[last] as number) - (starts[first] as number) >= 1000) first += 1;
+            expect(last - first + 1).toBeLessThanOrEqual(ceiling + burst);
+          }
+        },
+      ),
+      { numRuns: 20 },
+    );
+  }, 120_000);
 });
 
 describe('the ceiling: a token bucket', () => {
-  /**
-   * Greedy callers (one per slot, each starting again as soon as its answer is in) for `seconds`:
-   * the start times, ms.
-   */
+  /** Greedy callers (one per slot, each starting again as soon as its answer is in) for `seconds`: the start times, ms. */
   async function greedyStarts(pacer: Pacer, slots: number, latencyMs: number, seconds: number): Promise<number[]> {
     const starts: number[] = [];
     const end = Date.now() + seconds * 1000;
     const caller = async (): Promise<void> => {
-      // acquire() past its deadline still starts a request when a slot is free: the caller checks the time.
       while (Date.now() < end) {
         const slot = pacer.acquire(end);
         if (slot !== true && !(await slot)) return;
         starts.push(Date.now());
         await new Promise((resolve) => setTimeout(resolve, latencyMs));
-        pacer.release('accepted', latencyMs);
+        pacer.release(answer('accepted', { latencyMs }));
       }
     };
     const done = Promise.all(Array.from({ length: slots }, caller));
@@ -518,152 +745,8 @@ describe('the ceiling: a token bucket', () => {
   );
 });
 
-/**
- * Issue 21's scenario, simulated: `containers` pacers (5 concurrent invocations × 10 in flight, the
- * stack's defaults) against one webhook with a token bucket of `rate` requests/s holding `burst`
- * tokens, which answers `429` + `Retry-After` above it. A refused record goes back to the queue, as
- * the relay does (the backlog is endless: another record takes its place). 'batches' runs invocations of 10 records, the
- * next only once the last record of the previous is done (Lambda's and local mode's way);
- * 'workers' keeps every slot busy. Seeded latencies (0.5–1.5 × `latencyMs`), on the fake clock.
- */
-interface Scenario {
-  readonly mode: 'batches' | 'workers';
-  readonly rate: number;
-  /** The webhook bucket's size, in seconds of its rate (at least one request). */
-  readonly burstSeconds: number;
-  readonly latencyMs: number;
-  readonly adaptive?: boolean;
-  /** From and to (ms from the start): the webhook refuses everything, as during a deploy or a quota reset. */
-  readonly refusingAll?: readonly [number, number];
-}
-
-/** What the webhook took, as a share of its rate, and the share of requests it refused, after a warm-up. */
-interface Measured {
-  readonly achieved: number;
-  readonly refused: number;
-}
-
-const CONTAINERS = 5;
-const MAX_IN_FLIGHT = 10;
-const RETRY_AFTER_SECONDS = 1;
-
-/** A small seeded generator (mulberry32): the same run every time. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-async function simulate(scenario: Scenario, warmUpMs: number, measureMs: number, seed = 1): Promise<Measured> {
-  const random = seeded(seed);
-  const wait = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-  const start = Date.now();
-  const measureFrom = start + warmUpMs;
-  const end = measureFrom + measureMs;
-  const capacity = Math.max(1, scenario.rate * scenario.burstSeconds);
-  let tokens = capacity;
-  let refilledAt = start;
-  let accepted = 0;
-  let refused = 0;
-  /** The webhook: a token per request, else 429. */
-  const answer = (): boolean => {
-    const now = Date.now();
-    tokens = Math.min(capacity, tokens + ((now - refilledAt) / 1000) * scenario.rate);
-    refilledAt = now;
-    const refusing = scenario.refusingAll !== undefined && now >= start + scenario.refusingAll[0] && now < start + scenario.refusingAll[1];
-    const ok = tokens >= 1 && !refusing;
-    if (ok) tokens -= 1;
-    if (now >= measureFrom && now < end) {
-      if (ok) accepted += 1;
-      else refused += 1;
-    }
-    return ok;
-  };
-  /** One record: sent once, when the pace allows before the run ends. */
-  const deliver = async (pacer: Pacer): Promise<void> => {
-    if (Date.now() < end) {
-      const slot = pacer.acquire(end);
-      if (slot !== true && !(await slot)) return;
-      const latencyMs = scenario.latencyMs * (0.5 + random());
-      await wait(latencyMs / 2);
-      const ok = answer();
-      await wait(latencyMs / 2);
-      pacer.release(ok ? 'accepted' : 'slow-down', latencyMs, ok ? undefined : RETRY_AFTER_SECONDS);
-    }
-  };
-  const container = async (): Promise<void> => {
-    const pacer = new Pacer(settings({ adaptive: scenario.adaptive ?? true, maxInFlight: MAX_IN_FLIGHT }), () => Date.now());
-    await wait(random() * 20);
-    if (scenario.mode === 'workers') {
-      await Promise.all(
-        Array.from({ length: MAX_IN_FLIGHT }, async () => {
-          while (Date.now() < end) await deliver(pacer);
-        }),
-      );
-      return;
-    }
-    while (Date.now() < end) {
-      await Promise.all(Array.from({ length: MAX_IN_FLIGHT }, () => deliver(pacer)));
-      await wait(10 + random() * 20); // the next receive
-    }
-  };
-  const done = Promise.all(Array.from({ length: CONTAINERS }, container));
-  await vi.advanceTimersByTimeAsync(end - start + RETRY_AFTER_SECONDS * 1000 + 2 * scenario.latencyMs + 100);
-  await done;
-  return { achieved: accepted / ((scenario.rate * measureMs) / 1000), refused: refused / Math.max(1, accepted + refused) };
-}
-
-describe('simulation: 5 containers × 10 in flight against a webhook taking R requests/s (issue 21)', () => {
-  // Issue 21's goal: at most 10 % of requests refused and at least 80 % of R achieved, here over
-  // 15 s after a 5 s warm-up. The bounds hold for every seed from 1 to 10, not just the one used.
-  // A webhook bucket under 0.1 s of R leaves 'batches' short of 80 %: each invocation waits for its
-  // slowest record, and no constant tried fixes that. With
-  // a bucket of one request, the 5 containers' uncoordinated requests bunch: a small share of R.
-  test.each([
-    // mode, R, webhook burst (s of R), latency ms: at least this share of R, at most this share refused
-    ['batches', 200, 0.1, 20, 0.8, 0.05],
-    // A slow webhook (100 ms) with a small bucket: about 12 % refused, over the issue's 10 %.
-    ['batches', 50, 0.1, 100, 0.8, 0.15],
-    ['batches', 200, 1, 100, 0.85, 0.05],
-    ['workers', 200, 0.1, 5, 0.95, 0.05],
-  ] as const)(
-    '%s, R = %d/s, bucket %d s, %d ms: ≥ %d of R, ≤ %d refused',
-    async (mode, rate, burstSeconds, latencyMs, achieved, refused) => {
-      const measured = await simulate({ mode, rate, burstSeconds, latencyMs }, 5000, 15_000);
-      expect(measured.achieved).toBeGreaterThanOrEqual(achieved);
-      expect(measured.refused).toBeLessThanOrEqual(refused);
-    },
-  );
-
-  test('from the first request (the bench drains N messages from a standing start): ≤ 10 % refused, ≥ 80 % of R', async () => {
-    const measured = await simulate({ mode: 'batches', rate: 200, burstSeconds: 1, latencyMs: 20 }, 0, 20_000);
-    expect(measured.refused).toBeLessThanOrEqual(0.1);
-    expect(measured.achieved).toBeGreaterThanOrEqual(0.8);
-  });
-
-  // A run of refusals cuts the pace at most by half per decrease (not down to what was offered):
-  // the pace comes back within seconds after a deploy or a quota reset.
-  test('after 3 s of refusals (429 + Retry-After: 1 to everything), back to ≥ 70 % of R over the next 20 s', async () => {
-    const measured = await simulate(
-      { mode: 'workers', rate: 200, burstSeconds: 0.1, latencyMs: 20, refusingAll: [10_000, 13_000] },
-      13_000,
-      20_000,
-    );
-    expect(measured.achieved).toBeGreaterThanOrEqual(0.7);
-  });
-
-  test('the comparison: PACING=false floods the webhook (most requests refused)', async () => {
-    const measured = await simulate({ mode: 'batches', rate: 200, burstSeconds: 0.1, latencyMs: 20, adaptive: false }, 5000, 15_000);
-    expect(measured.refused).toBeGreaterThan(0.5);
-  });
-});
-
 describe('in a process with nothing else to do (a Lambda invocation whose requests all wait on the pace)', () => {
-  test('a waiting acquire keeps the process alive until its slot: the runtime would otherwise exit mid-invocation', () => {
+  test('a waiting acquire keeps the process alive until its slot: the runtime would otherwise exit mid-invocation', async () => {
     vi.useRealTimers();
     const script = join(mkdtempSync(join(inject('scratchDir'), 'pacer-')), 'alone.mts');
     const pacer = pathToFileURL(join(import.meta.dirname, '../../lambda/pacer.ts')).href;

@@ -182,6 +182,31 @@ describe('responses', () => {
     expect(result).toMatchObject({ status, retryAfter: retryAfter.trim(), excerpt: 'slow down' });
   });
 
+  test('rate-limit headers are kept by lower-case name (the first of each), the others not; none: no object at all', async () => {
+    const server = await serve((req, res) => {
+      if (req.url?.endsWith('none') === true) {
+        res.writeHead(200, { 'X-Request-Id': 'r1', 'Content-Type': 'text/plain' }).end();
+        return;
+      }
+      res.setHeader('RateLimit', '"default";r=50;t=30');
+      res.setHeader('RateLimit-Policy', '"default";q=100;w=60');
+      res.setHeader('X-RateLimit-Remaining', ['7', '8']);
+      res.setHeader('X-RateLimit-Reset', '1700000000');
+      res.setHeader('X-Powered-By', 'test');
+      res.writeHead(429, { 'Retry-After': '3' }).end();
+    });
+    const result = expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000));
+    expect(result).toMatchObject({ retryAfter: '3' });
+    expect(result.rateLimit).toEqual({
+      ratelimit: '"default";r=50;t=30',
+      'ratelimit-policy': '"default";q=100;w=60',
+      'x-ratelimit-remaining': '7',
+      'x-ratelimit-reset': '1700000000',
+    });
+    const plain = expectResponse(await transmitterFor(new URL(`${server.url.href}none`)).post(HEADERS, BODY, 2000));
+    expect(plain.rateLimit).toBeUndefined();
+  });
+
   test.each([400, 404, 410, 500, 502])('%d is returned as a response, not an error', async (status) => {
     const server = await serve((_req, res) => res.writeHead(status).end(`error ${status}`));
     expect(expectResponse(await transmitterFor(server.url).post(HEADERS, BODY, 2000))).toMatchObject({

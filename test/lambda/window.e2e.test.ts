@@ -190,18 +190,19 @@ describe('past the window', () => {
   });
 
   test("a record the endpoint's hold kept from being sent past its window is dead-lettered, not handed back at once", async () => {
-    // Thirty different messages refused at once with a long Retry-After: the whole endpoint asked for a pause.
-    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '3600' } }));
+    // Ten different messages refused with a short Retry-After: the whole endpoint asked for a 5 s pause, held at once.
+    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '5' } }));
     const handler = relayFor(env({ MAX_CONCURRENCY: '10' }));
-    for (let i = 0; i < 30; i += 1) await emulator.send(`refused ${i}`);
-    for (let batch = 0; batch < 3; batch += 1) await invoke(handler, await emulator.receiveEvent(10));
+    for (let i = 0; i < 10; i += 1) await emulator.send(`refused ${i}`);
+    await invoke(handler, await emulator.receiveEvent(10));
     const requestsBefore = webhook.requests.length;
     expect(requestsBefore).toBeGreaterThan(0);
     emulator.server.reset();
 
     const id = await emulator.send('waited out its window');
     const event = aged(await emulator.receiveEvent(), 25, 4);
-    const response = await invoke(handler, event);
+    // An invocation shorter than what is left of the hold: the record cannot wait it out.
+    const response = await invoke(handler, event, 3_000);
     expect(webhook.requests).toHaveLength(requestsBefore); // not sent: the hold is on
     expect(response.batchItemFailures).toEqual([]);
     await acknowledge(emulator.sqs, emulator.queue.url, event, response);
@@ -264,15 +265,19 @@ describe('the pace, seen by the operator', () => {
     for (let i = 0; i < 5; i += 1) await emulator.send(`fine ${i}`);
     const calm = await emulator.receiveEvent();
     await acknowledge(emulator.sqs, emulator.queue.url, calm, await invoke(handler, calm));
-    expect(telemetry.emf.at(-1)).toMatchObject({ PaceInFlightLimit: 10, RequestsRefused: 0 });
+    // A fresh container starts with 2 requests in flight and adds one per 2xx until the first refusal.
+    expect(telemetry.emf.at(-1)).toMatchObject({ PaceInFlightLimit: 7, RequestsRefused: 0 });
     expect(telemetry.emf.at(-1)).not.toHaveProperty('PaceRequestsPerSecond');
 
-    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '30' } }));
-    for (let i = 0; i < 4; i += 1) await emulator.send(`refused ${i}`);
-    const refused = await emulator.receiveEvent();
+    // A webhook swamped: most of what it answers is refused (a share a webhook refusing single messages does not reach).
+    webhook.respondWith(() => ({ status: 429 }));
+    // One batch of 40 (as a batching window gathers them): enough answers within a quarter second to be sure.
+    for (let i = 0; i < 40; i += 1) await emulator.send(`refused ${i}`);
+    const refused = await emulator.receiveEvent(10);
+    for (let i = 0; i < 3; i += 1) refused.Records.push(...(await emulator.receiveEvent(10)).Records);
     await invoke(handler, refused);
     const metrics = telemetry.emf.at(-1) as Record<string, unknown>;
-    expect(metrics.RequestsRefused).toBe(4);
+    expect(metrics.RequestsRefused).toBe(40);
     expect(metrics.PaceRequestsPerSecond).toBeGreaterThan(0);
     expect(metrics.PaceInFlightLimit).toBeLessThan(10);
     const paceLines = telemetry.lines.filter((line) => String(line.message).startsWith('Webhook asked to slow down'));

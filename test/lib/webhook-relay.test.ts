@@ -154,7 +154,7 @@ describe('WebhookRelay with default props', () => {
     const stated = Object.fromEntries(
       Object.entries(environmentOf(template)).map(([name, value]) => [name, typeof value === 'string' ? value : deployTime[name]]),
     );
-    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '483', ...deployTime };
+    const bare = { WEBHOOK_URL: URL_, MAX_RECEIVE_COUNT: '483', CONCURRENT_INVOCATIONS: '5', ...deployTime };
     expect(loadConfig(stated)).toEqual(loadConfig(bare));
   });
 

@@ -48,4 +48,44 @@ describe('rateLimitedResponder', () => {
     expect(limit.refused()).toBe(1);
     expect(limit.lastDeliveryAt()).toBeDefined();
   });
+
+  const postAs = async (url: string, id: string, tenant?: string): Promise<Response> =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'X-Carrier-Message-Id': id, ...(tenant ? { 'X-Carrier-Attr-tenant': tenant } : {}) },
+      body: id,
+    });
+
+  test('refuse: a message refused for its own sake with its Retry-After, the others taken; refusedIds and deliveredAt tell which', async () => {
+    const limit = rateLimitedResponder({ refuse: ({ tenant }) => (tenant === 'over' ? 3600 : undefined) });
+    const webhook = await webhookForTest(limit.respond);
+    const refused = await postAs(webhook.url, 'a', 'over');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('3600');
+    expect((await postAs(webhook.url, 'b', 'fine')).status).toBe(200);
+    expect([...limit.refusedIds]).toEqual(['a']);
+    expect([...limit.deliveredAt.keys()]).toEqual(['b']);
+  });
+
+  test('tenantLimits: a tenant over its requests per second is refused (Retry-After: 1), the others not', async () => {
+    const limit = rateLimitedResponder({ tenantLimits: { slow: 1 } });
+    const webhook = await webhookForTest(limit.respond);
+    const slow = await Promise.all(['s1', 's2', 's3'].map((id) => postAs(webhook.url, id, 'slow')));
+    const fast = await Promise.all(['f1', 'f2', 'f3'].map((id) => postAs(webhook.url, id, 'fast')));
+    expect(slow.filter((answer) => answer.status === 200)).toHaveLength(1);
+    expect(fast.every((answer) => answer.status === 200)).toBe(true);
+  });
+
+  test('announce: a fixed window that says how much is left (RateLimit, RateLimit-Policy), and refuses past it until it ends', async () => {
+    const limit = rateLimitedResponder({ requestsPerSecond: 3, announce: true });
+    const webhook = await webhookForTest(limit.respond);
+    // Within one window of the clock: start right after a second begins.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
+    const answers = [];
+    for (const id of ['a', 'b', 'c', 'd']) answers.push(await post(webhook.url, id));
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
+    expect(answers[0]?.headers.get('ratelimit-policy')).toBe('"default";q=3;w=1');
+    expect(answers[0]?.headers.get('ratelimit')).toBe('"default";r=2;t=1');
+    expect(answers[3]?.headers.get('retry-after')).toBe('1');
+  });
 });

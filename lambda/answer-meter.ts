@@ -1,0 +1,113 @@
+/**
+ * Counts of a pace's recent requests (started) and answers (accepted, refused), in fixed slots of time, so that a rate or a share
+ * over the last second or two costs no allocation per request. One per pace (lambda/pace.ts).
+ */
+
+/** What the meter counts, by its offset in a slot. */
+const STARTED = 0;
+const ACCEPTED = 1;
+const REFUSED = 2;
+
+/** A slot's length, ms, and how many are kept: the meter sees {@link SLOTS} × {@link SLOT_MS} into the past. */
+const SLOT_MS = 100;
+const SLOTS = 40;
+/** Whole seconds over which the most acceptances in one are kept. */
+const SECONDS = 10;
+
+/** Counts over the time the meter looked back. */
+export interface MeterReading {
+  readonly started: number;
+  readonly accepted: number;
+  readonly refused: number;
+  /** The time the counts cover, s (less than asked while the meter is young). */
+  readonly seconds: number;
+  /** True when they are all the meter keeps, and it has been counting that long: it could look back no further. */
+  readonly all: boolean;
+}
+
+/** Requests and answers per slot of {@link SLOT_MS}. */
+export class AnswerMeter {
+  /** Acceptances per whole second of the clock, the last {@link SECONDS} (a ring), and the second last counted in. */
+  private readonly acceptedBySecond = new Uint32Array(SECONDS);
+  private second = Number.NEGATIVE_INFINITY;
+  /** `[started, accepted, refused]` per slot. */
+  private readonly counts = new Uint32Array(SLOTS * 3);
+  private slot = Number.NEGATIVE_INFINITY;
+  private firstAt: number | undefined;
+
+  /** Moves to `now`'s slot, emptying the slots it passes. */
+  private advance(now: number): number {
+    const slot = Math.floor(now / SLOT_MS);
+    if (slot > this.slot) {
+      for (let s = Math.max(this.slot + 1, slot - SLOTS + 1); s <= slot; s += 1) this.counts.fill(0, (s % SLOTS) * 3, (s % SLOTS) * 3 + 3);
+      this.slot = slot;
+    }
+    return slot;
+  }
+
+  private add(offset: number, now: number): void {
+    const slot = this.advance(now);
+    this.firstAt ??= now;
+    const at = (slot % SLOTS) * 3 + offset;
+    this.counts[at] = (this.counts[at] as number) + 1;
+  }
+
+  /** A request started at `now`. */
+  started(now: number): void {
+    this.add(STARTED, now);
+  }
+
+  /** An answer that took the request, at `now`. */
+  accepted(now: number): void {
+    this.add(ACCEPTED, now);
+    const second = this.advanceSeconds(now);
+    const at = second % SECONDS;
+    this.acceptedBySecond[at] = (this.acceptedBySecond[at] as number) + 1;
+  }
+
+  private advanceSeconds(now: number): number {
+    const second = Math.floor(now / 1000);
+    if (second > this.second) {
+      for (let s = Math.max(this.second + 1, second - SECONDS + 1); s <= second; s += 1) this.acceptedBySecond[s % SECONDS] = 0;
+      this.second = second;
+    }
+    return second;
+  }
+
+  /** The most acceptances in one whole second of the last {@link SECONDS} (the current one, not over yet, left out). */
+  mostAcceptedInASecond(now: number): number {
+    const second = this.advanceSeconds(now);
+    let most = 0;
+    for (let s = second - SECONDS + 1; s < second; s += 1) most = Math.max(most, this.acceptedBySecond[s % SECONDS] as number);
+    return most;
+  }
+
+  /** An answer asking to slow down, at `now`. */
+  refused(now: number): void {
+    this.add(REFUSED, now);
+  }
+
+  /**
+   * The counts over the last `ms` (at most {@link SLOTS} × {@link SLOT_MS}), or over more, up to all the meter keeps, until
+   * at least `minAnswers` answers are in.
+   */
+  read(now: number, ms: number, minAnswers = 0): MeterReading {
+    const slot = this.advance(now);
+    let started = 0;
+    let accepted = 0;
+    let refused = 0;
+    let slots = 0;
+    const wanted = Math.min(SLOTS, Math.ceil(ms / SLOT_MS));
+    for (; slots < SLOTS && (slots < wanted || accepted + refused < minAnswers); slots += 1) {
+      const at = ((slot - slots) % SLOTS) * 3;
+      started += this.counts[at + STARTED] as number;
+      accepted += this.counts[at + ACCEPTED] as number;
+      refused += this.counts[at + REFUSED] as number;
+    }
+    // The current slot counts in part; a young meter covers only the time since its first count.
+    const covered = Math.min((slots - 1) * SLOT_MS + (now % SLOT_MS) + 1, now - (this.firstAt ?? now) + 1);
+    // `all` only for a meter old enough to have seen all it keeps: a young one has simply not seen much yet.
+    const all = slots === SLOTS && now - (this.firstAt ?? now) >= SLOTS * SLOT_MS;
+    return { started, accepted, refused, seconds: Math.max(SLOT_MS, covered) / 1000, all };
+  }
+}

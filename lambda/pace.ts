@@ -1,0 +1,675 @@
+/**
+ * One pace (docs/webhook-owners.md, "Back-pressure"): requests per second and in flight toward the webhook, or toward one key of
+ * it, adapted to its answers; lambda/pacer.ts keeps one for the endpoint and one per key, and queues the requests waiting on them.
+ *
+ * It paces to the webhook's capacity, not to the refusals of single messages. A refused share that falls when the pace slows
+ * down is congestion: a token bucket refuses 1 − R/r of the requests sent at r above its rate R. A share that does not fall is
+ * the webhook's business with those messages (one tenant over its quota, records it cannot take yet): it costs those messages
+ * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate is tried once: the
+ * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
+ * the pace put back as it was. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence, many
+ * different messages refused with no acceptance among them for a second, and lasts the shortest `Retry-After` among them.
+ * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
+ */
+import { AnswerMeter, type MeterReading } from './answer-meter';
+import type { Quota } from './rate-limit-headers';
+
+/** What one answer says about the pace. */
+export type PaceSignal = 'accepted' | 'slow-down' | 'neutral';
+
+/** One answer as the pace reads it. */
+export interface PacedAnswer {
+  readonly signal: PaceSignal;
+  readonly latencyMs: number;
+  /** The answer's `Retry-After`, seconds, when it named one. */
+  readonly retryAfterSeconds?: number;
+  /** The message the request carried: the hold counts different messages. */
+  readonly messageId?: string;
+  /** What the answer's rate-limit headers said, when it had any. */
+  readonly quota?: Quota;
+}
+
+/** How a pace may go. */
+export interface PaceLimits {
+  /** Adapt to the answers; when false only the ceilings apply. */
+  readonly adaptive: boolean;
+  /** Requests in flight at once, at most. */
+  readonly maxInFlight: number;
+  /** A ceiling on requests per second; `undefined`: none. */
+  readonly maxRequestsPerSecond: number | undefined;
+  /** How many containers share what the webhook's rate-limit headers announce (`CONCURRENT_INVOCATIONS`). */
+  readonly sharedBy: number;
+  /** Start with {@link INITIAL_IN_FLIGHT} in flight (the endpoint's pace; a key's starts at `maxInFlight`). */
+  readonly slowStart?: boolean;
+}
+
+/** The pace as of now, for metrics and logs. */
+export interface PaceSnapshot {
+  /** The requests-per-second limit; `undefined` while unpaced. */
+  readonly requestsPerSecond: number | undefined;
+  readonly inFlightLimit: number;
+}
+
+/** Multiplicative decrease: the least a cut keeps of the pace (as TCP CUBIC's β). */
+export const DECREASE_FACTOR = 0.85;
+/** Additive increase per second of accepted requests, as a share of the rate (at least 1 request/s per second). */
+export const INCREASE_SHARE = 0.25;
+/**
+ * The refused share at which growth and cuts balance near the last cut: a cut takes 15 % at a refusal, so each acceptance
+ * adds at most ln(1 / 0.85) × 4 % / 96 % of the rate there.
+ */
+export const BALANCED_SHARE = 0.04;
+const BALANCED_GROWTH = (Math.log(1 / DECREASE_FACTOR) * BALANCED_SHARE) / (1 - BALANCED_SHARE);
+/** Growth slows to the balanced one from this share of the rate the last cut came from. */
+const NEAR_LAST_CUT = 0.9;
+/** After this long without a cut the pace doubles each second (as TCP's slow start), so one stray cut costs little. */
+export const RECOVERY_MS = 10_000;
+/** Requests in flight a fresh adaptive pace starts with. */
+export const INITIAL_IN_FLIGHT = 2;
+/** The slowest pace adaptation goes to, requests per second. */
+export const MIN_REQUESTS_PER_SECOND = 0.5;
+/** Refused share above the learned floor (or half the floor, if more) that counts as congestion, beyond the noise of the answers. */
+export const CONGESTION_MARGIN = 0.05;
+/** No floor is learned above this share: a webhook refusing most requests of a mix it also takes is congested, not choosy. */
+export const MAX_FLOOR = 0.5;
+/**
+ * The dips that tell congestion from refusals that persist: while in doubt, a pace sends at {@link DIP_DEPTH} of its rate in
+ * the last of every {@link DIP_EVERY} slots of {@link DIP_SLOT_MS} of the clock, and compares the refused share there with the
+ * slot before. Whole slots of the clock are the same moments in every container, so at a webhook they share they dip together:
+ * the dip shows the share at the pace they all went down to, not at one container's alone (one container of five halving its
+ * pace changes a token bucket's refusals by a tenth).
+ */
+export const DIP_SLOT_MS = 250;
+export const DIP_EVERY = 2;
+export const DIP_DEPTH = 0.5;
+/** Answers in dips, and in the slots before them, for a verdict of persistence; congestion may show with fewer. */
+export const VERDICT_ANSWERS = 40;
+const MIN_VERDICT_ANSWERS = 8;
+/** A pace is calm when it has not been cut nor held for this long: only then may it doubt. */
+const CALM_MS = 1_000;
+/** In doubt, no cut for this long from its start; then cuts keep at least this share of the most the pace sent since it began. */
+const DOUBT_UNCUT_MS = 1_000;
+const DOUBT_CUTS_KEEP = 0.7;
+/** Doubts begin on whole multiples of this many ms of the clock. */
+export const DOUBT_EPOCH_MS = 1_000;
+/** A doubt without a verdict after this long ends (the floor is left as it was). */
+const DOUBT_LONGEST_MS = 5_000;
+/** A doubt ends when no refusal has come for this long. */
+const DOUBT_QUIET_MS = 5_000;
+/** Standard errors by which the shares in and before the dips must differ for the refusals to have fallen with the pace. */
+const SIGNIFICANT = 2;
+/** For this long after a verdict, refusals above its floor are congestion without another doubt. */
+export const FLOOR_KEPT_MS = 30_000;
+/** Different messages refused with a `Retry-After`, with few acceptances among them, that hold the pace. */
+export const HOLD_AFTER_MESSAGES = 10;
+/** At most this share of acceptances among them. */
+export const HOLD_ACCEPTED_SHARE = 0.2;
+/**
+ * In a long hold (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) one request goes through at once and then every this many
+ * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue for the rest of the hold.
+ */
+export const PROBE_EVERY_MS = 2_000;
+/** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
+export const FIRST_PROBE_MS = 250;
+/** A hold lasts this long at most, however long the `Retry-After`: records kept back go back to the queue for no longer. */
+export const LONG_HOLD_SECONDS = 6;
+/** Holds less than this apart are one run of holds: each restarts from the pace before the first. */
+const HOLDS_APART_MS = 5_000;
+/** A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}. */
+export const QUICK_HOLD_SECONDS = 5;
+export const HOLD_EVIDENCE_MS = 1_000;
+/** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
+export const QUOTA_HEADROOM = 0.95;
+/** A reset this long or longer is spread over (the remaining quota ÷ the time left); a shorter one, in whole seconds, is too coarse. */
+const QUOTA_SPREAD_MIN_SECONDS = 10;
+/** How long a quota from rate-limit headers binds after the last answer that carried them, at least, ms. */
+const QUOTA_KEPT_MS = 10_000;
+/** A rate limit above this many requests per second is no limit: the pace is unpaced again. */
+const UNPACED_ABOVE = 10_000;
+/** How far above the rate it really sends a pace's limit may be (cuts start from it; increases stop at it). */
+const OFFERED_HEADROOM = 1.25;
+/** The longest burst the token bucket allows, in seconds of its rate (at least one request): a tenth of a second of the adaptive pace, */
+const BURST_SECONDS = 0.1;
+/** … and a hundredth of a second of a ceiling, when that is what binds. */
+const CEILING_BURST_SECONDS = 0.01;
+/** The window, ms, over which shares and rates are measured (longer while fewer than {@link MIN_ANSWERS} answers are in it). */
+const MEASURE_MS = 1_000;
+const MIN_ANSWERS = 16;
+/** The latest answers a share over any floor is judged on: the last this many ms, or {@link SURE_ANSWERS}. */
+const SWAMPED_MS = 250;
+/** … and this many before a share over any floor cuts a pace that could still doubt. */
+const SURE_ANSWERS = 32;
+/** … or this many over all the meter keeps (4 s), for a slow pace. */
+const FEWEST_ANSWERS = 4;
+/** The window over which what the webhook took is measured when a hold restarts the pace, ms. */
+const TOOK_MS = 2_000;
+/** A cut goes no lower than this share of the most the webhook took in a second of late: under it, so uneven arrivals fit. */
+const TOOK_SHARE = 0.7;
+/** … and over a floor, whose own refusals come and go: a share from fewer answers would be mostly noise. */
+const MIN_ANSWERS_OVER_FLOOR = 64;
+/** At most one cut per this many ms, or per two round trips if longer: the answers to one burst are one signal. */
+const MIN_CUT_INTERVAL_MS = 100;
+/** How fast a learned floor follows the share down when the refusals fade, per answer. */
+const FLOOR_DECAY = 0.01;
+/** Message ids of recent refusals kept to tell different messages from the same one refused again. */
+const RECENT_REFUSALS = 16;
+
+/** A doubt under way: whether the refused share falls in the dips; the counts of answers to requests sent in and before them. */
+interface Doubt {
+  /** When it begins (a whole epoch of the clock): until then the pace waits for it, neither cut nor dipping. */
+  readonly since: number;
+  /** The rate when it began: where the pace goes back to if the refusals persist. */
+  readonly rateBefore: number;
+  /** The least cuts may take the pace to while in doubt: {@link DOUBT_CUTS_KEEP} of the most it sent since the doubt began. */
+  lowest: number;
+  lastRefusalAt: number;
+  dipRefused: number;
+  dipAnswered: number;
+  baseRefused: number;
+  baseAnswered: number;
+}
+
+/** A run of refusals with a `Retry-After`: the evidence for a hold. */
+interface RefusalRun {
+  readonly startedAt: number;
+  /** Different messages refused with a `Retry-After` in it. */
+  messages: number;
+  /** Acceptances among them. */
+  accepted: number;
+  shortestRetryAfterSeconds: number;
+}
+
+/** One pace: a token bucket and an in-flight limit, adapted to the answers. Lives for the warm container. */
+export class Pace {
+  /** Requests started and not yet answered. */
+  inFlight = 0;
+  /** The in-flight limit, fractional while it grows. */
+  private limit: number;
+  /** The adaptive requests-per-second limit; `Infinity` until congestion is seen. */
+  private rate = Number.POSITIVE_INFINITY;
+  /** What rate-limit headers allow, requests per second, and until when (ms). */
+  private quotaRate = Number.POSITIVE_INFINITY;
+  private quotaUntil = 0;
+  /** The rate in a dip (Infinity outside one). */
+  private dipRate = Number.POSITIVE_INFINITY;
+  private tokens: number;
+  private refilledAt: number;
+  private heldUntil = 0;
+  /** When the hold before this one ended, and the pace before a run of holds one after another. */
+  private previousHoldEnd = Number.NEGATIVE_INFINITY;
+  /** When the next probe may go in a hold, and whether one is out. */
+  private probeAt = Number.POSITIVE_INFINITY;
+  private probing = false;
+  private paceBeforeHolds = Number.POSITIVE_INFINITY;
+  private lastCutAt = Number.NEGATIVE_INFINITY;
+  /** Until the first refusal the in-flight limit doubles each round trip. */
+  private slowStart: boolean;
+  /**
+   * Since a short hold (a token bucket far below what was sent), until the next cut: the pace doubles back up from what the
+   * webhook took, and its next refusals say it went too far, with no doubt.
+   */
+  private climbingAfterQuickHold = false;
+  /** The rate the last cut came from (Infinity before any): growth slows near it. */
+  private cutFrom = Number.POSITIVE_INFINITY;
+  private latencyMs = 0;
+  private readonly meter = new AnswerMeter();
+  /** The refused share that persists whatever the pace, as learned, and when. */
+  private floor = 0;
+  private floorLearnedAt = Number.NEGATIVE_INFINITY;
+  private doubt: Doubt | undefined;
+  private run: RefusalRun | undefined;
+  /** Ids of the latest refusals with a `Retry-After` (a ring), created with the first. */
+  private recentRefusals: string[] | undefined;
+  private recentNext = 0;
+
+  constructor(
+    private readonly limits: PaceLimits,
+    now: number,
+  ) {
+    // Adaptive, it starts with a few in flight and doubles them each round trip until a refusal (TCP's slow start): a fresh
+    // container does not send MAX_CONCURRENCY requests at once into a webhook whose capacity it does not know yet.
+    this.slowStart = limits.adaptive && limits.slowStart !== false;
+    this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
+    this.refilledAt = now;
+    this.tokens = this.capacity();
+  }
+
+  /** The rate in force: the adaptive one under the ceiling, what rate-limit headers allow, and a dip's. */
+  private effectiveRate(): number {
+    return Math.min(this.rate, this.quotaRate, this.dipRate, this.limits.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
+  }
+
+  private capacity(): number {
+    const rate = this.effectiveRate();
+    // A ceiling (the owner's or the webhook's) is kept to the request; the adaptive pace lets a batch's gap be made up.
+    const burst = rate < this.rate ? CEILING_BURST_SECONDS : BURST_SECONDS;
+    return Math.max(1, rate * burst);
+  }
+
+  private refill(now: number): void {
+    const rate = this.effectiveRate();
+    if (rate === Number.POSITIVE_INFINITY) this.tokens = 1;
+    else this.tokens = Math.min(this.capacity(), this.tokens + ((now - this.refilledAt) / 1000) * rate);
+    this.refilledAt = now;
+  }
+
+  /** Ms until a request may start (0: now), ignoring the in-flight limit. */
+  waitMs(now: number): number {
+    if (this.quotaRate !== Number.POSITIVE_INFINITY && now >= this.quotaUntil) this.expireQuota(now);
+    if (this.doubt !== undefined || this.dipRate !== Number.POSITIVE_INFINITY) this.followDips(now);
+    if (now < this.heldUntil) {
+      // A long hold lets one request through now and then, no sooner than the last one's answer: the probe.
+      if (this.probeAt <= now && !this.probing) return 0;
+      return Math.min(this.heldUntil, this.probing ? this.heldUntil : this.probeAt) - now;
+    }
+    this.refill(now);
+    if (this.tokens >= 1) return 0;
+    return Math.ceil(((1 - this.tokens) / this.effectiveRate()) * 1000);
+  }
+
+  /** True when a request may start now. */
+  free(now: number): boolean {
+    return this.inFlight < Math.floor(this.limit) && this.waitMs(now) === 0;
+  }
+
+  /** True when the in-flight limit leaves room for one more. */
+  hasRoom(): boolean {
+    return this.inFlight < Math.floor(this.limit);
+  }
+
+  /** A request starts now (after {@link free}). */
+  take(now: number): void {
+    if (now < this.heldUntil) {
+      this.probing = true;
+      this.probeAt = now + PROBE_EVERY_MS;
+    }
+    this.inFlight += 1;
+    if (this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
+    this.meter.started(now);
+  }
+
+  /** A request that never went gives its slot back, without a verdict. */
+  giveBack(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+  }
+
+  /** When the hold ends (ms), or 0. */
+  get heldUntilMs(): number {
+    return this.heldUntil;
+  }
+
+  /** True in a long hold (one that is probed) when no probe is due: a request is not to wait for it. */
+  heldLong(now: number): boolean {
+    return now < this.heldUntil && this.probeAt !== Number.POSITIVE_INFINITY && (this.probing || now < this.probeAt);
+  }
+
+  /**
+   * Ends a request started with {@link take} and adapts the pace to its answer.
+   * @returns the end of a hold this answer began (ms), else undefined
+   */
+  answered(answer: PacedAnswer, now: number): number | undefined {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
+    if (!this.limits.adaptive) return undefined;
+    if (this.probing) {
+      this.probing = false;
+      // The probe was taken: whatever was refused, the webhook takes requests again. The hold is over, and the pace is
+      // what it was before it (the refusals were the refused messages' own business, or are over).
+      if (answer.signal === 'accepted' && now < this.heldUntil) {
+        this.heldUntil = now;
+        this.refill(now);
+        this.rate = Math.max(this.rate, this.paceBeforeHolds);
+        this.cutFrom = Number.POSITIVE_INFINITY;
+      }
+    }
+    if (answer.quota !== undefined) this.applyQuota(answer.quota, now);
+    const { signal } = answer;
+    if (signal === 'neutral') {
+      // The webhook answered something else than "slow down": not a webhook refusing everything.
+      this.run = undefined;
+      return undefined;
+    }
+    const refused = signal === 'slow-down';
+    if (refused) this.meter.refused(now);
+    else this.meter.accepted(now);
+    if (this.doubt !== undefined) this.countInDoubt(this.doubt, refused, now - answer.latencyMs, now);
+    if (refused) this.cutIfCongested(now);
+    else {
+      this.noteAcceptance();
+      this.followFloorDown(now);
+      this.speedUp(now);
+    }
+    if (!refused || answer.retryAfterSeconds === undefined) return undefined;
+    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
+  }
+
+  /**
+   * A refusal with a `Retry-After` adds to the run of them. A run of {@link HOLD_AFTER_MESSAGES} different messages with few
+   * acceptances among them (at most {@link HOLD_ACCEPTED_SHARE}) holds the pace for the shortest `Retry-After` among them: at
+   * once when that is short (at most {@link QUICK_HOLD_SECONDS}: a token bucket far below what is sent), and only once the run
+   * has lasted {@link HOLD_EVIDENCE_MS} when it is long (a backlog of one tenant's messages all refused for an hour passes
+   * sooner than that; a webhook that refuses everything for an hour does not).
+   */
+  private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number): number | undefined {
+    let run = this.run;
+    if (run === undefined) {
+      run = { startedAt: now, messages: 0, accepted: 0, shortestRetryAfterSeconds: retryAfterSeconds };
+      this.run = run;
+    }
+    run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
+    if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
+    if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
+    if (run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS && now - run.startedAt < HOLD_EVIDENCE_MS) return undefined;
+    this.run = undefined;
+    // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
+    // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
+    // took, nothing), a few times a minute.
+    const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
+    this.climbingAfterQuickHold = seconds <= QUICK_HOLD_SECONDS;
+    const until = now + seconds * 1000;
+    if (until <= this.heldUntil) return undefined;
+    this.heldUntil = until;
+    this.probing = false;
+    // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
+    // Pacer: they are likely more of what was refused), then every PROBE_EVERY_MS; a short one is waited out.
+    this.probeAt = seconds > QUICK_HOLD_SECONDS ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
+    this.restartAfterHold(now);
+    return until;
+  }
+
+  /**
+   * A hold began: when it ends the pace starts again from what the webhook took of late, or a quarter of the pace before
+   * (at least the slowest pace), and doubles each second from there until refusals say where to stop (as TCP's slow start
+   * after a timeout): what it sent before the hold was too much, and how much too much is not known.
+   */
+  private restartAfterHold(now: number): void {
+    // Whatever it was in doubt of, a hold is no time to compare dips: it ends without a verdict, and may begin again.
+    if (this.doubt !== undefined) this.dropDoubt(now);
+    const reading = this.meter.read(now, TOOK_MS);
+    this.refill(now);
+    const before = this.effectiveRate();
+    // Holds one after another (a deploy refusing everything for a while): the pace before the first of them is the one the
+    // webhook took, not what each restart had grown back to.
+    if (now - this.previousHoldEnd > HOLDS_APART_MS) this.paceBeforeHolds = before;
+    this.previousHoldEnd = this.heldUntil;
+    // What the webhook took, or a quarter of the pace it had settled on before.
+    const settled = this.paceBeforeHolds === Number.POSITIVE_INFINITY ? 0 : this.paceBeforeHolds / 4;
+    this.rate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(before, Math.max(reading.accepted / reading.seconds, settled)));
+    this.cutFrom = Number.POSITIVE_INFINITY;
+    this.lastCutAt = now;
+    this.tokens = Math.min(this.tokens, this.capacity());
+  }
+
+  /** An acceptance counts against the run of refusals; too many, and the run is over. */
+  private noteAcceptance(): void {
+    const run = this.run;
+    if (run === undefined) return;
+    run.accepted += 1;
+    if (run.accepted > HOLD_ACCEPTED_SHARE * Math.max(HOLD_AFTER_MESSAGES, run.messages)) this.run = undefined;
+  }
+
+  /** True when `messageId` is among the latest refusals; remembers it either way. */
+  private seenRefused(messageId: string): boolean {
+    this.recentRefusals ??= [];
+    const recent = this.recentRefusals;
+    if (recent.includes(messageId)) return true;
+    recent[this.recentNext] = messageId;
+    this.recentNext = (this.recentNext + 1) % RECENT_REFUSALS;
+    return false;
+  }
+
+  /**
+   * A refusal: when the share of refusals over the last second is above the floor by more than the margin (and, over a floor,
+   * the noise of so few answers), the pace is cut; but a share some floor could explain, with the floor not learned lately,
+   * puts the pace in doubt instead, and the dips will tell.
+   */
+  private cutIfCongested(now: number): void {
+    this.slowStart = false;
+    if (this.doubt !== undefined) this.doubt.lastRefusalAt = now;
+    if (now - this.lastCutAt < Math.max(MIN_CUT_INTERVAL_MS, 2 * this.latencyMs)) return;
+    const floor = this.floor;
+    const reading = this.meter.read(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR);
+    const answers = reading.accepted + reading.refused;
+    // No acceptance at all: a backlog of messages refused for their own sake, or the whole endpoint refusing (the hold's business).
+    // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
+    if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
+    const share = reading.refused / answers;
+    // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
+    const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS;
+    // Cut lately, with no floor, every refusal is congestion, as TCP takes every loss. Over a floor, on a calm pace, or paced
+    // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
+    const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
+    const expected = tolerant ? floor + Math.max(CONGESTION_MARGIN, floor / 2) : 0;
+    const noise = tolerant ? 2 * Math.sqrt((expected * (1 - expected)) / answers) : 0;
+    if (share <= expected + noise) return;
+    // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
+    const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
+    // More than any floor: judged on the latest answers only (a backlog refused first, then taken, is no flood), and on a pace
+    // that could still doubt, on enough of them (a fifth refused at random shows over half of 16 answers now and then, never of 32).
+    if (share > MAX_FLOOR) {
+      const latest = this.meter.read(now, SWAMPED_MS, SURE_ANSWERS);
+      const latestAnswers = latest.accepted + latest.refused;
+      if (latest.refused <= MAX_FLOOR * latestAnswers) return;
+      if (floorStale && calm && latestAnswers < SURE_ANSWERS && !latest.all) return;
+    }
+    if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale && !this.climbingAfterQuickHold) {
+      this.refill(now);
+      const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
+      this.doubt = {
+        // From the next whole epoch of the clock: the containers at one webhook doubt, and dip, together.
+        since: Math.ceil(now / DOUBT_EPOCH_MS) * DOUBT_EPOCH_MS,
+        rateBefore: this.rate,
+        lowest: DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered),
+        lastRefusalAt: now,
+        dipRefused: 0,
+        dipAnswered: 0,
+        baseRefused: 0,
+        baseAnswered: 0,
+      };
+      return;
+    }
+    // In doubt, a share some floor could explain is no cut while the dips have time to tell (a fast pace's doubt ends within a
+    // second or two); a slow pace's, longer, cuts after that, but only so far: at a congested webhook the dips will show it,
+    // and refusals that persist must not take the pace down and down meanwhile.
+    const doubt = this.doubt;
+    if (doubt !== undefined && share <= MAX_FLOOR) {
+      const offered = reading.started / reading.seconds;
+      doubt.lowest = Math.max(doubt.lowest, DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
+      if (now - doubt.since < DOUBT_UNCUT_MS) return;
+      const rate = Math.max(doubt.lowest, this.cutRate(now, reading));
+      if (rate < this.rate) {
+        this.refill(now);
+        this.rate = rate;
+        this.tokens = Math.min(this.tokens, this.capacity());
+      }
+      return;
+    }
+    // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
+    if (doubt !== undefined) this.dropDoubt(now);
+    this.cutTo(now, this.cutRate(now, reading));
+  }
+
+  /** Which slot of the dips' cycle `at` falls in: `DIP_EVERY - 1` is a dip, `DIP_EVERY - 2` the slot before it. */
+  private static slotOf(at: number): number {
+    return Math.floor(at / DIP_SLOT_MS) % DIP_EVERY;
+  }
+
+  /** Enters and leaves the dips with the clock while in doubt; ends a doubt that has gone quiet or on too long. */
+  private followDips(now: number): void {
+    const doubt = this.doubt;
+    if (doubt !== undefined && now > doubt.since && (now - doubt.lastRefusalAt > DOUBT_QUIET_MS || now - doubt.since > DOUBT_LONGEST_MS)) {
+      // No verdict: the floor stays as it was, judged again after FLOOR_KEPT_MS.
+      this.endDoubt(now);
+    }
+    const dipping = this.doubt !== undefined && now >= this.doubt.since && Pace.slotOf(now) === DIP_EVERY - 1;
+    if (dipping === (this.dipRate !== Number.POSITIVE_INFINITY)) return;
+    this.refill(now);
+    if (dipping) {
+      const reading = this.meter.read(now, MEASURE_MS);
+      const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
+      this.dipRate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered) * DIP_DEPTH);
+      this.tokens = Math.min(this.tokens, this.capacity());
+    } else this.dipRate = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Counts an answer toward the doubt, by the slot its request started in, and reaches a verdict when there are enough: a share
+   * that fell in the dips, beyond the noise, is congestion; one that did not is the floor (the pace goes back to where it was
+   * when the doubt began).
+   */
+  private countInDoubt(doubt: Doubt, refused: boolean, startedAt: number, now: number): void {
+    if (startedAt < doubt.since) return;
+    const slot = Pace.slotOf(startedAt);
+    if (slot === DIP_EVERY - 1) {
+      doubt.dipAnswered += 1;
+      if (refused) doubt.dipRefused += 1;
+    } else if (slot === DIP_EVERY - 2) {
+      doubt.baseAnswered += 1;
+      if (refused) doubt.baseRefused += 1;
+    } else return;
+    const { dipAnswered, baseAnswered } = doubt;
+    if (dipAnswered < MIN_VERDICT_ANSWERS || baseAnswered < MIN_VERDICT_ANSWERS) return;
+    const dip = doubt.dipRefused / dipAnswered;
+    const base = doubt.baseRefused / baseAnswered;
+    const pooled = (doubt.dipRefused + doubt.baseRefused) / (dipAnswered + baseAnswered);
+    const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / dipAnswered + 1 / baseAnswered));
+    const fell = base - dip > SIGNIFICANT * error;
+    if (!fell && (dipAnswered < VERDICT_ANSWERS || baseAnswered < VERDICT_ANSWERS)) return;
+    this.endDoubt(now);
+    // Congestion: the floor is what is left in the dips, and the cuts go on as refusals come.
+    if (fell || pooled > MAX_FLOOR) this.floor = Math.min(this.floor, dip);
+    else {
+      this.floor = pooled;
+      this.refill(now);
+      this.rate = Math.max(this.rate, doubt.rateBefore);
+      this.lastCutAt = Number.NEGATIVE_INFINITY;
+    }
+  }
+
+  /** Leaves doubt (and its dip); the floor counts as learned now. */
+  private endDoubt(now: number): void {
+    this.dropDoubt(now);
+    this.floorLearnedAt = now;
+  }
+
+  /** Leaves doubt (and its dip), the floor left as it was. */
+  private dropDoubt(now: number): void {
+    this.doubt = undefined;
+    if (this.dipRate !== Number.POSITIVE_INFINITY) {
+      this.refill(now);
+      this.dipRate = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /**
+   * The rate a cut goes to: {@link DECREASE_FACTOR} of the rate in force or of 1.25 × what was really sent, whichever is lower
+   * (a limit far above what is sent would slow nothing down), and down to the rate the webhook took (less its floor's
+   * refusals: at a token bucket, this container's part of its rate), but by half at most, so a run of refusals does not
+   * collapse it.
+   */
+  private cutRate(now: number, reading: MeterReading): number {
+    this.refill(now);
+    const current = this.effectiveRate();
+    const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
+    const base = Math.min(current, Math.max(OFFERED_HEADROOM * offered, current === Number.POSITIVE_INFINITY ? 0 : current / 2));
+    // The most the webhook took in a second of late, less what it refuses at any rate: at a token bucket, this container's part
+    // of its rate. A cut goes no lower (as BBR's bandwidth estimate): refusals that do not fall with the pace can cost their
+    // share at most, never send the pace down and down while the doubts tell what they are.
+    const lastSecond = this.meter.read(now, 1000);
+    const took =
+      (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds)) / (1 - this.floor);
+    return Math.max(MIN_REQUESTS_PER_SECOND, Math.min(base * DECREASE_FACTOR, Math.max(took, base / 2)));
+  }
+
+  /** Cuts the adaptive rate to `rate`, and the in-flight limit. */
+  private cutTo(now: number, rate: number): void {
+    this.climbingAfterQuickHold = false;
+    this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
+    // At what the webhook took already: no lower, and the pace stays calm.
+    if (rate >= this.rate * 0.999) return;
+    this.refill(now);
+    this.cutFrom = Math.min(
+      this.effectiveRate(),
+      Math.max(rate / DECREASE_FACTOR, this.rate === Number.POSITIVE_INFINITY ? rate : this.rate),
+    );
+    this.rate = rate;
+    this.lastCutAt = now;
+    this.tokens = Math.min(this.tokens, this.capacity());
+  }
+
+  /** A floor learned from refusals that have since faded follows the share down. */
+  private followFloorDown(now: number): void {
+    if (this.floor === 0) return;
+    const reading = this.meter.read(now, MEASURE_MS, MIN_ANSWERS);
+    const answers = reading.accepted + reading.refused;
+    const share = answers === 0 ? 0 : reading.refused / answers;
+    if (share < this.floor) this.floor = Math.max(0, this.floor + (share - this.floor) * FLOOR_DECAY);
+    if (this.floor < 0.001) this.floor = 0;
+  }
+
+  private speedUp(now: number): void {
+    this.limit = Math.min(this.limits.maxInFlight, this.limit + (this.slowStart ? 1 : 1 / this.limit));
+    // In doubt, the pace stays where it was: growing, it would add the congestion the dips are to tell from a floor.
+    if (this.rate === Number.POSITIVE_INFINITY || this.doubt !== undefined) return;
+    const sent = this.meter.read(now, MEASURE_MS);
+    // Grown only while the limit is what holds the pace back, not its batches.
+    if (this.rate >= (OFFERED_HEADROOM * sent.started) / sent.seconds) return;
+    this.refill(now);
+    // About `rate` acceptances a second, so the rate grows by max(1, share·rate) requests/s each second; but, cut lately, by
+    // no more per acceptance than a cut takes per refusal at BALANCED_SHARE refused: a slow pace (a few requests a second)
+    // settles near that share, not where a second's growth outweighs a second's refusals.
+    // Near the rate it was cut from (as TCP CUBIC, slowly around the last maximum), by no more per acceptance than a cut
+    // takes per refusal at BALANCED_SHARE refused: a slow pace (a few requests a second) settles near that share there, not
+    // where a second's growth outweighs a second's refusals.
+    if (now - this.lastCutAt >= RECOVERY_MS || this.cutFrom === Number.POSITIVE_INFINITY) this.rate += Math.max(1 / this.rate, 1);
+    // Rate-limit headers that allow more say where the webhook's capacity is: grown at the full pace up to it.
+    else if (this.rate < NEAR_LAST_CUT * Math.max(this.cutFrom, this.quotaRate === Number.POSITIVE_INFINITY ? 0 : this.quotaRate))
+      this.rate += Math.max(1 / this.rate, INCREASE_SHARE);
+    else this.rate += Math.min(Math.max(1 / this.rate, INCREASE_SHARE), BALANCED_GROWTH * this.rate);
+    if (this.rate > UNPACED_ABOVE) this.rate = Number.POSITIVE_INFINITY;
+    const ceiling = this.limits.maxRequestsPerSecond;
+    if (ceiling !== undefined) this.rate = Math.min(this.rate, ceiling);
+  }
+
+  /**
+   * Paces to what rate-limit headers allow this container: its part ({@link PaceLimits.sharedBy}) of the quota per window and,
+   * over a long reset, of what remains of it; none of it left, nothing until the reset.
+   */
+  private applyQuota(quota: Quota, now: number): void {
+    const shares = this.limits.sharedBy;
+    const { remaining, resetSeconds, limit, windowSeconds } = quota;
+    let rate = Number.POSITIVE_INFINITY;
+    if (limit !== undefined && windowSeconds !== undefined && windowSeconds > 0) rate = limit / windowSeconds;
+    else if (limit !== undefined && resetSeconds !== undefined && resetSeconds >= QUOTA_SPREAD_MIN_SECONDS) rate = limit / resetSeconds;
+    if (remaining !== undefined && resetSeconds !== undefined && resetSeconds >= QUOTA_SPREAD_MIN_SECONDS)
+      rate = Math.min(rate, remaining / resetSeconds);
+    if (rate !== Number.POSITIVE_INFINITY) {
+      this.refill(now);
+      // Kept to even below the adaptive pace's slowest: an hourly quota nearly spent may allow a request a minute.
+      this.quotaRate = Math.max(1 / 3600, (QUOTA_HEADROOM * rate) / shares);
+      this.quotaUntil = now + Math.max(QUOTA_KEPT_MS, 2000 * (windowSeconds ?? resetSeconds ?? 0));
+      this.tokens = Math.min(this.tokens, this.capacity());
+    }
+    // This container's part of what is left is under one request: nothing more until the reset (less the second a whole
+    // number of seconds may round up: the window may end sooner than it says, never later).
+    if (remaining !== undefined && resetSeconds !== undefined && remaining < shares && resetSeconds > 1)
+      this.heldUntil = Math.max(this.heldUntil, now + (resetSeconds - 1) * 1000);
+  }
+
+  /** The answers stopped carrying rate-limit headers long enough ago: what they said no longer binds. */
+  private expireQuota(now: number): void {
+    this.refill(now);
+    this.quotaRate = Number.POSITIVE_INFINITY;
+  }
+
+  /** The pace now. */
+  snapshot(): PaceSnapshot {
+    const rate = this.effectiveRate();
+    return { requestsPerSecond: rate === Number.POSITIVE_INFINITY ? undefined : rate, inFlightLimit: Math.floor(this.limit) };
+  }
+
+  /** The refused share learned to persist whatever the pace (0 to 1). */
+  get refusalFloor(): number {
+    return this.floor;
+  }
+}

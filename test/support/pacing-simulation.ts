@@ -1,0 +1,354 @@
+/**
+ * A deterministic simulation of the relay's pacing (lambda/pacer.ts) against model webhooks, on a clock of its own: containers
+ * (concurrent invocations, or local mode's pollers) each with a pacer, receiving batches from a model SQS queue (visibility, receive
+ * counts, a refused message back after its `Retry-After`) and sending each record once, as the relay does. Minutes of traffic run in
+ * a second of real time, the same way every time, so a pacing design can be tried against many webhooks before the slower end-to-end
+ * runs. What it models of the relay: a batch's records at most `maxInFlight` at once, the next batch only once the last record of
+ * the previous is done; a record the pace kept from starting goes back for what the pace asks; a refusal's `Retry-After`, else a
+ * backoff, is its visibility.
+ */
+import { type PaceClock, Pacer, type PacingSettings, paceSignalOf } from '../../lambda/pacer';
+import { type Quota, quotaOf } from '../../lambda/rate-limit-headers';
+import type { WebhookResponse } from '../../lambda/transmitter';
+
+/** A timed callback of the simulation's clock. */
+interface Timer {
+  readonly at: number;
+  readonly seq: number;
+  readonly run: () => void;
+  cancelled: boolean;
+}
+
+/** The simulation's clock: discrete events in time order, the promises each one settles run before the next. */
+export class SimulatedClock implements PaceClock {
+  private time: number;
+  private seq = 0;
+  private readonly heap: Timer[] = [];
+
+  constructor(start = 1_000_000) {
+    this.time = start;
+  }
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimeout(run: () => void, ms: number): Timer {
+    const timer: Timer = { at: this.time + Math.max(0, ms), seq: this.seq++, run, cancelled: false };
+    this.push(timer);
+    return timer;
+  }
+
+  clearTimeout(handle: unknown): void {
+    if (handle !== undefined) (handle as Timer).cancelled = true;
+  }
+
+  /** Resolves `ms` later on this clock. */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.setTimeout(resolve, ms));
+  }
+
+  /** Runs events until `until` (this clock's time) or until none is left; the promises of each run before the next. */
+  async run(until: number): Promise<void> {
+    for (;;) {
+      // Everything the last event set off (promise chains of any depth) runs before the clock moves.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const next = this.pop();
+      if (next === undefined) return;
+      if (next.at > until) {
+        this.push(next);
+        this.time = until;
+        return;
+      }
+      this.time = Math.max(this.time, next.at);
+      next.run();
+    }
+  }
+
+  private push(timer: Timer): void {
+    const heap = this.heap;
+    heap.push(timer);
+    for (let i = heap.length - 1; i > 0; ) {
+      const parent = (i - 1) >> 1;
+      if (!earlier(heap[i] as Timer, heap[parent] as Timer)) break;
+      [heap[i], heap[parent]] = [heap[parent] as Timer, heap[i] as Timer];
+      i = parent;
+    }
+  }
+
+  private pop(): Timer | undefined {
+    const heap = this.heap;
+    while (heap.length > 0) {
+      const top = heap[0] as Timer;
+      const last = heap.pop() as Timer;
+      if (heap.length > 0) {
+        heap[0] = last;
+        for (let i = 0; ; ) {
+          const [left, right] = [2 * i + 1, 2 * i + 2];
+          let least = i;
+          if (left < heap.length && earlier(heap[left] as Timer, heap[least] as Timer)) least = left;
+          if (right < heap.length && earlier(heap[right] as Timer, heap[least] as Timer)) least = right;
+          if (least === i) break;
+          [heap[i], heap[least]] = [heap[least] as Timer, heap[i] as Timer];
+          i = least;
+        }
+      }
+      if (!top.cancelled) return top;
+    }
+    return undefined;
+  }
+}
+
+const earlier = (a: Timer, b: Timer): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq);
+
+/** A small seeded generator (mulberry32): the same run every time for a seed. */
+export function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One message of the model queue. */
+export interface SimMessage {
+  readonly id: string;
+  /** Its tenant (the pace key, when the run paces per key). */
+  readonly tenant: string;
+  /** When it is next visible (this clock's ms). */
+  visibleAt: number;
+  receiveCount: number;
+  /** When it was first accepted, if it was. */
+  deliveredAt: number | undefined;
+  /** Accepted requests for it. */
+  accepted: number;
+  /** Requests for it answered with a slow-down signal. */
+  refusals: number;
+}
+
+/** What a model webhook answers one request. */
+export interface SimAnswer {
+  readonly status: number;
+  readonly retryAfterSeconds?: number;
+  /** Rate-limit headers, by lower-case name. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** A model webhook: its answer to `message` at `now` (it keeps its own state: buckets, counters). */
+export type SimWebhook = (message: SimMessage, now: number) => SimAnswer;
+
+/** A simulated run. */
+export interface SimOptions {
+  readonly messages: readonly SimMessage[];
+  readonly webhook: SimWebhook;
+  /** Containers (concurrent invocations, local mode's pollers). @default 5 */
+  readonly containers?: number;
+  /** @default 10 */
+  readonly batchSize?: number;
+  /** The pacer's settings (`maxRequestsPerSecond` is this container's share). */
+  readonly pacing?: Partial<PacingSettings>;
+  /** The webhook's latency, ms: each request takes 0.5–1.5 × this. @default 5 */
+  readonly latencyMs?: number;
+  /** An invocation's time, ms, and the margin the relay keeps before it. @default 30 s, 1 s */
+  readonly functionTimeoutMs?: number;
+  readonly deadlineMarginMs?: number;
+  /** The time between the end of a batch and the next one's records, ms (SQS's receive). @default 10 */
+  readonly receiveMs?: number;
+  /** The run stops at this time, ms from its start, if it has not ended by then. */
+  readonly maxMs: number;
+  /** The run ends once these messages (by default all) are delivered. */
+  readonly done?: (messages: readonly SimMessage[]) => boolean;
+  readonly seed?: number;
+  /** Per-key pacing: the key of a message. */
+  readonly keyOf?: (message: SimMessage) => string | undefined;
+  /** Another pacer to try in its place (a design being compared). */
+  readonly pacerOf?: (settings: PacingSettings, clock: PaceClock) => Pacer;
+}
+
+/** What a run measured. */
+export interface SimResult {
+  /** When `done` held, ms from the start; NaN if it never did. */
+  readonly doneMs: number;
+  readonly requests: number;
+  /** Requests answered with a slow-down signal (429 and the like). */
+  readonly refused: number;
+  /** Records handed back unsent because the pace (a hold, a key's pace) kept them from starting. */
+  readonly notAttempted: number;
+  /** Requests per second over the run, from the webhook's side, by 1 s bins. */
+  readonly requestsBySecond: readonly number[];
+  /** The pacers, for their state at the end. */
+  readonly pacers: readonly Pacer[];
+}
+
+/** Backoff of a refusal without `Retry-After`: the relay's default exponential policy, without jitter. */
+const backoffSeconds = (receiveCount: number): number => Math.min(300, 2 * 2 ** (receiveCount - 1));
+
+/** Runs `options` to its end and returns what it measured. */
+export async function simulate(options: SimOptions): Promise<SimResult> {
+  const clock = new SimulatedClock();
+  const random = seeded(options.seed ?? 1);
+  const start = clock.now();
+  const end = start + options.maxMs;
+  const messages = options.messages;
+  for (const message of messages) message.visibleAt = Math.max(message.visibleAt, start);
+  const containers = options.containers ?? 5;
+  const batchSize = options.batchSize ?? 10;
+  const latencyMs = options.latencyMs ?? 5;
+  const timeoutMs = options.functionTimeoutMs ?? 30_000;
+  const marginMs = options.deadlineMarginMs ?? 1_000;
+  const done = options.done ?? ((all: readonly SimMessage[]) => all.every((message) => message.deliveredAt !== undefined));
+  const settings: PacingSettings = {
+    adaptive: true,
+    maxInFlight: 10,
+    maxRequestsPerSecond: undefined,
+    sharedBy: containers,
+    ...options.pacing,
+  };
+  let requests = 0;
+  let refused = 0;
+  let notAttempted = 0;
+  let doneAt = Number.NaN;
+  const bySecond: number[] = [];
+  /** The first undelivered message's index: messages before it need no look. */
+  let firstOpen = 0;
+
+  const receive = (): SimMessage[] => {
+    const now = clock.now();
+    const batch: SimMessage[] = [];
+    while (firstOpen < messages.length && (messages[firstOpen] as SimMessage).deliveredAt !== undefined) firstOpen += 1;
+    for (let i = firstOpen; i < messages.length && batch.length < batchSize; i += 1) {
+      const message = messages[i] as SimMessage;
+      if (message.deliveredAt !== undefined || message.visibleAt > now) continue;
+      message.visibleAt = now + 180_000;
+      message.receiveCount += 1;
+      batch.push(message);
+    }
+    return batch;
+  };
+
+  const attempt = async (pacer: Pacer, message: SimMessage, requestsEnd: number): Promise<void> => {
+    const key = options.keyOf?.(message);
+    const slot = pacer.acquire(requestsEnd - 100, key);
+    if (slot !== true && !(await slot)) {
+      notAttempted += 1;
+      message.visibleAt = clock.now() + pacer.retryInSeconds(key) * 1000;
+      return;
+    }
+    const took = latencyMs * (0.5 + random());
+    await clock.sleep(took / 2);
+    const answer = options.webhook(message, clock.now());
+    requests += 1;
+    const second = Math.floor((clock.now() - start) / 1000);
+    bySecond[second] = (bySecond[second] ?? 0) + 1;
+    await clock.sleep(took / 2);
+    const now = clock.now();
+    const response: WebhookResponse = {
+      kind: 'response',
+      status: answer.status,
+      retryAfter: answer.retryAfterSeconds === undefined ? undefined : String(answer.retryAfterSeconds),
+      excerpt: '',
+      latencyMs: took,
+      rateLimit: answer.headers,
+    };
+    const signal = paceSignalOf(response);
+    if (signal === 'slow-down') {
+      refused += 1;
+      message.refusals += 1;
+    }
+    const quota: Quota | undefined = answer.headers === undefined ? undefined : quotaOf(answer.headers, now);
+    pacer.release({ signal, latencyMs: took, retryAfterSeconds: answer.retryAfterSeconds, messageId: message.id, quota }, key, now);
+    if (answer.status >= 200 && answer.status <= 299) {
+      message.accepted += 1;
+      message.deliveredAt ??= now;
+      if (Number.isNaN(doneAt) && done(messages)) doneAt = now;
+      return;
+    }
+    const delaySeconds = answer.retryAfterSeconds ?? backoffSeconds(message.receiveCount);
+    message.visibleAt = now + Math.min(43_200, delaySeconds) * 1000;
+  };
+
+  const container = async (pacer: Pacer): Promise<void> => {
+    await clock.sleep(random() * 20);
+    while (clock.now() < end && Number.isNaN(doneAt)) {
+      const batch = receive();
+      if (batch.length === 0) {
+        await clock.sleep(20);
+        continue;
+      }
+      const requestsEnd = clock.now() + timeoutMs - marginMs;
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < batch.length) await attempt(pacer, batch[next++] as SimMessage, requestsEnd);
+      };
+      await Promise.all(Array.from({ length: Math.min(settings.maxInFlight, batch.length) }, worker));
+      await clock.sleep(options.receiveMs ?? 10);
+    }
+  };
+
+  const pacers = Array.from({ length: containers }, () => options.pacerOf?.(settings, clock) ?? new Pacer(settings, clock));
+  const running = Promise.all(pacers.map(container));
+  await clock.run(end + 1);
+  // Nothing is left to run past the end: every container is idle or waiting on a timer that will not fire.
+  void running;
+  return {
+    doneMs: doneAt - start,
+    requests,
+    refused,
+    notAttempted,
+    requestsBySecond: Array.from(bySecond, (count) => count ?? 0),
+    pacers,
+  };
+}
+
+/** `count` messages, message `i` of tenant `tenantOf(i)`. */
+export function messagesOf(count: number, tenantOf: (index: number) => string = () => 'any'): SimMessage[] {
+  return Array.from({ length: count }, (_, index) => ({
+    id: `m${index}`,
+    tenant: tenantOf(index),
+    visibleAt: 0,
+    receiveCount: 0,
+    deliveredAt: undefined,
+    accepted: 0,
+    refusals: 0,
+  }));
+}
+
+/** A token bucket of `rate` requests/s holding `burst` (default a tenth of a second's worth): `429` + `Retry-After: 1` without a token. */
+export function tokenBucket(rate: number, burst = Math.max(1, rate / 10)): (now: number) => boolean {
+  let tokens = burst;
+  let filledAt: number | undefined;
+  return (now) => {
+    filledAt ??= now;
+    tokens = Math.min(burst, tokens + ((now - filledAt) / 1000) * rate);
+    filledAt = now;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+}
+
+/**
+ * A fixed window of `limit` requests per `windowSeconds` of the clock that says so: every answer carries `RateLimit-Policy` and
+ * `RateLimit` (the IETF draft's current form), and one over the limit gets `429` with a `Retry-After` to the window's end.
+ */
+export function announcedWindow(limit: number, windowSeconds = 1): (now: number) => SimAnswer {
+  let windowStart = Number.NEGATIVE_INFINITY;
+  let used = 0;
+  return (now) => {
+    const start = Math.floor(now / (windowSeconds * 1000)) * windowSeconds * 1000;
+    if (start !== windowStart) {
+      windowStart = start;
+      used = 0;
+    }
+    const resetSeconds = Math.max(1, Math.ceil((start + windowSeconds * 1000 - now) / 1000));
+    const ok = used < limit;
+    if (ok) used += 1;
+    const headers = {
+      'ratelimit-policy': `"default";q=${limit};w=${windowSeconds}`,
+      ratelimit: `"default";r=${limit - used};t=${resetSeconds}`,
+    };
+    return ok ? { status: 200, headers } : { status: 429, retryAfterSeconds: resetSeconds, headers };
+  };
+}
