@@ -4,6 +4,7 @@
  * the variable and says what was expected, instead of failing record by record later.
  */
 import { version } from '../package.json';
+import { MAX_ATTRIBUTE_NAME_LENGTH } from './aws-limits';
 import type { BreakerSettings } from './breaker';
 import { ConfigError, type Env, read, readSetting } from './env';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
@@ -15,6 +16,7 @@ import { MAX_BACKSTOP_RECEIVES } from './retry-window';
 import type { SettingValueOf } from './setting-kinds';
 import { FUNCTION_SETTINGS, type PermanentFailureMode } from './settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
+import { isAttributeName } from './sqs-util';
 import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
 import { checkSendUrl, parseProxyUrl, redactUrl, type UrlProblem } from './url-rules';
 
@@ -233,11 +235,18 @@ function pacingSettings(env: Env): PacingSettings {
   };
 }
 
-/** `PACE_KEY`: a message attribute's name as SQS allows one (or `MessageGroupId`), when set. */
+/**
+ * `PACE_KEY`, when set: a message attribute's name under SQS's own rule (`isAttributeName`: a name
+ * no message could carry would pace nothing), or `MessageGroupId`, which passes that rule too.
+ */
 function paceKey(env: Env): string | undefined {
   const name = read(env, 'PACE_KEY');
-  if (name !== undefined && !/^[A-Za-z0-9_.-]{1,256}$/.test(name)) {
-    throw new ConfigError('PACE_KEY', 'a message attribute name (letters, digits, "_", "-", ".", up to 256) or MessageGroupId', name);
+  if (name !== undefined && !isAttributeName(name)) {
+    throw new ConfigError(
+      'PACE_KEY',
+      `a message attribute name (letters, digits, "_", "-", ".", up to ${MAX_ATTRIBUTE_NAME_LENGTH}) or MessageGroupId`,
+      name,
+    );
   }
   return name;
 }
@@ -341,9 +350,14 @@ function clientCertificate(env: Env): ClientCertificateSettings | undefined {
   return sources.length === 0 ? undefined : { sources };
 }
 
-/** A proxy URL from `name` (or its lower-case form when unset); `host:port` alone means `http://host:port`, as curl reads it. */
+/** The proxy variable that holds the value: `name`, or its lower-case form when `name` is unset, as curl reads them. */
+function proxyVariable(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY' | 'NO_PROXY'): string {
+  return read(env, name) === undefined ? name.toLowerCase() : name;
+}
+
+/** A proxy URL from `name` (or its lower-case form); `host:port` alone means `http://host:port`, as curl reads it. */
 function proxyUrl(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY'): URL | undefined {
-  const variable = read(env, name) === undefined ? name.toLowerCase() : name;
+  const variable = proxyVariable(env, name);
   const raw = read(env, variable);
   if (raw === undefined) return undefined;
   const url = parseProxyUrl(raw);
@@ -358,7 +372,7 @@ function proxySettings(env: Env): ProxySettings | undefined {
   const httpProxy = proxyUrl(env, 'HTTP_PROXY');
   if (httpsProxy === undefined && httpProxy === undefined) return undefined;
   // Comma- or space-separated, as curl and Go read it.
-  const noProxy = (read(env, 'NO_PROXY') ?? read(env, 'no_proxy') ?? '')
+  const noProxy = (read(env, proxyVariable(env, 'NO_PROXY')) ?? '')
     .split(/[\s,]+/)
     .map((entry) => entry.toLowerCase())
     .filter((entry) => entry !== '');

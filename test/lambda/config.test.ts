@@ -201,6 +201,10 @@ describe('a bad value names its variable', () => {
     ['PACE_KEY', 'tenant id'],
     ['PACE_KEY', 'tenant,region'],
     ['PACE_KEY', 'x'.repeat(257)],
+    // SQS's rule for an attribute's name: no message could carry these, so nothing would be paced by them.
+    ['PACE_KEY', 'AWS.tenant'],
+    ['PACE_KEY', '.tenant'],
+    ['PACE_KEY', 'tenant..id'],
   ])('%s=%j', (variable, raw) => {
     const error = configErrorOf(() => load({ [variable]: raw }));
     expect(error.variable).toBe(variable);

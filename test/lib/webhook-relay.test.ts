@@ -716,6 +716,11 @@ describe('WebhookRelay synth-time validation', () => {
     ],
     ['a header prefix with a space', { headerPrefix: 'X Carrier-' }, /headerPrefix is rejected by the function: .*HEADER_PREFIX/],
     [
+      'a pace key with a space',
+      { paceKey: 'tenant id' },
+      /paceKey is rejected by the function: .*PACE_KEY must be a message attribute name/,
+    ],
+    [
       'a request concurrency of 0',
       { requestConcurrency: 0 },
       /requestConcurrency is rejected by the function: .*MAX_CONCURRENCY must be a whole number from 1 to 1000/,
