@@ -252,8 +252,6 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     );
   }
 
-  if (arns.signingSecretArn !== undefined && bool('signing') === false)
-    throw new ContextError('signingSecretArn', 'is given, but signing is false');
   if (arns.webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
     throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
   const network = vpcFromContext(str('vpcId'), str('subnetIds'), str('securityGroupIds'));
