@@ -107,7 +107,8 @@ export const FUNCTION_SETTINGS = group('function', {
     unit: 'ms',
     default: 10_000,
     min: 1,
-    max: 900_000,
+    // No request outlives the longest invocation.
+    max: MAX_FUNCTION_TIMEOUT_SECONDS * 1_000,
   },
   MAX_CONCURRENCY: { prop: 'requestConcurrency', context: 'requestConcurrency', kind: 'integer', default: 10, min: 1, max: 1_000 },
   MAX_REQUESTS_PER_SECOND: {

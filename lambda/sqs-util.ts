@@ -86,9 +86,14 @@ export function isAttributeName(name: string): boolean {
   );
 }
 
+/** What a DLQ's name adds to its main queue's (before `.fifo`). */
+export const DEAD_LETTER_SUFFIX = '-dlq';
+
 /** The DLQ's name for a main queue's name: `<name>-dlq`, keeping `.fifo` at the end (as SQS requires). */
 export function deadLetterQueueName(queueName: string): string {
-  return queueName.endsWith(FIFO_SUFFIX) ? `${queueName.slice(0, -FIFO_SUFFIX.length)}-dlq${FIFO_SUFFIX}` : `${queueName}-dlq`;
+  return queueName.endsWith(FIFO_SUFFIX)
+    ? `${queueName.slice(0, -FIFO_SUFFIX.length)}${DEAD_LETTER_SUFFIX}${FIFO_SUFFIX}`
+    : `${queueName}${DEAD_LETTER_SUFFIX}`;
 }
 
 /** An error as one line of text for a log field or a failure reason: `Name: message`, or the value as a string. */

@@ -7,7 +7,8 @@ import { expectedUrl } from '../lambda/config';
 import { ConfigError, type Env, read, readSetting } from '../lambda/env';
 import { likelyTypos } from '../lambda/nearest-name';
 import { FUNCTION_SETTINGS, LOCAL_SETTINGS, SETTING_LIST } from '../lambda/settings';
-import { deadLetterQueueName, isQueueName, isQueueUrl, QUEUE_URL_EXAMPLE } from '../lambda/sqs-util';
+import { MAX_QUEUE_NAME_LENGTH } from '../lambda/aws-limits';
+import { DEAD_LETTER_SUFFIX, deadLetterQueueName, isQueueName, isQueueUrl, QUEUE_URL_EXAMPLE } from '../lambda/sqs-util';
 import { checkHttpsOrLoopback, redactUrl } from '../lambda/url-rules';
 import { sqsEndpointFor } from './existing-queue';
 
@@ -97,7 +98,8 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   const queueName = setting('QUEUE_NAME');
   // The DLQ is named after the queue, and SQS's rule holds for both names.
   if (!isQueueName(queueName) || !isQueueName(deadLetterQueueName(queueName))) {
-    throw new ConfigError('QUEUE_NAME', 'up to 76 letters, digits, "-" or "_", optionally ending in ".fifo"', queueName);
+    const longest = MAX_QUEUE_NAME_LENGTH - DEAD_LETTER_SUFFIX.length;
+    throw new ConfigError('QUEUE_NAME', `up to ${longest} letters, digits, "-" or "_", optionally ending in ".fifo"`, queueName);
   }
   const format = setting('LOG_FORMAT', '"pretty" or "json"');
   const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : readSetting(env, FUNCTION_SETTINGS.MAX_RECEIVE_COUNT);

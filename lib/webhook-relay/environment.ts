@@ -104,14 +104,15 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
 
   // The function validates this environment at cold start; running the same validation now
   // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
+  const secretArn = 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time';
   const standIns: Record<string, string> = {
     WEBHOOK_URL: 'https://deploy-time.invalid/',
-    WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
-    SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
-    AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    WEBHOOK_URL_SECRET_ARN: secretArn,
+    SIGNING_SECRET_ARN: secretArn,
+    AUTH_SECRET_ARN: secretArn,
     OAUTH_TOKEN_URL: 'https://deploy-time.invalid/token',
-    OAUTH_CLIENT_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
-    CLIENT_CERTIFICATE_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    OAUTH_CLIENT_SECRET_ARN: secretArn,
+    CLIENT_CERTIFICATE_SECRET_ARN: secretArn,
     HTTPS_PROXY: 'http://deploy-time.invalid:3128',
     HTTP_PROXY: 'http://deploy-time.invalid:3128',
   };
