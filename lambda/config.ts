@@ -181,6 +181,20 @@ function checkLiteral(
   return source;
 }
 
+/**
+ * `SIGNING_SECRET_ARN` or `SIGNING_SECRET` (one way; a value given as such checked now): the keys
+ * every request is signed with, and those the `dead-letters` command seals ids with.
+ * @throws {ConfigError} for both set, or a value `parseSigningKeys` refuses
+ */
+export function signingSecret(env: Env): SecretSource | undefined {
+  return checkLiteral(
+    secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
+    'SIGNING_SECRET',
+    parseSigningKeys,
+    `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
+  );
+}
+
 /** Throws unless `value` can be sent as an `Authorization` header; the message never contains it. */
 export function checkAuthorizationValue(value: string): string {
   if (value === '' || !isLegalHeaderValue(value, Infinity))
@@ -447,12 +461,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
     paceKey: paceKey(env),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
-    signingSecret: checkLiteral(
-      secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
-      'SIGNING_SECRET',
-      parseSigningKeys,
-      `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
-    ),
+    signingSecret: signingSecret(env),
     authorization,
     secretsRefreshSeconds: setting(env, 'SECRETS_REFRESH_SECONDS'),
     oauth,

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, ListDeadLetterSourceQueuesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { type SecretSource, signingSecret } from '../../lambda/config';
 import { parseSigningKeys } from '../../lambda/signing';
 import { errorText } from '../../lambda/sqs-util';
 import { shellQuote } from '../banner';
@@ -211,11 +212,12 @@ async function signingKeysFor(
   io: CommandIo,
   profile: string | undefined,
 ): Promise<Buffer[] | undefined> {
-  const value = arn === undefined ? io.env.SIGNING_SECRET : undefined;
-  const secretArn = arn ?? (value ? undefined : io.env.SIGNING_SECRET_ARN);
-  const name = arn !== undefined ? '--signing-secret-arn' : value ? 'SIGNING_SECRET' : 'SIGNING_SECRET_ARN';
-  let text = value || undefined;
-  if (secretArn) {
+  // The function's rule for the two variables (one way; a value checked now), unless the option names the secret.
+  const source: SecretSource | undefined = arn === undefined ? signingSecret(io.env) : { kind: 'secrets-manager', secretId: arn };
+  const secretArn = source?.kind === 'secrets-manager' ? source.secretId : undefined;
+  const name = arn !== undefined ? '--signing-secret-arn' : source?.kind === 'literal' ? 'SIGNING_SECRET' : 'SIGNING_SECRET_ARN';
+  let text = source?.kind === 'literal' ? source.value : undefined;
+  if (secretArn !== undefined) {
     const secrets = new SecretsManagerClient({ region: await sqs.config.region(), ...(profile === undefined ? {} : { profile }) });
     try {
       text = (await secrets.send(new GetSecretValueCommand({ SecretId: secretArn }))).SecretString;
