@@ -106,7 +106,7 @@ export const HOLD_AFTER_MESSAGES = 10;
 export const HOLD_ACCEPTED_SHARE = 0.2;
 /**
  * In a long hold (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) one request goes through at once and then every this many
- * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue for the rest of the hold.
+ * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue until the next probe.
  */
 export const PROBE_EVERY_MS = 2_000;
 /** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
@@ -453,40 +453,51 @@ export class Pace {
       if (floorStale && calm && latestAnswers < SURE_ANSWERS && !latest.all) return;
     }
     if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale && !this.climbingAfterQuickHold) {
-      this.refill(now);
-      const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
-      this.doubt = {
-        // From the next whole epoch of the clock: the containers at one webhook doubt, and dip, together.
-        since: Math.ceil(now / DOUBT_EPOCH_MS) * DOUBT_EPOCH_MS,
-        rateBefore: this.rate,
-        lowest: DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered),
-        lastRefusalAt: now,
-        dipRefused: 0,
-        dipAnswered: 0,
-        baseRefused: 0,
-        baseAnswered: 0,
-      };
+      this.beginDoubt(now, reading);
       return;
     }
-    // In doubt, a share some floor could explain is no cut while the dips have time to tell (a fast pace's doubt ends within a
-    // second or two); a slow pace's, longer, cuts after that, but only so far: at a congested webhook the dips will show it,
-    // and refusals that persist must not take the pace down and down meanwhile.
     const doubt = this.doubt;
     if (doubt !== undefined && share <= MAX_FLOOR) {
-      const offered = reading.started / reading.seconds;
-      doubt.lowest = Math.max(doubt.lowest, DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
-      if (now - doubt.since < DOUBT_UNCUT_MS) return;
-      const rate = Math.max(doubt.lowest, this.cutRate(now, reading));
-      if (rate < this.rate) {
-        this.refill(now);
-        this.rate = rate;
-        this.tokens = Math.min(this.tokens, this.capacity());
-      }
+      this.cutInDoubt(doubt, now, reading);
       return;
     }
     // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
     if (doubt !== undefined) this.dropDoubt(now);
     this.cutTo(now, this.cutRate(now, reading));
+  }
+
+  /** Puts the pace in doubt: from the next whole epoch of the clock it dips, and the dips will tell a floor from congestion. */
+  private beginDoubt(now: number, reading: MeterReading): void {
+    this.refill(now);
+    const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
+    this.doubt = {
+      // From the next whole epoch of the clock: the containers at one webhook doubt, and dip, together.
+      since: Math.ceil(now / DOUBT_EPOCH_MS) * DOUBT_EPOCH_MS,
+      rateBefore: this.rate,
+      lowest: DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered),
+      lastRefusalAt: now,
+      dipRefused: 0,
+      dipAnswered: 0,
+      baseRefused: 0,
+      baseAnswered: 0,
+    };
+  }
+
+  /**
+   * In doubt, a share some floor could explain is no cut while the dips have time to tell (a fast pace's doubt ends within a
+   * second or two); a slow pace's, longer, cuts after that, but only so far: at a congested webhook the dips will show it,
+   * and refusals that persist must not take the pace down and down meanwhile.
+   */
+  private cutInDoubt(doubt: Doubt, now: number, reading: MeterReading): void {
+    const offered = reading.started / reading.seconds;
+    doubt.lowest = Math.max(doubt.lowest, DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
+    if (now - doubt.since < DOUBT_UNCUT_MS) return;
+    const rate = Math.max(doubt.lowest, this.cutRate(now, reading));
+    if (rate < this.rate) {
+      this.refill(now);
+      this.rate = rate;
+      this.tokens = Math.min(this.tokens, this.capacity());
+    }
   }
 
   /** Which slot of the dips' cycle `at` falls in: `DIP_EVERY - 1` is a dip, `DIP_EVERY - 2` the slot before it. */
@@ -615,10 +626,7 @@ export class Pace {
     // Grown only while the limit is what holds the pace back, not its batches.
     if (this.rate >= (OFFERED_HEADROOM * sent.started) / sent.seconds) return;
     this.refill(now);
-    // About `rate` acceptances a second, so the rate grows by max(1, share·rate) requests/s each second; but, cut lately, by
-    // no more per acceptance than a cut takes per refusal at BALANCED_SHARE refused: a slow pace (a few requests a second)
-    // settles near that share, not where a second's growth outweighs a second's refusals.
-    // Near the rate it was cut from (as TCP CUBIC, slowly around the last maximum), by no more per acceptance than a cut
+    // About `rate` acceptances a second, so the rate grows by max(1, share·rate) requests/s each second. Near the rate it was cut from (as TCP CUBIC, slowly around the last maximum), by no more per acceptance than a cut
     // takes per refusal at BALANCED_SHARE refused: a slow pace (a few requests a second) settles near that share there, not
     // where a second's growth outweighs a second's refusals.
     if (now - this.lastCutAt >= RECOVERY_MS || this.cutFrom === Number.POSITIVE_INFINITY) this.rate += Math.max(1 / this.rate, 1);

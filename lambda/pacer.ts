@@ -6,21 +6,8 @@
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
+import { PROBE_EVERY_MS, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
 import type { WebhookResult } from './transmitter';
-
-export {
-  QUICK_HOLD_SECONDS,
-  CONGESTION_MARGIN,
-  DECREASE_FACTOR,
-  HOLD_AFTER_MESSAGES,
-  HOLD_EVIDENCE_MS,
-  INCREASE_SHARE,
-  MIN_REQUESTS_PER_SECOND,
-  type PacedAnswer,
-  type PaceSignal,
-  type PaceSnapshot,
-} from './pace';
 
 /** How a container paces its requests. */
 export interface PacingSettings {
@@ -229,7 +216,8 @@ export class Pacer {
    */
   retryInSeconds(key?: string): number {
     const now = this.clock.now();
-    let untilMs = this.endpoint.heldUntilMs;
+    // A long hold is probed, and a probe taken ends it: its records come back after the next probe, not the whole hold.
+    let untilMs = this.endpoint.heldLong(now) ? Math.min(this.endpoint.heldUntilMs, now + PROBE_EVERY_MS) : this.endpoint.heldUntilMs;
     const keyPace = key === undefined ? undefined : this.keys.get(key);
     if (keyPace !== undefined) untilMs = Math.max(untilMs, now + keyPace.waitMs(now));
     return Math.max(0, Math.ceil((untilMs - now) / 1000));

@@ -22,18 +22,10 @@ import {
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
-} from '../../lambda/pace';
-import {
-  KEY_WAIT_MS,
-  MAX_KEYS,
-  MESSAGE_GROUP_KEY,
-  Pacer,
   type PacedAnswer,
   type PaceSignal,
-  type PacingSettings,
-  paceKeyOf,
-  paceSignalOf,
-} from '../../lambda/pacer';
+} from '../../lambda/pace';
+import { KEY_WAIT_MS, MAX_KEYS, MESSAGE_GROUP_KEY, Pacer, type PacingSettings, paceKeyOf, paceSignalOf } from '../../lambda/pacer';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
 
 const answered = (status: number): WebhookResult => ({ kind: 'response', status, retryAfter: undefined, excerpt: '', latencyMs: 1 });
@@ -318,6 +310,8 @@ describe('the endpoint hold', () => {
       await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 10);
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
     expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    // Its records come back after the next probe, not the whole hold: a probe taken ends it.
+    expect(pacer.retryInSeconds()).toBe(PROBE_EVERY_MS / 1000);
     await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
     pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
