@@ -10,6 +10,7 @@ import {
   DEFAULT_RETENTION_SECONDS,
   DEFAULT_VISIBILITY_SECONDS,
   MAX_QUEUE_NAME_LENGTH,
+  MAX_RETENTION_DAYS,
   MAX_VISIBILITY_SECONDS,
   VISIBILITY_TIMEOUT_FACTOR,
   visibilityTimeoutSecondsFor,
@@ -117,19 +118,19 @@ export function resolveQueues(
     check(
       retryWindow <= longest,
       'retryWindow',
-      `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (14 days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
+      `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (${MAX_RETENTION_DAYS} days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
     );
     check(
       retentionSeconds >= retryWindow + margin,
       'retentionPeriod',
-      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(retryWindow + margin)} (up to 14 days) or shorten retryWindow`,
+      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(retryWindow + margin)} (up to ${MAX_RETENTION_DAYS} days) or shorten retryWindow`,
     );
   } else {
     const span = countedRetrySpanSeconds(props, maxReceiveCount, visibility, breaker);
     check(
       retentionSeconds >= span,
       'retentionPeriod',
-      `(${durationText(retentionSeconds)}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${durationText(span)}): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
+      `(${durationText(retentionSeconds)}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${durationText(span)}): messages could expire before reaching the DLQ. Raise retentionPeriod (up to ${MAX_RETENTION_DAYS} days) or lower maxReceiveCount`,
     );
   }
   return {
