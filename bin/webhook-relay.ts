@@ -5,7 +5,7 @@
 import { App } from 'aws-cdk-lib';
 import { buildApp } from '../lib/app';
 import { ContextError } from '../lib/context';
-import { WebhookRelayConfigError } from '../lib/webhook-relay';
+import { WebhookRelayConfigError } from '../lib/webhook-relay/props';
 
 try {
   // Synthesized explicitly below: never auto-synthesize a half-built app after an error.

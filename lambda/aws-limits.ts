@@ -8,8 +8,38 @@
 /** SQS's ceiling on a message's visibility timeout, counted from its receive: 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 
+/** A queue's visibility timeout when none is set (SQS's default), seconds. */
+export const DEFAULT_VISIBILITY_SECONDS = 30;
+
+/** The longest SQS keeps a message (a queue's `MessageRetentionPeriod` at most), days. */
+export const MAX_RETENTION_DAYS = 14;
+
+/** {@link MAX_RETENTION_DAYS} in seconds. */
+export const MAX_RETENTION_SECONDS = MAX_RETENTION_DAYS * 86_400;
+
+/** A queue's retention when none is set (SQS's default): 4 days. */
+export const DEFAULT_RETENTION_SECONDS = 345_600;
+
+/** The longest queue name SQS takes, a FIFO queue's `.fifo` included. */
+export const MAX_QUEUE_NAME_LENGTH = 80;
+
+/** The longest message attribute name SQS takes. */
+export const MAX_ATTRIBUTE_NAME_LENGTH = 256;
+
+/** The largest `maxReceiveCount` of a redrive policy. */
+export const MAX_REDRIVE_RECEIVE_COUNT = 1_000;
+
 /** Entries in one SQS batch call (`ChangeMessageVisibilityBatch`, `DeleteMessageBatch`, …). */
 export const MAX_BATCH_CALL_ENTRIES = 10;
+
+/** Messages one `ReceiveMessage` returns at most. */
+export const MAX_MESSAGES_PER_RECEIVE = 10;
+
+/** SQS's longest long poll (`WaitTimeSeconds`), seconds; Lambda's pollers use it. */
+export const MAX_WAIT_TIME_SECONDS = 20;
+
+/** Message attributes one message may carry. */
+export const MAX_MESSAGE_ATTRIBUTES = 10;
 
 /** The largest batch Lambda's SQS event source hands over (standard queues). */
 export const MAX_EVENT_SOURCE_BATCH_SIZE = 10_000;

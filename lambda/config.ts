@@ -3,31 +3,22 @@
  * validated once at cold start. A bad value fails fast with a {@link ConfigError} that names
  * the variable and says what was expected, instead of failing record by record later.
  */
-import { isIP } from 'node:net';
 import { version } from '../package.json';
-import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
-import type { OAuthSettings } from './oauth-tokens';
-import type { ProxySettings } from './proxy';
-import type { OAuthClientAuthentication } from './token-endpoint';
+import { MAX_ATTRIBUTE_NAME_LENGTH } from './aws-limits';
 import type { BreakerSettings } from './breaker';
+import { ConfigError, type Env, read, readSetting } from './env';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
-import { type BackoffPolicyName, type BackoffSettings, DEFAULT_BACKOFF_SCHEDULE } from './retry-timing';
-import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
-import { boolean, ConfigError, decimal, type Env, integerSetting, oneOf, read } from './env';
+import type { OAuthSettings } from './oauth-tokens';
 import type { PacingSettings } from './pacer';
+import type { ProxySettings } from './proxy';
+import type { BackoffSettings } from './retry-timing';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
-import {
-  BACKOFF_POLICIES,
-  PERMANENT_FAILURE_MODES,
-  FUNCTION_SETTINGS,
-  OAUTH_CLIENT_AUTHENTICATIONS,
-  type PermanentFailureMode,
-  type Setting,
-} from './settings';
-
-export { BACKOFF_POLICIES, ConfigError, OAUTH_CLIENT_AUTHENTICATIONS, PERMANENT_FAILURE_MODES };
-// The backoff's types live with the policy (retry-timing.ts), as BreakerSettings does in breaker.ts.
-export type { BackoffPolicyName, BackoffSettings } from './retry-timing';
+import type { SettingValueOf } from './setting-kinds';
+import { FUNCTION_SETTINGS, type PermanentFailureMode } from './settings';
+import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
+import { isAttributeName } from './sqs-util';
+import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
+import { checkSendUrl, parseProxyUrl, redactUrl, type UrlProblem } from './url-rules';
 
 /**
  * Where a secret comes from. Declared here, with the settings that choose it, rather than in
@@ -98,86 +89,28 @@ export interface RelayConfig {
   readonly proxy: ProxySettings | undefined;
 }
 
-/**
- * True for hosts that can only be this machine: `localhost`, 127.0.0.0/8 and `::1`. Not every
- * `*.localhost` name: many resolvers (glibc, most corporate DNS) send those to DNS like any name,
- * so plain http to one may leave the machine.
- */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost') return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  if (isIP(host) === 6) return host === '::1';
-  return false;
-}
-
-/**
- * A URL as it may be printed: user:password and everything after `?` or `#` replaced by `…`
- * (tokens travel there). Works on text that is not a valid URL too, as error messages need:
- * there, everything between `scheme://` (or the start) and the last `@` counts as user:password
- * (a password may hold `/`, `?`, `#` or `@`): over-redacting an odd path is the lesser harm.
- */
-export function redactUrl(raw: string): string {
-  // The user-info starts after "scheme://" (or a leading "//"); in anything else, at the start.
-  const start = /^([a-z][a-z0-9+.-]*:)?\/\//i.exec(raw)?.[0].length ?? 0;
-  let parsed: URL | undefined;
-  try {
-    // Only a URL with an authority ("scheme://host"): "user:pass@host" parses too, as an opaque path.
-    parsed = start > 2 ? new URL(raw) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed !== undefined) {
-    const userInfo = parsed.username !== '' || parsed.password !== '' ? '…@' : '';
-    const rest = parsed.search !== '' ? '?…' : parsed.hash !== '' ? '#…' : '';
-    return `${parsed.protocol}//${userInfo}${parsed.host}${parsed.pathname}${rest}`;
-  }
-  const at = raw.lastIndexOf('@');
-  const withoutUserInfo = at >= start ? `${raw.slice(0, start)}…${raw.slice(at)}` : raw;
-  return withoutUserInfo.replace(/([?#]).*$/s, '$1…');
-}
-
 /** What a URL the relay sends requests to must be: the rule of `WEBHOOK_URL`. */
 export const HTTPS_OR_LOOPBACK = 'an absolute https:// URL (http:// only for loopback hosts or with ALLOW_INSECURE_HTTP=true)';
 
-/** Why a URL was refused: what was expected, and the URL as it may be shown (redacted). */
-export interface UrlRefusal {
-  readonly expected: string;
-  readonly shown: string;
-}
-
 /**
- * `raw` as a URL the relay may send requests to (the webhook, the daemon's health check and SQS
- * endpoint), or why not: `http(s)` only, and plain `http` only to a loopback host or with
- * `ALLOW_INSECURE_HTTP`, since what travels there (a signed body, SigV4-signed SQS calls with
- * session tokens) must not cross a network in clear unless the operator says that network is private.
+ * What a variable's URL must be, in this module's words, for a URL refused by the rule of
+ * `url-rules.ts`: the webhook's, the token endpoint's, the daemon's health check and SQS endpoint.
  */
-export function parseHttpsOrLoopback(raw: string, allowInsecureHttp: boolean): URL | UrlRefusal {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return { expected: HTTPS_OR_LOOPBACK, shown: redactUrl(raw) };
+export function expectedUrl(problem: UrlProblem): string {
+  switch (problem) {
+    case 'not-a-url':
+    case 'not-http':
+      return HTTPS_OR_LOOPBACK;
+    case 'plain-http':
+      return `${HTTPS_OR_LOOPBACK}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`;
+    case 'credentials':
+      return 'a URL without user:password (put credentials in a secret instead)';
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { expected: HTTPS_OR_LOOPBACK, shown: redactUrl(raw) };
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecureHttp) {
-    return {
-      expected: `${HTTPS_OR_LOOPBACK}; set ALLOW_INSECURE_HTTP=true to allow plain http on a private network`,
-      shown: redactUrl(raw),
-    };
-  }
-  return url;
 }
 
-/** `raw` as a URL the relay sends to (the webhook, the token endpoint): {@link parseHttpsOrLoopback}, and no user:password. */
-function checkedSendUrl(raw: string, allowInsecureHttp: boolean): URL | UrlRefusal {
-  const url = parseHttpsOrLoopback(raw, allowInsecureHttp);
-  if (!(url instanceof URL)) return url;
-  if (url.username !== '' || url.password !== '') {
-    // Credentials in a URL end up in the template, the environment and logs; they belong in a secret.
-    return { expected: 'a URL without user:password (put credentials in a secret instead)', shown: url.origin };
-  }
-  return url;
+/** A URL as a message may show it: only its origin when it carries user:password, else redacted. */
+function shownUrl(raw: string, problem: UrlProblem): string {
+  return problem === 'credentials' ? new URL(raw).origin : redactUrl(raw);
 }
 
 /**
@@ -185,9 +118,9 @@ function checkedSendUrl(raw: string, allowInsecureHttp: boolean): URL | UrlRefus
  * message that never quotes the value (it is a secret: a token is why it is kept there).
  */
 export function parseWebhookUrlSecret(raw: string, allowInsecureHttp: boolean): URL {
-  const url = checkedSendUrl(raw.trim(), allowInsecureHttp);
+  const url = checkSendUrl(raw.trim(), allowInsecureHttp);
   if (url instanceof URL) return url;
-  throw new Error(`the value is not ${url.expected}`);
+  throw new Error(`the value is not ${expectedUrl(url)}`);
 }
 
 /**
@@ -195,13 +128,13 @@ export function parseWebhookUrlSecret(raw: string, allowInsecureHttp: boolean): 
  * webhook URL's rule: `https`, or plain `http` to a loopback host or with `ALLOW_INSECURE_HTTP`;
  * never `user:password`. `undefined` when unset.
  */
-function secureUrl(env: Env, name: string): URL | undefined {
+function secureUrl(env: Env, name: 'WEBHOOK_URL' | 'OAUTH_TOKEN_URL'): URL | undefined {
   const raw = read(env, name);
   // Read (and so validated) whatever the URL: a typo must not pass silently beside an https URL.
-  const allowInsecure = bool(env, 'ALLOW_INSECURE_HTTP');
+  const allowInsecure = setting(env, 'ALLOW_INSECURE_HTTP');
   if (raw === undefined) return undefined;
-  const url = checkedSendUrl(raw, allowInsecure);
-  if (!(url instanceof URL)) throw new ConfigError(name, url.expected, url.shown);
+  const url = checkSendUrl(raw, allowInsecure);
+  if (!(url instanceof URL)) throw new ConfigError(name, expectedUrl(url), shownUrl(raw, url));
   return url;
 }
 
@@ -248,6 +181,20 @@ function checkLiteral(
   return source;
 }
 
+/**
+ * `SIGNING_SECRET_ARN` or `SIGNING_SECRET` (one way; a value given as such checked now): the keys
+ * every request is signed with, and those the `dead-letters` command seals ids with.
+ * @throws {ConfigError} for both set, or a value `parseSigningKeys` refuses
+ */
+export function signingSecret(env: Env): SecretSource | undefined {
+  return checkLiteral(
+    secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
+    'SIGNING_SECRET',
+    parseSigningKeys,
+    `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
+  );
+}
+
 /** Throws unless `value` can be sent as an `Authorization` header; the message never contains it. */
 export function checkAuthorizationValue(value: string): string {
   if (value === '' || !isLegalHeaderValue(value, Infinity))
@@ -261,55 +208,30 @@ export function checkClientSecret(value: string): string {
   return value;
 }
 
-function schedule(env: Env): readonly number[] {
-  const raw = read(env, 'BACKOFF_SCHEDULE');
-  if (raw === undefined) return DEFAULT_BACKOFF_SCHEDULE;
-  const { min, max } = FUNCTION_SETTINGS.BACKOFF_SCHEDULE;
-  const delays = raw.split(',').map((part) => part.trim());
-  if (!delays.every((delay) => /^[0-9]+$/.test(delay) && Number(delay) <= max)) {
-    throw new ConfigError('BACKOFF_SCHEDULE', `comma-separated whole seconds from ${min} to ${max}, e.g. "60,600,3600"`, raw);
-  }
-  return delays.map(Number);
+/** A setting of the function, from its variable (or its default), parsed by its kind. */
+function setting<N extends keyof typeof FUNCTION_SETTINGS>(env: Env, name: N): SettingValueOf<(typeof FUNCTION_SETTINGS)[N]> {
+  return readSetting(env, FUNCTION_SETTINGS[name]);
 }
 
-/** A whole-number setting, with the registry's variable, default and bounds. */
-function int(env: Env, name: keyof typeof FUNCTION_SETTINGS): number {
-  return integerSetting(env, name, FUNCTION_SETTINGS[name]);
-}
-
-/** A true/false setting, with the registry's default. */
-function bool(env: Env, name: 'ALLOW_INSECURE_HTTP' | 'BACKOFF_JITTER' | 'PACING'): boolean {
-  return boolean(env, name, FUNCTION_SETTINGS[name].default);
-}
-
-/** A one-of setting, with the registry's choices and default. */
-function choice<T extends string>(env: Env, name: 'BACKOFF' | 'PERMANENT_FAILURE'): T {
-  const setting: Setting = FUNCTION_SETTINGS[name];
-  return oneOf(env, name, setting.choices as readonly T[], setting.default as T);
-}
-
-/** A string setting, or its default. */
-function text(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string {
-  return read(env, name) ?? FUNCTION_SETTINGS[name].default;
+/** A least and a most setting, the most at least the least: `[least, most]`. */
+function range(
+  env: Env,
+  least: 'BACKOFF_BASE_SECONDS' | 'OUTAGE_BACKOFF_SECONDS',
+  most: 'BACKOFF_MAX_SECONDS' | 'OUTAGE_BACKOFF_MAX_SECONDS',
+): [number, number] {
+  const [low, high] = [setting(env, least), setting(env, most)];
+  if (high < low) throw new ConfigError(most, `at least ${least} (${low})`, String(high));
+  return [low, high];
 }
 
 function breakerSettings(env: Env): BreakerSettings {
-  const probeIntervalSeconds = int(env, 'OUTAGE_BACKOFF_SECONDS');
-  const maxHoldSeconds = int(env, 'OUTAGE_BACKOFF_MAX_SECONDS');
-  if (maxHoldSeconds < probeIntervalSeconds) {
-    throw new ConfigError(
-      'OUTAGE_BACKOFF_MAX_SECONDS',
-      `at least OUTAGE_BACKOFF_SECONDS (${probeIntervalSeconds})`,
-      String(maxHoldSeconds),
-    );
-  }
-  return { threshold: int(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
+  const [probeIntervalSeconds, maxHoldSeconds] = range(env, 'OUTAGE_BACKOFF_SECONDS', 'OUTAGE_BACKOFF_MAX_SECONDS');
+  return { threshold: setting(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
 }
 
 /** `RETRY_WINDOW_HOURS` in whole seconds (0: off). */
 function retryWindowSeconds(env: Env): number {
-  const { default: fallback, min, max } = FUNCTION_SETTINGS.RETRY_WINDOW_HOURS;
-  return Math.round(decimal(env, 'RETRY_WINDOW_HOURS', fallback, min, max) * 3600);
+  return Math.round(setting(env, 'RETRY_WINDOW_HOURS') * 3600);
 }
 
 /**
@@ -317,21 +239,28 @@ function retryWindowSeconds(env: Env): number {
  * rate-limit headers announce).
  */
 function pacingSettings(env: Env): PacingSettings {
-  const ceiling = int(env, 'MAX_REQUESTS_PER_SECOND');
-  const shares = int(env, 'CONCURRENT_INVOCATIONS');
+  const ceiling = setting(env, 'MAX_REQUESTS_PER_SECOND');
+  const shares = setting(env, 'CONCURRENT_INVOCATIONS');
   return {
-    adaptive: bool(env, 'PACING'),
-    maxInFlight: int(env, 'MAX_CONCURRENCY'),
+    adaptive: setting(env, 'PACING'),
+    maxInFlight: setting(env, 'MAX_CONCURRENCY'),
     maxRequestsPerSecond: ceiling === 0 ? undefined : ceiling / shares,
     sharedBy: shares,
   };
 }
 
-/** `PACE_KEY`: a message attribute's name as SQS allows one (or `MessageGroupId`), when set. */
+/**
+ * `PACE_KEY`, when set: a message attribute's name under SQS's own rule (`isAttributeName`: a name
+ * no message could carry would pace nothing), or `MessageGroupId`, which passes that rule too.
+ */
 function paceKey(env: Env): string | undefined {
   const name = read(env, 'PACE_KEY');
-  if (name !== undefined && !/^[A-Za-z0-9_.-]{1,256}$/.test(name)) {
-    throw new ConfigError('PACE_KEY', 'a message attribute name (letters, digits, "_", "-", ".", up to 256) or MessageGroupId', name);
+  if (name !== undefined && !isAttributeName(name)) {
+    throw new ConfigError(
+      'PACE_KEY',
+      `a message attribute name (letters, digits, "_", "-", ".", up to ${MAX_ATTRIBUTE_NAME_LENGTH}) or MessageGroupId`,
+      name,
+    );
   }
   return name;
 }
@@ -380,13 +309,7 @@ function oauthSettings(env: Env): OAuthSettings | undefined {
     throw new ConfigError('OAUTH_SCOPE', 'space-separated scope names of printable ASCII without " or \\', rawScope);
   const audience = read(env, 'OAUTH_AUDIENCE');
   if (audience !== undefined && !PRINTABLE.test(audience)) throw new ConfigError('OAUTH_AUDIENCE', 'printable ASCII', audience);
-  const setting: Setting = FUNCTION_SETTINGS.OAUTH_CLIENT_AUTHENTICATION;
-  const clientAuthentication = oneOf(
-    env,
-    'OAUTH_CLIENT_AUTHENTICATION',
-    setting.choices as readonly OAuthClientAuthentication[],
-    setting.default as OAuthClientAuthentication,
-  );
+  const clientAuthentication = setting(env, 'OAUTH_CLIENT_AUTHENTICATION');
   return { tokenUrl, clientId, clientSecret, scope, audience, clientAuthentication };
 }
 
@@ -441,20 +364,19 @@ function clientCertificate(env: Env): ClientCertificateSettings | undefined {
   return sources.length === 0 ? undefined : { sources };
 }
 
-/** A proxy URL from `name` (or its lower-case form when unset); `host:port` alone means `http://host:port`, as curl reads it. */
+/** The proxy variable that holds the value: `name`, or its lower-case form when `name` is unset, as curl reads them. */
+function proxyVariable(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY' | 'NO_PROXY'): string {
+  return read(env, name) === undefined ? name.toLowerCase() : name;
+}
+
+/** A proxy URL from `name` (or its lower-case form); `host:port` alone means `http://host:port`, as curl reads it. */
 function proxyUrl(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY'): URL | undefined {
-  const variable = read(env, name) === undefined ? name.toLowerCase() : name;
+  const variable = proxyVariable(env, name);
   const raw = read(env, variable);
   if (raw === undefined) return undefined;
-  const expected = 'a proxy URL such as http://proxy.example.com:3128 (user:password@ allowed)';
-  let url: URL;
-  try {
-    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`);
-  } catch {
-    throw new ConfigError(variable, expected, redactUrl(raw));
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '')
-    throw new ConfigError(variable, expected, redactUrl(raw));
+  const url = parseProxyUrl(raw);
+  if (url === undefined)
+    throw new ConfigError(variable, 'a proxy URL such as http://proxy.example.com:3128 (user:password@ allowed)', redactUrl(raw));
   return url;
 }
 
@@ -464,34 +386,25 @@ function proxySettings(env: Env): ProxySettings | undefined {
   const httpProxy = proxyUrl(env, 'HTTP_PROXY');
   if (httpsProxy === undefined && httpProxy === undefined) return undefined;
   // Comma- or space-separated, as curl and Go read it.
-  const noProxy = (read(env, 'NO_PROXY') ?? read(env, 'no_proxy') ?? '')
+  const noProxy = (read(env, proxyVariable(env, 'NO_PROXY')) ?? '')
     .split(/[\s,]+/)
     .map((entry) => entry.toLowerCase())
     .filter((entry) => entry !== '');
   return { httpsProxy, httpProxy, noProxy };
 }
 
-/**
- * Parses and validates the relay's configuration from environment variables.
- * @throws {ConfigError} naming the first variable that is missing or malformed.
- */
-export function loadConfig(env: Env = process.env): RelayConfig {
-  const headerPrefix = text(env, 'HEADER_PREFIX');
-  if (!HEADER_TOKEN.test(headerPrefix)) {
-    throw new ConfigError('HEADER_PREFIX', 'characters legal in a header name (letters, digits, "-")', headerPrefix);
-  }
-  const defaultContentType = text(env, 'DEFAULT_CONTENT_TYPE');
-  if (!isLegalHeaderValue(defaultContentType, Infinity)) {
-    throw new ConfigError('DEFAULT_CONTENT_TYPE', 'a printable ASCII media type', defaultContentType);
-  }
-  const baseSeconds = int(env, 'BACKOFF_BASE_SECONDS');
-  const maxSeconds = int(env, 'BACKOFF_MAX_SECONDS');
-  if (maxSeconds < baseSeconds) {
-    throw new ConfigError('BACKOFF_MAX_SECONDS', `at least BACKOFF_BASE_SECONDS (${baseSeconds})`, String(maxSeconds));
-  }
-  const windowSeconds = retryWindowSeconds(env);
-  const url = webhookUrl(env);
-  const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+/** `HEADER_PREFIX` or `DEFAULT_CONTENT_TYPE`, checked as what a request may carry (header-rules.ts). */
+function headerSetting(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string {
+  const value = setting(env, name);
+  if (name === 'HEADER_PREFIX' && !HEADER_TOKEN.test(value))
+    throw new ConfigError(name, 'characters legal in a header name (letters, digits, "-")', value);
+  if (name === 'DEFAULT_CONTENT_TYPE' && !isLegalHeaderValue(value, Infinity))
+    throw new ConfigError(name, 'a printable ASCII media type', value);
+  return value;
+}
+
+/** `AUTH_HEADER` or `AUTH_SECRET_ARN`, and `OAUTH_*`: one `Authorization` at most. */
+function authorizationSettings(env: Env): Pick<RelayConfig, 'authorization' | 'oauth'> {
   const authorization = checkLiteral(
     secretSource(env, 'AUTH_HEADER', 'AUTH_SECRET_ARN'),
     'AUTH_HEADER',
@@ -507,40 +420,50 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       authorization.kind === 'literal' ? '(value not shown)' : read(env, name),
     );
   }
+  return { authorization, oauth };
+}
+
+/**
+ * Parses and validates the relay's configuration from environment variables.
+ * @throws {ConfigError} naming the first variable that is missing or malformed.
+ */
+export function loadConfig(env: Env = process.env): RelayConfig {
+  const headerPrefix = headerSetting(env, 'HEADER_PREFIX');
+  const defaultContentType = headerSetting(env, 'DEFAULT_CONTENT_TYPE');
+  const [baseSeconds, maxSeconds] = range(env, 'BACKOFF_BASE_SECONDS', 'BACKOFF_MAX_SECONDS');
+  const windowSeconds = retryWindowSeconds(env);
+  const url = webhookUrl(env);
+  const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
+  const { authorization, oauth } = authorizationSettings(env);
   return {
     webhookUrl: url,
     webhookUrlSecret: url === undefined && urlSecretId !== undefined ? { kind: 'secrets-manager', secretId: urlSecretId } : undefined,
-    allowInsecureHttp: bool(env, 'ALLOW_INSECURE_HTTP'),
+    allowInsecureHttp: setting(env, 'ALLOW_INSECURE_HTTP'),
     headerPrefix,
     defaultContentType,
-    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS'),
-    maxConcurrency: int(env, 'MAX_CONCURRENCY'),
-    deadlineMarginMs: int(env, 'DEADLINE_MARGIN_MS'),
+    requestTimeoutMs: setting(env, 'REQUEST_TIMEOUT_MS'),
+    maxConcurrency: setting(env, 'MAX_CONCURRENCY'),
+    deadlineMarginMs: setting(env, 'DEADLINE_MARGIN_MS'),
     backoff: {
-      policy: choice<BackoffPolicyName>(env, 'BACKOFF'),
+      policy: setting(env, 'BACKOFF'),
       baseSeconds,
       maxSeconds,
-      jitter: bool(env, 'BACKOFF_JITTER'),
-      schedule: schedule(env),
+      jitter: setting(env, 'BACKOFF_JITTER'),
+      schedule: setting(env, 'BACKOFF_SCHEDULE'),
     },
-    permanentFailure: choice<PermanentFailureMode>(env, 'PERMANENT_FAILURE'),
+    permanentFailure: setting(env, 'PERMANENT_FAILURE'),
     deadLetterQueueUrl: read(env, 'DLQ_URL'),
     // Not told the queue's count, with the retry window on: SQS's largest, a backstop only.
     maxReceiveCount:
-      read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_BACKSTOP_RECEIVES : int(env, 'MAX_RECEIVE_COUNT'),
+      read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_BACKSTOP_RECEIVES : setting(env, 'MAX_RECEIVE_COUNT'),
     retryWindowSeconds: windowSeconds,
     pacing: pacingSettings(env),
     paceKey: paceKey(env),
     userAgent: `sqs-webhook-relay/${version}`,
     breaker: breakerSettings(env),
-    signingSecret: checkLiteral(
-      secretSource(env, 'SIGNING_SECRET', 'SIGNING_SECRET_ARN'),
-      'SIGNING_SECRET',
-      parseSigningKeys,
-      `one or more whsec_<base64> keys of at least ${MIN_SIGNING_KEY_BYTES} bytes each, separated by spaces (the whsec_ prefix may be left out)`,
-    ),
+    signingSecret: signingSecret(env),
     authorization,
-    secretsRefreshSeconds: int(env, 'SECRETS_REFRESH_SECONDS'),
+    secretsRefreshSeconds: setting(env, 'SECRETS_REFRESH_SECONDS'),
     oauth,
     clientCertificate: clientCertificate(env),
     proxy: proxySettings(env),

@@ -11,7 +11,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { MAX_MESSAGE_BYTES } from './aws-limits';
+import { MAX_MESSAGE_ATTRIBUTES, MAX_MESSAGE_BYTES } from './aws-limits';
 import { isFifoRecord, receiveCountOf } from './batch';
 import { sealOriginalId } from './message-id';
 import type { QueueDirectory } from './queues';
@@ -19,9 +19,6 @@ import type { SqsGateway } from './sqs-gateway';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from './request';
 import { errorText, queueNameOfArn } from './sqs-util';
 
-export { DEAD_LETTER_REASON_ATTRIBUTE };
-/** SQS's limit on message attributes per message. */
-export const MAX_MESSAGE_ATTRIBUTES = 10;
 /** Characters of the webhook's response kept in the reason, at most. */
 export const MAX_REASON_RESPONSE_CHARS = 256;
 /** The data type of the reason attribute. */

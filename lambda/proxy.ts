@@ -12,7 +12,7 @@
  */
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import { isLoopbackHost } from './config';
+import { isLoopbackHost } from './url-rules';
 
 /** The proxies of `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` (see lambda/config.ts). */
 export interface ProxySettings {

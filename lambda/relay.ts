@@ -33,8 +33,6 @@ import { WebhookTransmitter } from './transmitter';
 import { WebhookTarget } from './webhook-target';
 import { RetryWindowEnd } from './window-end';
 
-export { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES };
-
 /** The default service name of logs and metrics (`POWERTOOLS_SERVICE_NAME` overrides it). */
 export const DEFAULT_SERVICE_NAME = FUNCTION_SETTINGS.POWERTOOLS_SERVICE_NAME.default;
 /**

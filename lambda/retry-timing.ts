@@ -5,10 +5,9 @@
  */
 import { MAX_VISIBILITY_SECONDS } from './aws-limits';
 import { cappedWithJitter, growingBackoffSeconds, receiveNumber } from './backoff-formula';
-import { BACKOFF_POLICIES, FUNCTION_SETTINGS } from './settings';
+import { type BACKOFF_POLICIES, FUNCTION_SETTINGS } from './settings';
 
 // The policies' names are declared with the settings (`BACKOFF`); their types live with the policy.
-export { BACKOFF_POLICIES, MAX_VISIBILITY_SECONDS };
 
 /** One of {@link BACKOFF_POLICIES}. */
 export type BackoffPolicyName = (typeof BACKOFF_POLICIES)[number];

@@ -3,13 +3,24 @@
  * context key, type and unit, default, bounds and one line of doc. `loadConfig`, the construct's
  * defaults and environment, the context keys, local mode's settings and the tables of
  * docs/configuration.md are derived from it (`npx tsx bin/docs.ts` regenerates the tables).
- * Plain data and no imports: the function's bundle loads it at cold start.
+ * Plain data, importing only AWS's limits: the function's bundle loads it at cold start, and
+ * drops the local and stack settings, which hold no expressions (names, not arithmetic), unread.
  */
+import {
+  MAX_BATCHING_WINDOW_SECONDS,
+  MAX_EVENT_SOURCE_BATCH_SIZE,
+  MAX_FUNCTION_TIMEOUT_SECONDS,
+  MAX_REDRIVE_RECEIVE_COUNT,
+  MAX_RETENTION_DAYS,
+  MAX_VISIBILITY_SECONDS,
+} from './aws-limits';
 
 /** The backoff policies (`BACKOFF`). */
 export const BACKOFF_POLICIES = ['exponential', 'linear', 'fibonacci', 'fixed', 'schedule', 'none'] as const;
 /** How the relay authenticates itself to the OAuth token endpoint (`OAUTH_CLIENT_AUTHENTICATION`, RFC 6749 §2.3.1). */
 export const OAUTH_CLIENT_AUTHENTICATIONS = ['client_secret_basic', 'client_secret_post'] as const;
+/** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}. */
+export type OAuthClientAuthentication = (typeof OAUTH_CLIENT_AUTHENTICATIONS)[number];
 /** What to do with a permanent (non-retryable 3xx/4xx) response (`PERMANENT_FAILURE`). */
 export const PERMANENT_FAILURE_MODES = ['dead-letter', 'retry'] as const;
 
@@ -20,6 +31,8 @@ export type PermanentFailureMode = (typeof PERMANENT_FAILURE_MODES)[number];
  * (the stack once accepted only DEBUG to ERROR, though the function understands them all).
  */
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** How a value is written: the parser the function, the context and the docs use for it. */
 export type SettingKind = 'url' | 'string' | 'integer' | 'decimal' | 'boolean' | 'oneOf' | 'list' | 'secret' | 'arn';
@@ -48,76 +61,57 @@ export interface Setting {
   /** Inclusive bounds of a number, in `unit`. */
   readonly min?: number;
   readonly max?: number;
+  /** The prop's lower bound, seconds, where its `Duration` may be finer than `unit` (an hour of a setting in days). */
+  readonly propMinSeconds?: number;
   readonly choices?: readonly string[];
 }
 
-const SQS_MAX_VISIBILITY = 43_200; // aws-limits' MAX_VISIBILITY_SECONDS; a test holds them together
+/** The longest of the oldest-message alarm: SQS's longest retention. */
+const MAX_RETENTION_MINUTES = MAX_RETENTION_DAYS * 1_440;
+/** The oldest dead letter alarms a day short of the DLQ's retention at most: an alarm at 14 days would fire as SQS deletes it. */
+const MAX_DEAD_LETTER_AGE_ALARM_DAYS = MAX_RETENTION_DAYS - 1;
+
+/** A setting as its group declares it: its scope is the group's, its variable the key (a stack setting's context key). */
+type Declared = Omit<Setting, 'scope' | 'variable'>;
+
+/**
+ * A group of settings, each given the group's scope and the key it is declared under as its
+ * variable (a stack setting, having none, as its context key).
+ */
+function group<const S extends SettingScope, const T extends Readonly<Record<string, Declared>>>(
+  scope: S,
+  declared: T,
+): {
+  readonly [K in keyof T & string]: T[K] & { readonly scope: S } & (S extends 'stack' ? { readonly context: K } : { readonly variable: K });
+} {
+  const named = (key: string) => (scope === 'stack' ? { context: key } : { variable: key });
+  return Object.fromEntries(Object.entries(declared).map(([key, setting]) => [key, { scope, ...named(key), ...setting }])) as never;
+}
 
 /** The function's settings (Lambda and local mode), keyed by variable: all the function's bundle loads. */
-export const FUNCTION_SETTINGS = {
+export const FUNCTION_SETTINGS = group('function', {
   WEBHOOK_URL: {
-    scope: 'function',
-    variable: 'WEBHOOK_URL',
     prop: 'webhookUrl',
     context: 'webhookUrl',
     kind: 'url',
     defaultText: '(required, or `WEBHOOK_URL_SECRET_ARN`; the stack: parameter `WebhookUrl`)',
   },
-  WEBHOOK_URL_SECRET_ARN: {
-    scope: 'function',
-    variable: 'WEBHOOK_URL_SECRET_ARN',
-    prop: 'webhookUrlSecret',
-    context: 'webhookUrlSecretArn',
-    kind: 'arn',
-  },
-  ALLOW_INSECURE_HTTP: {
-    scope: 'function',
-    variable: 'ALLOW_INSECURE_HTTP',
-    prop: 'allowInsecureHttp',
-    context: 'allowInsecureHttp',
-    kind: 'boolean',
-    default: false,
-  },
-  HEADER_PREFIX: {
-    scope: 'function',
-    variable: 'HEADER_PREFIX',
-    prop: 'headerPrefix',
-    context: 'headerPrefix',
-    kind: 'string',
-    default: 'X-Carrier-',
-  },
-  DEFAULT_CONTENT_TYPE: {
-    scope: 'function',
-    variable: 'DEFAULT_CONTENT_TYPE',
-    prop: 'defaultContentType',
-    context: 'defaultContentType',
-    kind: 'string',
-    default: 'application/json',
-  },
+  WEBHOOK_URL_SECRET_ARN: { prop: 'webhookUrlSecret', context: 'webhookUrlSecretArn', kind: 'arn' },
+  ALLOW_INSECURE_HTTP: { prop: 'allowInsecureHttp', context: 'allowInsecureHttp', kind: 'boolean', default: false },
+  HEADER_PREFIX: { prop: 'headerPrefix', context: 'headerPrefix', kind: 'string', default: 'X-Carrier-' },
+  DEFAULT_CONTENT_TYPE: { prop: 'defaultContentType', context: 'defaultContentType', kind: 'string', default: 'application/json' },
   REQUEST_TIMEOUT_MS: {
-    scope: 'function',
-    variable: 'REQUEST_TIMEOUT_MS',
     prop: 'requestTimeout',
     context: 'requestTimeoutMs',
     kind: 'integer',
     unit: 'ms',
     default: 10_000,
     min: 1,
-    max: 900_000,
+    // No request outlives the longest invocation.
+    max: MAX_FUNCTION_TIMEOUT_SECONDS * 1_000,
   },
-  MAX_CONCURRENCY: {
-    scope: 'function',
-    variable: 'MAX_CONCURRENCY',
-    prop: 'requestConcurrency',
-    context: 'requestConcurrency',
-    kind: 'integer',
-    default: 10,
-    min: 1,
-    max: 1_000,
-  },
+  MAX_CONCURRENCY: { prop: 'requestConcurrency', context: 'requestConcurrency', kind: 'integer', default: 10, min: 1, max: 1_000 },
   MAX_REQUESTS_PER_SECOND: {
-    scope: 'function',
-    variable: 'MAX_REQUESTS_PER_SECOND',
     prop: 'maxRequestsPerSecond',
     context: 'maxRequestsPerSecond',
     kind: 'integer',
@@ -127,33 +121,15 @@ export const FUNCTION_SETTINGS = {
     defaultText: '`0` (no ceiling)',
   },
   CONCURRENT_INVOCATIONS: {
-    scope: 'function',
-    variable: 'CONCURRENT_INVOCATIONS',
     kind: 'integer',
     default: 1,
     min: 1,
     max: 1_000,
     defaultText: 'the stack: `maxConcurrency`; local mode: `POLLERS`',
   },
-  PACING: {
-    scope: 'function',
-    variable: 'PACING',
-    prop: 'pacing',
-    context: 'pacing',
-    kind: 'boolean',
-    default: true,
-  },
-  PACE_KEY: {
-    scope: 'function',
-    variable: 'PACE_KEY',
-    prop: 'paceKey',
-    context: 'paceKey',
-    kind: 'string',
-    defaultText: '(none: one pace for the endpoint)',
-  },
+  PACING: { prop: 'pacing', context: 'pacing', kind: 'boolean', default: true },
+  PACE_KEY: { prop: 'paceKey', context: 'paceKey', kind: 'string', defaultText: '(none: one pace for the endpoint)' },
   DEADLINE_MARGIN_MS: {
-    scope: 'function',
-    variable: 'DEADLINE_MARGIN_MS',
     prop: 'deadlineMargin',
     context: 'deadlineMarginMs',
     kind: 'integer',
@@ -162,85 +138,53 @@ export const FUNCTION_SETTINGS = {
     min: 0,
     max: 60_000,
   },
-  BACKOFF: {
-    scope: 'function',
-    variable: 'BACKOFF',
-    prop: 'backoff',
-    context: 'backoff',
-    kind: 'oneOf',
-    choices: BACKOFF_POLICIES,
-    default: 'exponential',
-  },
+  BACKOFF: { prop: 'backoff', context: 'backoff', kind: 'oneOf', choices: BACKOFF_POLICIES, default: 'exponential' },
   BACKOFF_BASE_SECONDS: {
-    scope: 'function',
-    variable: 'BACKOFF_BASE_SECONDS',
     prop: 'backoffBase',
     context: 'backoffBaseSeconds',
     kind: 'integer',
     unit: 'seconds',
     default: 2,
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   BACKOFF_MAX_SECONDS: {
-    scope: 'function',
-    variable: 'BACKOFF_MAX_SECONDS',
     prop: 'backoffMax',
     context: 'backoffMaxSeconds',
     kind: 'integer',
     unit: 'seconds',
     default: 300,
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
-  BACKOFF_JITTER: {
-    scope: 'function',
-    variable: 'BACKOFF_JITTER',
-    prop: 'backoffJitter',
-    context: 'backoffJitter',
-    kind: 'boolean',
-    default: true,
-  },
+  BACKOFF_JITTER: { prop: 'backoffJitter', context: 'backoffJitter', kind: 'boolean', default: true },
   BACKOFF_SCHEDULE: {
-    scope: 'function',
-    variable: 'BACKOFF_SCHEDULE',
     prop: 'backoffSchedule',
     context: 'backoffSchedule',
     kind: 'list',
     unit: 'seconds',
     default: [60, 600, 3_600, 36_000, 43_200],
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   PERMANENT_FAILURE: {
-    scope: 'function',
-    variable: 'PERMANENT_FAILURE',
     prop: 'permanentFailure',
     context: 'permanentFailure',
     kind: 'oneOf',
     choices: PERMANENT_FAILURE_MODES,
     default: 'dead-letter',
   },
-  DLQ_URL: {
-    scope: 'function',
-    variable: 'DLQ_URL',
-    kind: 'url',
-    defaultText: 'from the redrive policy',
-  },
+  DLQ_URL: { kind: 'url', defaultText: 'from the redrive policy' },
   MAX_RECEIVE_COUNT: {
-    scope: 'function',
-    variable: 'MAX_RECEIVE_COUNT',
     prop: 'maxReceiveCount',
     context: 'maxReceiveCount',
     kind: 'integer',
     default: 5,
     min: 1,
-    max: 1_000,
+    max: MAX_REDRIVE_RECEIVE_COUNT,
     defaultText: 'the stack: derived from the retry window; `5` with the window off',
   },
   RETRY_WINDOW_HOURS: {
-    scope: 'function',
-    variable: 'RETRY_WINDOW_HOURS',
     prop: 'retryWindow',
     context: 'retryWindowHours',
     kind: 'decimal',
@@ -252,73 +196,21 @@ export const FUNCTION_SETTINGS = {
     max: 323.95,
   },
   SIGNING_SECRET_ARN: {
-    scope: 'function',
-    variable: 'SIGNING_SECRET_ARN',
     prop: 'signingSecret',
     context: 'signingSecretArn',
     kind: 'arn',
     defaultText: 'the stack: a key it creates (see `signing`)',
   },
-  SIGNING_SECRET: {
-    scope: 'function',
-    variable: 'SIGNING_SECRET',
-    kind: 'secret',
-  },
-  AUTH_SECRET_ARN: {
-    scope: 'function',
-    variable: 'AUTH_SECRET_ARN',
-    prop: 'authSecret',
-    context: 'authSecretArn',
-    kind: 'arn',
-  },
-  AUTH_HEADER: {
-    scope: 'function',
-    variable: 'AUTH_HEADER',
-    kind: 'secret',
-  },
-  OAUTH_TOKEN_URL: {
-    scope: 'function',
-    variable: 'OAUTH_TOKEN_URL',
-    prop: 'oauthTokenUrl',
-    context: 'oauthTokenUrl',
-    kind: 'url',
-  },
-  OAUTH_CLIENT_ID: {
-    scope: 'function',
-    variable: 'OAUTH_CLIENT_ID',
-    prop: 'oauthClientId',
-    context: 'oauthClientId',
-    kind: 'string',
-  },
-  OAUTH_CLIENT_SECRET_ARN: {
-    scope: 'function',
-    variable: 'OAUTH_CLIENT_SECRET_ARN',
-    prop: 'oauthClientSecret',
-    context: 'oauthClientSecretArn',
-    kind: 'arn',
-  },
-  OAUTH_CLIENT_SECRET: {
-    scope: 'function',
-    variable: 'OAUTH_CLIENT_SECRET',
-    kind: 'secret',
-  },
-  OAUTH_SCOPE: {
-    scope: 'function',
-    variable: 'OAUTH_SCOPE',
-    prop: 'oauthScope',
-    context: 'oauthScope',
-    kind: 'string',
-  },
-  OAUTH_AUDIENCE: {
-    scope: 'function',
-    variable: 'OAUTH_AUDIENCE',
-    prop: 'oauthAudience',
-    context: 'oauthAudience',
-    kind: 'string',
-  },
+  SIGNING_SECRET: { kind: 'secret' },
+  AUTH_SECRET_ARN: { prop: 'authSecret', context: 'authSecretArn', kind: 'arn' },
+  AUTH_HEADER: { kind: 'secret' },
+  OAUTH_TOKEN_URL: { prop: 'oauthTokenUrl', context: 'oauthTokenUrl', kind: 'url' },
+  OAUTH_CLIENT_ID: { prop: 'oauthClientId', context: 'oauthClientId', kind: 'string' },
+  OAUTH_CLIENT_SECRET_ARN: { prop: 'oauthClientSecret', context: 'oauthClientSecretArn', kind: 'arn' },
+  OAUTH_CLIENT_SECRET: { kind: 'secret' },
+  OAUTH_SCOPE: { prop: 'oauthScope', context: 'oauthScope', kind: 'string' },
+  OAUTH_AUDIENCE: { prop: 'oauthAudience', context: 'oauthAudience', kind: 'string' },
   OAUTH_CLIENT_AUTHENTICATION: {
-    scope: 'function',
-    variable: 'OAUTH_CLIENT_AUTHENTICATION',
     prop: 'oauthClientAuthentication',
     context: 'oauthClientAuthentication',
     kind: 'oneOf',
@@ -327,67 +219,17 @@ export const FUNCTION_SETTINGS = {
     // Not written into the function's environment unless given: it means nothing without OAUTH_TOKEN_URL.
     propDefault: "unset: the function's default",
   },
-  CLIENT_CERTIFICATE_SECRET_ARN: {
-    scope: 'function',
-    variable: 'CLIENT_CERTIFICATE_SECRET_ARN',
-    prop: 'clientCertificateSecret',
-    context: 'clientCertificateSecretArn',
-    kind: 'arn',
-  },
-  CLIENT_CERTIFICATE_FILE: {
-    scope: 'function',
-    variable: 'CLIENT_CERTIFICATE_FILE',
-    kind: 'string',
-  },
-  CLIENT_KEY_FILE: {
-    scope: 'function',
-    variable: 'CLIENT_KEY_FILE',
-    kind: 'string',
-  },
-  CA_CERTIFICATE_FILE: {
-    scope: 'function',
-    variable: 'CA_CERTIFICATE_FILE',
-    kind: 'string',
-  },
-  HTTPS_PROXY: {
-    scope: 'function',
-    variable: 'HTTPS_PROXY',
-    prop: 'httpsProxy',
-    context: 'httpsProxy',
-    kind: 'url',
-  },
-  HTTP_PROXY: {
-    scope: 'function',
-    variable: 'HTTP_PROXY',
-    prop: 'httpProxy',
-    context: 'httpProxy',
-    kind: 'url',
-  },
-  NO_PROXY: {
-    scope: 'function',
-    variable: 'NO_PROXY',
-    prop: 'noProxy',
-    context: 'noProxy',
-    kind: 'string',
-  },
-  https_proxy: {
-    scope: 'function',
-    variable: 'https_proxy',
-    kind: 'url',
-  },
-  http_proxy: {
-    scope: 'function',
-    variable: 'http_proxy',
-    kind: 'url',
-  },
-  no_proxy: {
-    scope: 'function',
-    variable: 'no_proxy',
-    kind: 'string',
-  },
+  CLIENT_CERTIFICATE_SECRET_ARN: { prop: 'clientCertificateSecret', context: 'clientCertificateSecretArn', kind: 'arn' },
+  CLIENT_CERTIFICATE_FILE: { kind: 'string' },
+  CLIENT_KEY_FILE: { kind: 'string' },
+  CA_CERTIFICATE_FILE: { kind: 'string' },
+  HTTPS_PROXY: { prop: 'httpsProxy', context: 'httpsProxy', kind: 'url' },
+  HTTP_PROXY: { prop: 'httpProxy', context: 'httpProxy', kind: 'url' },
+  NO_PROXY: { prop: 'noProxy', context: 'noProxy', kind: 'string' },
+  https_proxy: { kind: 'url' },
+  http_proxy: { kind: 'url' },
+  no_proxy: { kind: 'string' },
   SECRETS_REFRESH_SECONDS: {
-    scope: 'function',
-    variable: 'SECRETS_REFRESH_SECONDS',
     prop: 'secretsRefresh',
     context: 'secretsRefreshSeconds',
     kind: 'integer',
@@ -396,312 +238,113 @@ export const FUNCTION_SETTINGS = {
     min: 0,
     max: 86_400,
   },
-  OUTAGE_THRESHOLD: {
-    scope: 'function',
-    variable: 'OUTAGE_THRESHOLD',
-    prop: 'outageThreshold',
-    context: 'outageThreshold',
-    kind: 'integer',
-    default: 5,
-    min: 0,
-    max: 1_000,
-  },
+  OUTAGE_THRESHOLD: { prop: 'outageThreshold', context: 'outageThreshold', kind: 'integer', default: 5, min: 0, max: 1_000 },
   OUTAGE_BACKOFF_SECONDS: {
-    scope: 'function',
-    variable: 'OUTAGE_BACKOFF_SECONDS',
     prop: 'outageBackoff',
     context: 'outageBackoffSeconds',
     kind: 'integer',
     unit: 'seconds',
     default: 10,
     min: 1,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   OUTAGE_BACKOFF_MAX_SECONDS: {
-    scope: 'function',
-    variable: 'OUTAGE_BACKOFF_MAX_SECONDS',
     prop: 'outageBackoffMax',
     context: 'outageBackoffMaxSeconds',
     kind: 'integer',
     unit: 'seconds',
     default: 900,
     min: 1,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
   },
   POWERTOOLS_SERVICE_NAME: {
-    scope: 'function',
-    variable: 'POWERTOOLS_SERVICE_NAME',
     prop: 'serviceName',
     context: 'serviceName',
     kind: 'string',
     default: 'sqs-webhook-relay',
     propDefault: 'the stack name',
   },
-  POWERTOOLS_METRICS_NAMESPACE: {
-    scope: 'function',
-    variable: 'POWERTOOLS_METRICS_NAMESPACE',
-    kind: 'string',
-    default: 'SqsWebhookRelay',
-  },
-  POWERTOOLS_LOG_LEVEL: {
-    scope: 'function',
-    variable: 'POWERTOOLS_LOG_LEVEL',
-    prop: 'logLevel',
-    context: 'logLevel',
-    kind: 'oneOf',
-    choices: LOG_LEVELS,
-    default: 'INFO',
-  },
-  AWS_ENDPOINT_URL_SQS: {
-    scope: 'function',
-    variable: 'AWS_ENDPOINT_URL_SQS',
-    kind: 'url',
-    defaultText: '(AWS)',
-  },
-} as const satisfies Record<string, Setting>;
+  POWERTOOLS_METRICS_NAMESPACE: { kind: 'string', default: 'SqsWebhookRelay' },
+  POWERTOOLS_LOG_LEVEL: { prop: 'logLevel', context: 'logLevel', kind: 'oneOf', choices: LOG_LEVELS, default: 'INFO' },
+  AWS_ENDPOINT_URL_SQS: { kind: 'url', defaultText: '(AWS)' },
+});
 
 /** Settings local mode and the daemon read besides the function's, keyed by variable. */
-export const LOCAL_SETTINGS = {
-  QUEUE_URL: {
-    scope: 'local',
-    variable: 'QUEUE_URL',
-    kind: 'url',
-  },
-  SQS_PORT: {
-    scope: 'local',
-    variable: 'SQS_PORT',
-    kind: 'integer',
-    default: 4566,
-    min: 0,
-    max: 65_535,
-  },
-  QUEUE_NAME: {
-    scope: 'local',
-    variable: 'QUEUE_NAME',
-    kind: 'string',
-    default: 'webhook-relay',
-  },
-  BATCH_SIZE: {
-    scope: 'local',
-    variable: 'BATCH_SIZE',
-    prop: 'batchSize',
-    context: 'batchSize',
-    kind: 'integer',
-    default: 10,
-    min: 1,
-    max: 10_000,
-  },
+export const LOCAL_SETTINGS = /* @__PURE__ */ group('local', {
+  QUEUE_URL: { kind: 'url' },
+  SQS_PORT: { kind: 'integer', default: 4566, min: 0, max: 65_535 },
+  QUEUE_NAME: { kind: 'string', default: 'webhook-relay' },
+  BATCH_SIZE: { prop: 'batchSize', context: 'batchSize', kind: 'integer', default: 10, min: 1, max: MAX_EVENT_SOURCE_BATCH_SIZE },
   MAX_BATCHING_WINDOW_SECONDS: {
-    scope: 'local',
-    variable: 'MAX_BATCHING_WINDOW_SECONDS',
     prop: 'maxBatchingWindow',
     context: 'maxBatchingWindowSeconds',
     kind: 'integer',
     unit: 'seconds',
     default: 0,
     min: 0,
-    max: 300,
+    max: MAX_BATCHING_WINDOW_SECONDS,
   },
   FUNCTION_TIMEOUT_SECONDS: {
-    scope: 'local',
-    variable: 'FUNCTION_TIMEOUT_SECONDS',
     prop: 'timeout',
     context: 'timeoutSeconds',
     kind: 'integer',
     unit: 'seconds',
     default: 30,
     min: 1,
-    max: 900,
+    max: MAX_FUNCTION_TIMEOUT_SECONDS,
   },
-  POLLERS: {
-    scope: 'local',
-    variable: 'POLLERS',
-    kind: 'integer',
-    default: 1,
-    min: 1,
-    max: 100,
-  },
-  DEMO_WEBHOOK_PORT: {
-    scope: 'local',
-    variable: 'DEMO_WEBHOOK_PORT',
-    kind: 'integer',
-    default: 0,
-    min: 0,
-    max: 65_535,
-    defaultText: '`0` (any free port)',
-  },
-  WEBHOOK_HEALTH_CHECK_URL: {
-    scope: 'local',
-    variable: 'WEBHOOK_HEALTH_CHECK_URL',
-    kind: 'url',
-  },
-  HEALTH_CHECK_INTERVAL_SECONDS: {
-    scope: 'local',
-    variable: 'HEALTH_CHECK_INTERVAL_SECONDS',
-    kind: 'integer',
-    unit: 'seconds',
-    default: 5,
-    min: 1,
-    max: 3_600,
-  },
-  LOG_FORMAT: {
-    scope: 'local',
-    variable: 'LOG_FORMAT',
-    kind: 'oneOf',
-    choices: ['pretty', 'json'],
-    defaultText: '`pretty` on a terminal, else `json`',
-  },
-  LOG_LEVEL: {
-    scope: 'local',
-    variable: 'LOG_LEVEL',
-    kind: 'oneOf',
-    choices: LOG_LEVELS,
-    default: 'INFO',
-  },
-  NO_COLOR: {
-    scope: 'local',
-    variable: 'NO_COLOR',
-    kind: 'string',
-  },
-  POWERTOOLS_METRICS_DISABLED: {
-    scope: 'local',
-    variable: 'POWERTOOLS_METRICS_DISABLED',
-    kind: 'boolean',
-    defaultText: '`true` here',
-  },
-} as const satisfies Record<string, Setting>;
+  POLLERS: { kind: 'integer', default: 1, min: 1, max: 100 },
+  DEMO_WEBHOOK_PORT: { kind: 'integer', default: 0, min: 0, max: 65_535, defaultText: '`0` (any free port)' },
+  WEBHOOK_HEALTH_CHECK_URL: { kind: 'url' },
+  HEALTH_CHECK_INTERVAL_SECONDS: { kind: 'integer', unit: 'seconds', default: 5, min: 1, max: 3_600 },
+  LOG_FORMAT: { kind: 'oneOf', choices: ['pretty', 'json'], defaultText: '`pretty` on a terminal, else `json`' },
+  LOG_LEVEL: { kind: 'oneOf', choices: LOG_LEVELS, default: 'INFO' },
+  NO_COLOR: { kind: 'string' },
+  POWERTOOLS_METRICS_DISABLED: { kind: 'boolean', defaultText: '`true` here' },
+});
 
 /** Settings only the stack has (no variable), keyed by context key. */
-export const STACK_SETTINGS = {
-  stackName: {
-    scope: 'stack',
-    prop: 'name',
-    context: 'stackName',
-    kind: 'string',
-    default: 'SqsWebhookRelay',
-    propDefault: '<stack name>-<construct id>',
-  },
-  alarmEmail: {
-    scope: 'stack',
-    prop: 'alarmEmail',
-    context: 'alarmEmail',
-    kind: 'string',
-  },
-  fifo: {
-    scope: 'stack',
-    prop: 'fifo',
-    context: 'fifo',
-    kind: 'boolean',
-    default: false,
-  },
-  queueName: {
-    scope: 'stack',
-    prop: 'queueName',
-    context: 'queueName',
-    kind: 'string',
-    defaultText: 'generated',
-  },
-  queueArn: {
-    scope: 'stack',
-    prop: 'queue',
-    context: 'queueArn',
-    kind: 'arn',
-  },
-  deadLetterQueueArn: {
-    scope: 'stack',
-    prop: 'deadLetterQueue',
-    context: 'deadLetterQueueArn',
-    kind: 'arn',
-  },
+export const STACK_SETTINGS = /* @__PURE__ */ group('stack', {
+  stackName: { prop: 'name', kind: 'string', default: 'SqsWebhookRelay', propDefault: '<stack name>-<construct id>' },
+  alarmEmail: { prop: 'alarmEmail', kind: 'string' },
+  fifo: { prop: 'fifo', kind: 'boolean', default: false },
+  queueName: { prop: 'queueName', kind: 'string', defaultText: 'generated' },
+  queueArn: { prop: 'queue', kind: 'arn' },
+  deadLetterQueueArn: { prop: 'deadLetterQueue', kind: 'arn' },
   retentionPeriodDays: {
-    scope: 'stack',
     prop: 'retentionPeriod',
-    context: 'retentionPeriodDays',
     kind: 'integer',
     unit: 'days',
     default: 4,
     min: 1,
-    max: 14,
+    propMinSeconds: 60,
+    max: MAX_RETENTION_DAYS,
   },
   visibilityTimeoutSeconds: {
-    scope: 'stack',
     prop: 'visibilityTimeout',
-    context: 'visibilityTimeoutSeconds',
     kind: 'integer',
     unit: 'seconds',
     min: 0,
-    max: SQS_MAX_VISIBILITY,
+    max: MAX_VISIBILITY_SECONDS,
     defaultText: '6 × timeout + window',
   },
-  memorySize: {
-    scope: 'stack',
-    prop: 'memorySize',
-    context: 'memorySize',
-    kind: 'integer',
-    unit: 'MB',
-    default: 256,
-    min: 128,
-    max: 10_240,
-  },
-  logRetentionDays: {
-    scope: 'stack',
-    prop: 'logRetention',
-    context: 'logRetentionDays',
-    kind: 'integer',
-    unit: 'days',
-    default: 30,
-  },
-  signing: {
-    scope: 'stack',
-    prop: 'signing',
-    context: 'signing',
-    kind: 'boolean',
-    default: true,
-  },
-  maxConcurrency: {
-    scope: 'stack',
-    prop: 'maxConcurrency',
-    context: 'maxConcurrency',
-    kind: 'integer',
-    default: 5,
-    min: 2,
-    max: 1_000,
-  },
-  vpcId: {
-    scope: 'stack',
-    prop: 'vpc',
-    context: 'vpcId',
-    kind: 'string',
-    defaultText: "none: Lambda's own network",
-  },
-  subnetIds: {
-    scope: 'stack',
-    prop: 'vpcSubnets',
-    context: 'subnetIds',
-    kind: 'string',
-    defaultText: '(required with `vpcId`)',
-  },
-  securityGroupIds: {
-    scope: 'stack',
-    prop: 'securityGroups',
-    context: 'securityGroupIds',
-    kind: 'string',
-    defaultText: 'one created, all outbound allowed',
-  },
+  memorySize: { prop: 'memorySize', kind: 'integer', unit: 'MB', default: 256, min: 128, max: 10_240 },
+  logRetentionDays: { prop: 'logRetention', kind: 'integer', unit: 'days', default: 30 },
+  signing: { prop: 'signing', kind: 'boolean', default: true },
+  maxConcurrency: { prop: 'maxConcurrency', kind: 'integer', default: 5, min: 2, max: 1_000 },
+  vpcId: { prop: 'vpc', kind: 'string', defaultText: "none: Lambda's own network" },
+  subnetIds: { prop: 'vpcSubnets', kind: 'string', defaultText: '(required with `vpcId`)' },
+  securityGroupIds: { prop: 'securityGroups', kind: 'string', defaultText: 'one created, all outbound allowed' },
   oldestMessageAgeAlarmMinutes: {
-    scope: 'stack',
     prop: 'oldestMessageAgeThreshold',
-    context: 'oldestMessageAgeAlarmMinutes',
     kind: 'integer',
     unit: 'minutes',
     default: 30,
     min: 1,
-    max: 20_160, // 14 days (literals: the bundler drops unused objects only when they hold no expressions)
+    max: MAX_RETENTION_MINUTES,
   },
   breakerOpenAlarmMinutes: {
-    scope: 'stack',
     prop: 'breakerOpenAlarmThreshold',
-    context: 'breakerOpenAlarmMinutes',
     kind: 'integer',
     unit: 'minutes',
     default: 5,
@@ -709,16 +352,15 @@ export const STACK_SETTINGS = {
     max: 1_440, // 1 day
   },
   deadLetterAgeAlarmDays: {
-    scope: 'stack',
     prop: 'deadLetterAgeAlarmThreshold',
-    context: 'deadLetterAgeAlarmDays',
     kind: 'integer',
     unit: 'days',
     default: 10,
     min: 1,
-    max: 13, // a day short of the DLQ's 14 days of retention
+    propMinSeconds: 3_600,
+    max: MAX_DEAD_LETTER_AGE_ALARM_DAYS,
   },
-} as const satisfies Record<string, Setting>;
+});
 
 /** The three groups as one registry (a function, so the bundler can drop it where it is unused). */
 function merge<A, B, C>(a: A, b: B, c: C): A & B & C {
@@ -745,7 +387,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   WEBHOOK_URL_SECRET_ARN:
     "a Secrets Manager secret holding the webhook's URL, instead of `WEBHOOK_URL`: for a URL that embeds a token, which then never appears in the template, the environment or a log. The same rules as `WEBHOOK_URL`; re-read every `SECRETS_REFRESH_SECONDS`, the last good URL kept. Lambda only: local runs and the daemon take `WEBHOOK_URL`",
   ALLOW_INSECURE_HTTP:
-    '`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint',
+    "`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint (the `send` and `dead-letters` commands' too)",
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
@@ -757,7 +399,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   PACING:
     "adapt each container's pace (requests per second and in flight) to the webhook's capacity: slower when refusals (`429`, `503`, `504`, `408`, timeouts) grow with the pace, not for refusals of single messages that persist at any pace; paced before it refuses when its answers carry rate-limit headers (`RateLimit`, `X-RateLimit-*`); held, nothing sent, for the shortest `Retry-After` (6 s at most, probed) when many different messages are refused with few taken. `false`: only `MAX_CONCURRENCY` and `MAX_REQUESTS_PER_SECOND` apply (see [Back-pressure](webhook-owners.md#back-pressure))",
   PACE_KEY:
-    "also pace each key on its own, beside the endpoint: the name of a message attribute whose value is the key (a tenant id, say), or `MessageGroupId` for the message group (FIFO, or a fair queue's tenant). A key refused for its own sake is slowed alone; the least recently used of more than 4,096 keys is forgotten. Messages without the key are paced by the endpoint only",
+    "also pace each key on its own, beside the endpoint: the name of a message attribute whose value is the key (a tenant id, say; a name SQS allows, so not `AWS.…` or `Amazon.…`), or `MessageGroupId` for the message group (FIFO, or a fair queue's tenant). A key refused for its own sake is slowed alone; the least recently used of more than 4,096 keys is forgotten. Messages without the key are paced by the endpoint only",
   DEADLINE_MARGIN_MS: "time kept back from the function's deadline for the SQS calls after the last request",
   BACKOFF:
     "delay policy when the webhook names none: `exponential` (base·2ⁿ⁻¹), `linear` (n·base), `fibonacci` (base·F(n)), `fixed` (base), `schedule` (the n-th entry of `BACKOFF_SCHEDULE`), `none` (keep the queue's visibility timeout); n = receive count",
@@ -817,7 +459,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   SQS_PORT:
     "the emulator's port on 127.0.0.1 (`0`: any free port); it answers only requests addressed to `localhost`, `*.localhost`, `127.0.0.1` or `[::1]`",
   QUEUE_NAME:
-    "the emulated queue's name, up to 76 characters; the DLQ is `<name>-dlq` (`.fifo` kept last). A name ending in `.fifo` makes both emulated queues FIFO",
+    "the emulated queue's name, up to 76 characters (`.fifo` included), so that the DLQ's, `<name>-dlq` (`.fifo` kept last), fits SQS's 80. A name ending in `.fifo` makes both emulated queues FIFO",
   BATCH_SIZE: 'records per invocation; in the stack FIFO up to 10, and above 10 needs a batching window',
   MAX_BATCHING_WINDOW_SECONDS: 'how long to gather a batch (the stack: not for FIFO)',
   FUNCTION_TIMEOUT_SECONDS:

@@ -11,10 +11,7 @@ import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from 'node:ht
 import { connectingAgent, type Connector } from './connector';
 import { isLegalHeaderValue } from './header-rules';
 import { scrub } from './oauth-tokens';
-import type { OAUTH_CLIENT_AUTHENTICATIONS } from './settings';
-
-/** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}. */
-export type OAuthClientAuthentication = (typeof OAUTH_CLIENT_AUTHENTICATIONS)[number];
+import type { OAuthClientAuthentication } from './settings';
 
 /** The grant's parameters, but for the client secret (read from its own source, see oauth-tokens.ts). */
 export interface TokenRequest {

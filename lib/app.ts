@@ -5,7 +5,7 @@
 import { type App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { contextErrorFor, stackFromContext } from './context';
-import { WebhookRelayConfigError } from './webhook-relay';
+import { WebhookRelayConfigError } from './webhook-relay/props';
 import { WebhookRelayStack } from './webhook-relay-stack';
 
 /**

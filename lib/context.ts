@@ -5,12 +5,12 @@
  * naming the key, never silently falls back to a default. So does a key the app does not read
  * (a typo would otherwise leave its setting at the default), CDK's own keys aside.
  */
-import { Duration } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { MAX_FIFO_EVENT_SOURCE_BATCH_SIZE } from '../lambda/aws-limits';
 import { editDistance, nearestName, TYPO_DISTANCE } from '../lambda/nearest-name';
+import { Refusal, type SettingValue, settingValue } from '../lambda/setting-kinds';
 import { type Setting, SETTING_DOCS, SETTING_LIST, type SettingName, SETTINGS } from '../lambda/settings';
-import { FIFO_SUFFIX } from '../lambda/sqs-util';
+import { FIFO_SUFFIX, isQueueArn } from '../lambda/sqs-util';
 import { type Entry, toPropValue } from './webhook-relay/defaults';
 import type { WebhookRelayConfigError } from './webhook-relay/props';
 import type { WebhookRelayStackProps } from './webhook-relay-stack';
@@ -18,9 +18,8 @@ import type { WebhookRelayStackProps } from './webhook-relay-stack';
 /** The name of a context key the app reads. */
 export type ContextKeyName = Extract<Entry, { context: string }>['context'];
 
-/** One context key: its type and the one-line description the docs and errors use. */
+/** One context key: the setting it sets, and the one-line description the docs and errors use. */
 export interface ContextKey {
-  readonly kind: 'string' | 'boolean' | 'integer' | 'decimal';
   readonly description: string;
   /** The allowed values, for keys that take one of a list. */
   readonly choices?: readonly string[];
@@ -38,7 +37,6 @@ export const CONTEXT_KEYS: Readonly<Record<ContextKeyName, ContextKey>> = Object
     .map(([name, s]) => [
       s.context,
       {
-        kind: s.kind === 'integer' || s.kind === 'decimal' || s.kind === 'boolean' ? s.kind : 'string',
         description: SETTING_DOCS[name],
         ...(s.choices === undefined ? {} : { choices: s.choices }),
         ...(s.min === undefined || s.max === undefined || s.kind === 'list' ? {} : { range: [s.min, s.max] as const }),
@@ -64,57 +62,35 @@ export interface StackFromContext {
   readonly props: WebhookRelayStackProps;
 }
 
-function parse(key: ContextKeyName, raw: unknown): string | number | boolean | undefined {
+/** A key's value, parsed by its setting's kind; `undefined` when it is not given. */
+function parse(key: ContextKeyName, raw: unknown): SettingValue | undefined {
   if (raw === undefined || raw === null || raw === '') return undefined;
-  const spec: ContextKey = CONTEXT_KEYS[key];
-  switch (spec.kind) {
-    case 'boolean': {
-      if (typeof raw === 'boolean') return raw;
-      if (raw === 'true' || raw === 'false') return raw === 'true';
-      throw new ContextError(key, `must be true or false; got ${JSON.stringify(raw)}`);
-    }
-    case 'integer': {
-      const value = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-      const [min, max] = spec.range ?? [0, Number.MAX_SAFE_INTEGER];
-      if (!Number.isSafeInteger(value) || value < min || value > max) {
-        throw new ContextError(
-          key,
-          spec.range === undefined
-            ? `must be a whole number; got ${JSON.stringify(raw)}`
-            : `must be a whole number from ${min} to ${max}; got ${JSON.stringify(raw)}`,
-        );
-      }
-      return value;
-    }
-    case 'decimal': {
-      const value = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-      const [min, max] = spec.range ?? [0, Number.MAX_SAFE_INTEGER];
-      if (!(Number.isFinite(value) && value >= min && value <= max)) {
-        throw new ContextError(key, `must be a number from ${min} to ${max} (decimals allowed, e.g. 0.5); got ${JSON.stringify(raw)}`);
-      }
-      return value;
-    }
-    case 'string': {
-      if (typeof raw !== 'string') throw new ContextError(key, `must be a string; got ${JSON.stringify(raw)}`);
-      const value = raw.trim();
-      if (spec.choices !== undefined) {
-        const choice = spec.choices.find((c) => c.toLowerCase() === value.toLowerCase());
-        if (choice === undefined) throw new ContextError(key, `must be one of ${spec.choices.join(', ')}; got ${JSON.stringify(raw)}`);
-        return choice;
-      }
-      return value;
-    }
-  }
+  const value = settingValue(CONTEXT_KEYS[key].setting, raw, 'context');
+  if (value instanceof Refusal) throw new ContextError(key, `must be ${value.expected}; got ${JSON.stringify(raw)}`);
+  return value;
 }
 
 // CloudFormation's rule for stack names (CDK throws a stack trace for anything else).
 const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/;
-const SQS_ARN = /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/;
+/** A Secrets Manager secret's ARN, complete or partial: what the stack imports a secret by. */
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
 
-function arn(key: ContextKeyName, value: string | undefined, pattern: RegExp, example: string): string | undefined {
-  if (value !== undefined && !pattern.test(value))
-    throw new ContextError(key, `must be an ARN such as ${example}; got ${JSON.stringify(value)}`);
+/** The keys that take an ARN (the stack imports what they name), each with an example for its message. */
+const ARN_EXAMPLES = {
+  queueArn: 'arn:aws:sqs:eu-west-1:123456789012:orders',
+  deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq',
+  signingSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-AbCdEf',
+  authSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
+  webhookUrlSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf',
+  oauthClientSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-oauth-AbCdEf',
+  clientCertificateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-certificate-AbCdEf',
+} as const satisfies Partial<Record<ContextKeyName, string>>;
+
+/** The ARN given in `key`, checked: a queue's (SQS's rules) or a secret's. */
+function arn(key: keyof typeof ARN_EXAMPLES, value: string | undefined): string | undefined {
+  const valid = key === 'queueArn' || key === 'deadLetterQueueArn' ? isQueueArn : (text: string) => SECRET_ARN.test(text);
+  if (value !== undefined && !valid(value))
+    throw new ContextError(key, `must be an ARN such as ${ARN_EXAMPLES[key]}; got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -166,20 +142,7 @@ function unknownKeyError(key: string): ContextError {
 }
 
 /** Keys read by hand below rather than set on their prop as they are. */
-const READ_BY_HAND: ReadonlySet<string> = new Set([
-  'stackName',
-  'queueArn',
-  'deadLetterQueueArn',
-  'signingSecretArn',
-  'authSecretArn',
-  'webhookUrlSecretArn',
-  'oauthClientSecretArn',
-  'clientCertificateSecretArn',
-  'vpcId',
-  'subnetIds',
-  'securityGroupIds',
-  'backoffSchedule',
-]);
+const READ_BY_HAND: ReadonlySet<string> = new Set(['stackName', ...Object.keys(ARN_EXAMPLES), 'vpcId', 'subnetIds', 'securityGroupIds']);
 
 /**
  * The construct's rejection of a value that came from context, as a {@link ContextError} naming
@@ -232,19 +195,6 @@ function vpcFromContext(
   };
 }
 
-function schedule(raw: string | undefined): Duration[] | undefined {
-  if (raw === undefined) return undefined;
-  const parts = raw.split(',').map((part) => part.trim());
-  const { min, max } = SETTINGS.BACKOFF_SCHEDULE;
-  if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= max)) {
-    throw new ContextError(
-      'backoffSchedule',
-      `must be comma-separated whole seconds from ${min} to ${max}, e.g. 60,600,3600; got ${JSON.stringify(raw)}`,
-    );
-  }
-  return parts.map((part) => Duration.seconds(Number(part)));
-}
-
 /**
  * Reads every context key into the stack's props.
  * @param get the context lookup, usually `(key) => app.node.tryGetContext(key)`
@@ -259,7 +209,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   for (const key of allKeys) {
     if (!Object.hasOwn(CONTEXT_KEYS, key) && !isCdkKey(key)) throw unknownKeyError(key);
   }
-  const values: Partial<Record<ContextKeyName, string | number | boolean>> = {};
+  const values: Partial<Record<ContextKeyName, SettingValue>> = {};
   for (const key of Object.keys(CONTEXT_KEYS) as ContextKeyName[]) {
     const value = parse(key, get(key));
     if (value !== undefined) values[key] = value;
@@ -278,19 +228,19 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
       `must be one of CloudWatch Logs' retention periods (${allowed.join(', ')}); got ${logRetentionDays}`,
     );
   }
-  const queueArn = str('queueArn');
-  const deadLetterQueueArn = str('deadLetterQueueArn');
-  if (deadLetterQueueArn !== undefined && queueArn === undefined) {
+  if (str('deadLetterQueueArn') !== undefined && str('queueArn') === undefined) {
     throw new ContextError('deadLetterQueueArn', 'is only for an existing queue: give queueArn too');
   }
-  arn('queueArn', queueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders');
-  if (queueArn !== undefined && deadLetterQueueArn === undefined) {
+  const arns = Object.fromEntries(
+    (Object.keys(ARN_EXAMPLES) as (keyof typeof ARN_EXAMPLES)[]).map((key) => [key, arn(key, str(key))]),
+  ) as Pick<WebhookRelayStackProps, keyof typeof ARN_EXAMPLES>;
+  const { queueArn } = arns;
+  if (queueArn !== undefined && arns.deadLetterQueueArn === undefined) {
     throw new ContextError(
       'queueArn',
       "needs deadLetterQueueArn too: the dead-letter queue of the queue's redrive policy (and maxReceiveCount, if it is not 5)",
     );
   }
-  arn('deadLetterQueueArn', deadLetterQueueArn, SQS_ARN, 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq');
 
   // Lambda takes at most 10 records per batch from a FIFO queue; say so rather than "1 to 10".
   const fifo = bool('fifo') ?? queueArn?.endsWith(FIFO_SUFFIX) ?? false;
@@ -302,41 +252,8 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
     );
   }
 
-  const signingSecretArn = arn(
-    'signingSecretArn',
-    str('signingSecretArn'),
-    SECRET_ARN,
-    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-signing-AbCdEf',
-  );
-  if (signingSecretArn !== undefined && bool('signing') === false)
-    throw new ContextError('signingSecretArn', 'is given, but signing is false');
-  const authSecretArn = arn(
-    'authSecretArn',
-    str('authSecretArn'),
-    SECRET_ARN,
-    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-auth-AbCdEf',
-  );
-  const webhookUrlSecretArn = arn(
-    'webhookUrlSecretArn',
-    str('webhookUrlSecretArn'),
-    SECRET_ARN,
-    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-webhook-url-AbCdEf',
-  );
-  if (webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
+  if (arns.webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
     throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
-
-  const oauthClientSecretArn = arn(
-    'oauthClientSecretArn',
-    str('oauthClientSecretArn'),
-    SECRET_ARN,
-    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-oauth-AbCdEf',
-  );
-  const clientCertificateSecretArn = arn(
-    'clientCertificateSecretArn',
-    str('clientCertificateSecretArn'),
-    SECRET_ARN,
-    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-certificate-AbCdEf',
-  );
   const network = vpcFromContext(str('vpcId'), str('subnetIds'), str('securityGroupIds'));
 
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
@@ -358,15 +275,9 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   return {
     stackName,
     props: {
-      queueArn,
-      deadLetterQueueArn,
-      signingSecretArn,
-      authSecretArn,
-      webhookUrlSecretArn,
-      oauthClientSecretArn,
-      clientCertificateSecretArn,
+      ...arns,
       ...(network === undefined ? {} : { network }),
-      relay: { ...relay, name: stackName, backoffSchedule: schedule(str('backoffSchedule')) } as WebhookRelayStackProps['relay'],
+      relay: { ...relay, name: stackName } as WebhookRelayStackProps['relay'],
     },
   };
 }

@@ -8,7 +8,8 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { WebhookRelay, type WebhookRelayProps } from './webhook-relay';
+import { WebhookRelay } from './webhook-relay';
+import type { WebhookRelayProps } from './webhook-relay/props';
 
 /** Properties of {@link WebhookRelayStack}. */
 export interface WebhookRelayStackProps extends StackProps {

@@ -29,9 +29,6 @@ import { createQueries, type RelayQueries } from './webhook-relay/queries';
 import { relayQueues } from './webhook-relay/queues';
 import { resolveSettings } from './webhook-relay/resolve';
 
-export { DLQ_RETENTION, PROP_OF_VARIABLE, RELAY_DEFAULTS, type RelayDefaults } from './webhook-relay/defaults';
-export * from './webhook-relay/props';
-
 /** The repository root, found from this file so synth works from any working directory. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -6,15 +6,13 @@
  * docs/configuration.md does.
  */
 import { version } from '../package.json';
-import type { Env } from '../lambda/env';
+import { type Env, read } from '../lambda/env';
 import { type Setting, type SettingName, SETTING_DOCS, SETTINGS } from '../lambda/settings';
 import type { CommandIo, ExitStatus } from './command-io';
 import { runDeadLetters } from './dead-letters/command';
 import { oneLine, StartupError, UsageError } from './errors';
 import { COMMAND, subcommandPrefix } from './invocation';
 import { runSend } from './send';
-
-export { COMMAND };
 
 /** The subcommands, by the word that names them. */
 const SUBCOMMANDS: Readonly<Record<string, (args: readonly string[], io: CommandIo) => Promise<ExitStatus>>> = {
@@ -167,7 +165,7 @@ export async function runSubcommand(name: string, run: () => Promise<ExitStatus>
  * fauxqs as an optional peer, so a production install (a Docker image) relays from `QUEUE_URL` only.
  */
 export function checkSandboxAvailable(env: Env = process.env): void {
-  if (env.QUEUE_URL !== undefined && env.QUEUE_URL.trim() !== '') return;
+  if (read(env, 'QUEUE_URL') !== undefined) return;
   try {
     import.meta.resolve('fauxqs');
   } catch {

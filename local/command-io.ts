@@ -1,9 +1,12 @@
 /**
  * What a subcommand of `sqs-webhook-relay` (`send`, `dead-letters`) reads and writes: its own
- * streams and environment, passed in, so tests run it in-process as the installed bin does.
+ * streams and environment, passed in, so tests run it in-process as the installed bin does; and
+ * its options' numbers, read as the settings' are.
  */
 import type { Readable } from 'node:stream';
 import type { Env } from '../lambda/env';
+import { Refusal, wholeNumber } from '../lambda/setting-kinds';
+import { UsageError } from './errors';
 import type { TextOutput } from './log';
 
 /** A subcommand's surroundings. */
@@ -24,3 +27,14 @@ export interface CommandIo {
 
 /** The exit status of a subcommand: 0 done, 1 failed (or some of its work did), 2 a usage error, 130 interrupted. */
 export type ExitStatus = 0 | 1 | 2 | 130;
+
+/**
+ * A whole-number option (`--count 25`) within bounds, or `undefined` when not given.
+ * @throws {UsageError} naming the option
+ */
+export function optionNumber(value: string | undefined, option: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const number = wholeNumber(value, min, max);
+  if (number instanceof Refusal) throw new UsageError(`${option} must be ${number.expected}; got ${value}`);
+  return number;
+}

@@ -5,8 +5,9 @@
  * `QUEUE_URL` (`existing-queue.ts`).
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { ConfigError, type Env } from '../lambda/env';
-import { SETTINGS } from '../lambda/settings';
+import { ConfigError, type Env, read, readSetting } from '../lambda/env';
+import { LOCAL_SETTINGS } from '../lambda/settings';
+import { isQueueUrl, QUEUE_URL_EXAMPLE } from '../lambda/sqs-util';
 import { UsageError } from './errors';
 import { clientConfig, connectionFor } from './existing-queue';
 
@@ -26,7 +27,7 @@ export const AWS_OPTION_SPECS = {
 
 /** The queue of `npm start`'s emulator: its defaults, or `SQS_PORT` and `QUEUE_NAME` as set. */
 export function sandboxQueueUrl(env: Env): string {
-  return `http://127.0.0.1:${env.SQS_PORT || SETTINGS.SQS_PORT.default}/000000000000/${env.QUEUE_NAME || SETTINGS.QUEUE_NAME.default}`;
+  return `http://127.0.0.1:${readSetting(env, LOCAL_SETTINGS.SQS_PORT)}/000000000000/${readSetting(env, LOCAL_SETTINGS.QUEUE_NAME)}`;
 }
 
 /**
@@ -36,16 +37,26 @@ export function sandboxQueueUrl(env: Env): string {
  * @throws {UsageError} naming the flag
  */
 export function checkQueueUrl(value: string, flag: string): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    // reported below
-  }
-  const segments = url?.pathname.split('/').filter((segment) => segment !== '') ?? [];
-  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || segments.length !== 2)
-    throw new UsageError(`${flag} must be an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders; got ${value}`);
+  if (!isQueueUrl(value)) throw new UsageError(`${flag} must be an SQS queue URL such as ${QUEUE_URL_EXAMPLE}; got ${value}`);
   return value;
+}
+
+/** A queue URL a command was given, and how (`--queue-url`, `QUEUE_URL`), for its messages. */
+export interface GivenQueueUrl {
+  readonly url: string;
+  readonly name: string;
+}
+
+/**
+ * The queue a command works on: `--queue-url` (`option`), else `QUEUE_URL`, else `npm start`'s
+ * emulator's ({@link sandboxQueueUrl}), checked.
+ * @throws {UsageError} naming how it was given
+ */
+export function commandQueueUrl(option: string | undefined, env: Env): GivenQueueUrl {
+  const fromEnv = read(env, 'QUEUE_URL');
+  const [url, name] =
+    option !== undefined ? [option, '--queue-url'] : fromEnv !== undefined ? [fromEnv, 'QUEUE_URL'] : [sandboxQueueUrl(env), '--queue-url'];
+  return { url: checkQueueUrl(url, name), name };
 }
 
 /** The queue's name: the last segment of its URL. */
@@ -64,21 +75,25 @@ export function isFifoUrl(queueUrl: string): boolean {
 }
 
 /**
- * An SQS client for `queueUrl` (and the queues beside it: its DLQ is on the same endpoint).
- * Call `destroy()` when done.
+ * An SQS client for `queueUrl` (and the queues beside it: its DLQ is on the same endpoint), on
+ * the daemon's rules (`connectionFor`): where its signed calls go must be https, a loopback host,
+ * or allowed by `ALLOW_INSECURE_HTTP`. Call `destroy()` when done.
+ * @throws {UsageError} for an endpoint that rule refuses, or a region that cannot be known
  */
-export function commandSqsClient(queueUrl: string, aws: AwsOptions, env: Env): SQSClient {
+export function commandSqsClient(queue: GivenQueueUrl, aws: AwsOptions, env: Env): SQSClient {
   let connection: ReturnType<typeof connectionFor>;
   try {
-    connection = connectionFor(queueUrl, {
+    const withOptions = {
       ...env,
       ...(aws.region === undefined ? {} : { AWS_REGION: aws.region }),
       // A profile is configured credentials: never the emulator's dummy ones.
       ...(aws.profile === undefined ? {} : { AWS_PROFILE: aws.profile }),
-    });
+    };
+    connection = connectionFor(queue.url, withOptions, queue.name);
   } catch (error) {
-    if (error instanceof ConfigError)
-      throw new UsageError(`the queue's region could not be read from ${queueUrl}: give --region (or set AWS_REGION)`);
+    if (error instanceof ConfigError && error.variable === 'AWS_REGION')
+      throw new UsageError(`the queue's region could not be read from ${queue.url}: give --region (or set AWS_REGION)`);
+    if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
   }
   return new SQSClient({ ...clientConfig(connection), ...(aws.profile === undefined ? {} : { profile: aws.profile }) });

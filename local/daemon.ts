@@ -8,7 +8,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from '../lambda/config';
 import { durationText } from '../lambda/duration-text';
 import { backstopReceiveCount } from '../lambda/retry-window';
-import type { Env } from '../lambda/env';
+import { type Env, read } from '../lambda/env';
 import { clientConfig, connectionFor, describeExistingQueue, type ExistingQueue } from './existing-queue';
 import { type LocalRelay, prepareLocalStart, type RunnerIo, startRunner, withCleanup } from './runner';
 
@@ -58,7 +58,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
     );
   }
   // DLQ_URL and MAX_RECEIVE_COUNT as set win; otherwise the queue's redrive policy fills them in.
-  const dlqUrl = env.DLQ_URL || described.dlqUrl;
+  const dlqUrl = read(env, 'DLQ_URL') ?? described.dlqUrl;
   return withCleanup(async (_onClose, closeAll) => {
     const config = loadConfig({
       ...functionEnv,

@@ -3,7 +3,7 @@
  * non-zero; a stack trace would bury the one fact that matters (which port, which URL, which
  * variable) under frames of the SDK.
  */
-import { redactUrl } from '../lambda/config';
+import { redactUrl } from '../lambda/url-rules';
 
 /** A failure whose message is already the line to print. */
 export class StartupError extends Error {

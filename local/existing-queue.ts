@@ -5,11 +5,13 @@
  * visibility timeout, and its redrive policy (the DLQ and maxReceiveCount).
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClientConfig, type SQSClient } from '@aws-sdk/client-sqs';
-import { ConfigError, isLoopbackHost } from '../lambda/config';
+import { DEFAULT_VISIBILITY_SECONDS } from '../lambda/aws-limits';
+import { expectedUrl } from '../lambda/config';
+import { ConfigError, type Env, read, readSetting } from '../lambda/env';
+import { FUNCTION_SETTINGS } from '../lambda/settings';
 import { errorText, parseQueueArn, regionOfQueueHost } from '../lambda/sqs-util';
+import { checkHttpsOrLoopback, isLoopbackHost, redactUrl } from '../lambda/url-rules';
 import { sqsStartupError } from './errors';
-
-type Env = Record<string, string | undefined>;
 
 /** How the runner's SQS client (and the handler's, through the same environment) reaches SQS. */
 export interface SqsConnection {
@@ -41,10 +43,11 @@ export function isAwsHost(hostname: string): boolean {
 }
 
 /**
- * A host an SQS emulator on this machine answers at: loopback, or `*.localhost`, which fauxqs and
+ * A host an SQS emulator on this machine answers at (and the only ones the embedded emulator answers
+ * requests addressed to): loopback, or `*.localhost`, which fauxqs and
  * LocalStack put in their queue URLs (credentials only, never a reason to allow plain http to a webhook).
  */
-function isEmulatorHost(hostname: string): boolean {
+export function isEmulatorHost(hostname: string): boolean {
   return isLoopbackHost(hostname) || hostname.toLowerCase().endsWith('.localhost');
 }
 
@@ -60,14 +63,43 @@ export function emulatorOrigin(url: URL): string {
 }
 
 /**
- * How to reach the queue at `queueUrl`. An endpoint in `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`
- * wins; a queue URL that is not on AWS (ElasticMQ, LocalStack, fauxqs…) is its own endpoint
- * (`*.localhost` on 127.0.0.1).
- * A loopback endpoint with no credentials configured gets dummy ones, as emulators accept any.
+ * Where the SQS calls for the queue at `queueUrl` go: the endpoint in `AWS_ENDPOINT_URL_SQS` (or
+ * `AWS_ENDPOINT_URL`), else a queue URL that is not on AWS (ElasticMQ, LocalStack, fauxqs…), which
+ * is its own endpoint (`*.localhost` on 127.0.0.1), else AWS's (`undefined`). The calls are
+ * SigV4-signed, with session tokens: the webhook URL's rule holds for where they go (https, a
+ * loopback host, or `ALLOW_INSECURE_HTTP`).
+ * @param queueUrlName how the queue URL was given (`QUEUE_URL`, `--queue-url`), for the error
+ * @throws {ConfigError} naming the variable (or option) of an endpoint the rule refuses
  */
-export function connectionFor(queueUrl: string, env: Env): SqsConnection {
+export function sqsEndpointFor(queueUrl: string, env: Env, queueUrlName = 'QUEUE_URL'): string | undefined {
   const url = new URL(queueUrl);
-  const endpoint = env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL || (isAwsHost(url.hostname) ? undefined : emulatorOrigin(url));
+  const variable = ['AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL'].find((name) => read(env, name) !== undefined);
+  const [name, endpoint] =
+    variable === undefined
+      ? [queueUrlName, isAwsHost(url.hostname) ? undefined : emulatorOrigin(url)]
+      : [variable, read(env, variable) as string];
+  if (endpoint === undefined) return undefined;
+  const checked = checkHttpsOrLoopback(endpoint, readSetting(env, FUNCTION_SETTINGS.ALLOW_INSECURE_HTTP));
+  if (typeof checked === 'string') {
+    throw new ConfigError(
+      name,
+      `${expectedUrl(checked)} (signed SQS calls go there; for an emulator on this machine, use 127.0.0.1 or localhost, e.g. AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566)`,
+      redactUrl(endpoint),
+    );
+  }
+  return endpoint;
+}
+
+/**
+ * How to reach the queue at `queueUrl`: the endpoint of {@link sqsEndpointFor}, its rule
+ * included, and the region. A loopback endpoint with no credentials configured gets dummy ones,
+ * as emulators accept any.
+ * @param queueUrlName how the queue URL was given (`QUEUE_URL`, `--queue-url`), for the error
+ * @throws {ConfigError} for an endpoint the rule refuses, or a region that cannot be known
+ */
+export function connectionFor(queueUrl: string, env: Env, queueUrlName = 'QUEUE_URL'): SqsConnection {
+  const url = new URL(queueUrl);
+  const endpoint = sqsEndpointFor(queueUrl, env, queueUrlName);
   const local = endpoint !== undefined && isEmulatorHost(new URL(endpoint).hostname);
   const region =
     env.AWS_REGION || env.AWS_DEFAULT_REGION || regionOfQueueHost(url.hostname) || (endpoint === undefined ? undefined : 'us-east-1');
@@ -114,7 +146,7 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
     throw sqsStartupError(new Error('GetQueueAttributes returned no QueueArn'), "reading the queue's attributes", queueUrl);
   const base = {
     queueArn,
-    visibilityTimeoutSeconds: Number(attributes.VisibilityTimeout ?? 30),
+    visibilityTimeoutSeconds: Number(attributes.VisibilityTimeout ?? DEFAULT_VISIBILITY_SECONDS),
     fifo: attributes.FifoQueue === 'true',
   };
   const policyText = attributes.RedrivePolicy;

@@ -17,6 +17,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { MAX_MESSAGES_PER_RECEIVE, MAX_WAIT_TIME_SECONDS } from '../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
 import { sleep } from './sleep';
@@ -25,10 +26,6 @@ import { sleep } from './sleep';
 // biome-ignore lint/suspicious/noConfusingVoidType: a Lambda handler may return nothing (every record succeeded), as Lambda's own type says
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
 
-/** SQS's limit on messages per ReceiveMessage. */
-export const MAX_MESSAGES_PER_RECEIVE = 10;
-/** SQS's longest long poll, seconds; Lambda's pollers use it. */
-export const MAX_WAIT_TIME_SECONDS = 20;
 /**
  * How long past its own WaitTimeSeconds a receive may take once a stop has been asked for,
  * before it is aborted after all (an endpoint that stopped answering).

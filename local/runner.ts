@@ -11,9 +11,11 @@
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { loadConfig, type RelayConfig, redactUrl } from '../lambda/config';
-import type { Env } from '../lambda/env';
-import { createRelayHandler, DEFAULT_METRICS_NAMESPACE, DEFAULT_SERVICE_NAME } from '../lambda/relay';
+import { loadConfig, type RelayConfig } from '../lambda/config';
+import { redactUrl } from '../lambda/url-rules';
+import { type Env, readSetting } from '../lambda/env';
+import { createRelayHandler } from '../lambda/relay';
+import { FUNCTION_SETTINGS } from '../lambda/settings';
 import { errorText } from '../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand } from './banner';
 import { keepProtoNamedAttributes } from './event-source';
@@ -110,8 +112,8 @@ export function prepareLocalStart(env: Env, io: RunnerIo): LocalStart {
   // Powertools' Metrics reads this only from process.env (no constructor option), hence the one write.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const telemetry = {
-    serviceName: env.POWERTOOLS_SERVICE_NAME || DEFAULT_SERVICE_NAME,
-    namespace: env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE,
+    serviceName: readSetting(env, FUNCTION_SETTINGS.POWERTOOLS_SERVICE_NAME),
+    namespace: readSetting(env, FUNCTION_SETTINGS.POWERTOOLS_METRICS_NAMESPACE),
   };
   return { functionEnv, settings, log, telemetry, preliminary };
 }

@@ -13,8 +13,8 @@ import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { type MessageAttributeValue, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { MAX_BATCH_CALL_ENTRIES } from '../lambda/aws-limits';
-import type { CommandIo, ExitStatus } from './command-io';
-import { AWS_OPTION_SPECS, checkQueueUrl, commandSqsClient, isFifoUrl, sandboxQueueUrl } from './command-queue';
+import { type CommandIo, type ExitStatus, optionNumber } from './command-io';
+import { AWS_OPTION_SPECS, commandQueueUrl, commandSqsClient, isFifoUrl } from './command-queue';
 import { sqsStartupError, StartupError, UsageError } from './errors';
 import { subcommandPrefix } from './invocation';
 
@@ -62,13 +62,9 @@ export async function runSend(args: readonly string[], io: CommandIo): Promise<E
     return 0;
   }
   if (positionals.length > 1) throw new UsageError(`one BODY at most (quote it); got ${positionals.length} arguments. ${sendUsage()}`);
-  const queueUrl = checkQueueUrl(
-    values['queue-url'] ?? (io.env.QUEUE_URL || sandboxQueueUrl(io.env)),
-    values['queue-url'] === undefined && io.env.QUEUE_URL ? 'QUEUE_URL' : '--queue-url',
-  );
-  const count = values.count === undefined ? 1 : Number(values.count);
-  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_COUNT)
-    throw new UsageError(`--count must be a whole number from 1 to ${MAX_COUNT}; got ${values.count}`);
+  const queue = commandQueueUrl(values['queue-url'], io.env);
+  const queueUrl = queue.url;
+  const count = optionNumber(values.count, '--count', 1, MAX_COUNT) ?? 1;
   let body = positionals[0];
   if (body === undefined) {
     if (io.stdin === undefined || io.stdin.isTTY === true) throw new UsageError(`no BODY given and nothing piped in. ${sendUsage()}`);
@@ -82,7 +78,7 @@ export async function runSend(args: readonly string[], io: CommandIo): Promise<E
     attributes[pair.slice(0, at)] = { DataType: 'String', StringValue: pair.slice(at + 1) };
   }
   const fifo = isFifoUrl(queueUrl);
-  const sqs = commandSqsClient(queueUrl, values, io.env);
+  const sqs = commandSqsClient(queue, values, io.env);
   let sent = 0;
   try {
     while (sent < count) {

@@ -3,13 +3,14 @@
  * and how the output looks. The handler's settings (WEBHOOK_URL, BACKOFF, …) are not parsed
  * here but by `lambda/config.ts`, the same code Lambda runs, so both fail the same way.
  */
-import { parseHttpsOrLoopback, redactUrl } from '../lambda/config';
-import { boolean, ConfigError, type Env, integerSetting, read } from '../lambda/env';
+import { expectedUrl } from '../lambda/config';
+import { ConfigError, type Env, read, readSetting } from '../lambda/env';
 import { likelyTypos } from '../lambda/nearest-name';
-import { FUNCTION_SETTINGS, LOG_LEVELS, SETTING_LIST, SETTINGS, type SettingName } from '../lambda/settings';
-import { emulatorOrigin, isAwsHost } from './existing-queue';
-
-export { LOG_LEVELS };
+import { FUNCTION_SETTINGS, LOCAL_SETTINGS, SETTING_LIST } from '../lambda/settings';
+import { MAX_QUEUE_NAME_LENGTH } from '../lambda/aws-limits';
+import { DEAD_LETTER_SUFFIX, deadLetterQueueName, isQueueName, isQueueUrl, QUEUE_URL_EXAMPLE } from '../lambda/sqs-util';
+import { checkHttpsOrLoopback, redactUrl } from '../lambda/url-rules';
+import { sqsEndpointFor } from './existing-queue';
 
 /** How the runner's and the handler's log lines are written. */
 export type LogFormat = 'pretty' | 'json';
@@ -46,69 +47,28 @@ export interface LocalSettings {
   readonly healthCheckIntervalSeconds: number;
 }
 
-// SQS queue names: 1-80 characters of letters, digits, '-' and '_', plus '.fifo' for FIFO queues.
-// The DLQ adds '-dlq' (4 characters), so the main queue's base name may have at most 76.
-const QUEUE_NAME = /^[A-Za-z0-9_-]{1,76}(\.fifo)?$/;
-
-/** `ALLOW_INSECURE_HTTP`, as the function reads it: plain http to hosts that are not loopback. */
-function allowInsecureHttp(env: Env): boolean {
-  return boolean(env, 'ALLOW_INSECURE_HTTP', FUNCTION_SETTINGS.ALLOW_INSECURE_HTTP.default);
-}
-
+/** `QUEUE_URL`, checked: a queue URL, and where its signed calls go allowed (`sqsEndpointFor`). */
 function queueUrl(env: Env): string | undefined {
   const raw = read(env, 'QUEUE_URL');
   if (raw === undefined) return undefined;
-  const example = 'an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders';
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('QUEUE_URL', example, redactUrl(raw));
-  }
-  const segments = url.pathname.split('/').filter((segment) => segment !== '');
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || segments.length < 2) {
-    throw new ConfigError('QUEUE_URL', example, redactUrl(raw));
-  }
-  // The daemon's SQS calls are SigV4-signed, with session tokens: the webhook URL's rule holds for
-  // where they go (an endpoint variable, else a queue URL not on AWS, which is its own endpoint).
-  const endpointVariable = ['AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL'].find((name) => read(env, name) !== undefined);
-  // Where connectionFor sends them: a `*.localhost` queue URL is reached at 127.0.0.1.
-  const [name, endpoint] =
-    endpointVariable === undefined
-      ? ['QUEUE_URL', isAwsHost(url.hostname) ? undefined : emulatorOrigin(url)]
-      : [endpointVariable, read(env, endpointVariable)];
-  if (endpoint !== undefined) {
-    const checked = parseHttpsOrLoopback(endpoint, allowInsecureHttp(env));
-    if (!(checked instanceof URL)) {
-      throw new ConfigError(
-        name,
-        `${checked.expected} (signed SQS calls go there; for an emulator on this machine, use 127.0.0.1 or localhost, e.g. AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566)`,
-        checked.shown,
-      );
-    }
-  }
+  if (!isQueueUrl(raw)) throw new ConfigError('QUEUE_URL', `an SQS queue URL such as ${QUEUE_URL_EXAMPLE}`, redactUrl(raw));
+  sqsEndpointFor(raw, env);
   return raw;
 }
 
 function healthCheckUrl(env: Env): URL | undefined {
   const raw = read(env, 'WEBHOOK_HEALTH_CHECK_URL');
   if (raw === undefined) return undefined;
-  const checked = parseHttpsOrLoopback(raw, allowInsecureHttp(env));
+  const checked = checkHttpsOrLoopback(raw, readSetting(env, FUNCTION_SETTINGS.ALLOW_INSECURE_HTTP));
   if (checked instanceof URL) return checked;
-  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', checked.expected, checked.shown);
+  throw new ConfigError('WEBHOOK_HEALTH_CHECK_URL', expectedUrl(checked), redactUrl(raw));
 }
 
-/** A whole-number setting, with the registry's default and bounds. */
-function int(env: Env, name: SettingName): number {
-  return integerSetting(env, name, SETTINGS[name]);
-}
-
+/** `LOG_LEVEL`, else `POWERTOOLS_LOG_LEVEL`, else INFO: as the levels are written, upper-case. */
 function logLevel(env: Env): string {
-  const name = read(env, 'LOG_LEVEL') === undefined ? 'POWERTOOLS_LOG_LEVEL' : 'LOG_LEVEL';
-  const raw = read(env, name) ?? SETTINGS[name].default;
-  const level = raw.toUpperCase();
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ConfigError(name, `one of ${LOG_LEVELS.join(', ')}`, raw);
-  return level;
+  return read(env, 'LOG_LEVEL') === undefined
+    ? readSetting(env, FUNCTION_SETTINGS.POWERTOOLS_LOG_LEVEL)
+    : readSetting(env, LOCAL_SETTINGS.LOG_LEVEL);
 }
 
 /** Every variable the function and the local runner read. */
@@ -134,13 +94,15 @@ export function mistypedVariables(env: Env): Map<string, string> {
  * @throws {ConfigError} naming the first variable that is malformed
  */
 export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings {
-  const queueName = read(env, 'QUEUE_NAME') ?? SETTINGS.QUEUE_NAME.default;
-  if (!QUEUE_NAME.test(queueName)) {
-    throw new ConfigError('QUEUE_NAME', 'up to 76 letters, digits, "-" or "_", optionally ending in ".fifo"', queueName);
+  const setting = <N extends keyof typeof LOCAL_SETTINGS>(name: N, expected?: string) => readSetting(env, LOCAL_SETTINGS[name], expected);
+  const queueName = setting('QUEUE_NAME');
+  // The DLQ is named after the queue, and SQS's rule holds for both names.
+  if (!isQueueName(queueName) || !isQueueName(deadLetterQueueName(queueName))) {
+    const longest = MAX_QUEUE_NAME_LENGTH - DEAD_LETTER_SUFFIX.length;
+    throw new ConfigError('QUEUE_NAME', `up to ${longest} letters, digits, "-" or "_", optionally ending in ".fifo"`, queueName);
   }
-  const format = read(env, 'LOG_FORMAT')?.toLowerCase();
-  if (format !== undefined && format !== 'pretty' && format !== 'json') throw new ConfigError('LOG_FORMAT', '"pretty" or "json"', format);
-  const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : int(env, 'MAX_RECEIVE_COUNT');
+  const format = setting('LOG_FORMAT', '"pretty" or "json"');
+  const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : readSetting(env, FUNCTION_SETTINGS.MAX_RECEIVE_COUNT);
   const existingQueueUrl = queueUrl(env);
   const webhookUrl = read(env, 'WEBHOOK_URL');
   if (read(env, 'WEBHOOK_URL_SECRET_ARN') !== undefined) {
@@ -162,18 +124,18 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   }
   return {
     queueUrl: existingQueueUrl,
-    sqsPort: int(env, 'SQS_PORT'),
+    sqsPort: setting('SQS_PORT'),
     queueName,
     maxReceiveCount,
-    batchSize: int(env, 'BATCH_SIZE'),
-    maxBatchingWindowSeconds: int(env, 'MAX_BATCHING_WINDOW_SECONDS'),
-    pollers: int(env, 'POLLERS'),
-    functionTimeoutSeconds: int(env, 'FUNCTION_TIMEOUT_SECONDS'),
+    batchSize: setting('BATCH_SIZE'),
+    maxBatchingWindowSeconds: setting('MAX_BATCHING_WINDOW_SECONDS'),
+    pollers: setting('POLLERS'),
+    functionTimeoutSeconds: setting('FUNCTION_TIMEOUT_SECONDS'),
     webhookUrl,
-    demoWebhookPort: int(env, 'DEMO_WEBHOOK_PORT'),
+    demoWebhookPort: setting('DEMO_WEBHOOK_PORT'),
     logFormat: format ?? (isTerminal ? 'pretty' : 'json'),
     logLevel: logLevel(env),
     healthCheckUrl: healthCheckUrl(env),
-    healthCheckIntervalSeconds: int(env, 'HEALTH_CHECK_INTERVAL_SECONDS'),
+    healthCheckIntervalSeconds: setting('HEALTH_CHECK_INTERVAL_SECONDS'),
   };
 }

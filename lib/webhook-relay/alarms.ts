@@ -9,9 +9,9 @@ import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { durationText } from '../../lambda/duration-text';
+import { METRIC_NAMES } from '../../lambda/metric-names';
 import { DLQ_RETENTION } from './defaults';
 import type { RelayMetricFactory, MonitoredRelay } from './metrics';
-import { RELAY_METRICS } from './props';
 import { queryNames } from './queries';
 
 /** The relay's alarms. */
@@ -111,7 +111,7 @@ export function createAlarms(
         `Read the function logs for the error (Logs Insights: "${queries.messageAttempts}" for one message).`,
     }),
     breakerOpen: alarm('BreakerOpenAlarm', 'breaker-open', {
-      metric: metrics.relay(RELAY_METRICS.breakerOpenSeconds, cloudwatch.Stats.MAXIMUM),
+      metric: metrics.relay(METRIC_NAMES.breakerOpenSeconds, cloudwatch.Stats.MAXIMUM),
       threshold: thresholds.breakerAlarmSeconds,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       alarmDescription:

@@ -7,10 +7,10 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type { Construct } from 'constructs';
 import { DEAD_LETTER_CAUSE_LIST } from '../../lambda/dead-letter-causes';
+import { METRIC_NAMES } from '../../lambda/metric-names';
 import { givenUpText, type RelayAlarms } from './alarms';
 import { DLQ_RETENTION } from './defaults';
 import type { MonitoredRelay, RelayMetricFactory } from './metrics';
-import { RELAY_METRICS } from './props';
 
 /** The figures the dashboard draws as lines on its graphs. */
 export interface DashboardMarks {
@@ -62,9 +62,9 @@ export function createDashboard(
     new cloudwatch.GraphWidget({
       title: 'Deliveries (per minute)',
       left: [
-        relayMetric(RELAY_METRICS.delivered, 'delivered', cloudwatch.Stats.SUM),
-        relayMetric(RELAY_METRICS.retried, 'retried', cloudwatch.Stats.SUM),
-        relayMetric(RELAY_METRICS.deadLettered, 'dead-lettered', cloudwatch.Stats.SUM),
+        relayMetric(METRIC_NAMES.delivered, 'delivered', cloudwatch.Stats.SUM),
+        relayMetric(METRIC_NAMES.retried, 'retried', cloudwatch.Stats.SUM),
+        relayMetric(METRIC_NAMES.deadLettered, 'dead-lettered', cloudwatch.Stats.SUM),
       ],
       leftYAxis: { min: 0, showUnits: false },
       width: 12,
@@ -72,8 +72,8 @@ export function createDashboard(
     new cloudwatch.GraphWidget({
       title: 'Webhook latency (ms)',
       left: [
-        relayMetric(RELAY_METRICS.webhookLatency, 'p50', cloudwatch.Stats.p(50)),
-        relayMetric(RELAY_METRICS.webhookLatency, 'p99', cloudwatch.Stats.p(99)),
+        relayMetric(METRIC_NAMES.webhookLatency, 'p50', cloudwatch.Stats.p(50)),
+        relayMetric(METRIC_NAMES.webhookLatency, 'p99', cloudwatch.Stats.p(99)),
       ],
       leftYAxis: { min: 0, showUnits: false },
       width: 12,
@@ -82,7 +82,7 @@ export function createDashboard(
   dashboard.addWidgets(
     new cloudwatch.GraphWidget({
       title: 'Circuit breaker: seconds open (webhook looks down)',
-      left: [relayMetric(RELAY_METRICS.breakerOpenSeconds, 'open for (s)', cloudwatch.Stats.MAXIMUM)],
+      left: [relayMetric(METRIC_NAMES.breakerOpenSeconds, 'open for (s)', cloudwatch.Stats.MAXIMUM)],
       leftAnnotations: [{ value: breakerAlarmSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
       leftYAxis: { min: 0, showUnits: false },
       width: 24,
@@ -95,11 +95,11 @@ export function createDashboard(
     new cloudwatch.GraphWidget({
       title: 'Webhook pace',
       left: [
-        relayMetric(RELAY_METRICS.paceRequestsPerSecond, 'requests/s limit (average)', cloudwatch.Stats.AVERAGE),
-        relayMetric(RELAY_METRICS.paceRequestsPerSecond, 'requests/s limit (slowest container)', cloudwatch.Stats.MINIMUM),
-        relayMetric(RELAY_METRICS.paceInFlightLimit, 'in-flight limit (average)', cloudwatch.Stats.AVERAGE),
+        relayMetric(METRIC_NAMES.paceRequestsPerSecond, 'requests/s limit (average)', cloudwatch.Stats.AVERAGE),
+        relayMetric(METRIC_NAMES.paceRequestsPerSecond, 'requests/s limit (slowest container)', cloudwatch.Stats.MINIMUM),
+        relayMetric(METRIC_NAMES.paceInFlightLimit, 'in-flight limit (average)', cloudwatch.Stats.AVERAGE),
       ],
-      right: [relayMetric(RELAY_METRICS.requestsRefused, 'refused (429/503/504/408/timeout, per minute)', cloudwatch.Stats.SUM)],
+      right: [relayMetric(METRIC_NAMES.requestsRefused, 'refused (429/503/504/408/timeout, per minute)', cloudwatch.Stats.SUM)],
       leftYAxis: { min: 0, showUnits: false },
       rightYAxis: { min: 0, showUnits: false },
       width: 24,

@@ -3,6 +3,7 @@
  * takes it (a `Duration` for time units), and which prop sets each environment variable.
  */
 import { Duration } from 'aws-cdk-lib';
+import { MAX_RETENTION_DAYS } from '../../lambda/aws-limits';
 import { type Setting, SETTING_LIST, type SETTINGS, type SettingName } from '../../lambda/settings';
 import type { WebhookRelayProps } from './props';
 
@@ -57,7 +58,7 @@ export const PROP_OF_VARIABLE: Readonly<Record<string, string>> = Object.fromEnt
 );
 
 /** The dead-letter queue's retention: the SQS maximum, so a message outlives any main-queue retention. */
-export const DLQ_RETENTION = Duration.days(14);
+export const DLQ_RETENTION = Duration.days(MAX_RETENTION_DAYS);
 
 /** Fails to compile unless `T` is `never`. */
 type MustBeNever<T extends never> = T;

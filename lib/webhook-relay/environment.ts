@@ -4,11 +4,15 @@
  * refuse at cold start fails synth instead, naming the prop.
  */
 import { Duration, Token } from 'aws-cdk-lib';
-import { ConfigError, isLoopbackHost, loadConfig, redactUrl } from '../../lambda/config';
+import { loadConfig } from '../../lambda/config';
+import { ConfigError } from '../../lambda/env';
+import { DEFAULT_METRICS_NAMESPACE } from '../../lambda/metric-names';
+import { oneOf } from '../../lambda/setting-kinds';
 import { type Setting, SETTING_LIST } from '../../lambda/settings';
-import { check, seconds } from './checks';
+import { checkSendUrl, isLoopbackHost, parseProxyUrl, redactUrl } from '../../lambda/url-rules';
+import { accepted, check, settingSeconds } from './checks';
 import { PROP_OF_VARIABLE, RELAY_DEFAULTS } from './defaults';
-import { type WebhookRelayProps, WebhookRelayConfigError, METRICS_NAMESPACE } from './props';
+import { type WebhookRelayProps, WebhookRelayConfigError } from './props';
 import type { ResolvedSettings } from './resolve';
 
 /** What only exists once the construct has built it: the DLQ's URL and the secrets' ARNs (tokens). */
@@ -21,13 +25,12 @@ export interface EnvironmentRefs {
   readonly clientCertificateSecretArn?: string;
 }
 
-/** A prop's value as its variable is written: `Duration`s in the variable's unit, lists comma-separated. */
+/** A prop's value as its variable is written: one of its choices as declared, `Duration`s in the variable's unit, lists comma-separated. */
 function written(setting: Setting, value: unknown): string {
-  const prop = setting.prop ?? '';
+  if (setting.choices !== undefined) return accepted(oneOf(value, setting.choices), setting.prop ?? '', JSON.stringify(value));
   const one = (item: unknown): string => {
     if (!(item instanceof Duration)) return String(item);
-    if (setting.unit === 'ms') return String(item.toMilliseconds());
-    return String(seconds(item, prop, Duration.seconds(setting.min ?? 0), Duration.seconds(setting.max ?? Number.MAX_SAFE_INTEGER)));
+    return String(setting.unit === 'ms' ? item.toMilliseconds() : settingSeconds(setting, item));
   };
   return Array.isArray(value) ? value.map(one).join(',') : one(value);
 }
@@ -49,10 +52,10 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
   if (props.oauthTokenUrl !== undefined && !Token.isUnresolved(props.oauthTokenUrl))
     checkWebhookUrl(props.oauthTokenUrl, allowInsecureHttp, 'oauthTokenUrl');
   for (const prop of ['httpsProxy', 'httpProxy'] as const) {
-    const proxy = props[prop];
+    const proxy = props[prop] === undefined || Token.isUnresolved(props[prop]) ? undefined : parseProxyUrl(props[prop]);
     // The function would send them to the proxy, but the template would hold them in clear.
     check(
-      proxy === undefined || Token.isUnresolved(proxy) || !/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#]*@/i.test(proxy),
+      proxy === undefined || (proxy.username === '' && proxy.password === ''),
       prop,
       'must not carry user:password (it would be stored in the template in clear); let the proxy admit the function by its network (a VPC security group) instead',
     );
@@ -77,7 +80,7 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     OUTAGE_BACKOFF_SECONDS: String(resolved.breaker.probeIntervalSeconds),
     OUTAGE_BACKOFF_MAX_SECONDS: String(resolved.breaker.maxHoldSeconds),
     POWERTOOLS_SERVICE_NAME: resolved.serviceName,
-    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    POWERTOOLS_METRICS_NAMESPACE: DEFAULT_METRICS_NAMESPACE,
   };
   const given = props as unknown as Readonly<Record<string, unknown>>;
   const defaults = RELAY_DEFAULTS as unknown as Readonly<Record<string, unknown>>;
@@ -94,13 +97,6 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
     // Unset and without a default of the construct's (BACKOFF_SCHEDULE): the handler's own default applies.
     const value = given[setting.prop] ?? defaults[setting.prop];
     if (value === undefined) continue;
-    if (setting.choices !== undefined) {
-      check(
-        setting.choices.includes(value as string),
-        setting.prop,
-        `must be one of ${setting.choices.join(', ')}; got ${JSON.stringify(value)}`,
-      );
-    }
     environment[variable] = written(setting, value);
   }
   // Stack traces point at lambda/*.ts lines instead of the minified bundle.
@@ -108,14 +104,15 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
 
   // The function validates this environment at cold start; running the same validation now
   // turns a crash-looping deployment into a synth error. Tokens are deploy-time values: stand-ins.
+  const secretArn = 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time';
   const standIns: Record<string, string> = {
     WEBHOOK_URL: 'https://deploy-time.invalid/',
-    WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
-    SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
-    AUTH_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    WEBHOOK_URL_SECRET_ARN: secretArn,
+    SIGNING_SECRET_ARN: secretArn,
+    AUTH_SECRET_ARN: secretArn,
     OAUTH_TOKEN_URL: 'https://deploy-time.invalid/token',
-    OAUTH_CLIENT_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
-    CLIENT_CERTIFICATE_SECRET_ARN: 'arn:aws:secretsmanager:region:000000000000:secret:deploy-time',
+    OAUTH_CLIENT_SECRET_ARN: secretArn,
+    CLIENT_CERTIFICATE_SECRET_ARN: secretArn,
     HTTPS_PROXY: 'http://deploy-time.invalid:3128',
     HTTP_PROXY: 'http://deploy-time.invalid:3128',
   };
@@ -132,32 +129,29 @@ export function functionEnvironment(props: WebhookRelayProps, resolved: Resolved
 }
 
 /**
- * The deploy-side rules for a webhook URL (and the token endpoint's, `prop`): absolute, `https`
- * unless explicitly allowed, no credentials (they would sit in the template), and not this machine
- * (a function cannot reach it).
+ * The deploy-side rules for a webhook URL (and the token endpoint's, `prop`): the function's
+ * (`checkSendUrl`), worded for the prop (the URL redacted: a token in its query string or
+ * user:password would land in the log), and not this machine (a function cannot reach it).
  */
 function checkWebhookUrl(raw: string, allowInsecureHttp: boolean, prop = 'webhookUrl'): void {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new WebhookRelayConfigError(
-      prop,
-      `must be an absolute URL such as https://example.com/hook; got ${JSON.stringify(redactUrl(raw))}`,
-    );
+  const url = checkSendUrl(raw, allowInsecureHttp);
+  const shown = JSON.stringify(redactUrl(raw));
+  switch (url) {
+    case 'not-a-url':
+      throw new WebhookRelayConfigError(prop, `must be an absolute URL such as https://example.com/hook; got ${shown}`);
+    case 'not-http':
+      throw new WebhookRelayConfigError(prop, `must be an https:// URL; got ${shown}`);
+    case 'plain-http':
+      throw new WebhookRelayConfigError(
+        prop,
+        `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${shown}`,
+      );
+    case 'credentials':
+      throw new WebhookRelayConfigError(
+        prop,
+        'must not carry user:password (it would be stored in the template in clear); use an auth secret',
+      );
   }
-  // Never the raw URL: a token in its query string or user:password would land in the log.
-  check(url.protocol === 'https:' || url.protocol === 'http:', prop, `must be an https:// URL; got ${JSON.stringify(redactUrl(raw))}`);
-  check(
-    url.protocol === 'https:' || allowInsecureHttp,
-    prop,
-    `must be https:// (plain http only with allowInsecureHttp, -c allowInsecureHttp=true); got ${JSON.stringify(redactUrl(raw))}`,
-  );
-  check(
-    url.username === '' && url.password === '',
-    prop,
-    'must not carry user:password (it would be stored in the template in clear); use an auth secret',
-  );
   check(
     !isLoopbackHost(url.hostname),
     prop,

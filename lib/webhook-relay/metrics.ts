@@ -8,7 +8,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { CAUSE_DIMENSION, type DeadLetterCauseName } from '../../lambda/dead-letter-causes';
-import { METRICS_NAMESPACE, RELAY_METRICS } from './props';
+import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../../lambda/metric-names';
 
 /** What the relay's metrics are read from. */
 export interface MonitoredRelay {
@@ -26,10 +26,10 @@ export interface MonitoredRelay {
 export class RelayMetricFactory {
   constructor(private readonly source: MonitoredRelay) {}
 
-  /** One of the function's own metrics ({@link RELAY_METRICS}), dimension `service`. */
+  /** One of the function's own metrics ({@link METRIC_NAMES}), dimension `service`. */
   relay(metricName: string, statistic: string, options: { label?: string; period?: Duration } = {}): cloudwatch.Metric {
     return new cloudwatch.Metric({
-      namespace: METRICS_NAMESPACE,
+      namespace: DEFAULT_METRICS_NAMESPACE,
       metricName,
       dimensionsMap: { service: this.source.serviceName },
       statistic,
@@ -49,8 +49,8 @@ export class RelayMetricFactory {
    */
   deadLetteredByCause(cause: DeadLetterCauseName, period: Duration, label?: string): cloudwatch.Metric {
     return new cloudwatch.Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName: RELAY_METRICS.deadLettered,
+      namespace: DEFAULT_METRICS_NAMESPACE,
+      metricName: METRIC_NAMES.deadLettered,
       dimensionsMap: { service: this.source.serviceName, [CAUSE_DIMENSION]: cause },
       statistic: cloudwatch.Stats.SUM,
       ...(label === undefined ? {} : { label }),

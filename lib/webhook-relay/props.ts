@@ -1,6 +1,6 @@
 /**
- * The public face of `WebhookRelay`: its props (every optional one with its default), the error
- * it raises for a prop AWS or the function would reject, and the names callers quote.
+ * The public face of `WebhookRelay`: its props (every optional one with its default), and the
+ * error it raises for a prop AWS or the function would reject.
  */
 import type { Duration } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -8,41 +8,10 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from '../../lambda/metric-names';
 // Types from the modules that declare them, never from lambda/config.ts: the construct's
 // declarations must not reach the function's runtime (Powertools, `aws-lambda`) types.
 import type { BackoffPolicyName } from '../../lambda/retry-timing';
-import {
-  BACKOFF_POLICIES,
-  LOG_LEVELS,
-  OAUTH_CLIENT_AUTHENTICATIONS,
-  PERMANENT_FAILURE_MODES,
-  type PermanentFailureMode,
-} from '../../lambda/settings';
-
-export { VISIBILITY_TIMEOUT_FACTOR } from '../../lambda/aws-limits';
-
-/** The CloudWatch namespace the function publishes its metrics to (`POWERTOOLS_METRICS_NAMESPACE`). */
-export const METRICS_NAMESPACE = DEFAULT_METRICS_NAMESPACE;
-
-/** Metric names the function emits (embedded metric format, dimension `service`): the function's own list. */
-export const RELAY_METRICS = METRIC_NAMES;
-
-/** One of {@link LOG_LEVELS}: Powertools Logger's levels, the same list the function and local mode take. */
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** One of {@link OAUTH_CLIENT_AUTHENTICATIONS}: how the function authenticates to the OAuth token endpoint. */
-export type OAuthClientAuthentication = (typeof OAUTH_CLIENT_AUTHENTICATIONS)[number];
-
-/** Re-exported so callers of the construct need not reach into `lambda/`. */
-export {
-  BACKOFF_POLICIES,
-  LOG_LEVELS,
-  OAUTH_CLIENT_AUTHENTICATIONS,
-  PERMANENT_FAILURE_MODES,
-  type BackoffPolicyName,
-  type PermanentFailureMode,
-};
+import type { LogLevel, OAuthClientAuthentication, PermanentFailureMode } from '../../lambda/settings';
 
 /** Properties of {@link WebhookRelay}. Only the webhook's URL is required: `webhookUrl`, or `webhookUrlSecret`. */
 export interface WebhookRelayProps {

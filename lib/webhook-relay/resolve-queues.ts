@@ -6,23 +6,25 @@
  */
 import { Duration, Stack, Token } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_FACTOR, visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
+import {
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_VISIBILITY_SECONDS,
+  MAX_QUEUE_NAME_LENGTH,
+  MAX_RETENTION_DAYS,
+  MAX_VISIBILITY_SECONDS,
+  VISIBILITY_TIMEOUT_FACTOR,
+  visibilityTimeoutSecondsFor,
+} from '../../lambda/aws-limits';
 import type { BreakerSettings } from '../../lambda/breaker';
 import { backoffDelay } from '../../lambda/retry-timing';
 import { backstopReceiveCount, retryWindowMarginSeconds } from '../../lambda/retry-window';
 import { durationText } from '../../lambda/duration-text';
 import { BACKOFF_POLICIES, SETTINGS } from '../../lambda/settings';
-import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
-import { check, seconds, wholeNumber } from './checks';
+import { deadLetterQueueName, FIFO_SUFFIX, isQueueName } from '../../lambda/sqs-util';
+import { check, seconds, settingNumber, settingSeconds } from './checks';
 import { DLQ_RETENTION, RELAY_DEFAULTS } from './defaults';
 import type { WebhookRelayProps } from './props';
 import type { ResolvedWarning } from './resolve';
-
-const SQS_MAX_VISIBILITY = Duration.seconds(MAX_VISIBILITY_SECONDS);
-/** A queue's visibility timeout when none is set (SQS's default). */
-const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
-/** A queue's retention when none is set (SQS's default, 4 days). */
-const SQS_DEFAULT_RETENTION_SECONDS = 345_600;
 
 /** Queues the construct creates. */
 export interface QueuesToCreate {
@@ -81,33 +83,31 @@ export function resolveQueues(
   const retryWindow = props.maxReceiveCount === undefined ? retryWindowOf(props.retryWindow ?? d.retryWindow, false) : 0;
   const fifo = props.fifo ?? d.fifo;
   const retention = props.retentionPeriod ?? d.retentionPeriod;
-  const retentionSeconds = seconds(retention, 'retentionPeriod', Duration.minutes(1), DLQ_RETENTION);
+  const retentionSeconds = settingSeconds(SETTINGS.retentionPeriodDays, retention);
 
   let visibility = minimumVisibility;
   if (props.visibilityTimeout !== undefined) {
-    visibility = seconds(props.visibilityTimeout, 'visibilityTimeout', Duration.seconds(0), SQS_MAX_VISIBILITY);
+    visibility = settingSeconds(SETTINGS.visibilityTimeoutSeconds, props.visibilityTimeout);
     check(
       visibility >= minimumVisibility,
       'visibilityTimeout',
       `(${visibility} s) must be at least ${VISIBILITY_TIMEOUT_FACTOR} × timeout + maxBatchingWindow = ${minimumVisibility} s, or Lambda may hand a batch to a second invocation while the first still runs`,
     );
   }
-  const { min, max } = SETTINGS.MAX_RECEIVE_COUNT;
   const maxReceiveCount =
     retryWindow > 0
       ? backstopReceiveCount(retryWindow, visibility)
-      : wholeNumber(props.maxReceiveCount ?? d.maxReceiveCount, 'maxReceiveCount', min, max);
+      : settingNumber(SETTINGS.MAX_RECEIVE_COUNT, props.maxReceiveCount ?? d.maxReceiveCount);
   let names: QueuesToCreate['names'];
   if (props.queueName !== undefined) {
     const base = props.queueName.endsWith(FIFO_SUFFIX) ? props.queueName.slice(0, -FIFO_SUFFIX.length) : props.queueName;
     const suffix = fifo ? FIFO_SUFFIX : '';
     const queue = `${base}${suffix}`;
     const dlq = deadLetterQueueName(queue);
-    // SQS: 1-80 characters of letters, digits, - and _, the .fifo suffix included.
     check(
-      /^[A-Za-z0-9_-]+$/.test(base) && dlq.length <= 80,
+      isQueueName(queue) && isQueueName(dlq),
       'queueName',
-      `must be letters, digits, "-" or "_", short enough that "<name>-dlq${suffix}" fits 80 characters; got ${JSON.stringify(props.queueName)}`,
+      `must be letters, digits, "-" or "_", short enough that "<name>-dlq${suffix}" fits ${MAX_QUEUE_NAME_LENGTH} characters; got ${JSON.stringify(props.queueName)}`,
     );
     names = { queue, dlq };
   }
@@ -118,19 +118,19 @@ export function resolveQueues(
     check(
       retryWindow <= longest,
       'retryWindow',
-      `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (14 days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
+      `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (${MAX_RETENTION_DAYS} days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
     );
     check(
       retentionSeconds >= retryWindow + margin,
       'retentionPeriod',
-      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest 12 hours, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(retryWindow + margin)} (up to 14 days) or shorten retryWindow`,
+      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(retryWindow + margin)} (up to ${MAX_RETENTION_DAYS} days) or shorten retryWindow`,
     );
   } else {
     const span = countedRetrySpanSeconds(props, maxReceiveCount, visibility, breaker);
     check(
       retentionSeconds >= span,
       'retentionPeriod',
-      `(${durationText(retentionSeconds)}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${durationText(span)}): messages could expire before reaching the DLQ. Raise retentionPeriod (up to 14 days) or lower maxReceiveCount`,
+      `(${durationText(retentionSeconds)}) is shorter than the longest ${maxReceiveCount} receives can take with these settings (${durationText(span)}): messages could expire before reaching the DLQ. Raise retentionPeriod (up to ${MAX_RETENTION_DAYS} days) or lower maxReceiveCount`,
     );
   }
   return {
@@ -206,7 +206,7 @@ function resolveExistingQueues(
     // run; below 6× it works but a throttled retry can deliver a batch twice.
     const cfn = queue.node.defaultChild;
     if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.visibilityTimeout)) {
-      const visibility = cfn.visibilityTimeout ?? SQS_DEFAULT_VISIBILITY_SECONDS;
+      const visibility = cfn.visibilityTimeout ?? DEFAULT_VISIBILITY_SECONDS;
       knownVisibility = visibility;
       check(
         visibility >= timeoutSeconds,
@@ -221,7 +221,7 @@ function resolveExistingQueues(
       }
     }
     if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.messageRetentionPeriod)) {
-      knownRetention = cfn.messageRetentionPeriod ?? SQS_DEFAULT_RETENTION_SECONDS;
+      knownRetention = cfn.messageRetentionPeriod ?? DEFAULT_RETENTION_SECONDS;
     }
   }
   check(
@@ -235,7 +235,7 @@ function resolveExistingQueues(
     'deadLetterQueue',
     `must be of the same kind as the queue (${queue.fifo ? 'FIFO' : 'standard'}), as SQS requires`,
   );
-  wholeNumber(maxReceiveCount, 'maxReceiveCount', SETTINGS.MAX_RECEIVE_COUNT.min, SETTINGS.MAX_RECEIVE_COUNT.max);
+  settingNumber(SETTINGS.MAX_RECEIVE_COUNT, maxReceiveCount);
   warnings.push(...protectionWarnings(queue, dlq));
   const result = { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount } as const;
   if (retryWindow === 0) return result; // SQS's count semantics: the queue's count is the rule, not a backstop

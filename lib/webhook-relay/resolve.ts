@@ -4,28 +4,18 @@
  * as a pure function, so each rule is testable without a Stack. What SQS, Lambda or the
  * function would reject is rejected here with a message naming the prop.
  */
-import { Duration, Token } from 'aws-cdk-lib';
+import { type Duration, Token } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import {
-  MAX_BATCHING_WINDOW_SECONDS,
-  MAX_EVENT_SOURCE_BATCH_SIZE,
-  MAX_FIFO_EVENT_SOURCE_BATCH_SIZE,
-  MAX_FUNCTION_TIMEOUT_SECONDS,
-  MAX_VISIBILITY_SECONDS,
-} from '../../lambda/aws-limits';
+import { MAX_FIFO_EVENT_SOURCE_BATCH_SIZE } from '../../lambda/aws-limits';
 import type { BreakerSettings } from '../../lambda/breaker';
-import { redactUrl } from '../../lambda/config';
+import { redactUrl } from '../../lambda/url-rules';
 import { SETTINGS } from '../../lambda/settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from '../../lambda/signing';
-import { check, seconds, wholeNumber } from './checks';
-import { DLQ_RETENTION, RELAY_DEFAULTS } from './defaults';
+import { check, settingNumber, settingSeconds, wholeNumber } from './checks';
+import { RELAY_DEFAULTS } from './defaults';
 import { type WebhookRelayProps, WebhookRelayConfigError } from './props';
 import { type ExistingQueues, type QueuesToCreate, resolveQueues } from './resolve-queues';
-
-export { countedRetrySpanSeconds, type ExistingQueues, type QueuesToCreate } from './resolve-queues';
-
-const SQS_MAX_VISIBILITY = Duration.seconds(MAX_VISIBILITY_SECONDS);
 
 /** A synth-time warning the construct attaches to itself. */
 export interface ResolvedWarning {
@@ -80,8 +70,8 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   if (webhookUrlWarning !== undefined) warnings.push(webhookUrlWarning);
 
   const timeout = props.timeout ?? d.timeout;
-  const timeoutSeconds = seconds(timeout, 'timeout', Duration.seconds(1), Duration.seconds(MAX_FUNCTION_TIMEOUT_SECONDS));
-  const memorySize = wholeNumber(props.memorySize ?? d.memorySize, 'memorySize', SETTINGS.memorySize.min, SETTINGS.memorySize.max);
+  const timeoutSeconds = settingSeconds(SETTINGS.FUNCTION_TIMEOUT_SECONDS, timeout);
+  const memorySize = settingNumber(SETTINGS.memorySize, props.memorySize ?? d.memorySize);
   const deadlineMargin = props.deadlineMargin ?? d.deadlineMargin;
   // A margin as long as the timeout would leave no time for any request: every batch would fail.
   check(
@@ -98,7 +88,7 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
   }
 
   const ageThreshold = props.oldestMessageAgeThreshold ?? d.oldestMessageAgeThreshold;
-  const ageThresholdSeconds = seconds(ageThreshold, 'oldestMessageAgeThreshold', Duration.minutes(1), DLQ_RETENTION);
+  const ageThresholdSeconds = settingSeconds(SETTINGS.oldestMessageAgeAlarmMinutes, ageThreshold);
   if (props.alarmEmail !== undefined) {
     check(
       /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(props.alarmEmail),
@@ -106,31 +96,18 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
       `must be an e-mail address; got ${JSON.stringify(props.alarmEmail)}`,
     );
   }
-  const windowSeconds = seconds(
-    props.maxBatchingWindow ?? d.maxBatchingWindow,
-    'maxBatchingWindow',
-    Duration.seconds(0),
-    Duration.seconds(MAX_BATCHING_WINDOW_SECONDS),
-  );
+  const windowSeconds = settingSeconds(SETTINGS.MAX_BATCHING_WINDOW_SECONDS, props.maxBatchingWindow ?? d.maxBatchingWindow);
 
   const breaker: BreakerSettings = {
-    threshold: wholeNumber(
-      props.outageThreshold ?? d.outageThreshold,
-      'outageThreshold',
-      SETTINGS.OUTAGE_THRESHOLD.min,
-      SETTINGS.OUTAGE_THRESHOLD.max,
-    ),
-    probeIntervalSeconds: seconds(props.outageBackoff ?? d.outageBackoff, 'outageBackoff', Duration.seconds(1), SQS_MAX_VISIBILITY),
-    maxHoldSeconds: seconds(props.outageBackoffMax ?? d.outageBackoffMax, 'outageBackoffMax', Duration.seconds(1), SQS_MAX_VISIBILITY),
+    threshold: settingNumber(SETTINGS.OUTAGE_THRESHOLD, props.outageThreshold ?? d.outageThreshold),
+    probeIntervalSeconds: settingSeconds(SETTINGS.OUTAGE_BACKOFF_SECONDS, props.outageBackoff ?? d.outageBackoff),
+    maxHoldSeconds: settingSeconds(SETTINGS.OUTAGE_BACKOFF_MAX_SECONDS, props.outageBackoffMax ?? d.outageBackoffMax),
   };
   const breakerAlarmThreshold = props.breakerOpenAlarmThreshold ?? d.breakerOpenAlarmThreshold;
-  const breakerAlarmSeconds = seconds(breakerAlarmThreshold, 'breakerOpenAlarmThreshold', Duration.minutes(1), Duration.days(1));
-  // A day short of the DLQ's retention at most: an alarm at 14 days would fire as SQS deletes the message.
-  const deadLetterAgeAlarmSeconds = seconds(
+  const breakerAlarmSeconds = settingSeconds(SETTINGS.breakerOpenAlarmMinutes, breakerAlarmThreshold);
+  const deadLetterAgeAlarmSeconds = settingSeconds(
+    SETTINGS.deadLetterAgeAlarmDays,
     props.deadLetterAgeAlarmThreshold ?? d.deadLetterAgeAlarmThreshold,
-    'deadLetterAgeAlarmThreshold',
-    Duration.hours(1),
-    Duration.days(DLQ_RETENTION.toDays() - 1),
   );
 
   const { queues, maxReceiveCount, retryWindowSeconds } = resolveQueues(props, timeoutSeconds, windowSeconds, breaker, warnings);
@@ -143,19 +120,14 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
     'batchSize',
     `must be at most ${MAX_FIFO_EVENT_SOURCE_BATCH_SIZE} for a FIFO queue (Lambda's limit for FIFO event sources); got ${batchSize}`,
   );
-  wholeNumber(batchSize, 'batchSize', 1, fifo ? MAX_FIFO_EVENT_SOURCE_BATCH_SIZE : MAX_EVENT_SOURCE_BATCH_SIZE);
+  wholeNumber(batchSize, 'batchSize', SETTINGS.BATCH_SIZE.min, fifo ? MAX_FIFO_EVENT_SOURCE_BATCH_SIZE : SETTINGS.BATCH_SIZE.max);
   check(!fifo || windowSeconds === 0, 'maxBatchingWindow', 'is not supported by Lambda for FIFO queues; leave it unset');
   check(
     batchSize <= 10 || windowSeconds >= 1,
     'batchSize',
     `of ${batchSize} (above 10) needs a maxBatchingWindow of at least 1 second (-c maxBatchingWindowSeconds=1), as Lambda requires`,
   );
-  const maxConcurrency = wholeNumber(
-    props.maxConcurrency ?? d.maxConcurrency,
-    'maxConcurrency',
-    SETTINGS.maxConcurrency.min,
-    SETTINGS.maxConcurrency.max,
-  );
+  const maxConcurrency = settingNumber(SETTINGS.maxConcurrency, props.maxConcurrency ?? d.maxConcurrency);
 
   // ---- secrets ----
   const signing = props.signing ?? (props.signingSecret !== undefined || d.signing);

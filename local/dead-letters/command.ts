@@ -7,12 +7,13 @@
 import { parseArgs } from 'node:util';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, ListDeadLetterSourceQueuesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { type SecretSource, signingSecret } from '../../lambda/config';
 import { parseSigningKeys } from '../../lambda/signing';
 import { errorText } from '../../lambda/sqs-util';
 import { shellQuote } from '../banner';
-import type { CommandIo, ExitStatus } from '../command-io';
-import { AWS_OPTION_SPECS, checkQueueUrl, commandSqsClient, queueNameOfUrl, sandboxQueueUrl } from '../command-queue';
+import { type CommandIo, type ExitStatus, optionNumber } from '../command-io';
+import { AWS_OPTION_SPECS, checkQueueUrl, commandQueueUrl, commandSqsClient, queueNameOfUrl } from '../command-queue';
 import { sqsStartupError, StartupError, UsageError } from '../errors';
 import { keepProtoNamedAttributes } from '../event-source';
 import { describeExistingQueue } from '../existing-queue';
@@ -100,15 +101,6 @@ export function deadLettersHelp(): string {
   ].join('\n');
 }
 
-/** A whole number option within bounds. */
-function wholeNumber(value: string | undefined, flag: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < min || number > max)
-    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}; got ${value}`);
-  return number;
-}
-
 /** The queues a command works on. */
 interface Located {
   readonly sqs: SQSClient;
@@ -129,13 +121,9 @@ async function locate(
   needMainQueue: boolean,
 ): Promise<Located> {
   const dlqGiven = values['dlq-url'] === undefined ? undefined : checkQueueUrl(values['dlq-url'], '--dlq-url');
-  let queueUrl =
-    values['queue-url'] !== undefined
-      ? checkQueueUrl(values['queue-url'], '--queue-url')
-      : dlqGiven !== undefined
-        ? undefined
-        : checkQueueUrl(io.env.QUEUE_URL || sandboxQueueUrl(io.env), io.env.QUEUE_URL ? 'QUEUE_URL' : '--queue-url');
-  const sqs = commandSqsClient(queueUrl ?? (dlqGiven as string), values, io.env);
+  const queue = values['queue-url'] === undefined && dlqGiven !== undefined ? undefined : commandQueueUrl(values['queue-url'], io.env);
+  let queueUrl = queue?.url;
+  const sqs = commandSqsClient(queue ?? { url: dlqGiven as string, name: '--dlq-url' }, values, io.env);
   // An attribute named `__proto__` is read back whole, so a replay sends it back too.
   keepProtoNamedAttributes(sqs);
   try {
@@ -224,11 +212,12 @@ async function signingKeysFor(
   io: CommandIo,
   profile: string | undefined,
 ): Promise<Buffer[] | undefined> {
-  const value = arn === undefined ? io.env.SIGNING_SECRET : undefined;
-  const secretArn = arn ?? (value ? undefined : io.env.SIGNING_SECRET_ARN);
-  const name = arn !== undefined ? '--signing-secret-arn' : value ? 'SIGNING_SECRET' : 'SIGNING_SECRET_ARN';
-  let text = value || undefined;
-  if (secretArn) {
+  // The function's rule for the two variables (one way; a value checked now), unless the option names the secret.
+  const source: SecretSource | undefined = arn === undefined ? signingSecret(io.env) : { kind: 'secrets-manager', secretId: arn };
+  const secretArn = source?.kind === 'secrets-manager' ? source.secretId : undefined;
+  const name = arn !== undefined ? '--signing-secret-arn' : source?.kind === 'literal' ? 'SIGNING_SECRET' : 'SIGNING_SECRET_ARN';
+  let text = source?.kind === 'literal' ? source.value : undefined;
+  if (secretArn !== undefined) {
     const secrets = new SecretsManagerClient({ region: await sqs.config.region(), ...(profile === undefined ? {} : { profile }) });
     try {
       text = (await secrets.send(new GetSecretValueCommand({ SecretId: secretArn }))).SecretString;
@@ -298,10 +287,10 @@ async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitS
     io.out.write(deadLettersHelp());
     return 0;
   }
-  const limit = wholeNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
-  const readers = wholeNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
+  const limit = optionNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
+  const readers = optionNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
   const holdSeconds =
-    wholeNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
+    optionNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
   const located = await locate(values, io, false);
   const started = Date.now();
   const builder = new SummaryBuilder(started);
@@ -310,7 +299,7 @@ async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitS
     sqs: located.sqs,
     queueUrl: located.dlqUrl,
     readers,
-    batchSize: 10,
+    batchSize: MAX_MESSAGES_PER_RECEIVE,
     holdSeconds,
     waitSeconds: WAIT_SECONDS,
     limit,
@@ -359,10 +348,10 @@ async function runReplay(args: readonly string[], io: CommandIo): Promise<ExitSt
   }
   const started = Date.now();
   const filters = parseFilters(values, started);
-  const limit = wholeNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
-  const readers = wholeNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
+  const limit = optionNumber(values.limit, '--limit', 1, Number.MAX_SAFE_INTEGER);
+  const readers = optionNumber(values.parallel, '--parallel', 1, MAX_READERS) ?? DEFAULT_READERS;
   const holdSeconds =
-    wholeNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
+    optionNumber(values['visibility-timeout'], '--visibility-timeout', MIN_HOLD_SECONDS, MAX_VISIBILITY_SECONDS) ?? HOLD_SECONDS;
   const rate = values.rate === undefined ? undefined : Number(values.rate);
   if (rate !== undefined && !(Number.isFinite(rate) && rate > 0 && rate <= 100_000))
     throw new UsageError(`--rate must be a number of messages per second above 0 (at most 100000); got ${values.rate}`);
@@ -374,7 +363,7 @@ async function runReplay(args: readonly string[], io: CommandIo): Promise<ExitSt
   try {
     const signingKeys = await signingKeysFor(values['signing-secret-arn'], located.sqs, io, values.profile);
     // Under a pace, a receive takes no more than a second's worth, so nothing waits long for its turn.
-    const batchSize = rate === undefined ? 10 : Math.max(1, Math.min(10, Math.floor(rate)));
+    const batchSize = rate === undefined ? MAX_MESSAGES_PER_RECEIVE : Math.max(1, Math.min(MAX_MESSAGES_PER_RECEIVE, Math.floor(rate)));
     const scan = new DeadLetterScan({
       sqs: located.sqs,
       queueUrl: located.dlqUrl,

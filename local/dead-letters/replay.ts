@@ -19,9 +19,9 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { MAX_BATCH_CALL_ENTRIES, MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
+import { MAX_BATCH_CALL_ENTRIES, MAX_MESSAGE_ATTRIBUTES, MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import { DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
-import { MAX_MESSAGE_ATTRIBUTES, messageBytes } from '../../lambda/dead-letter';
+import { messageBytes } from '../../lambda/dead-letter';
 import { sealOriginalId } from '../../lambda/message-id';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { batchEntryId, type FailedBatchItem, sendInBatches } from '../../lambda/sqs-util';

@@ -12,6 +12,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 
 /** What the demo answers to one request. */
 export interface DemoReply {
@@ -50,6 +51,7 @@ export class DemoPortInUseError extends Error {
 
 const OK: DemoReply = { status: 200, headers: { 'Content-Type': 'text/plain' }, body: 'ok\n' };
 
+/** A JSON number the message asks for, whole and within bounds (text is not a number here). */
 function wholeNumber(value: unknown, min: number, max: number): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max ? value : undefined;
 }
@@ -67,7 +69,7 @@ export function demoReplyFor(body: string, receiveCount: number): DemoReply {
   }
   if (typeof request !== 'object' || request === null || Array.isArray(request)) return OK;
   const { retryAfter: rawRetryAfter, status: rawStatus, times: rawTimes } = request as Record<string, unknown>;
-  const retryAfter = wholeNumber(rawRetryAfter, 0, 43_200);
+  const retryAfter = wholeNumber(rawRetryAfter, 0, MAX_VISIBILITY_SECONDS);
   const status = wholeNumber(rawStatus, 200, 599);
   if (retryAfter === undefined && status === undefined) return OK;
   // A Retry-After alone is a one-off ("come back later"); a status alone repeats, to show the DLQ.

@@ -16,15 +16,12 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FastifyReply, FastifyRequest } from 'fastify'; // fauxqs's server; types only
 import { buildApp } from 'fauxqs';
-import { isLoopbackHost } from '../../lambda/config';
 import { deadLetterQueueName, FIFO_SUFFIX } from '../../lambda/sqs-util';
-import { EMULATOR_CREDENTIALS } from '../existing-queue';
+import { EMULATOR_CREDENTIALS, isEmulatorHost } from '../existing-queue';
 import { subcommandPrefix } from '../invocation';
 
 /** The region the embedded emulator's ARNs carry. */
 export const EMULATOR_REGION = 'us-east-1';
-// Credentials the emulator accepts (it accepts any; these are what the runner and its hints use).
-export { EMULATOR_CREDENTIALS };
 
 /** A queue of the emulator. */
 export interface EmulatedQueue {
@@ -116,7 +113,7 @@ export function isLocalHostHeader(host: string | undefined): boolean {
   const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(:[0-9]{1,5})?$/.exec(host?.trim() ?? '');
   if (match === null) return false;
   const name = (match[1] as string).toLowerCase().replace(/\.$/, '');
-  return isLoopbackHost(name) || name.endsWith('.localhost');
+  return isEmulatorHost(name);
 }
 
 /** Raised when the emulator's port is taken. */

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
 import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
-import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { FIFO_SUFFIX } from '../../lambda/sqs-util';
 import type { Emulator, QueueRef } from '../../testkit/emulator';
 import type { SqsProxy } from '../../testkit/sqs-proxy';

@@ -4,7 +4,10 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import { version } from '../../package.json';
-import { BACKOFF_POLICIES, ConfigError, isLoopbackHost, loadConfig } from '../../lambda/config';
+import { loadConfig } from '../../lambda/config';
+import { ConfigError } from '../../lambda/env';
+import { BACKOFF_POLICIES } from '../../lambda/settings';
+import { isLoopbackHost } from '../../lambda/url-rules';
 
 const WEBHOOK_URL = 'https://hooks.example.com/incoming?tenant=1';
 type Env = Record<string, string | undefined>;
@@ -198,6 +201,10 @@ describe('a bad value names its variable', () => {
     ['PACE_KEY', 'tenant id'],
     ['PACE_KEY', 'tenant,region'],
     ['PACE_KEY', 'x'.repeat(257)],
+    // SQS's rule for an attribute's name: no message could carry these, so nothing would be paced by them.
+    ['PACE_KEY', 'AWS.tenant'],
+    ['PACE_KEY', '.tenant'],
+    ['PACE_KEY', 'tenant..id'],
   ])('%s=%j', (variable, raw) => {
     const error = configErrorOf(() => load({ [variable]: raw }));
     expect(error.variable).toBe(variable);

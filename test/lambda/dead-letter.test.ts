@@ -8,19 +8,18 @@ import type { SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
+import { MAX_MESSAGE_ATTRIBUTES, MAX_MESSAGE_BYTES } from '../../lambda/aws-limits';
 import {
-  DEAD_LETTER_REASON_ATTRIBUTE,
   type DeadLetterReason,
   DeadLetterWriter,
   fitReason,
-  MAX_MESSAGE_ATTRIBUTES,
   MAX_REASON_RESPONSE_CHARS,
   messageBytes,
   sanitizeForSqs,
 } from '../../lambda/dead-letter';
 import { verifyOriginalId } from '../../lambda/message-id';
 import { QueueDirectory } from '../../lambda/queues';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import type { SqsGateway } from '../../lambda/sqs-gateway';
 import { sqsRecord } from '../../testkit/records';
 

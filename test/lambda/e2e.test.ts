@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, test } from 'vitest';
-import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { emulatorForFile, sqsProxyForFile, webhookForFile } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
 

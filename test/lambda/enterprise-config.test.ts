@@ -6,7 +6,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, test } from 'vitest';
-import { ConfigError, loadConfig } from '../../lambda/config';
+import { loadConfig } from '../../lambda/config';
+import { ConfigError } from '../../lambda/env';
 import { webhookConnector } from '../../lambda/connector';
 import { OAuthTokens } from '../../lambda/oauth-tokens';
 import { proxyFor } from '../../lambda/proxy';

@@ -7,7 +7,7 @@
 import { type Message, type MessageAttributeValue, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { toSqsRecord } from '../../local/event-source';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';
 import { invoke, relayFor } from '../support/relay';

@@ -7,7 +7,7 @@
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { sqsRecord } from '../../testkit/records';
 import { startTokenEndpoint } from '../../testkit/token-endpoint';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';

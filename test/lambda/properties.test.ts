@@ -10,7 +10,7 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { sqsRecord } from '../../testkit/records';
 import type { WebhookReply } from '../../testkit/webhook';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';

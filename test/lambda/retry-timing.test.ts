@@ -9,11 +9,11 @@ import {
   backoffDelay,
   clampVisibility,
   DEFAULT_BACKOFF_SCHEDULE,
-  MAX_VISIBILITY_SECONDS,
   parseHttpDate,
   parseRetryAfter,
   RECEIVE_TO_INVOKE_SLACK_SECONDS,
 } from '../../lambda/retry-timing';
+import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { MAX_JITTER_FRACTION } from '../../lambda/backoff-formula';
 
 /** 2015-10-21T07:28:00Z, the RFC 9110 example date. */

@@ -15,7 +15,8 @@ import {
   retryWindowMarginSeconds,
   windowStartOf,
 } from '../../lambda/retry-window';
-import { clampVisibility, MAX_VISIBILITY_SECONDS, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
+import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { clampVisibility, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
 
 const HOUR = 3600;
 const DAY = 24 * HOUR;

@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { RecordOutcome } from '../../lambda/record-outcome';
 import { type RecordInWindow, returnVisibility } from '../../lambda/return-visibility';
-import { MAX_VISIBILITY_SECONDS, RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
+import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
+import { RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
 
 const BREAKER_HOLD = 120;
 const ENDPOINT_HOLD = 900;

@@ -5,7 +5,7 @@
  */
 import type { SQSEvent } from 'aws-lambda';
 import { describe, expect, test } from 'vitest';
-import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/dead-letter';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { CAUSE_DIMENSION, DEAD_LETTER_CAUSE_LIST } from '../../lambda/dead-letter-causes';
 import { buildApp } from '../../lib/app';
 import { ContextError } from '../../lib/context';
-import { WebhookRelay, WebhookRelayConfigError } from '../../lib/webhook-relay';
+import { WebhookRelay, WebhookRelayConfigError } from '../../lib/index';
 import { DEAD_LETTER_LINES, MESSAGE_ID_PLACEHOLDER } from '../../lib/webhook-relay/queries';
 import { dashboardWidgets, onlyResource, resourcesOf, testApp } from './helpers';
 

@@ -12,7 +12,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../lib/app';
 import { ContextError, stackFromContext } from '../../lib/context';
-import { WebhookRelay, WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
+import { WebhookRelay, WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/index';
 import { resourcesOf, testApp } from './helpers';
 
 const URL_ = 'https://hooks.example.com/relay';

@@ -6,7 +6,7 @@ import { Duration } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { backstopReceiveCount, retryWindowMarginSeconds } from '../../lambda/retry-window';
 import { FUNCTION_SETTINGS } from '../../lambda/settings';
-import { WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/webhook-relay';
+import { WebhookRelayConfigError, type WebhookRelayProps } from '../../lib/index';
 import { resolveSettings } from '../../lib/webhook-relay/resolve';
 
 const URL_ = 'https://hooks.example.com/relay';

@@ -9,12 +9,14 @@ import { join } from 'node:path';
 import { Duration } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import * as limits from '../../lambda/aws-limits';
-import { ConfigError, loadConfig } from '../../lambda/config';
+import { loadConfig } from '../../lambda/config';
+import { ConfigError } from '../../lambda/env';
 import { FUNCTION_SETTINGS, LOG_LEVELS, type Setting, SETTING_DOCS, SETTING_LIST, SETTINGS, type SettingName } from '../../lambda/settings';
-import { loadLocalSettings, LOG_LEVELS as LOCAL_LOG_LEVELS } from '../../local/settings';
+import { loadLocalSettings } from '../../local/settings';
 import { withSettingsTables } from '../../lib/configuration-docs';
 import { CONTEXT_KEYS } from '../../lib/context';
-import { LOG_LEVELS as STACK_LOG_LEVELS, PROP_OF_VARIABLE, RELAY_DEFAULTS } from '../../lib/webhook-relay';
+import { LOG_LEVELS as STACK_LOG_LEVELS } from '../../lib/index';
+import { PROP_OF_VARIABLE, RELAY_DEFAULTS } from '../../lib/webhook-relay/defaults';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const URL_ = 'https://hooks.example.com/relay';
@@ -102,7 +104,7 @@ describe('the settings registry', () => {
 
   it('one list of log levels for the function, the stack and local mode', () => {
     expect(STACK_LOG_LEVELS).toBe(LOG_LEVELS);
-    expect(LOCAL_LOG_LEVELS).toBe(LOG_LEVELS);
+    expect(loadLocalSettings({ LOG_LEVEL: 'silent' }, false).logLevel).toBe('SILENT');
     expect(CONTEXT_KEYS.logLevel.choices).toBe(LOG_LEVELS);
     expect(loadLocalSettings({ LOG_LEVEL: 'trace' }, false).logLevel).toBe('TRACE');
   });

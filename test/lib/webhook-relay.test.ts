@@ -13,7 +13,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambda/config';
-import { METRIC_NAMES } from '../../lambda/relay';
+import { METRIC_NAMES } from '../../lambda/metric-names';
 import {
   BACKOFF_POLICIES,
   METRICS_NAMESPACE,
@@ -21,7 +21,7 @@ import {
   WebhookRelay,
   WebhookRelayConfigError,
   type WebhookRelayProps,
-} from '../../lib/webhook-relay';
+} from '../../lib/index';
 import { dashboardWidgets, onlyResource, resourcesOf, testApp } from './helpers';
 
 const URL_ = 'https://hooks.example.com/relay';
@@ -715,6 +715,11 @@ describe('WebhookRelay synth-time validation', () => {
       /backoffMax is rejected by the function: .*BACKOFF_MAX_SECONDS must be at least BACKOFF_BASE_SECONDS/,
     ],
     ['a header prefix with a space', { headerPrefix: 'X Carrier-' }, /headerPrefix is rejected by the function: .*HEADER_PREFIX/],
+    [
+      'a pace key with a space',
+      { paceKey: 'tenant id' },
+      /paceKey is rejected by the function: .*PACE_KEY must be a message attribute name/,
+    ],
     [
       'a request concurrency of 0',
       { requestConcurrency: 0 },

@@ -290,6 +290,19 @@ describe('replay', () => {
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
 
+  test("the signing key given both ways: the function's rule, one line naming SIGNING_SECRET_ARN, nothing moved", async () => {
+    await fillDeadLetterQueue(emulator, backstop(2));
+    const both = await deadLetters(['replay', '--queue-url', emulator.queue.url], {
+      SIGNING_SECRET: SECRET,
+      SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-signing-AbCdEf',
+    });
+    expect(both.status).not.toBe(0);
+    expect(both.err).toMatch(/SIGNING_SECRET_ARN must be unset when SIGNING_SECRET is set \(give the secret one way\)/);
+    expect(both.err.trim().split('\n')).toHaveLength(1);
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 2, inflight: 0, delayed: 0 });
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+  });
+
   test('filters: --limit, --since/--until, --cause with several values, and a dead letter from another queue left where it is', async () => {
     await fillDeadLetterQueue(emulator, [...refused(8, 404), ...exhausted(3), ...backstop(2)]);
     await emulator.sqs.send(

@@ -7,13 +7,8 @@
 import { request } from 'node:http';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  EMULATOR_CREDENTIALS,
-  type EmbeddedSqs,
-  FOREIGN_HOST_REFUSAL,
-  isLocalHostHeader,
-  startEmbeddedSqs,
-} from '../../local/sandbox/emulator';
+import { EMULATOR_CREDENTIALS } from '../../local/existing-queue';
+import { type EmbeddedSqs, FOREIGN_HOST_REFUSAL, isLocalHostHeader, startEmbeddedSqs } from '../../local/sandbox/emulator';
 
 let emulator: EmbeddedSqs;
 let sqs: SQSClient;

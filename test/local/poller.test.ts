@@ -7,7 +7,8 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { EMULATOR_CREDENTIALS, type EmbeddedSqs, startEmbeddedSqs } from '../../local/sandbox/emulator';
+import { EMULATOR_CREDENTIALS } from '../../local/existing-queue';
+import { type EmbeddedSqs, startEmbeddedSqs } from '../../local/sandbox/emulator';
 import {
   type EventSourceMapping,
   type InvocationResult,

@@ -6,7 +6,8 @@
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AWS_CLI_VERSION_NOTE, formatBanner, type ReadyInfo } from '../../local/banner';
-import { EMULATOR_CREDENTIALS, type EmbeddedSqs, QUERY_PROTOCOL_REFUSAL, startEmbeddedSqs } from '../../local/sandbox/emulator';
+import { EMULATOR_CREDENTIALS } from '../../local/existing-queue';
+import { type EmbeddedSqs, QUERY_PROTOCOL_REFUSAL, startEmbeddedSqs } from '../../local/sandbox/emulator';
 import { PLAIN } from '../../local/log';
 
 let emulator: EmbeddedSqs;

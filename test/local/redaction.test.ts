@@ -6,7 +6,9 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { ConfigError, loadConfig, redactUrl } from '../../lambda/config';
+import { loadConfig } from '../../lambda/config';
+import { ConfigError } from '../../lambda/env';
+import { redactUrl } from '../../lambda/url-rules';
 import { sqsStartupError } from '../../local/errors';
 import { maskSecret, printableHeaders } from '../../local/sandbox/sandbox';
 import { loadLocalSettings } from '../../local/settings';

@@ -1,0 +1,112 @@
+/**
+ * How each kind of setting of the registry (`lambda/settings.ts`) is written and checked: one
+ * parser per kind, for the function's environment variables (`lambda/env.ts`), the CDK context
+ * (`lib/context.ts`), the construct's props (`lib/webhook-relay/checks.ts`) and the daemon's
+ * command line alike. A parser returns the value, or a {@link Refusal} saying what was expected;
+ * each caller words the error in its own voice (a `ConfigError` for a variable, a `ContextError`
+ * for a `-c` key, a `WebhookRelayConfigError` for a prop). Import-free but for the registry's
+ * types, so the function's bundle, the CDK app and the daemon all load it.
+ */
+import type { Setting } from './settings';
+
+/** A value refused: what it must be instead, the words that follow "must be" in every caller's message. */
+export class Refusal {
+  constructor(readonly expected: string) {}
+}
+
+/**
+ * Where a value was typed: an environment variable (a shell's words: `yes`/`no` too; a literal
+ * quoted in the message, as typed there) or a CDK context key (`-c key=value` or cdk.json's JSON).
+ */
+export type ValueSource = 'variable' | 'context';
+
+/** A value of any kind, in the setting's unit. */
+export type SettingValue = string | number | boolean | readonly number[];
+
+/** The value a setting's kind reads, and `undefined` when the setting may be unset (it has no default). */
+export type SettingValueOf<S> =
+  | (S extends { kind: 'integer' | 'decimal' }
+      ? number
+      : S extends { kind: 'boolean' }
+        ? boolean
+        : S extends { kind: 'list' }
+          ? readonly number[]
+          : S extends { choices: readonly (infer C extends string)[] }
+            ? C
+            : string)
+  | (S extends { default: unknown } ? never : undefined);
+
+/** A literal as a message shows it: quoted for a variable, as a shell user types it; bare for a context key. */
+function literal(text: string, source: ValueSource): string {
+  return source === 'variable' ? `"${text}"` : text;
+}
+
+/** Digits (or a number, from JSON or a prop) as a whole number within bounds; without bounds, any. */
+export function wholeNumber(raw: unknown, min?: number, max?: number): number | Refusal {
+  const value = typeof raw === 'number' ? raw : typeof raw === 'string' && /^[0-9]+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+  if (Number.isSafeInteger(value) && value >= (min ?? 0) && value <= (max ?? Number.MAX_SAFE_INTEGER)) return value;
+  return new Refusal(min === undefined || max === undefined ? 'a whole number' : `a whole number from ${min} to ${max}`);
+}
+
+/** Digits with an optional decimal part (`0.5`; no exponent, no sign), or a number, within bounds. */
+export function decimalNumber(raw: unknown, min: number, max: number): number | Refusal {
+  const value =
+    typeof raw === 'number' ? raw : typeof raw === 'string' && /^[0-9]+(\.[0-9]+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+  if (Number.isFinite(value) && value >= min && value <= max) return value;
+  return new Refusal(`a number from ${min} to ${max} (decimals allowed, e.g. 0.5)`);
+}
+
+/** The words a variable may say true or false with, as shells and container platforms write them. */
+const SHELL_WORDS: Readonly<Record<string, boolean>> = {
+  true: true,
+  '1': true,
+  yes: true,
+  on: true,
+  false: false,
+  '0': false,
+  no: false,
+  off: false,
+};
+
+/** `true` or `false` (a JSON boolean too); a variable also takes 1/0, yes/no, on/off, in any case. */
+export function trueOrFalse(raw: unknown, source: ValueSource): boolean | Refusal {
+  if (typeof raw === 'boolean') return raw;
+  const word = typeof raw === 'string' ? raw.trim() : '';
+  const value = source === 'variable' ? SHELL_WORDS[word.toLowerCase()] : { true: true, false: false }[word];
+  return value ?? new Refusal(`${literal('true', source)} or ${literal('false', source)}`);
+}
+
+/** One of `choices`, in any case, as the choice is written. */
+export function oneOf<T extends string>(raw: unknown, choices: readonly T[]): T | Refusal {
+  const word = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined;
+  return choices.find((choice) => choice.toLowerCase() === word) ?? new Refusal(`one of ${choices.join(', ')}`);
+}
+
+/** A list of whole numbers, comma-separated (`60,600,3600`), each within the setting's bounds. */
+function wholeNumberList(raw: string, setting: Setting, source: ValueSource): readonly number[] | Refusal {
+  const { min = 0, max = Number.MAX_SAFE_INTEGER } = setting;
+  const parts = raw.split(',').map((part) => part.trim());
+  if (parts.every((part) => !(wholeNumber(part, min, max) instanceof Refusal))) return parts.map(Number);
+  const example = Array.isArray(setting.default) ? setting.default.slice(0, 3).join(',') : '1,2,3';
+  return new Refusal(`comma-separated whole ${setting.unit ?? 'numbers'} from ${min} to ${max}, e.g. ${literal(example, source)}`);
+}
+
+/**
+ * `raw` as `setting`'s kind reads it: a number within its bounds, `true`/`false`, one of its
+ * choices, a list of numbers, or text (trimmed). A setting's own rules beyond its kind (a URL's
+ * scheme, a header's characters) are its reader's: `loadConfig` and its kin.
+ */
+export function settingValue(setting: Setting, raw: unknown, source: ValueSource): SettingValue | Refusal {
+  switch (setting.kind) {
+    case 'integer':
+      return wholeNumber(raw, setting.min, setting.max);
+    case 'decimal':
+      return decimalNumber(raw, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
+    case 'boolean':
+      return trueOrFalse(raw, source);
+  }
+  if (typeof raw !== 'string') return new Refusal('a string');
+  if (setting.kind === 'oneOf') return oneOf(raw, setting.choices ?? []);
+  if (setting.kind === 'list') return wholeNumberList(raw, setting, source);
+  return raw.trim();
+}
