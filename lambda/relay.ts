@@ -21,7 +21,7 @@ import { webhookConnector } from './connector';
 import { RequestCredentials } from './credentials';
 import { DeadLetterWriter } from './dead-letter';
 import { Deadline } from './deadline';
-import { DEFAULT_METRICS_NAMESPACE, METRIC_NAMES } from './metric-names';
+import { DEFAULT_METRICS_NAMESPACE } from './metric-names';
 import { OAuthTokens } from './oauth-tokens';
 import { Pacer } from './pacer';
 import { QueueDirectory } from './queues';
