@@ -30,3 +30,21 @@ export function sqsRecord(index: number, overrides: RecordOverrides = {}): SQSRe
     },
   };
 }
+
+let freshIndex = 0;
+
+/**
+ * `count` records of the queue `eventSourceARN`, each with an id of its own across the test file, received just now: well
+ * inside their retry window (the default 2023 timestamps would be past it).
+ */
+export function freshRecords(count: number, eventSourceARN: string): SQSRecord[] {
+  return Array.from({ length: count }, () => {
+    freshIndex += 1;
+    const now = String(Date.now());
+    return sqsRecord(freshIndex, {
+      body: `{"n":${freshIndex}}`,
+      eventSourceARN,
+      attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
+    });
+  });
+}

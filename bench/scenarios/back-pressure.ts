@@ -18,6 +18,7 @@ import {
   rateLimitedResponder,
 } from '../../testkit/rate-limited-webhook';
 import { queueCounts, readyLine, sendMessages, settle, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
+import { seeded } from '../../testkit/seeded-random';
 import { startWebhook } from '../../testkit/webhook';
 import { log, QUICK, roundOrder } from '../harness';
 import { median } from '../stats';
@@ -241,17 +242,6 @@ export async function capacity(): Promise<BackPressureSection[]> {
     sections.push(await measure(`capacity ${rate}/s`, section, 1, sides, Math.max(60_000, (10 * 1000 * messages) / rate)));
   }
   return sections;
-}
-
-/** A small seeded generator (mulberry32): the same refusals in every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A `Retry-After` from 1 s to an hour, even over its logarithm. */

@@ -5,24 +5,13 @@
 import { describe, expect, test, vi } from 'vitest';
 import { version } from '../../package.json';
 import { loadConfig } from '../../lambda/config';
-import { ConfigError } from '../../lambda/env';
+import { configErrorOf } from '../support/config-errors';
 import { BACKOFF_POLICIES } from '../../lambda/settings';
 import { isLoopbackHost } from '../../lambda/url-rules';
 
 const WEBHOOK_URL = 'https://hooks.example.com/incoming?tenant=1';
 type Env = Record<string, string | undefined>;
 const load = (env: Env) => loadConfig({ WEBHOOK_URL, ...env });
-
-/** The ConfigError `fn` throws (fails the test if it throws nothing or something else). */
-function configErrorOf(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 describe('defaults', () => {
   test('only WEBHOOK_URL set gives the documented defaults', () => {

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, test } from 'vitest';
 import { loadConfig } from '../../lambda/config';
-import { ConfigError } from '../../lambda/env';
+import { configErrorOf } from '../support/config-errors';
 import { webhookConnector } from '../../lambda/connector';
 import { OAuthTokens } from '../../lambda/oauth-tokens';
 import { proxyFor } from '../../lambda/proxy';
@@ -17,16 +17,6 @@ const WEBHOOK_URL = 'https://hooks.example.com/incoming';
 type Env = Record<string, string | undefined>;
 const load = (env: Env) => loadConfig({ WEBHOOK_URL, ...env });
 const OAUTH = { OAUTH_TOKEN_URL: 'https://login.example.com/oauth2/token', OAUTH_CLIENT_ID: 'relay', OAUTH_CLIENT_SECRET: 's3cr3t-value' };
-
-function configErrorOf(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 describe('none of them set', () => {
   test('no OAuth, no certificate, no proxy: nothing is built, the transmitter keeps node:http agents', () => {

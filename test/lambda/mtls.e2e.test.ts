@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import { createCa, type IssuedCertificate, TEST_HOSTS } from '../../testkit/certificates';
-import { sqsRecord } from '../../testkit/records';
+import { freshRecords } from '../../testkit/records';
 import { startWebhook } from '../../testkit/webhook';
 import { emulatorForFile, secretsManagerForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
@@ -47,19 +47,8 @@ function fileEnv(certificate: IssuedCertificate, prefix: string): Record<string,
   };
 }
 
-let nextIndex = 0;
-function records(count: number): SQSRecord[] {
-  return Array.from({ length: count }, () => {
-    nextIndex += 1;
-    // Received just now: well inside its retry window (the default 2023 timestamp would be past it).
-    const now = String(Date.now());
-    return sqsRecord(nextIndex, {
-      body: `{"n":${nextIndex}}`,
-      eventSourceARN: emulator.queue.arn,
-      attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
-    });
-  });
-}
+/** `count` fresh records of the emulator's queue (delivered ones need no SQS call). */
+const records = (count: number): SQSRecord[] => freshRecords(count, emulator.queue.arn);
 
 const FAST = { BACKOFF: 'fixed', BACKOFF_BASE_SECONDS: '1', OUTAGE_THRESHOLD: '0' };
 

@@ -8,7 +8,7 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
-import { sqsRecord } from '../../testkit/records';
+import { freshRecords } from '../../testkit/records';
 import { startTokenEndpoint } from '../../testkit/token-endpoint';
 import { emulatorForFile, webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, type LogLine, relayFor, sleep } from '../support/relay';
@@ -37,20 +37,8 @@ const OAUTH = {
   BACKOFF_BASE_SECONDS: '1',
 };
 
-let nextIndex = 0;
-/** `count` synthetic records of the emulator's queue (delivered ones need no SQS call). */
-function records(count: number): SQSRecord[] {
-  return Array.from({ length: count }, () => {
-    nextIndex += 1;
-    // Received just now: well inside its retry window (the default 2023 timestamp would be past it).
-    const now = String(Date.now());
-    return sqsRecord(nextIndex, {
-      body: `{"n":${nextIndex}}`,
-      eventSourceARN: emulator.queue.arn,
-      attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
-    });
-  });
-}
+/** `count` fresh records of the emulator's queue (delivered ones need no SQS call). */
+const records = (count: number): SQSRecord[] => freshRecords(count, emulator.queue.arn);
 
 /** Every log line, the batch responses and dead letters as text, which must hold neither the secret nor a token. */
 function expectNoSecrets(texts: readonly string[]): void {

@@ -8,13 +8,13 @@ import { describe, expect, test } from 'vitest';
 import {
   announcedWindow,
   messagesOf,
-  seeded,
   type SimMessage,
   type SimResult,
   type SimWebhook,
   simulate,
   tokenBucket,
 } from '../support/pacing-simulation';
+import { seeded } from '../../testkit/seeded-random';
 
 const SEEDS = [1, 2, 3];
 

@@ -14,7 +14,7 @@ import { webhookConnector } from '../../lambda/connector';
 import { WebhookTransmitter } from '../../lambda/transmitter';
 import { createCa, TEST_HOSTS } from '../../testkit/certificates';
 import { startConnectProxy } from '../../testkit/connect-proxy';
-import { sqsRecord } from '../../testkit/records';
+import { freshRecords } from '../../testkit/records';
 import { startTokenEndpoint } from '../../testkit/token-endpoint';
 import { startWebhook } from '../../testkit/webhook';
 import { emulatorForFile } from '../support/fixtures';
@@ -54,19 +54,8 @@ const CERTIFICATE = {
 };
 const PROXIED = { HTTPS_PROXY: `http://relay:${PROXY_PASSWORD}@127.0.0.1:${proxy.port}`, ...CERTIFICATE };
 
-let nextIndex = 0;
-function records(count: number): SQSRecord[] {
-  return Array.from({ length: count }, () => {
-    nextIndex += 1;
-    // Received just now: well inside its retry window (the default 2023 timestamp would be past it).
-    const now = String(Date.now());
-    return sqsRecord(nextIndex, {
-      body: `{"n":${nextIndex}}`,
-      eventSourceARN: emulator.queue.arn,
-      attributes: { SentTimestamp: now, ApproximateFirstReceiveTimestamp: now },
-    });
-  });
-}
+/** `count` fresh records of the emulator's queue (delivered ones need no SQS call). */
+const records = (count: number): SQSRecord[] => freshRecords(count, emulator.queue.arn);
 
 function expectNoProxyPassword(lines: readonly LogLine[]): void {
   for (const line of lines) expect(JSON.stringify(line)).not.toContain(PROXY_PASSWORD);

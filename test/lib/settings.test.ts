@@ -10,7 +10,7 @@ import { Duration } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import * as limits from '../../lambda/aws-limits';
 import { loadConfig } from '../../lambda/config';
-import { ConfigError } from '../../lambda/env';
+import { configErrorOf } from '../support/config-errors';
 import { FUNCTION_SETTINGS, LOG_LEVELS, type Setting, SETTING_DOCS, SETTING_LIST, SETTINGS, type SettingName } from '../../lambda/settings';
 import { loadLocalSettings } from '../../local/settings';
 import { withSettingsTables } from '../../lib/configuration-docs';
@@ -20,16 +20,6 @@ import { PROP_OF_VARIABLE, RELAY_DEFAULTS } from '../../lib/webhook-relay/defaul
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const URL_ = 'https://hooks.example.com/relay';
-
-function configErrorOf(action: () => unknown): ConfigError {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('the settings registry', () => {
   it('docs/configuration.md holds the tables the registry renders (npx tsx bin/docs.ts rewrites them)', () => {

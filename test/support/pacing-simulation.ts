@@ -10,6 +10,7 @@
 import { type PaceClock, Pacer, type PacingSettings, paceSignalOf } from '../../lambda/pacer';
 import { type Quota, quotaOf } from '../../lambda/rate-limit-headers';
 import type { WebhookResponse } from '../../lambda/transmitter';
+import { seeded } from '../../testkit/seeded-random';
 
 /** A timed callback of the simulation's clock. */
 interface Timer {
@@ -100,17 +101,6 @@ export class SimulatedClock implements PaceClock {
 }
 
 const earlier = (a: Timer, b: Timer): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq);
-
-/** A small seeded generator (mulberry32): the same run every time for a seed. */
-export function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One message of the model queue. */
 export interface SimMessage {
