@@ -298,6 +298,11 @@ export class Pace {
     return this.heldUntil;
   }
 
+  /** True once this pace has been cut or held: it paces to its own refusals. */
+  pacedAt(now: number): boolean {
+    return this.rate !== Number.POSITIVE_INFINITY || now < this.heldUntil;
+  }
+
   /** True in a long hold (one that is probed) when no probe is due: a request is not to wait for it. */
   heldLong(now: number): boolean {
     return now < this.heldUntil && this.probeAt !== Number.POSITIVE_INFINITY && (this.probing || now < this.probeAt);

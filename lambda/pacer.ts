@@ -187,9 +187,15 @@ export class Pacer {
     if (answer.signal === 'slow-down') this.refused += 1;
     const keyPace = key === undefined ? undefined : this.keys.get(key);
     const keyHeld = keyPace?.answered(answer, now);
-    // Paced per key, rate-limit headers are the key's (a quota per tenant would otherwise hold back all the others).
+    // Paced per key, rate-limit headers are the key's (a quota per tenant would otherwise hold back all the others), and so
+    // are the refusals of a key already paced to them: the endpoint's pace is for what the other keys meet.
+    const keysOwn = keyPace !== undefined && answer.signal === 'slow-down' && keyPace.pacedAt(now);
     const endpointHeld = this.endpoint.answered(
-      keyPace === undefined || answer.quota === undefined ? answer : { ...answer, quota: undefined },
+      keysOwn
+        ? { ...answer, signal: 'neutral', quota: undefined }
+        : keyPace === undefined || answer.quota === undefined
+          ? answer
+          : { ...answer, quota: undefined },
       now,
     );
     // A long hold that began: the waiters stop waiting now and their records go back to the queue (they are the refused

@@ -481,6 +481,23 @@ describe('per-key paces', () => {
     expect(pacer.acquire(Date.now() + 30_000, 'fast')).toBe(true);
   });
 
+  test("a key's refusals once it is paced are its own: they neither cut nor hold the endpoint", async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 15; i += 1) await exchange(pacer, answer('accepted'), 10, 'others');
+    // The limited tenant refused, every message a different one, with a Retry-After: its own pace is cut, then held.
+    for (let i = 0; i < 60; i += 1) {
+      await exchange(pacer, answer('accepted'), 5, 'others');
+      if (pacer.acquire(Infinity, 'limited') === true) pacer.release(answer('slow-down', { retryAfterSeconds: 1 }), 'limited');
+    }
+    expect(pacer.retryInSeconds('limited')).toBeGreaterThan(0);
+    // Then a run of its backlog alone: twenty different messages refused with a Retry-After, which from keys not yet paced
+    // would hold the endpoint. Its own refusals, once it is paced, hold only the key.
+    for (let i = 0; i < 20; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1 }), 0, 'limited');
+    expect(pacer.holdEndsAt()).toBe(0);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    expect(pacer.acquire(Date.now() + 30_000, 'others')).toBe(true);
+  });
+
   test(`a key's wait up to ${KEY_WAIT_MS} ms is waited; a waiter for a key does not hold up another key's`, async () => {
     const pacer = pacerOf({ adaptive: false, maxInFlight: 5 });
     expect(pacer.acquire(Infinity, 'a')).toBe(true);
