@@ -190,14 +190,9 @@ export class Pacer {
     // Paced per key, rate-limit headers are the key's (a quota per tenant would otherwise hold back all the others), and so
     // are the refusals of a key already paced to them: the endpoint's pace is for what the other keys meet.
     const keysOwn = keyPace !== undefined && answer.signal === 'slow-down' && keyPace.pacedAt(now);
-    const endpointHeld = this.endpoint.answered(
-      keysOwn
-        ? { ...answer, signal: 'neutral', quota: undefined }
-        : keyPace === undefined || answer.quota === undefined
-          ? answer
-          : { ...answer, quota: undefined },
-      now,
-    );
+    const endpointAnswer: PacedAnswer =
+      keyPace === undefined ? answer : { ...answer, quota: undefined, signal: keysOwn ? 'neutral' : answer.signal };
+    const endpointHeld = this.endpoint.answered(endpointAnswer, now);
     // A long hold that began: the waiters stop waiting now and their records go back to the queue (they are the refused
     // batch's: the probes come from the next ones). A short one: those it outlasts, not at their deadline.
     if (endpointHeld !== undefined && endpointHeld - now > QUICK_HOLD_SECONDS * 1000) this.dropWaiters();
