@@ -7,8 +7,10 @@
  * the webhook's business with those messages (one tenant over its quota, records it cannot take yet): it costs those messages
  * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate is tried once: the
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
- * the pace put back as it was. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence, many
- * different messages refused with no acceptance among them for a second, and lasts the shortest `Retry-After` among them.
+ * the pace put back as it was. A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of
+ * congestion at all: it says when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs
+ * the same kind of evidence, many different messages refused with no acceptance among them for a second, and lasts the
+ * shortest `Retry-After` among them; a long one is probed, by the clock and by the records it keeps back.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
@@ -111,13 +113,28 @@ export const HOLD_ACCEPTED_SHARE = 0.2;
 export const PROBE_EVERY_MS = 2_000;
 /** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
 export const FIRST_PROBE_MS = 250;
+/**
+ * In a long hold, the record after this many kept back is a probe too, then after twice as many, and so on: records kept back
+ * go through the queue far faster than the clock's probes, and a hold begun on one tenant's backlog ends at the first record
+ * of another tenant that the webhook takes, not after the whole backlog has been probed a record every two seconds.
+ */
+export const PROBE_AFTER_KEPT_BACK = 10;
+/**
+ * Records a long hold keeps back go back to the queue for this long (SQS's shortest wait short of none, which would bring them
+ * straight back): by then a probe has likely gone, and they come back to a webhook taking requests again or to the same hold.
+ */
+export const KEPT_BACK_MS = 1_000;
 /** A hold lasts this long at most, however long the `Retry-After`: records kept back go back to the queue for no longer. */
 export const LONG_HOLD_SECONDS = 6;
 /** Holds less than this apart are one run of holds: each restarts from the pace before the first. */
 const HOLDS_APART_MS = 5_000;
-/** A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}. */
+/**
+ * A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}, or of
+ * {@link HOLD_EVIDENCE_MESSAGES} different messages (about as many as a container sends in that second to a fast webhook).
+ */
 export const QUICK_HOLD_SECONDS = 5;
 export const HOLD_EVIDENCE_MS = 1_000;
+export const HOLD_EVIDENCE_MESSAGES = 200;
 /** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
 export const QUOTA_HEADROOM = 0.95;
 /** A reset this long or longer is spread over (the remaining quota ÷ the time left); a shorter one, in whole seconds, is too coarse. */
@@ -200,6 +217,9 @@ export class Pace {
   /** When the next probe may go in a hold, and whether one is out. */
   private probeAt = Number.POSITIVE_INFINITY;
   private probing = false;
+  /** Records kept back since a long hold began, and the count at which the next is a probe. */
+  private keptBack = 0;
+  private probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
   private paceBeforeHolds = Number.POSITIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /** Until the first refusal the in-flight limit doubles each round trip. */
@@ -293,6 +313,20 @@ export class Pace {
     this.inFlight = Math.max(0, this.inFlight - 1);
   }
 
+  /** True in a long hold (one that is probed), a probe due or not. */
+  inLongHold(now: number): boolean {
+    return now < this.heldUntil && this.probeAt !== Number.POSITIVE_INFINITY;
+  }
+
+  /** A record a long hold kept from starting: after {@link PROBE_AFTER_KEPT_BACK} of them, and twice as many each time, the next is a probe. */
+  keptBackInHold(now: number): void {
+    if (!this.inLongHold(now)) return;
+    this.keptBack += 1;
+    if (this.keptBack < this.probeAfterKeptBack) return;
+    this.probeAfterKeptBack *= 2;
+    this.probeAt = Math.min(this.probeAt, now);
+  }
+
   /** When the hold ends (ms), or 0. */
   get heldUntilMs(): number {
     return this.heldUntil;
@@ -335,6 +369,12 @@ export class Pace {
       return undefined;
     }
     const refused = signal === 'slow-down';
+    // A long wait named is that message's (a tenant over its hourly quota, a record the webhook cannot take yet), or the whole
+    // webhook's for a while: the hold's business, never the pace's. The webhook answered it at once, so the slow start goes on.
+    if (refused && answer.retryAfterSeconds !== undefined && answer.retryAfterSeconds > QUICK_HOLD_SECONDS) {
+      this.growInFlight();
+      return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
+    }
     if (refused) this.meter.refused(now);
     else this.meter.accepted(now);
     if (this.doubt !== undefined) this.countInDoubt(this.doubt, refused, now - answer.latencyMs, now);
@@ -352,8 +392,9 @@ export class Pace {
    * A refusal with a `Retry-After` adds to the run of them. A run of {@link HOLD_AFTER_MESSAGES} different messages with few
    * acceptances among them (at most {@link HOLD_ACCEPTED_SHARE}) holds the pace for the shortest `Retry-After` among them: at
    * once when that is short (at most {@link QUICK_HOLD_SECONDS}: a token bucket far below what is sent), and only once the run
-   * has lasted {@link HOLD_EVIDENCE_MS} when it is long (a backlog of one tenant's messages all refused for an hour passes
-   * sooner than that; a webhook that refuses everything for an hour does not).
+   * has lasted {@link HOLD_EVIDENCE_MS} or counted {@link HOLD_EVIDENCE_MESSAGES} when it is long (a backlog of one tenant's
+   * messages all refused for an hour mostly passes sooner than that; a webhook that refuses everything for an hour does not; a
+   * longer backlog is held, and its probes soon reach the other tenants' records).
    */
   private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number): number | undefined {
     let run = this.run;
@@ -364,7 +405,12 @@ export class Pace {
     run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
     if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
-    if (run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS && now - run.startedAt < HOLD_EVIDENCE_MS) return undefined;
+    if (
+      run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS &&
+      now - run.startedAt < HOLD_EVIDENCE_MS &&
+      run.messages < HOLD_EVIDENCE_MESSAGES
+    )
+      return undefined;
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
@@ -378,6 +424,8 @@ export class Pace {
     // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
     // Pacer: they are likely more of what was refused), then every PROBE_EVERY_MS; a short one is waited out.
     this.probeAt = seconds > QUICK_HOLD_SECONDS ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
+    this.keptBack = 0;
+    this.probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
     this.restartAfterHold(now);
     return until;
   }
@@ -623,8 +671,13 @@ export class Pace {
     if (this.floor < 0.001) this.floor = 0;
   }
 
-  private speedUp(now: number): void {
+  /** One more in flight per answer in the slow start, one more per round trip's worth of answers after it. */
+  private growInFlight(): void {
     this.limit = Math.min(this.limits.maxInFlight, this.limit + (this.slowStart ? 1 : 1 / this.limit));
+  }
+
+  private speedUp(now: number): void {
+    this.growInFlight();
     // In doubt, the pace stays where it was: growing, it would add the congestion the dips are to tell from a floor.
     if (this.rate === Number.POSITIVE_INFINITY || this.doubt !== undefined) return;
     const sent = this.meter.read(now, MEASURE_MS);

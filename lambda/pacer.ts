@@ -6,7 +6,7 @@
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { PROBE_EVERY_MS, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
+import { KEPT_BACK_MS, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
 import type { WebhookResult } from './transmitter';
 
 /** How a container paces its requests. */
@@ -118,7 +118,10 @@ export class Pacer {
       return true;
     }
     // A hold that outlasts the deadline, or a key's pace that would hold up the batch: the record goes back (see retryInSeconds).
-    if (now >= deadlineMs || this.heldPast(deadlineMs, now)) return Promise.resolve(false);
+    if (now >= deadlineMs || this.heldPast(deadlineMs, now)) {
+      this.endpoint.keptBackInHold(now);
+      return Promise.resolve(false);
+    }
     if (keyPace !== undefined && keyPace.waitMs(now) > Math.min(KEY_WAIT_MS, deadlineMs - now)) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       this.waiters.push({ resolve, deadlineMs, keyPace });
@@ -146,6 +149,7 @@ export class Pacer {
       const waiter = this.waiters[i] as Waiter;
       const keyHeldUntil = waiter.keyPace?.heldUntilMs ?? 0;
       if (now >= waiter.deadlineMs || this.heldPast(waiter.deadlineMs, now) || keyHeldUntil > waiter.deadlineMs) {
+        this.endpoint.keptBackInHold(now);
         this.waiters.splice(i, 1);
         waiter.resolve(false);
       }
@@ -201,7 +205,11 @@ export class Pacer {
 
   /** Every waiter gets `false` now: its record goes back to the queue. */
   private dropWaiters(): void {
-    for (const waiter of this.waiters.splice(0)) waiter.resolve(false);
+    const now = this.clock.now();
+    for (const waiter of this.waiters.splice(0)) {
+      this.endpoint.keptBackInHold(now);
+      waiter.resolve(false);
+    }
   }
 
   /** Gives back a slot taken for a request that never went (an error building or sending it), without a verdict. */
@@ -217,8 +225,8 @@ export class Pacer {
    */
   retryInSeconds(key?: string): number {
     const now = this.clock.now();
-    // A long hold is probed, and a probe taken ends it: its records come back after the next probe, not the whole hold.
-    let untilMs = this.endpoint.heldLong(now) ? Math.min(this.endpoint.heldUntilMs, now + PROBE_EVERY_MS) : this.endpoint.heldUntilMs;
+    // A long hold is probed, and a probe taken ends it: its records come back a second later, not after the whole hold.
+    let untilMs = this.endpoint.inLongHold(now) ? Math.min(this.endpoint.heldUntilMs, now + KEPT_BACK_MS) : this.endpoint.heldUntilMs;
     const keyPace = key === undefined ? undefined : this.keys.get(key);
     if (keyPace !== undefined) untilMs = Math.max(untilMs, now + keyPace.waitMs(now));
     return Math.max(0, Math.ceil((untilMs - now) / 1000));

@@ -15,10 +15,13 @@ import {
   FIRST_PROBE_MS,
   HOLD_ACCEPTED_SHARE,
   HOLD_AFTER_MESSAGES,
+  HOLD_EVIDENCE_MESSAGES,
   HOLD_EVIDENCE_MS,
   INITIAL_IN_FLIGHT,
+  KEPT_BACK_MS,
   LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
+  PROBE_AFTER_KEPT_BACK,
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
@@ -149,6 +152,19 @@ describe('a fresh pacer', () => {
     for (let i = 0; i < 4; i += 1) await exchange(pacer, answer('accepted'));
     // 2 → 2.5 → 2.9 → 3.24 → 3.55: not the slow start's 6.
     expect(pacer.snapshot().inFlightLimit).toBe(3);
+  });
+
+  test('refusals that name a long wait (one tenant over its hourly quota) neither end the slow start nor pace anything', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 40; i += 1) await exchange(pacer, answer(i % 2 === 0 ? 'slow-down' : 'accepted', { retryAfterSeconds: 3600 }), 1);
+    // Half of them refused for an hour: as fast as ever, and the in-flight limit grew by one an answer to MAX_CONCURRENCY.
+    expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
+    expect(pacer.refusalFloor()).toBe(0);
+    // The same share refused with a short wait is a pace's business: the slow start is over at the first of them.
+    const short = pacerOf();
+    await exchange(short, answer('slow-down', { retryAfterSeconds: QUICK_HOLD_SECONDS }));
+    for (let i = 0; i < 4; i += 1) await exchange(short, answer('accepted'));
+    expect(short.snapshot().inFlightLimit).toBe(3);
   });
 
   test('PACING=false: MAX_CONCURRENCY in flight at once (no slow start); with a ceiling, it runs at it', () => {
@@ -304,20 +320,55 @@ describe('the endpoint hold', () => {
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
   });
 
-  test('a long hold is probed: its records go back at once, but a request every 2 s; one the webhook takes ends the hold', async () => {
+  test(`… or once ${HOLD_EVIDENCE_MESSAGES} different messages were refused, if that is sooner (a fast webhook refusing everything)`, async () => {
+    const pacer = pacerOf();
+    const firstAt = Date.now() + 1;
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES - 1, 3600, 1);
+    expect(pacer.holdEndsAt()).toBe(0);
+    await refuse(pacer, 1, 3600, 1);
+    expect(Date.now() - firstAt).toBeLessThan(HOLD_EVIDENCE_MS);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+  });
+
+  test('a long hold is probed: its records go back at once for a second, a request every 2 s; one the webhook takes ends the hold', async () => {
     const pacer = pacerOf();
     for (let i = 0; i < 200 && pacer.holdEndsAt() === 0; i += 1)
       await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 10);
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
     expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
-    // Its records come back after the next probe, not the whole hold: a probe taken ends it.
-    expect(pacer.retryInSeconds()).toBe(PROBE_EVERY_MS / 1000);
+    // Its records come back a second later, not after the whole hold: a probe taken ends it.
+    expect(pacer.retryInSeconds()).toBe(KEPT_BACK_MS / 1000);
     await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
     pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
     expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
     await vi.advanceTimersByTimeAsync(PROBE_EVERY_MS);
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    pacer.release(answer('accepted'));
+    expect(pacer.holdEndsAt()).toBe(Date.now());
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+  });
+
+  test(`a long hold is probed by the records it keeps back too: the one after ${PROBE_AFTER_KEPT_BACK} of them, then after twice as many`, async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1);
+    expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
+    // Within the first probe's 250 ms, a later batch's records go back one after another (a backlog's, going through the queue):
+    const keptBackUntilProbe = async (): Promise<number> => {
+      for (let kept = 0; kept < 1000; kept += 1) {
+        const slot = pacer.acquire(Date.now() + 60_000);
+        if (slot === true) return kept;
+        expect(await slot).toBe(false);
+      }
+      return Number.NaN;
+    };
+    expect(await keptBackUntilProbe()).toBe(PROBE_AFTER_KEPT_BACK);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600 })); // one more of the backlog
+    expect(await keptBackUntilProbe()).toBe(PROBE_AFTER_KEPT_BACK);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
+    expect(await keptBackUntilProbe()).toBe(2 * PROBE_AFTER_KEPT_BACK);
+    expect(Date.now() - (pacer.holdEndsAt() - LONG_HOLD_SECONDS * 1000)).toBeLessThan(FIRST_PROBE_MS);
+    // Another tenant's record, taken: the hold is over, long before its clock's first probe.
     pacer.release(answer('accepted'));
     expect(pacer.holdEndsAt()).toBe(Date.now());
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
