@@ -222,7 +222,10 @@ export class Pace {
   private probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
   private paceBeforeHolds = Number.POSITIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
-  /** Until the first refusal the in-flight limit doubles each round trip. */
+  /**
+   * Until the first cut the in-flight limit doubles each round trip: refusals the pace tolerates (a share some
+   * floor could explain, a long `Retry-After`) say nothing of how many requests the webhook can take at once.
+   */
   private slowStart: boolean;
   /**
    * Since a short hold (a token bucket far below what was sent), until the next cut: the pace doubles back up from what the
@@ -246,7 +249,7 @@ export class Pace {
     private readonly limits: PaceLimits,
     now: number,
   ) {
-    // Adaptive, it starts with a few in flight and doubles them each round trip until a refusal (TCP's slow start): a fresh
+    // Adaptive, it starts with a few in flight and doubles them each round trip until a cut (TCP's slow start): a fresh
     // container does not send MAX_CONCURRENCY requests at once into a webhook whose capacity it does not know yet.
     this.slowStart = limits.adaptive && limits.slowStart !== false;
     this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
@@ -477,7 +480,6 @@ export class Pace {
    * puts the pace in doubt instead, and the dips will tell.
    */
   private cutIfCongested(now: number): void {
-    this.slowStart = false;
     if (this.doubt !== undefined) this.doubt.lastRefusalAt = now;
     if (now - this.lastCutAt < Math.max(MIN_CUT_INTERVAL_MS, 2 * this.latencyMs)) return;
     const floor = this.floor;
@@ -647,6 +649,7 @@ export class Pace {
 
   /** Cuts the adaptive rate to `rate`, and the in-flight limit. */
   private cutTo(now: number, rate: number): void {
+    this.slowStart = false;
     this.climbingAfterQuickHold = false;
     this.limit = Math.max(1, this.limit * DECREASE_FACTOR);
     // At what the webhook took already: no lower, and the pace stays calm.

@@ -146,12 +146,18 @@ describe('a fresh pacer', () => {
     expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
   });
 
-  test('after the first refusal the in-flight limit grows by 1/limit per acceptance only', async () => {
+  test('a refusal the pace tolerates does not end the slow start; after a cut the in-flight limit grows by 1/limit per acceptance', async () => {
     const pacer = pacerOf();
     await exchange(pacer, answer('slow-down'));
     for (let i = 0; i < 4; i += 1) await exchange(pacer, answer('accepted'));
-    // 2 → 2.5 → 2.9 → 3.24 → 3.55: not the slow start's 6.
-    expect(pacer.snapshot().inFlightLimit).toBe(3);
+    // One refusal in five answers says nothing of how many the webhook takes at once: 2 + 4.
+    expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: INITIAL_IN_FLIGHT + 4 });
+    for (let i = 0; i < 40 && pacer.snapshot().requestsPerSecond === undefined; i += 1)
+      await exchange(pacer, answer(i % 6 === 0 ? 'accepted' : 'slow-down'), 10);
+    const cut = pacer.snapshot().inFlightLimit;
+    for (let i = 0; i < 4; i += 1) await exchange(pacer, answer('accepted'), 200);
+    // 1/limit each: at most one more over four acceptances, not the slow start's four.
+    expect(pacer.snapshot().inFlightLimit).toBeLessThanOrEqual(cut + 1);
   });
 
   test('refusals that name a long wait (one tenant over its hourly quota) neither end the slow start nor pace anything', async () => {
@@ -160,11 +166,15 @@ describe('a fresh pacer', () => {
     // Half of them refused for an hour: as fast as ever, and the in-flight limit grew by one an answer to MAX_CONCURRENCY.
     expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
     expect(pacer.refusalFloor()).toBe(0);
-    // The same share refused with a short wait is a pace's business: the slow start is over at the first of them.
-    const short = pacerOf();
-    await exchange(short, answer('slow-down', { retryAfterSeconds: QUICK_HOLD_SECONDS }));
-    for (let i = 0; i < 4; i += 1) await exchange(short, answer('accepted'));
-    expect(short.snapshot().inFlightLimit).toBe(3);
+    // Most refused, for an hour: still nothing paced (a hold's business, after a second of them). For 1 s, a token bucket's: paced.
+    for (const [retryAfterSeconds, paced] of [
+      [3600, false],
+      [1, true],
+    ] as const) {
+      const most = pacerOf();
+      for (let i = 0; i < 30; i += 1) await exchange(most, answer(i % 6 === 0 ? 'accepted' : 'slow-down', { retryAfterSeconds }), 10);
+      expect(most.snapshot().requestsPerSecond !== undefined, `Retry-After: ${retryAfterSeconds}`).toBe(paced);
+    }
   });
 
   test('PACING=false: MAX_CONCURRENCY in flight at once (no slow start); with a ceiling, it runs at it', () => {
