@@ -253,9 +253,9 @@ export async function capacity(): Promise<BackPressureSection[]> {
 const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(random() * Math.log(3600)));
 
 /**
- * A fast webhook refusing some messages for their own sake, five ways: one tenant in 20 always (`Retry-After: 3600`), one
+ * A fast webhook refusing some messages for their own sake, six ways: one tenant in 20 always (`Retry-After: 3600`), one
  * tenant's 20 % (1 s to 1 h), 5 % of requests at random (`Retry-After: 1`), 20 % at random (1 s to 1 h), and the first tenant's
- * backlog of 200 arriving first (an hour). The goal is about the messages never refused: their drain against `PACING=false`'s.
+ * backlog of 200, then of 2,000, arriving first (an hour). The goal is about the messages never refused: their drain against `PACING=false`'s.
  */
 export async function perMessage(): Promise<BackPressureSection[]> {
   const over = 'over-quota';
@@ -299,6 +299,15 @@ export async function perMessage(): Promise<BackPressureSection[]> {
     {
       description: "the refused tenant's backlog of 200 messages arriving first, refused with `Retry-After: 3600`",
       tenantOf: (i) => (i < 200 ? over : `tenant-${i % 7}`),
+      refuse:
+        () =>
+        ({ tenant }) =>
+          tenant === over ? 3600 : undefined,
+    },
+    {
+      description:
+        "the refused tenant's backlog of 2,000 messages arriving first (long enough to hold the endpoint), refused with `Retry-After: 3600`",
+      tenantOf: (i) => (i < 2_000 ? over : `tenant-${i % 7}`),
       refuse:
         () =>
         ({ tenant }) =>
