@@ -342,7 +342,7 @@ export class Pace {
 
   /** True in a long hold (one that is probed) when no probe is due: a request is not to wait for it. */
   heldLong(now: number): boolean {
-    return now < this.heldUntil && this.probeAt !== Number.POSITIVE_INFINITY && (this.probing || now < this.probeAt);
+    return this.inLongHold(now) && (this.probing || now < this.probeAt);
   }
 
   /**
