@@ -130,11 +130,16 @@ export const LONG_HOLD_SECONDS = 6;
 const HOLDS_APART_MS = 5_000;
 /**
  * A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}, or of
- * {@link HOLD_EVIDENCE_MESSAGES} different messages (about as many as a container sends in that second to a fast webhook).
+ * {@link HOLD_EVIDENCE_MESSAGES} different messages (about as many as a container sends in a second to a fast webhook; a fresh
+ * one, still growing its requests in flight, sends far fewer in its first second).
  */
 export const QUICK_HOLD_SECONDS = 5;
-export const HOLD_EVIDENCE_MS = 1_000;
+export const HOLD_EVIDENCE_MS = 2_000;
 export const HOLD_EVIDENCE_MESSAGES = 200;
+/** For this long after a long hold that a taken probe ended, a long hold needs twice the evidence (and twice again for each). */
+export const WRONG_HOLDS_KEPT_MS = 30_000;
+/** … counted up to this many: a webhook whose outages come and go is still held within 4 s. */
+export const MOST_WRONG_HOLDS = 2;
 /** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
 export const QUOTA_HEADROOM = 0.95;
 /** A reset this long or longer is spread over (the remaining quota ÷ the time left); a shorter one, in whole seconds, is too coarse. */
@@ -221,6 +226,9 @@ export class Pace {
   private keptBack = 0;
   private probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
   private paceBeforeHolds = Number.POSITIVE_INFINITY;
+  /** Long holds a taken probe ended, one less than {@link WRONG_HOLDS_KEPT_MS} after another, and when the last was. */
+  private wrongHolds = 0;
+  private wrongHoldAt = Number.NEGATIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /**
    * Until the first cut the in-flight limit doubles each round trip: refusals the pace tolerates (a share some
@@ -359,6 +367,10 @@ export class Pace {
       // what it was before it (the refusals were the refused messages' own business, or are over).
       if (answer.signal === 'accepted' && now < this.heldUntil) {
         this.heldUntil = now;
+        // A long hold the webhook's answer proved wrong: refusals of some messages, not of the endpoint. The next long hold
+        // waits for twice the evidence, so the rest of a backlog coming back from the queue is sent, not held again.
+        this.wrongHolds = now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 1 : this.wrongHolds + 1;
+        this.wrongHoldAt = now;
         this.refill(now);
         this.rate = Math.max(this.rate, this.paceBeforeHolds);
         this.cutFrom = Number.POSITIVE_INFINITY;
@@ -397,7 +409,9 @@ export class Pace {
    * once when that is short (at most {@link QUICK_HOLD_SECONDS}: a token bucket far below what is sent), and only once the run
    * has lasted {@link HOLD_EVIDENCE_MS} or counted {@link HOLD_EVIDENCE_MESSAGES} when it is long (a backlog of one tenant's
    * messages all refused for an hour mostly passes sooner than that; a webhook that refuses everything for an hour does not; a
-   * longer backlog is held, and its probes soon reach the other tenants' records).
+   * longer backlog is held, and its probes soon reach the other tenants' records). For {@link WRONG_HOLDS_KEPT_MS} after a long
+   * hold a taken probe ended, a long one needs twice the evidence, four times after two: the rest of that backlog, kept back
+   * and now coming back from the queue, is sent and refused once, not held again a record a probe at a time.
    */
   private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number): number | undefined {
     let run = this.run;
@@ -408,12 +422,10 @@ export class Pace {
     run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
     if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
-    if (
-      run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS &&
-      now - run.startedAt < HOLD_EVIDENCE_MS &&
-      run.messages < HOLD_EVIDENCE_MESSAGES
-    )
-      return undefined;
+    if (run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS) {
+      const more = now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 1 : 2 ** Math.min(this.wrongHolds, MOST_WRONG_HOLDS);
+      if (now - run.startedAt < HOLD_EVIDENCE_MS * more && run.messages < HOLD_EVIDENCE_MESSAGES * more) return undefined;
+    }
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it

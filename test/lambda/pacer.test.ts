@@ -25,6 +25,7 @@ import {
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
+  WRONG_HOLDS_KEPT_MS,
   type PacedAnswer,
   type PaceSignal,
 } from '../../lambda/pace';
@@ -322,10 +323,10 @@ describe('the endpoint hold', () => {
 
   test(`a long Retry-After only once the refusals have gone on for ${HOLD_EVIDENCE_MS} ms, and ${LONG_HOLD_SECONDS} s at first`, async () => {
     const pacer = pacerOf();
-    const firstAt = Date.now() + 10;
-    await refuse(pacer, 5 * HOLD_AFTER_MESSAGES, 3600, 10); // 490 ms of refusals: one tenant's backlog passes sooner
+    const firstAt = Date.now() + 20;
+    await refuse(pacer, 5 * HOLD_AFTER_MESSAGES, 3600, 20); // 980 ms of refusals: one tenant's backlog passes sooner
     expect(pacer.holdEndsAt()).toBe(0);
-    while (pacer.holdEndsAt() === 0 && Date.now() < firstAt + 2000) await refuse(pacer, 1, 3600, 10);
+    while (pacer.holdEndsAt() === 0 && Date.now() < firstAt + HOLD_EVIDENCE_MS + 1000) await refuse(pacer, 1, 3600, 20);
     expect(Date.now() - firstAt).toBeGreaterThanOrEqual(HOLD_EVIDENCE_MS);
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
   });
@@ -382,6 +383,43 @@ describe('the endpoint hold', () => {
     pacer.release(answer('accepted'));
     expect(pacer.holdEndsAt()).toBe(Date.now());
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+  });
+
+  test(`a long hold a taken probe ended: the next waits for twice the evidence, then four times, for ${WRONG_HOLDS_KEPT_MS / 1000} s`, async () => {
+    const pacer = pacerOf();
+    /** Different messages refused 1 ms apart until a hold begins (at most 2,000): how many it took. */
+    const refusedUntilHeld = async (): Promise<number> => {
+      for (let count = 1; count <= 2000; count += 1) {
+        await refuse(pacer, 1, 3600, 1);
+        if (pacer.holdEndsAt() > Date.now()) return count;
+      }
+      return Number.NaN;
+    };
+    /** The hold's first probe, taken: the refusals were some messages', not the endpoint's. */
+    const probeTaken = async (): Promise<void> => {
+      await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+      expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+      pacer.release(answer('accepted'));
+      expect(pacer.holdEndsAt()).toBe(Date.now());
+    };
+    expect(await refusedUntilHeld()).toBe(HOLD_EVIDENCE_MESSAGES);
+    await probeTaken();
+    // The rest of a long backlog, back from the queue, is sent: a hold again only on twice the evidence...
+    expect(await refusedUntilHeld()).toBe(2 * HOLD_EVIDENCE_MESSAGES);
+    await probeTaken();
+    expect(await refusedUntilHeld()).toBe(4 * HOLD_EVIDENCE_MESSAGES);
+    await probeTaken();
+    // ... four times at most (a webhook whose outages come and go is still held within seconds)...
+    expect(await refusedUntilHeld()).toBe(4 * HOLD_EVIDENCE_MESSAGES);
+    await probeTaken();
+    // ... for a while: then the evidence it always needed, after a wrong hold twice its time too (refusals 20 ms apart).
+    await vi.advanceTimersByTimeAsync(WRONG_HOLDS_KEPT_MS + 1);
+    expect(await refusedUntilHeld()).toBe(HOLD_EVIDENCE_MESSAGES);
+    await probeTaken();
+    const firstAt = Date.now() + 20;
+    while (pacer.holdEndsAt() <= Date.now() && Date.now() < firstAt + 3 * HOLD_EVIDENCE_MS) await refuse(pacer, 1, 3600, 20);
+    expect(Date.now() - firstAt).toBeGreaterThanOrEqual(2 * HOLD_EVIDENCE_MS);
+    expect(Date.now() - firstAt).toBeLessThan(2 * HOLD_EVIDENCE_MS + 40);
   });
 
   test('the same messages refused again and again are not many messages', async () => {
