@@ -134,6 +134,8 @@ const HOLDS_APART_MS = 5_000;
  * one, still growing its requests in flight, sends far fewer in its first second).
  */
 export const QUICK_HOLD_SECONDS = 5;
+/** True for a wait longer than a quick hold: a message's own (a tenant over its quota) or the whole webhook's for a while. */
+export const isLongWait = (seconds: number): boolean => seconds > QUICK_HOLD_SECONDS;
 export const HOLD_EVIDENCE_MS = 2_000;
 export const HOLD_EVIDENCE_MESSAGES = 200;
 /** For this long after a long hold that a taken probe ended, a long hold needs twice the evidence (and twice again for each). */
@@ -386,7 +388,7 @@ export class Pace {
     const refused = signal === 'slow-down';
     // A long wait named is that message's (a tenant over its hourly quota, a record the webhook cannot take yet), or the whole
     // webhook's for a while: the hold's business, never the pace's. The webhook answered it at once, so the slow start goes on.
-    if (refused && answer.retryAfterSeconds !== undefined && answer.retryAfterSeconds > QUICK_HOLD_SECONDS) {
+    if (refused && answer.retryAfterSeconds !== undefined && isLongWait(answer.retryAfterSeconds)) {
       this.growInFlight();
       return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
     }
@@ -422,7 +424,7 @@ export class Pace {
     run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
     if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
-    if (run.shortestRetryAfterSeconds > QUICK_HOLD_SECONDS) {
+    if (isLongWait(run.shortestRetryAfterSeconds)) {
       const more = now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 1 : 2 ** Math.min(this.wrongHolds, MOST_WRONG_HOLDS);
       if (now - run.startedAt < HOLD_EVIDENCE_MS * more && run.messages < HOLD_EVIDENCE_MESSAGES * more) return undefined;
     }
@@ -431,14 +433,14 @@ export class Pace {
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
     // took, nothing), a few times a minute.
     const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
-    this.climbingAfterQuickHold = seconds <= QUICK_HOLD_SECONDS;
+    this.climbingAfterQuickHold = !isLongWait(seconds);
     const until = now + seconds * 1000;
     if (until <= this.heldUntil) return undefined;
     this.heldUntil = until;
     this.probing = false;
     // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
     // Pacer: they are likely more of what was refused), then every PROBE_EVERY_MS; a short one is waited out.
-    this.probeAt = seconds > QUICK_HOLD_SECONDS ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
+    this.probeAt = isLongWait(seconds) ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
     this.keptBack = 0;
     this.probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
     this.restartAfterHold(now);

@@ -6,7 +6,7 @@
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { KEPT_BACK_MS, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot, QUICK_HOLD_SECONDS } from './pace';
+import { isLongWait, KEPT_BACK_MS, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
 import type { WebhookResult } from './transmitter';
 
 /** How a container paces its requests. */
@@ -199,7 +199,7 @@ export class Pacer {
     const endpointHeld = this.endpoint.answered(endpointAnswer, now);
     // A long hold that began: the waiters stop waiting now and their records go back to the queue (they are the refused
     // batch's: the probes come from the next ones). A short one: those it outlasts, not at their deadline.
-    if (endpointHeld !== undefined && endpointHeld - now > QUICK_HOLD_SECONDS * 1000) this.dropWaiters();
+    if (endpointHeld !== undefined && isLongWait((endpointHeld - now) / 1000)) this.dropWaiters();
     if (this.waiters.length > 0 || endpointHeld !== undefined || keyHeld !== undefined) this.pump();
   }
 
