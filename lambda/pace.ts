@@ -9,7 +9,7 @@
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
  * the pace put back as it was. A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of
  * congestion at all: it says when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs
- * the same kind of evidence, many different messages refused with no acceptance among them for a second, and lasts the
+ * the same kind of evidence, many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the
  * shortest `Retry-After` among them; a long one is probed, by the clock and by the records it keeps back.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
@@ -134,13 +134,13 @@ const HOLDS_APART_MS = 5_000;
  * one, still growing its requests in flight, sends far fewer in its first second).
  */
 export const QUICK_HOLD_SECONDS = 5;
-/** True for a wait longer than a quick hold: a message's own (a tenant over its quota) or the whole webhook's for a while. */
-export const isLongWait = (seconds: number): boolean => seconds > QUICK_HOLD_SECONDS;
 export const HOLD_EVIDENCE_MS = 2_000;
 export const HOLD_EVIDENCE_MESSAGES = 200;
+/** True for a wait longer than a quick hold: a message's own (a tenant over its quota) or the whole webhook's for a while. */
+export const isLongWait = (seconds: number): boolean => seconds > QUICK_HOLD_SECONDS;
 /** For this long after a long hold that a taken probe ended, a long hold needs twice the evidence (and twice again for each). */
 export const WRONG_HOLDS_KEPT_MS = 30_000;
-/** … counted up to this many: a webhook whose outages come and go is still held within 4 s. */
+/** … counted up to this many: a webhook whose outages come and go is still held within 8 s. */
 export const MOST_WRONG_HOLDS = 2;
 /** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
 export const QUOTA_HEADROOM = 0.95;
@@ -371,7 +371,7 @@ export class Pace {
         this.heldUntil = now;
         // A long hold the webhook's answer proved wrong: refusals of some messages, not of the endpoint. The next long hold
         // waits for twice the evidence, so the rest of a backlog coming back from the queue is sent, not held again.
-        this.wrongHolds = now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 1 : this.wrongHolds + 1;
+        this.wrongHolds = this.wrongHoldsLately(now) + 1;
         this.wrongHoldAt = now;
         this.refill(now);
         this.rate = Math.max(this.rate, this.paceBeforeHolds);
@@ -425,13 +425,13 @@ export class Pace {
     if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
     if (isLongWait(run.shortestRetryAfterSeconds)) {
-      const more = now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 1 : 2 ** Math.min(this.wrongHolds, MOST_WRONG_HOLDS);
+      const more = 2 ** Math.min(this.wrongHoldsLately(now), MOST_WRONG_HOLDS);
       if (now - run.startedAt < HOLD_EVIDENCE_MS * more && run.messages < HOLD_EVIDENCE_MESSAGES * more) return undefined;
     }
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
-    // took, nothing), a few times a minute.
+    // took, nothing), once or twice a second.
     const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
     this.climbingAfterQuickHold = !isLongWait(seconds);
     const until = now + seconds * 1000;
@@ -468,6 +468,11 @@ export class Pace {
     this.cutFrom = Number.POSITIVE_INFINITY;
     this.lastCutAt = now;
     this.tokens = Math.min(this.tokens, this.capacity());
+  }
+
+  /** Long holds a taken probe ended, one less than {@link WRONG_HOLDS_KEPT_MS} after another, up to `now` (0 once that long has passed). */
+  private wrongHoldsLately(now: number): number {
+    return now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 0 : this.wrongHolds;
   }
 
   /** An acceptance counts against the run of refusals; too many, and the run is over. */

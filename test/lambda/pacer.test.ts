@@ -167,7 +167,7 @@ describe('a fresh pacer', () => {
     // Half of them refused for an hour: as fast as ever, and the in-flight limit grew by one an answer to MAX_CONCURRENCY.
     expect(pacer.snapshot()).toEqual({ requestsPerSecond: undefined, inFlightLimit: 10 });
     expect(pacer.refusalFloor()).toBe(0);
-    // Most refused, for an hour: still nothing paced (a hold's business, after a second of them). For 1 s, a token bucket's: paced.
+    // Most refused, for an hour: still nothing paced (a hold's business, after 2 s of them). For 1 s, a token bucket's: paced.
     for (const [retryAfterSeconds, paced] of [
       [3600, false],
       [1, true],

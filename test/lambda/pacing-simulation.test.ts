@@ -159,7 +159,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     },
   );
 
-  test('a webhook refusing everything for an hour (429 + Retry-After: 3600) is held after a second of it, not asked 4,000 times in a minute', async () => {
+  test('a webhook refusing everything for an hour (429 + Retry-After: 3600) is held after 2 s of it, not asked 4,000 times in a minute', async () => {
     const run = (adaptive: boolean) =>
       simulate({
         messages: messagesOf(4_000),
