@@ -10,7 +10,9 @@
  * the pace put back as it was. A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of
  * congestion at all: it says when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs
  * the same kind of evidence, many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the
- * shortest `Retry-After` among them; a long one is probed, by the clock and by the records it keeps back.
+ * shortest `Retry-After` among them; a long one is probed, by the clock, by the records it keeps back, and by the first record
+ * received for the first time. A message refused again is its own business: only refusals of messages received for the first
+ * time are evidence for a long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
@@ -29,6 +31,8 @@ export interface PacedAnswer {
   readonly messageId?: string;
   /** What the answer's rate-limit headers said, when it had any. */
   readonly quota?: Quota;
+  /** The message had been received before (`ApproximateReceiveCount` over 1): refused, or kept back by a hold, already. */
+  readonly receivedBefore?: boolean;
 }
 
 /** How a pace may go. */
@@ -114,6 +118,12 @@ export const PROBE_EVERY_MS = 2_000;
 /** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
 export const FIRST_PROBE_MS = 250;
 /**
+ * In a long hold, a record received for the first time (never refused, never kept back) is a probe when none is out and none
+ * went for this long: a hold begun on one tenant's backlog ends at the first other message the webhook takes, however few
+ * they are among the records the hold keeps back, which the probes by the clock and by count draw from.
+ */
+export const FRESH_PROBE_EVERY_MS = 250;
+/**
  * In a long hold, the record after this many kept back is a probe too, then after twice as many, and so on: records kept back
  * go through the queue far faster than the clock's probes, and a hold begun on one tenant's backlog ends at the first record
  * of another tenant that the webhook takes, not after the whole backlog has been probed a record every two seconds.
@@ -138,10 +148,6 @@ export const HOLD_EVIDENCE_MS = 2_000;
 export const HOLD_EVIDENCE_MESSAGES = 200;
 /** True for a wait longer than a quick hold: a message's own (a tenant over its quota) or the whole webhook's for a while. */
 export const isLongWait = (seconds: number): boolean => seconds > QUICK_HOLD_SECONDS;
-/** For this long after a long hold that a taken probe ended, a long hold needs twice the evidence (and twice again for each). */
-export const WRONG_HOLDS_KEPT_MS = 30_000;
-/** … counted up to this many: a webhook whose outages come and go is still held within 8 s. */
-export const MOST_WRONG_HOLDS = 2;
 /** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
 export const QUOTA_HEADROOM = 0.95;
 /** A reset this long or longer is spread over (the remaining quota ÷ the time left); a shorter one, in whole seconds, is too coarse. */
@@ -228,9 +234,8 @@ export class Pace {
   private keptBack = 0;
   private probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
   private paceBeforeHolds = Number.POSITIVE_INFINITY;
-  /** Long holds a taken probe ended, one less than {@link WRONG_HOLDS_KEPT_MS} after another, and when the last was. */
-  private wrongHolds = 0;
-  private wrongHoldAt = Number.NEGATIVE_INFINITY;
+  /** When a record received for the first time may next go as a probe, in a long hold. */
+  private freshProbeAt = Number.POSITIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /**
    * Until the first cut the in-flight limit doubles each round trip: refusals the pace tolerates (a share some
@@ -314,7 +319,8 @@ export class Pace {
   take(now: number): void {
     if (now < this.heldUntil) {
       this.probing = true;
-      this.probeAt = now + PROBE_EVERY_MS;
+      this.probeAt = Math.max(this.probeAt, now + PROBE_EVERY_MS);
+      this.freshProbeAt = now + FRESH_PROBE_EVERY_MS;
     }
     this.inFlight += 1;
     if (this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
@@ -324,6 +330,11 @@ export class Pace {
   /** A request that never went gives its slot back, without a verdict. */
   giveBack(): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
+  }
+
+  /** True when a record received for the first time may start now as a long hold's probe (see {@link FRESH_PROBE_EVERY_MS}). */
+  freshProbeDue(now: number): boolean {
+    return this.inLongHold(now) && !this.probing && now >= this.freshProbeAt && this.hasRoom();
   }
 
   /** True in a long hold (one that is probed), a probe due or not. */
@@ -369,10 +380,6 @@ export class Pace {
       // what it was before it (the refusals were the refused messages' own business, or are over).
       if (answer.signal === 'accepted' && now < this.heldUntil) {
         this.heldUntil = now;
-        // A long hold the webhook's answer proved wrong: refusals of some messages, not of the endpoint. The next long hold
-        // waits for twice the evidence, so the rest of a backlog coming back from the queue is sent, not held again.
-        this.wrongHolds = this.wrongHoldsLately(now) + 1;
-        this.wrongHoldAt = now;
         this.refill(now);
         this.rate = Math.max(this.rate, this.paceBeforeHolds);
         this.cutFrom = Number.POSITIVE_INFINITY;
@@ -390,6 +397,9 @@ export class Pace {
     // webhook's for a while: the hold's business, never the pace's. The webhook answered it at once, so the slow start goes on.
     if (refused && answer.retryAfterSeconds !== undefined && isLongWait(answer.retryAfterSeconds)) {
       this.growInFlight();
+      // Refused before, or kept back by a hold before: refused again, it says no more than it did then (a tenant's backlog
+      // back from the queue every `Retry-After` would otherwise hold the endpoint, and the other tenants' records, for ever).
+      if (answer.receivedBefore === true) return undefined;
       return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
     }
     if (refused) this.meter.refused(now);
@@ -411,9 +421,7 @@ export class Pace {
    * once when that is short (at most {@link QUICK_HOLD_SECONDS}: a token bucket far below what is sent), and only once the run
    * has lasted {@link HOLD_EVIDENCE_MS} or counted {@link HOLD_EVIDENCE_MESSAGES} when it is long (a backlog of one tenant's
    * messages all refused for an hour mostly passes sooner than that; a webhook that refuses everything for an hour does not; a
-   * longer backlog is held, and its probes soon reach the other tenants' records). For {@link WRONG_HOLDS_KEPT_MS} after a long
-   * hold a taken probe ended, a long one needs twice the evidence, four times after two: the rest of that backlog, kept back
-   * and now coming back from the queue, is sent and refused once, not held again a record a probe at a time.
+   * longer backlog is held, and its probes soon reach the other tenants' records).
    */
   private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number): number | undefined {
     let run = this.run;
@@ -424,10 +432,8 @@ export class Pace {
     run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
     if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
-    if (isLongWait(run.shortestRetryAfterSeconds)) {
-      const more = 2 ** Math.min(this.wrongHoldsLately(now), MOST_WRONG_HOLDS);
-      if (now - run.startedAt < HOLD_EVIDENCE_MS * more && run.messages < HOLD_EVIDENCE_MESSAGES * more) return undefined;
-    }
+    if (isLongWait(run.shortestRetryAfterSeconds) && now - run.startedAt < HOLD_EVIDENCE_MS && run.messages < HOLD_EVIDENCE_MESSAGES)
+      return undefined;
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
@@ -441,6 +447,7 @@ export class Pace {
     // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
     // Pacer: they are likely more of what was refused), then every PROBE_EVERY_MS; a short one is waited out.
     this.probeAt = isLongWait(seconds) ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
+    this.freshProbeAt = this.probeAt;
     this.keptBack = 0;
     this.probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
     this.restartAfterHold(now);
@@ -468,11 +475,6 @@ export class Pace {
     this.cutFrom = Number.POSITIVE_INFINITY;
     this.lastCutAt = now;
     this.tokens = Math.min(this.tokens, this.capacity());
-  }
-
-  /** Long holds a taken probe ended, one less than {@link WRONG_HOLDS_KEPT_MS} after another, up to `now` (0 once that long has passed). */
-  private wrongHoldsLately(now: number): number {
-    return now - this.wrongHoldAt > WRONG_HOLDS_KEPT_MS ? 0 : this.wrongHolds;
   }
 
   /** An acceptance counts against the run of refusals; too many, and the run is over. */

@@ -108,11 +108,13 @@ export class Pacer {
    * if none is before `deadlineMs` (its record then goes back to the queue for {@link retryInSeconds}). Waiters start in arrival
    * order, but for a key's pace: a request whose key has no room does not hold up the others.
    * @param key the request's pace key (`PACE_KEY`), when paced per key
+   * @param firstReceive the record is received for the first time: in a long hold, it may go as a probe sooner
    */
-  acquire(deadlineMs: number, key?: string): true | Promise<boolean> {
+  acquire(deadlineMs: number, key?: string, firstReceive = false): true | Promise<boolean> {
     const now = this.clock.now();
     const keyPace = key === undefined ? undefined : this.keyPace(key, now);
-    if (this.waiters.length === 0 && this.endpoint.free(now) && (keyPace === undefined || keyPace.free(now))) {
+    const free = this.endpoint.free(now) || (firstReceive && this.endpoint.freshProbeDue(now));
+    if (this.waiters.length === 0 && free && (keyPace === undefined || keyPace.free(now))) {
       this.endpoint.take(now);
       keyPace?.take(now);
       return true;

@@ -128,7 +128,7 @@ export class RecordSender {
       const token = tokens && (tokens.peek() ?? (await tokens.get(requestsEnd.signal)));
       if (token?.kind === 'unavailable') return tokenRetry(token, this.backoff(record));
       if (token !== undefined) request.headers.push('Authorization', token.header);
-      const slot = pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS, key);
+      const slot = pacer.acquire(requestsEnd.at - MIN_REQUEST_TIME_MS, key, receiveCountOf(record) === 1);
       if (slot !== true && !(await slot)) return this.pacedOut(record, key, requestsEnd);
       const answer = await this.sendInSlot(record, { request, credentials: secrets, transmitter, token }, key, bounds);
       if (answer.kind !== 'answered') return answer;
@@ -174,6 +174,7 @@ export class RecordSender {
           latencyMs: result.latencyMs,
           retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
           messageId: record.messageId,
+          receivedBefore: receiveCountOf(record) > 1,
           // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
           quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
         },

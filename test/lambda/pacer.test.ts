@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vites
 import {
   DECREASE_FACTOR,
   FIRST_PROBE_MS,
+  FRESH_PROBE_EVERY_MS,
   HOLD_ACCEPTED_SHARE,
   HOLD_AFTER_MESSAGES,
   HOLD_EVIDENCE_MESSAGES,
@@ -25,7 +26,6 @@ import {
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
-  WRONG_HOLDS_KEPT_MS,
   type PacedAnswer,
   type PaceSignal,
 } from '../../lambda/pace';
@@ -385,41 +385,37 @@ describe('the endpoint hold', () => {
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
   });
 
-  test(`a long hold a taken probe ended: the next waits for twice the evidence, then four times, for ${WRONG_HOLDS_KEPT_MS / 1000} s`, async () => {
+  test('messages received before, refused again with a long Retry-After, are no evidence for a hold: they were refused before', async () => {
     const pacer = pacerOf();
-    /** Different messages refused 1 ms apart until a hold begins (at most 2,000): how many it took. */
-    const refusedUntilHeld = async (): Promise<number> => {
-      for (let count = 1; count <= 2000; count += 1) {
-        await refuse(pacer, 1, 3600, 1);
-        if (pacer.holdEndsAt() > Date.now()) return count;
-      }
-      return Number.NaN;
-    };
-    /** The hold's first probe, taken: the refusals were some messages', not the endpoint's. */
-    const probeTaken = async (): Promise<void> => {
-      await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
-      expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
-      pacer.release(answer('accepted'));
-      expect(pacer.holdEndsAt()).toBe(Date.now());
-    };
-    expect(await refusedUntilHeld()).toBe(HOLD_EVIDENCE_MESSAGES);
-    await probeTaken();
-    // The rest of a long backlog, back from the queue, is sent: a hold again only on twice the evidence...
-    expect(await refusedUntilHeld()).toBe(2 * HOLD_EVIDENCE_MESSAGES);
-    await probeTaken();
-    expect(await refusedUntilHeld()).toBe(4 * HOLD_EVIDENCE_MESSAGES);
-    await probeTaken();
-    // ... four times at most (a webhook whose outages come and go is still held within seconds)...
-    expect(await refusedUntilHeld()).toBe(4 * HOLD_EVIDENCE_MESSAGES);
-    await probeTaken();
-    // ... for a while: then the evidence it always needed, after a wrong hold twice its time too (refusals 20 ms apart).
-    await vi.advanceTimersByTimeAsync(WRONG_HOLDS_KEPT_MS + 1);
-    expect(await refusedUntilHeld()).toBe(HOLD_EVIDENCE_MESSAGES);
-    await probeTaken();
-    const firstAt = Date.now() + 20;
-    while (pacer.holdEndsAt() <= Date.now() && Date.now() < firstAt + 3 * HOLD_EVIDENCE_MS) await refuse(pacer, 1, 3600, 20);
-    expect(Date.now() - firstAt).toBeGreaterThanOrEqual(2 * HOLD_EVIDENCE_MS);
-    expect(Date.now() - firstAt).toBeLessThan(2 * HOLD_EVIDENCE_MS + 40);
+    // A tenant's backlog back from the queue after its Retry-After, all refused again: the endpoint is not held for it.
+    for (let i = 0; i < 2 * HOLD_EVIDENCE_MESSAGES; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 60, receivedBefore: true }), 1);
+    expect(pacer.holdEndsAt()).toBe(0);
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    // The same refusals of messages received for the first time: held.
+    for (let i = 0; i < HOLD_EVIDENCE_MESSAGES; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 60 }), 1);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+  });
+
+  test(`in a long hold, a record received for the first time is a probe ${FRESH_PROBE_EVERY_MS} ms after the last, not ${PROBE_EVERY_MS} ms`, async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+    // Not even a fresh record before the first probe's time (the batches under way go back first).
+    expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600, receivedBefore: true }));
+    await vi.advanceTimersByTimeAsync(FRESH_PROBE_EVERY_MS);
+    // A record kept back or refused before waits for the clock's probe; one received for the first time goes now.
+    expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+    // One probe out at a time.
+    expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
+    // Another tenant's message, taken: the hold is over.
+    pacer.release(answer('accepted'));
+    expect(pacer.holdEndsAt()).toBe(Date.now());
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
   });
 
   test('the same messages refused again and again are not many messages', async () => {

@@ -135,6 +135,8 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     // Half the queue: seconds of it, and the endpoint held on the way. The hold's probes follow the records it keeps back, so the
     // first record of another tenant taken ends it: probed only by the clock, it kept the others back for minutes.
     [2_000, 0.75],
+    // Most of the queue: the first record of another tenant received is a probe, however many of the backlog's come back first.
+    [3_500, 0.75],
   ])(
     'that backlog, %d long, at a slower webhook (50 ms answers): the others at ≥ %d × the speed of PACING=false',
     async (backlog, ratio) => {
@@ -159,6 +161,32 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     },
   );
 
+  test.each([10, 30])(
+    "a tenant's backlog refused again and again (Retry-After: %d s): the others' messages, arriving for 5 minutes, delivered at once",
+    async (retryAfter) => {
+      const backlog = 1_000;
+      const arrivingEveryMs = 2_500;
+      const messages = messagesOf(backlog + 120, (i) => (i < backlog ? 'refused' : 't'));
+      for (const [i, message] of messages.entries()) if (i >= backlog) message.visibleAt = 1_000_000 + (i - backlog) * arrivingEveryMs;
+      const arrivedAt = new Map(messages.map((m) => [m.id, m.visibleAt]));
+      const result = await simulate({
+        messages,
+        webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: retryAfter } : { status: 200 }),
+        maxMs: 900_000,
+        done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
+      });
+      const waits = messages
+        .filter((m) => m.tenant === 't')
+        .map((m) => (m.deliveredAt ?? Number.POSITIVE_INFINITY) - (arrivedAt.get(m.id) as number))
+        .sort((a, b) => a - b);
+      // Each hold the backlog's return began kept the others back: a minute and more at the median, up to a quarter of an hour.
+      expect(waits[Math.floor(0.9 * waits.length)], 'the 90th percentile').toBeLessThan(5_000);
+      expect(waits.at(-1), 'the longest').toBeLessThan(30_000);
+      // ... and the backlog, kept back a second at a time, went through the queue hundreds of thousands of times.
+      expect(result.notAttempted).toBeLessThan(messages.length);
+    },
+  );
+
   test('a webhook refusing everything for an hour (429 + Retry-After: 3600) is held after 2 s of it, not asked 4,000 times in a minute', async () => {
     const run = (adaptive: boolean) =>
       simulate({
@@ -172,6 +200,8 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     // Holds of 6 s, probed, the pace starting again from nothing after each: the minute's requests are a fraction of one per message.
     expect(held.requests).toBeLessThan(0.5 * flooded.requests);
     expect(held.pacers.every((pacer) => pacer.holdEndsAt() > 1_000_000)).toBe(true);
+    // The records held back wait on the pace, not go round the queue every second (as they did, 100,000 times in the minute).
+    expect(held.notAttempted).toBeLessThan(5 * flooded.requests);
   });
 });
 

@@ -160,6 +160,24 @@ describe('refusals of single messages cost those messages their time, not the pa
     expect(run.limit.duplicates()).toBe(0);
     expect(await stopRelay(run.relay)).toBe(0);
   }, 180_000);
+
+  test("that tenant's backlog of 1,000 refused again and again (Retry-After: 6): the others, sent one by one meanwhile, delivered at once", async () => {
+    const run = await start(1_000, { refuse: ({ tenant }) => (tenant === 'over-quota' ? 6 : undefined) }, {}, () => 'over-quota');
+    // Others for 15 s, through the backlog's first pass and its returns every 6 s.
+    const sentAt = new Map<string, number>();
+    for (let i = 0; i < 30; i += 1) {
+      const [id] = await sendMessages(run.sqs, run.ready.queueUrl, 1, undefined, () => ({ tenant: `tenant-${i % 7}` }));
+      sentAt.set(id as string, Date.now());
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await until(() => [...sentAt.keys()].every((id) => run.limit.deliveredAt.has(id)));
+    const waits = [...sentAt].map(([id, at]) => ((run.limit.deliveredAt.get(id) as number) - at) / 1000);
+    console.info(`a backlog refused again and again e2e: the others waited at most ${Math.max(...waits).toFixed(2)} s`);
+    // Each return of the backlog held the endpoint again, the others kept back behind it: none delivered in three minutes.
+    expect(Math.max(...waits)).toBeLessThan(10);
+    expect(run.limit.duplicates()).toBe(0);
+    expect(await stopRelay(run.relay)).toBe(0);
+  }, 180_000);
 });
 
 describe('the endpoint hold: endpoint-wide evidence, and waits it outlasts end at once', () => {

@@ -220,7 +220,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
 
   const attempt = async (pacer: Pacer, message: SimMessage, requestsEnd: number): Promise<void> => {
     const key = options.keyOf?.(message);
-    const slot = pacer.acquire(requestsEnd - 100, key);
+    const slot = pacer.acquire(requestsEnd - 100, key, message.receiveCount === 1);
     if (slot !== true && !(await slot)) {
       notAttempted += 1;
       message.visibleAt = clock.now() + pacer.retryInSeconds(key) * 1000;
@@ -248,7 +248,18 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       message.refusals += 1;
     }
     const quota: Quota | undefined = answer.headers === undefined ? undefined : quotaOf(answer.headers, now);
-    pacer.release({ signal, latencyMs: took, retryAfterSeconds: answer.retryAfterSeconds, messageId: message.id, quota }, key, now);
+    pacer.release(
+      {
+        signal,
+        latencyMs: took,
+        retryAfterSeconds: answer.retryAfterSeconds,
+        messageId: message.id,
+        quota,
+        receivedBefore: message.receiveCount > 1,
+      },
+      key,
+      now,
+    );
     if (answer.status >= 200 && answer.status <= 299) {
       message.accepted += 1;
       message.deliveredAt ??= now;
