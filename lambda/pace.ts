@@ -437,7 +437,7 @@ export class Pace {
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
-    // took, nothing), once or twice a second.
+    // took, nothing): a few times a second from all the containers.
     const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
     this.climbingAfterQuickHold = !isLongWait(seconds);
     const until = now + seconds * 1000;

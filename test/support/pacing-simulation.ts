@@ -5,7 +5,8 @@
  * a second of real time, the same way every time, so a pacing design can be tried against many webhooks before the slower end-to-end
  * runs. What it models of the relay: a batch's records at most `maxInFlight` at once, the next batch only once the last record of
  * the previous is done; a record the pace kept from starting goes back for what the pace asks; a refusal's `Retry-After`, else a
- * backoff, is its visibility.
+ * backoff, is its visibility; each record's receive count (a first receive may probe a long hold, a refusal of a message received
+ * before is no evidence for one).
  */
 import { type PaceClock, Pacer, type PacingSettings, paceSignalOf } from '../../lambda/pacer';
 import { type Quota, quotaOf } from '../../lambda/rate-limit-headers';
