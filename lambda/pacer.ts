@@ -113,9 +113,14 @@ export class Pacer {
   acquire(deadlineMs: number, key?: string, firstReceive = false): true | Promise<boolean> {
     const now = this.clock.now();
     const keyPace = key === undefined ? undefined : this.keyPace(key, now);
-    const free = this.endpoint.free(now) || (firstReceive && this.endpoint.freshProbeDue(now));
-    if (this.waiters.length === 0 && free && (keyPace === undefined || keyPace.free(now))) {
-      this.endpoint.take(now);
+    // The waiters go first: the endpoint's state is read only when none is waiting (each read refills its tokens).
+    const endpoint = this.endpoint;
+    if (
+      this.waiters.length === 0 &&
+      (endpoint.free(now) || (firstReceive && endpoint.freshProbeDue(now))) &&
+      (keyPace === undefined || keyPace.free(now))
+    ) {
+      endpoint.take(now);
       keyPace?.take(now);
       return true;
     }

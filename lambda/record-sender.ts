@@ -167,14 +167,15 @@ export class RecordSender {
       const result = await this.send(ready, requestTimeoutMs, bounds);
       if (result.kind === 'unavailable') return tokenRetry(result, this.backoff(record));
       const answeredAt = Date.now();
-      const verdict = classify(result, this.config, receiveCountOf(record), answeredAt, this.parts.random);
+      const receiveCount = receiveCountOf(record);
+      const verdict = classify(result, this.config, receiveCount, answeredAt, this.parts.random);
       pacer.release(
         {
           signal: paceSignalOf(result),
           latencyMs: result.latencyMs,
           retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
           messageId: record.messageId,
-          receivedBefore: receiveCountOf(record) > 1,
+          receivedBefore: receiveCount > 1,
           // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
           quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
         },
