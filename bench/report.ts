@@ -84,7 +84,7 @@ function backPressureRows({ pressure, capacity: capacities, perMessage, rateLimi
   for (const s of perMessage) {
     const { paced, unpaced } = s;
     rows.push(
-      `| per-message refusals: ${s.description}; the others' drain | ${paced ? `${f3(paced.medianRestDrain)} s, ${int(paced.medianDeadLettered)} dead-lettered (medians)` : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianRestDrain)} s` : ''} | ${ratio(s.speed)} | ≥ ${s.speedGoal} × the speed of \`PACING=false\`, none dead-lettered | ${met(s.sectionMet)} |`,
+      `| per-message refusals: ${s.description}${s.answerAfterMs === undefined ? '' : `, answers in ${s.answerAfterMs} ms`}; the others' drain | ${paced ? `${f3(paced.medianRestDrain)} s, ${int(paced.medianDeadLettered)} dead-lettered (medians)` : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianRestDrain)} s` : ''} | ${ratio(s.speed)} | ≥ ${s.speedGoal} × the speed of \`PACING=false\`, none dead-lettered | ${met(s.sectionMet)} |`,
     );
   }
   if (rateLimitHeaders) {
@@ -158,7 +158,7 @@ function backPressureIntro(s: BackPressureFigures): string {
     case 'rate-limit-headers':
       return `${int(s.messages)} messages to a webhook that takes ${s.requestsPerSecond} requests in each second of the clock and says so on every answer (\`RateLimit-Policy: "default";q=${s.requestsPerSecond};w=1\`, \`RateLimit: "default";r=<left>;t=<seconds to the window's end>\`), \`429\` with a \`Retry-After\` to the window's end past it. Goal for every run: every message delivered, none dead-lettered, the drain within ${s.drainGoalFactor} × N ÷ R = ${f3(s.drainGoal)} s, at most ${s.refusedGoal} % of the requests refused.`;
     case 'per-message':
-      return `${int(s.messages)} messages to a fast webhook (no limit) with ${s.description}. "The rest" are the messages it never refused: the drain in that column is from the first send to the last of them. Goal: nothing dead-lettered, and the rest as fast as with \`PACING=false\`, within ${s.speedGoal} ×: \`PACING=false\`'s median ÷ the defaults' = **${ratio(s.speed)}**, ${met(s.sectionMet)}.`;
+      return `${int(s.messages)} messages to ${s.answerAfterMs === undefined ? 'a fast webhook' : `a webhook answering each request after ${s.answerAfterMs} ms`} (no limit) with ${s.description}. "The rest" are the messages it never refused: the drain in that column is from the first send to the last of them. Goal: nothing dead-lettered, and the rest as fast as with \`PACING=false\`, within ${s.speedGoal} ×: \`PACING=false\`'s median ÷ the defaults' = **${ratio(s.speed)}**, ${met(s.sectionMet)}.`;
     case 'per-key':
       return `${int(s.messages)} messages to a webhook with ${s.description}; the relay with \`PACE_KEY=tenant\` (the messages' attribute), with its defaults (no key), and with \`PACING=false\`. "The rest" are the other tenants' messages. Goal: nothing dead-lettered, and the rest as fast as with \`PACING=false\`, within ${s.speedGoal} ×: \`PACING=false\`'s median ÷ \`PACE_KEY\`'s = **${ratio(s.speed)}**, ${met(s.sectionMet)}.`;
     case 'recovery':

@@ -7,8 +7,9 @@
  * the webhook's business with those messages (one tenant over its quota, records it cannot take yet): it costs those messages
  * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate is tried once: the
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
- * the pace put back as it was. A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of
- * congestion at all: it says when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs
+ * the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it does not fall).
+ * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
+ * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs
  * the same kind of evidence, many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the
  * shortest `Retry-After` among them; a long one is probed, by the clock, by the records it keeps back, and by the first record
  * received for the first time. A message refused again is its own business: only refusals of messages received for the first
@@ -98,7 +99,7 @@ const DOUBT_UNCUT_MS = 1_000;
 const DOUBT_CUTS_KEEP = 0.7;
 /** Doubts begin on whole multiples of this many ms of the clock. */
 export const DOUBT_EPOCH_MS = 1_000;
-/** A doubt without a verdict after this long ends (the floor is left as it was). */
+/** A doubt ends after this long: as persistence when the pace was unpaced at its start and the dips show no fall, else without a verdict. */
 const DOUBT_LONGEST_MS = 5_000;
 /** A doubt ends when no refusal has come for this long. */
 const DOUBT_QUIET_MS = 5_000;
@@ -584,9 +585,16 @@ export class Pace {
   /** Enters and leaves the dips with the clock while in doubt; ends a doubt that has gone quiet or on too long. */
   private followDips(now: number): void {
     const doubt = this.doubt;
-    if (doubt !== undefined && now > doubt.since && (now - doubt.lastRefusalAt > DOUBT_QUIET_MS || now - doubt.since > DOUBT_LONGEST_MS)) {
-      // No verdict: the floor stays as it was, judged again after FLOOR_KEPT_MS.
+    if (doubt !== undefined && now > doubt.since && now - doubt.lastRefusalAt > DOUBT_QUIET_MS) {
+      // The refusals stopped: no verdict, the floor stays as it was, judged again after FLOOR_KEPT_MS.
       this.endDoubt(now);
+    } else if (doubt !== undefined && now > doubt.since && now - doubt.since > DOUBT_LONGEST_MS) {
+      // Out of time. Unpaced when it began (no congestion seen, or none since persistence was learned), a share that did not fall
+      // in the dips, on enough answers to have shown a fall, is persistence: without evidence the pace does not fall. Paced (cut
+      // for congestion before), or on fewer answers, no verdict: the floor stays as it was, judged again after FLOOR_KEPT_MS.
+      const unpaced = doubt.rateBefore === Number.POSITIVE_INFINITY;
+      if (unpaced && Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
+      else this.endDoubt(now);
     }
     const dipping = this.doubt !== undefined && now >= this.doubt.since && Pace.slotOf(now) === DIP_EVERY - 1;
     if (dipping === (this.dipRate !== Number.POSITIVE_INFINITY)) return;
@@ -614,23 +622,44 @@ export class Pace {
       doubt.baseAnswered += 1;
       if (refused) doubt.baseRefused += 1;
     } else return;
+    const verdict = Pace.verdictOf(doubt, false);
+    if (verdict !== undefined) this.conclude(doubt, verdict, now);
+  }
+
+  /**
+   * A doubt's verdict from its counts, if they allow one: congestion when the share fell in the dips beyond the noise (or most
+   * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each, or on as few as a fall needs once an
+   * unpaced doubt is `ending` (a webhook answering in 200 ms gives a container's dips ~5 answers a second, too few for
+   * VERDICT_ANSWERS in time).
+   */
+  private static verdictOf(doubt: Doubt, ending: boolean): 'congestion' | 'persists' | undefined {
     const { dipAnswered, baseAnswered } = doubt;
-    if (dipAnswered < MIN_VERDICT_ANSWERS || baseAnswered < MIN_VERDICT_ANSWERS) return;
+    if (dipAnswered < MIN_VERDICT_ANSWERS || baseAnswered < MIN_VERDICT_ANSWERS) return undefined;
     const dip = doubt.dipRefused / dipAnswered;
     const base = doubt.baseRefused / baseAnswered;
     const pooled = (doubt.dipRefused + doubt.baseRefused) / (dipAnswered + baseAnswered);
     const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / dipAnswered + 1 / baseAnswered));
-    const fell = base - dip > SIGNIFICANT * error;
-    if (!fell && (dipAnswered < VERDICT_ANSWERS || baseAnswered < VERDICT_ANSWERS)) return;
+    if (base - dip > SIGNIFICANT * error) return 'congestion';
+    const enough = ending ? MIN_VERDICT_ANSWERS : VERDICT_ANSWERS;
+    if (dipAnswered < enough || baseAnswered < enough) return undefined;
+    return pooled > MAX_FLOOR ? 'congestion' : 'persists';
+  }
+
+  /**
+   * Ends a doubt with its verdict. Congestion: the floor is what is left in the dips, and the cuts go on as refusals come.
+   * Persistence: the share is the floor, and the pace goes back to where it was when the doubt began.
+   */
+  private conclude(doubt: Doubt, verdict: 'congestion' | 'persists', now: number): void {
     this.endDoubt(now);
-    // Congestion: the floor is what is left in the dips, and the cuts go on as refusals come.
-    if (fell || pooled > MAX_FLOOR) this.floor = Math.min(this.floor, dip);
-    else {
-      this.floor = pooled;
-      this.refill(now);
-      this.rate = Math.max(this.rate, doubt.rateBefore);
-      this.lastCutAt = Number.NEGATIVE_INFINITY;
+    const pooled = (doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered);
+    if (verdict === 'congestion') {
+      this.floor = Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered);
+      return;
     }
+    this.floor = pooled;
+    this.refill(now);
+    this.rate = Math.max(this.rate, doubt.rateBefore);
+    this.lastCutAt = Number.NEGATIVE_INFINITY;
   }
 
   /** Leaves doubt (and its dip); the floor counts as learned now. */
@@ -688,10 +717,14 @@ export class Pace {
   /** A floor learned from refusals that have since faded follows the share down. */
   private followFloorDown(now: number): void {
     if (this.floor === 0) return;
-    const reading = this.meter.read(now, MEASURE_MS, MIN_ANSWERS);
+    const reading = this.meter.read(now, MEASURE_MS, MIN_ANSWERS_OVER_FLOOR);
     const answers = reading.accepted + reading.refused;
-    const share = answers === 0 ? 0 : reading.refused / answers;
-    if (share < this.floor) this.floor = Math.max(0, this.floor + (share - this.floor) * FLOOR_DECAY);
+    if (answers === 0) return;
+    const share = reading.refused / answers;
+    // None refused, or a share below the floor beyond its noise: one that dips under it now and then is the same floor, and
+    // following those dips would take it down to the low tail of its own noise (10 % refused at random read as 2–4 % in a minute).
+    const noise = SIGNIFICANT * Math.sqrt((this.floor * (1 - this.floor)) / answers);
+    if (reading.refused === 0 || share < this.floor - noise) this.floor = Math.max(0, this.floor + (share - this.floor) * FLOOR_DECAY);
     if (this.floor < 0.001) this.floor = 0;
   }
 

@@ -36,6 +36,8 @@ export interface RateLimitedWebhookOptions {
    * answer: `RateLimit-Policy: "default";q=R;w=1` and `RateLimit: "default";r=<left>;t=<seconds to the window's end>`.
    */
   readonly announce?: boolean;
+  /** Answers this long after each request arrives, ms, as a production webhook does (50–200 ms); default at once. */
+  readonly answerAfterMs?: number;
 }
 
 /** A {@link rateLimitedResponder}: give `respond` to `startWebhook`; the rest tells what it answered. */
@@ -124,7 +126,7 @@ export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): R
     refusedIds.add(id);
     return headers === undefined ? { status } : { status, headers };
   };
-  const respond = (request: ReceivedRequest, index: number): WebhookReply => {
+  const answer = (request: ReceivedRequest, index: number): WebhookReply => {
     firstAt ??= Date.now();
     const header = request.headers[idHeader];
     const id = typeof header === 'string' ? header : request.body.toString();
@@ -149,6 +151,9 @@ export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): R
     lastDeliveryAt = Date.now();
     return announced === undefined ? { status: 200 } : { status: 200, headers: announced };
   };
+  const delayMs = options.answerAfterMs ?? 0;
+  const respond: Responder =
+    delayMs === 0 ? answer : async (request, index) => new Promise((resolve) => setTimeout(() => resolve(answer(request, index)), delayMs));
   return {
     respond,
     burst,

@@ -65,6 +65,8 @@ export interface BackPressureSection {
   /** The webhook's capacity and token bucket (back-pressure only). */
   readonly requestsPerSecond?: number;
   readonly burst?: number;
+  /** How long the webhook takes to answer each request, ms, when not at once (per-message). */
+  readonly answerAfterMs?: number;
   /** How long the webhook was unavailable, s (recovery only). */
   readonly unavailableSeconds?: number;
   /** The drain each run must meet, s from the first send (recovery only; back-pressure's follows from its rate). */
@@ -255,7 +257,8 @@ const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(rand
 /**
  * A fast webhook refusing some messages for their own sake, six ways: one tenant in 20 always (`Retry-After: 3600`), one
  * tenant's 20 % (1 s to 1 h), 5 % of requests at random (`Retry-After: 1`), 20 % at random (1 s to 1 h), and the first tenant's
- * backlog of 200, then of 2,000, arriving first (an hour). The goal is about the messages never refused: their drain against `PACING=false`'s.
+ * backlog of 200, then of 2,000, arriving first (an hour); and a webhook answering in 200 ms, as production ones do, refusing 10 %
+ * at random (`Retry-After: 1`). The goal is about the messages never refused: their drain against `PACING=false`'s.
  */
 export async function perMessage(): Promise<BackPressureSection[]> {
   const over = 'over-quota';
@@ -263,6 +266,7 @@ export async function perMessage(): Promise<BackPressureSection[]> {
     description: string;
     tenantOf: (index: number) => string;
     refuse: () => NonNullable<RateLimitedWebhookOptions['refuse']>;
+    answerAfterMs?: number;
   }[] = [
     {
       description: 'one tenant in 20 (5 % of the messages) always refused with `429` + `Retry-After: 3600`',
@@ -313,20 +317,32 @@ export async function perMessage(): Promise<BackPressureSection[]> {
         ({ tenant }) =>
           tenant === over ? 3600 : undefined,
     },
+    {
+      description: '10 % of requests refused at random with `429` + `Retry-After: 1`',
+      tenantOf: (i) => `tenant-${i % 7}`,
+      refuse: () => {
+        const random = seeded(10);
+        return () => (random() < 0.1 ? 1 : undefined);
+      },
+      // A container sends a few dozen requests a second here, too few for its dips to give a verdict in a doubt's time.
+      answerAfterMs: 200,
+    },
   ];
   const shape: Omit<RunShape, 'tenantOf'> = {
     rest: (limit, id) => !limit.refusedIds.has(id),
     done: (limit, ids) => ids.every((id) => limit.deliveredAt.has(id) || limit.refusedIds.has(id)),
   };
   const sections: BackPressureSection[] = [];
-  for (const { description, tenantOf, refuse } of cases) {
-    log(`per-message: ${REST_MESSAGES} messages at once, a fast webhook, ${description}`);
-    const webhook = (): RateLimitedWebhookOptions => ({ refuse: refuse() });
+  for (const { description, tenantOf, refuse, answerAfterMs } of cases) {
+    log(
+      `per-message: ${REST_MESSAGES} messages at once, ${answerAfterMs === undefined ? 'a fast webhook' : `a webhook answering in ${answerAfterMs} ms`}, ${description}`,
+    );
+    const webhook = (): RateLimitedWebhookOptions => ({ refuse: refuse(), answerAfterMs });
     const sides: SideSpec[] = [
       { side: 'defaults', env: {}, webhook },
       { side: 'PACING=false', env: { PACING: 'false' }, webhook },
     ];
-    const section = { kind: 'per-message' as const, description, messages: REST_MESSAGES, relayEnv: RELAY_ENV };
+    const section = { kind: 'per-message' as const, description, messages: REST_MESSAGES, answerAfterMs, relayEnv: RELAY_ENV };
     sections.push(await measure('per-message', section, QUICK ? 1 : SPEED_RUNS, sides, 120_000, { ...shape, tenantOf }));
   }
   return sections;

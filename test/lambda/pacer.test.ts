@@ -26,11 +26,13 @@ import {
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
+  VERDICT_ANSWERS,
   type PacedAnswer,
   type PaceSignal,
 } from '../../lambda/pace';
 import { KEY_WAIT_MS, MAX_KEYS, MESSAGE_GROUP_KEY, Pacer, type PacingSettings, paceKeyOf, paceSignalOf } from '../../lambda/pacer';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
+import { seeded } from '../../testkit/seeded-random';
 
 const answered = (status: number): WebhookResult => ({ kind: 'response', status, retryAfter: undefined, excerpt: '', latencyMs: 1 });
 const failed = (error: TransportErrorKind): WebhookResult => ({ kind: 'transport-error', error, message: '', latencyMs: 1 });
@@ -262,6 +264,48 @@ describe('cuts', () => {
     const pacer = pacerOf();
     for (let i = 0; i < 100; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 5);
     expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+  });
+});
+
+describe('doubts and floors at a slow pace (a webhook answering in 200 ms: a few dozen requests a second)', () => {
+  /** `seconds` of requests `gapMs` apart, each refused (`Retry-After: 1`) with probability `share`. */
+  async function randomRefusals(pacer: Pacer, seconds: number, gapMs: number, share: number, random: () => number): Promise<void> {
+    for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
+      const refused = random() < share;
+      await exchange(pacer, answer(refused ? 'slow-down' : 'accepted', refused ? { retryAfterSeconds: 1 } : {}), gapMs);
+    }
+  }
+
+  test(`unpaced when its doubt began, a share that did not fall in dips too thin for ${VERDICT_ANSWERS} answers is persistence: a floor, still unpaced`, async () => {
+    const pacer = pacerOf();
+    await randomRefusals(pacer, 8, 40, 0.2, seeded(1)); // 25 requests/s, a fifth refused: a doubt of 5 s, ~25 answers in its dips
+    expect(pacer.refusalFloor()).toBeGreaterThan(0.1);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+  });
+
+  test('paced when its doubt began (cut for congestion before), the same thin dips are no verdict: the floor stays as it was', async () => {
+    const pacer = pacerOf();
+    await randomRefusals(pacer, 0.15, 10, 0, seeded(2));
+    for (let i = 0; i < 9; i += 1) await exchange(pacer, answer(i % 3 === 2 ? 'slow-down' : 'accepted'), 10); // a doubt…
+    for (let i = 0; i < 30; i += 1) await exchange(pacer, answer(i % 6 === 0 ? 'accepted' : 'slow-down'), 10); // … swamped: cut
+    await randomRefusals(pacer, 2, 40, 0, seeded(2)); // calm again, still paced: the next refusals begin a doubt
+    expect(pacer.snapshot().requestsPerSecond).toBeDefined();
+    await randomRefusals(pacer, 8, 40, 0.2, seeded(1));
+    expect(pacer.refusalFloor()).toBe(0);
+    expect(pacer.snapshot().requestsPerSecond).toBeDefined();
+  });
+
+  test('a learned floor stays through the noise of its own share for a minute, and follows the share down once the refusals stop', async () => {
+    const pacer = pacerOf();
+    const random = seeded(3);
+    await randomRefusals(pacer, 4, 5, 0.1, random); // 200 requests/s: a verdict of persistence within a second or two
+    const learned = pacer.refusalFloor();
+    expect(learned).toBeGreaterThan(0.05);
+    await randomRefusals(pacer, 60, 33, 0.1, random); // the same tenth refused, at 30 requests/s
+    expect(pacer.refusalFloor()).toBeGreaterThan(0.75 * learned);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    await randomRefusals(pacer, 20, 5, 0, random);
+    expect(pacer.refusalFloor()).toBe(0);
   });
 });
 

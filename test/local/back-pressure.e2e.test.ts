@@ -26,26 +26,15 @@ interface Started {
   readonly sentAt: number;
 }
 
-/**
- * A relay with `env` and the stack's fan-out, `count` messages sent at once (tenant `tenantOf(i)` as the attribute `tenant`),
- * to a webhook that answers after `answerAfterMs`.
- */
+/** A relay with `env` and the stack's fan-out, `count` messages sent at once (tenant `tenantOf(i)` as the attribute `tenant`). */
 async function start(
   count: number,
   options: RateLimitedWebhookOptions,
   env: Record<string, string> = {},
   tenantOf?: (index: number) => string,
-  answerAfterMs = 0,
 ): Promise<Started> {
   const limit = rateLimitedResponder(options);
-  const webhook = await webhookForTest(
-    answerAfterMs === 0
-      ? limit.respond
-      : async (request, index) => {
-          await new Promise((resolve) => setTimeout(resolve, answerAfterMs));
-          return limit.respond(request, index);
-        },
-  );
+  const webhook = await webhookForTest(limit.respond);
   const { relay, ready, sqs } = await localRelayForTest({ ...FAN_OUT, ...env, WEBHOOK_URL: webhook.url });
   const sentAt = Date.now();
   const ids = await sendMessages(sqs, ready.queueUrl, count, undefined, tenantOf && ((index) => ({ tenant: tenantOf(index) })));
@@ -151,7 +140,12 @@ describe('refusals of single messages cost those messages their time, not the pa
 
   test('a backlog of 1,500 first, long enough to hold the endpoint: the hold is probed through it, the other 300 delivered', async () => {
     const tenantOf = (index: number): string => (index < 1_500 ? 'over-quota' : `tenant-${index % 7}`);
-    const run = await start(1_800, { refuse: ({ tenant }) => (tenant === 'over-quota' ? 3600 : undefined) }, {}, tenantOf, 20);
+    const run = await start(
+      1_800,
+      { refuse: ({ tenant }) => (tenant === 'over-quota' ? 3600 : undefined), answerAfterMs: 20 },
+      {},
+      tenantOf,
+    );
     const others = run.ids.slice(1_500);
     await until(() => others.every((id) => run.limit.deliveredAt.has(id)));
     // Probed a record every 2 s, the hold's records kept coming back ahead of the others: none delivered in minutes.
@@ -206,7 +200,7 @@ describe('the endpoint hold: endpoint-wide evidence, and waits it outlasts end a
   test('records waiting on the pace when a hold begins that outlasts their 5 s invocation stop waiting at once, not at its deadline', async () => {
     // Retry-After: 30 holds for 6 s (the longest a hold lasts), more than a 5 s invocation has left. Answers take 200 ms, so
     // each batch's records wait on the pace (2 in flight at the start) when the second of refusals a long hold needs is over.
-    const run = await start(300, { refuse: () => 30 }, { FUNCTION_TIMEOUT_SECONDS: '5' }, undefined, 200);
+    const run = await start(300, { refuse: () => 30, answerAfterMs: 200 }, { FUNCTION_TIMEOUT_SECONDS: '5' });
     // Past the hold's beginning, and the batches then under way.
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     const durations = run.relay
