@@ -628,9 +628,9 @@ export class Pace {
 
   /**
    * A doubt's verdict from its counts, if they allow one: congestion when the share fell in the dips beyond the noise (or most
-   * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each, or on as few as a fall needs once an
-   * unpaced doubt is `ending` (a webhook answering in 200 ms gives a container's dips ~5 answers a second, too few for
-   * VERDICT_ANSWERS in time).
+   * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each, or on as few as a fall needs once the
+   * doubt is `ending` (asked so only of a doubt begun unpaced: a webhook answering in 200 ms gives a container's dips about five
+   * answers a second, too few for VERDICT_ANSWERS in time).
    */
   private static verdictOf(doubt: Doubt, ending: boolean): 'congestion' | 'persists' | undefined {
     const { dipAnswered, baseAnswered } = doubt;
@@ -722,7 +722,7 @@ export class Pace {
     if (answers === 0) return;
     const share = reading.refused / answers;
     // None refused, or a share below the floor beyond its noise: one that dips under it now and then is the same floor, and
-    // following those dips would take it down to the low tail of its own noise (10 % refused at random read as 2–4 % in a minute).
+    // following those dips would take it down to the low tail of its own noise, and the pace back into cuts.
     const noise = SIGNIFICANT * Math.sqrt((this.floor * (1 - this.floor)) / answers);
     if (reading.refused === 0 || share < this.floor - noise) this.floor = Math.max(0, this.floor + (share - this.floor) * FLOOR_DECAY);
     if (this.floor < 0.001) this.floor = 0;
