@@ -153,7 +153,7 @@ export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): R
   };
   const delayMs = options.answerAfterMs ?? 0;
   const respond: Responder =
-    delayMs === 0 ? answer : async (request, index) => new Promise((resolve) => setTimeout(() => resolve(answer(request, index)), delayMs));
+    delayMs === 0 ? answer : (request, index) => new Promise((resolve) => setTimeout(() => resolve(answer(request, index)), delayMs));
   return {
     respond,
     burst,

@@ -4,7 +4,7 @@
  * against `PACING=false`.
  * `backPressure`: a token bucket of R requests/s answering `429` + `Retry-After: 1` above it.
  * `capacity`: the same at 20, 50, 200 and 1,000 requests/s.
- * `perMessage`: a fast webhook refusing some messages for their own sake (one tenant's, or some at random).
+ * `perMessage`: a webhook refusing some messages for their own sake (one tenant's, or some at random), fast or answering in 200 ms.
  * `rateLimitHeaders`: a webhook announcing its limit in `RateLimit` / `RateLimit-Policy`.
  * `perKey`: one tenant limited to 10 requests/s, the others unlimited, with `PACE_KEY=tenant`.
  * `recovery`: a webhook answering `503` (an outage sign) or `500` (server errors, which open the breaker once they have gone on for

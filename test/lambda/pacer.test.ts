@@ -285,7 +285,7 @@ describe('doubts and floors at a slow pace (a webhook answering in 200 ms: a few
 
   test('paced when its doubt began (cut for congestion before), the same thin dips are no verdict: the floor stays as it was', async () => {
     const pacer = pacerOf();
-    await randomRefusals(pacer, 0.15, 10, 0, seeded(2));
+    await randomRefusals(pacer, 0.15, 10, 0, seeded(2)); // the slow start over
     for (let i = 0; i < 9; i += 1) await exchange(pacer, answer(i % 3 === 2 ? 'slow-down' : 'accepted'), 10); // a doubt…
     for (let i = 0; i < 30; i += 1) await exchange(pacer, answer(i % 6 === 0 ? 'accepted' : 'slow-down'), 10); // … swamped: cut
     await randomRefusals(pacer, 2, 40, 0, seeded(2)); // calm again, still paced: the next refusals begin a doubt
