@@ -9,11 +9,11 @@
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
  * the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it does not fall).
  * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
- * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs
- * the same kind of evidence, many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the
- * shortest `Retry-After` among them; a long one is probed, by the clock, by the records it keeps back, and by the first record
- * received for the first time. A message refused again is its own business: only refusals of messages received for the first
- * time are evidence for a long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's.
+ * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence,
+ * many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the shortest `Retry-After`
+ * among them; a long one is probed, by the clock, by the records it keeps back, and by the first record received for the first
+ * time. A message refused again is its own business: only refusals of messages received for the first time are evidence for a
+ * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
@@ -585,16 +585,18 @@ export class Pace {
   /** Enters and leaves the dips with the clock while in doubt; ends a doubt that has gone quiet or on too long. */
   private followDips(now: number): void {
     const doubt = this.doubt;
-    if (doubt !== undefined && now > doubt.since && now - doubt.lastRefusalAt > DOUBT_QUIET_MS) {
-      // The refusals stopped: no verdict, the floor stays as it was, judged again after FLOOR_KEPT_MS.
-      this.endDoubt(now);
-    } else if (doubt !== undefined && now > doubt.since && now - doubt.since > DOUBT_LONGEST_MS) {
-      // Out of time. Unpaced when it began (no congestion seen, or none since persistence was learned), a share that did not fall
-      // in the dips, on enough answers to have shown a fall, is persistence: without evidence the pace does not fall. Paced (cut
-      // for congestion before), or on fewer answers, no verdict: the floor stays as it was, judged again after FLOOR_KEPT_MS.
-      const unpaced = doubt.rateBefore === Number.POSITIVE_INFINITY;
-      if (unpaced && Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
-      else this.endDoubt(now);
+    if (doubt !== undefined && now > doubt.since) {
+      if (now - doubt.lastRefusalAt > DOUBT_QUIET_MS) {
+        // The refusals stopped: no verdict, the floor stays as it was, judged again after FLOOR_KEPT_MS.
+        this.endDoubt(now);
+      } else if (now - doubt.since > DOUBT_LONGEST_MS) {
+        // Out of time. Unpaced when it began (no congestion seen, or none since persistence was learned), a share that did not
+        // fall in the dips, on enough answers to have shown a fall, is persistence: without evidence the pace does not fall.
+        // Paced (cut for congestion before), or on fewer answers, no verdict: the floor stays, judged again after FLOOR_KEPT_MS.
+        const unpaced = doubt.rateBefore === Number.POSITIVE_INFINITY;
+        if (unpaced && Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
+        else this.endDoubt(now);
+      }
     }
     const dipping = this.doubt !== undefined && now >= this.doubt.since && Pace.slotOf(now) === DIP_EVERY - 1;
     if (dipping === (this.dipRate !== Number.POSITIVE_INFINITY)) return;
@@ -651,12 +653,11 @@ export class Pace {
    */
   private conclude(doubt: Doubt, verdict: 'congestion' | 'persists', now: number): void {
     this.endDoubt(now);
-    const pooled = (doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered);
     if (verdict === 'congestion') {
       this.floor = Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered);
       return;
     }
-    this.floor = pooled;
+    this.floor = (doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered);
     this.refill(now);
     this.rate = Math.max(this.rate, doubt.rateBefore);
     this.lastCutAt = Number.NEGATIVE_INFINITY;

@@ -8,7 +8,6 @@ import { describe, expect, test } from 'vitest';
 import {
   announcedWindow,
   messagesOf,
-  type SimAnswer,
   type SimMessage,
   type SimResult,
   type SimWebhook,
@@ -116,17 +115,30 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     ],
   ];
 
+  /**
+   * The rest's drain, ms, paced and with PACING=false: `count` messages to a fresh `webhookOf(seed)` each run, done once each
+   * message was delivered or refused once (the rest's drain is then known).
+   */
+  async function restDrains(
+    seed: number,
+    count: number,
+    tenantOf: (index: number) => string,
+    webhookOf: (seed: number) => SimWebhook,
+    run: { readonly maxMs: number; readonly latencyMs?: number },
+  ): Promise<[paced: number, unpaced: number]> {
+    const times: number[] = [];
+    for (const adaptive of [true, false]) {
+      const messages = messagesOf(count, tenantOf);
+      const done = (all: readonly SimMessage[]): boolean => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined);
+      await simulate({ messages, webhook: webhookOf(seed), ...run, pacing: { adaptive }, done, seed });
+      times.push(restDeliveredMs(messages));
+    }
+    return times as [number, number];
+  }
+
   test.each(cases)('%s', async (_name, tenantOf, webhookOf) => {
     for (const seed of SEEDS) {
-      const times: number[] = [];
-      for (const adaptive of [true, false]) {
-        const messages = messagesOf(4_000, tenantOf);
-        // Done when each message was delivered or refused once: the rest's drain is then known.
-        const done = (all: readonly SimMessage[]): boolean => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined);
-        await simulate({ messages, webhook: webhookOf(seed), maxMs: 120_000, pacing: { adaptive }, done, seed });
-        times.push(restDeliveredMs(messages));
-      }
-      const [paced, unpaced] = times as [number, number];
+      const [paced, unpaced] = await restDrains(seed, 4_000, tenantOf, webhookOf, { maxMs: 120_000 });
       expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(0.85);
     }
   });
@@ -139,28 +151,25 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
       '10 % of requests at random, Retry-After: 1',
       4_000,
       () => 't',
-      (random: () => number) => (): SimAnswer => (random() < 0.1 ? { status: 429, retryAfterSeconds: 1 } : { status: 200 }),
+      (seed: number): SimWebhook => {
+        const random = seeded(seed);
+        return () => (random() < 0.1 ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
+      },
     ],
     [
       "one tenant's 20 %, Retry-After 1 s to 1 h, for a couple of minutes",
       12_000,
       (i: number) => (i % 5 === 0 ? 'refused' : `t${i % 7}`),
-      (random: () => number) =>
-        (m: SimMessage): SimAnswer =>
-          m.tenant === 'refused' ? { status: 429, retryAfterSeconds: anyRetryAfter(random) } : { status: 200 },
+      (seed: number): SimWebhook => {
+        const random = seeded(seed);
+        return (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: anyRetryAfter(random) } : { status: 200 });
+      },
     ],
   ] as const)(
     'at a webhook answering in 200 ms, %s (%d messages): the rest at ≥ 0.75 × the speed of PACING=false',
     async (_name, count, tenantOf, webhookOf) => {
       for (const seed of SEEDS) {
-        const times: number[] = [];
-        for (const adaptive of [true, false]) {
-          const messages = messagesOf(count, tenantOf);
-          const done = (all: readonly SimMessage[]): boolean => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined);
-          await simulate({ messages, webhook: webhookOf(seeded(seed)), maxMs: 900_000, latencyMs: 200, pacing: { adaptive }, done, seed });
-          times.push(restDeliveredMs(messages));
-        }
-        const [paced, unpaced] = times as [number, number];
+        const [paced, unpaced] = await restDrains(seed, count, tenantOf, webhookOf, { maxMs: 900_000, latencyMs: 200 });
         expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(0.75);
       }
     },
