@@ -5,13 +5,17 @@
  * dead-lettered, which shows the test can fail. Then recovery with the defaults: how soon after
  * the webhook's return the backlog drains, and how little a webhook still down is sent. Then
  * Carrier's health check.
+ *
+ * The outages run at once (`describe.concurrent`): each has its own relay, emulator and webhook on free ports and spends its
+ * time waiting out the outage and the breaker's intervals, hardly any on the CPU; what they assert is counts of requests and
+ * a drain the 20 s bound is generous for, which a busier machine does not bring closer.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, test } from 'vitest';
 import { rateLimitedResponder } from '../../testkit/rate-limited-webhook';
 import { queueCounts, type ReadyLine, type RelayProcess, sendMessages, settle, stopRelay, until } from '../../testkit/relay-process';
 import type { ReceivedRequest } from '../../testkit/webhook';
-import { localRelayForTest, webhookForTest } from '../support/fixtures';
+import { localRelayForTest, type RunningTest, webhookForTest } from '../support/fixtures';
 
 const OUTAGE_MS = 20_000;
 const SCENARIO = {
@@ -23,8 +27,11 @@ const SCENARIO = {
   MAX_CONCURRENCY: '10',
 };
 
-/** Runs the scenario; returns what the webhook saw and how the queues ended. */
-async function outageScenario(env: Record<string, string>): Promise<{
+/** Runs the scenario for the `running` test; returns what the webhook saw and how the queues ended. */
+async function outageScenario(
+  env: Record<string, string>,
+  running: RunningTest,
+): Promise<{
   requests: ReceivedRequest[];
   upAt: number;
   delivered: Map<string, number>;
@@ -36,8 +43,12 @@ async function outageScenario(env: Record<string, string>): Promise<{
   const startedAt = Date.now();
   const upAt = startedAt + OUTAGE_MS;
   // Down: every connection is reset (the requests are still counted, unlike a refused connect).
-  const webhook = await webhookForTest(() => (Date.now() < upAt ? { resetBeforeResponse: true } : { status: 200 }));
-  const { relay, ready, sqs: client } = await localRelayForTest({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', ...SCENARIO, ...env });
+  const webhook = await webhookForTest(() => (Date.now() < upAt ? { resetBeforeResponse: true } : { status: 200 }), running);
+  const {
+    relay,
+    ready,
+    sqs: client,
+  } = await localRelayForTest({ WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', ...SCENARIO, ...env }, running);
   // 100 messages arrive during the outage: 10 a second for the first 10 seconds.
   for (let batch = 0; batch < 10; batch += 1) {
     await client.send(
@@ -67,9 +78,12 @@ async function outageScenario(env: Record<string, string>): Promise<{
   return { requests: webhook.requests, upAt, delivered, dlq, client, ready, relay };
 }
 
-describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
-  test('with the breaker: every message delivered exactly once, DLQ empty, a handful of requests during the outage', async () => {
-    const { requests, upAt, delivered, dlq, relay } = await outageScenario({});
+describe.concurrent('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
+  test('with the breaker: every message delivered exactly once, DLQ empty, a handful of requests during the outage', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { requests, upAt, delivered, dlq, relay } = await outageScenario({}, { onTestFinished });
     expect(dlq).toBe(0);
     expect(delivered.size).toBe(100);
     expect([...delivered.values()].every((count) => count === 1)).toBe(true);
@@ -84,8 +98,8 @@ describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
     expect(await stopRelay(relay)).toBe(0);
   }, 150_000);
 
-  test('the same scenario with the breaker off (OUTAGE_THRESHOLD=0) dead-letters messages', async () => {
-    const { requests, upAt, dlq, delivered } = await outageScenario({ OUTAGE_THRESHOLD: '0' });
+  test('the same scenario with the breaker off (OUTAGE_THRESHOLD=0) dead-letters messages', async ({ expect, onTestFinished }) => {
+    const { requests, upAt, dlq, delivered } = await outageScenario({ OUTAGE_THRESHOLD: '0' }, { onTestFinished });
     expect(dlq).toBeGreaterThan(0);
     expect(delivered.size + dlq).toBe(100);
     const duringOutage = requests.filter((request) => request.receivedAt < upAt);
@@ -94,7 +108,7 @@ describe('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
   }, 150_000);
 });
 
-describe("recovery with the defaults and the stack's fan-out (5 pollers, each its own breaker)", () => {
+describe.concurrent("recovery with the defaults and the stack's fan-out (5 pollers, each its own breaker)", () => {
   const DOWN_MS = 35_000;
   const MESSAGES = 100;
   /**
@@ -104,18 +118,22 @@ describe("recovery with the defaults and the stack's fan-out (5 pollers, each it
    */
   const DRAINED_WITHIN_MS = 20_000;
 
-  test.each([503, 500])(
+  test.for([503, 500])(
     'down (%i without Retry-After) for 35 s: drained within 20 s of the return, each message delivered once; while down, one request per 10 s per poller',
-    async (status) => {
+    { timeout: 150_000 },
+    async (status, { expect, onTestFinished }) => {
       const limit = rateLimitedResponder({ unavailableForMs: DOWN_MS, unavailableStatus: status });
-      const webhook = await webhookForTest(limit.respond);
-      const { relay, ready, sqs } = await localRelayForTest({
-        WEBHOOK_URL: webhook.url,
-        LOG_FORMAT: 'json',
-        POLLERS: '5',
-        MAX_CONCURRENCY: '10',
-        BATCH_SIZE: '10',
-      });
+      const webhook = await webhookForTest(limit.respond, { onTestFinished });
+      const { relay, ready, sqs } = await localRelayForTest(
+        {
+          WEBHOOK_URL: webhook.url,
+          LOG_FORMAT: 'json',
+          POLLERS: '5',
+          MAX_CONCURRENCY: '10',
+          BATCH_SIZE: '10',
+        },
+        { onTestFinished },
+      );
       const ids = await sendMessages(sqs, ready.queueUrl, MESSAGES);
       const { deadLettered, left } = await settle(sqs, ready, MESSAGES, () => limit.delivered.size);
       expect(deadLettered).toBe(0);
@@ -135,7 +153,6 @@ describe("recovery with the defaults and the stack's fan-out (5 pollers, each it
       expect(lateInOutage.length).toBeLessThanOrEqual(5 * 3);
       expect(await stopRelay(relay)).toBe(0);
     },
-    150_000,
   );
 });
 

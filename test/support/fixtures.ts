@@ -3,9 +3,10 @@
  * `…ForFile`: awaited at a file's top level; the part serves every test of the file, is put back as
  * started after each test (a test's leftovers must not decide the next one's outcome), and is stopped
  * after the last. `…ForTest`: called in a test; the part is stopped once that test ends, passed or failed.
+ * A test that runs concurrently with others passes its own context to a `…ForTest` part (see {@link RunningTest}).
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, onTestFinished } from 'vitest';
+import { afterAll, afterEach, onTestFinished, type TestContext } from 'vitest';
 import { type Emulator, type EmulatorOptions, startEmulator } from '../../testkit/emulator';
 import { type ReadyLine, readyLine, type RelayProcess, sqsClientFor, startRelayProcess, stopRelay } from '../../testkit/relay-process';
 import { type FakeSecretsManager, startSecretsManager } from '../../testkit/secrets-manager';
@@ -54,17 +55,27 @@ export async function sqsProxyForFile(emulator: Emulator, options?: SqsProxyOpti
   return proxy;
 }
 
+/**
+ * The test a `…ForTest` part belongs to: where it registers its stop. Concurrent tests (`test.concurrent`,
+ * `describe.concurrent`) pass their own context (`async ({ onTestFinished }) => …`): the global `onTestFinished` knows only
+ * the test that started last, which, once two tests await at once, may be the other one.
+ */
+export type RunningTest = Pick<TestContext, 'onTestFinished'>;
+
+/** The running test as the global hook sees it: right for tests that run one at a time. */
+const CURRENT_TEST: RunningTest = { onTestFinished: (handler, timeout) => onTestFinished(handler, timeout) };
+
 /** An emulator for the running test. */
-export async function emulatorForTest(options?: EmulatorOptions): Promise<Emulator> {
+export async function emulatorForTest(options?: EmulatorOptions, running: RunningTest = CURRENT_TEST): Promise<Emulator> {
   const emulator = await startEmulator(options);
-  onTestFinished(() => emulator.stop());
+  running.onTestFinished(() => emulator.stop());
   return emulator;
 }
 
 /** A webhook for the running test. */
-export async function webhookForTest(responder?: Responder): Promise<TestWebhook> {
+export async function webhookForTest(responder?: Responder, running: RunningTest = CURRENT_TEST): Promise<TestWebhook> {
   const webhook = await startWebhook(responder);
-  onTestFinished(() => webhook.close());
+  running.onTestFinished(() => webhook.close());
   return webhook;
 }
 
@@ -76,13 +87,13 @@ export interface LocalRelay {
 }
 
 /** Starts the relay with `env` for the running test and waits until it is ready; killed (SIGKILL) once the test ends if still running. */
-export async function localRelayForTest(env: Record<string, string>): Promise<LocalRelay> {
+export async function localRelayForTest(env: Record<string, string>, running: RunningTest = CURRENT_TEST): Promise<LocalRelay> {
   const relay = startRelayProcess(env);
-  onTestFinished(async () => {
+  running.onTestFinished(async () => {
     await stopRelay(relay, 'SIGKILL');
   });
   const ready = await readyLine(relay);
   const sqs = sqsClientFor(ready);
-  onTestFinished(() => sqs.destroy());
+  running.onTestFinished(() => sqs.destroy());
   return { relay, ready, sqs };
 }
