@@ -10,7 +10,7 @@ import { describe, expect, test } from 'vitest';
 import { type RateLimitedResponder, type RateLimitedWebhookOptions, rateLimitedResponder } from '../../testkit/rate-limited-webhook';
 import { type RelayProcess, queueCounts, sendMessages, settle, stopRelay, until } from '../../testkit/relay-process';
 import type { TestWebhook } from '../../testkit/webhook';
-import { localRelayForTest, webhookForTest } from '../support/fixtures';
+import { localRelayForTest, type RunningTest, webhookForTest } from '../support/fixtures';
 
 /** The stack's fan-out: 5 concurrent invocations of 10 records, 10 requests in flight each. */
 const FAN_OUT = { LOG_FORMAT: 'json', POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' };
@@ -26,16 +26,20 @@ interface Started {
   readonly sentAt: number;
 }
 
-/** A relay with `env` and the stack's fan-out, `count` messages sent at once (tenant `tenantOf(i)` as the attribute `tenant`). */
+/**
+ * A relay with `env` and the stack's fan-out, `count` messages sent at once (tenant `tenantOf(i)` as the attribute `tenant`);
+ * its parts stopped when the `running` test (by default the one running alone) ends.
+ */
 async function start(
   count: number,
   options: RateLimitedWebhookOptions,
   env: Record<string, string> = {},
   tenantOf?: (index: number) => string,
+  running?: RunningTest,
 ): Promise<Started> {
   const limit = rateLimitedResponder(options);
-  const webhook = await webhookForTest(limit.respond);
-  const { relay, ready, sqs } = await localRelayForTest({ ...FAN_OUT, ...env, WEBHOOK_URL: webhook.url });
+  const webhook = await webhookForTest(limit.respond, running);
+  const { relay, ready, sqs } = await localRelayForTest({ ...FAN_OUT, ...env, WEBHOOK_URL: webhook.url }, running);
   const sentAt = Date.now();
   const ids = await sendMessages(sqs, ready.queueUrl, count, undefined, tenantOf && ((index) => ({ tenant: tenantOf(index) })));
   return { ids, limit, webhook, relay, sqs, ready, sentAt };
@@ -64,18 +68,6 @@ describe('a webhook that takes 50 requests/s and answers 429 + Retry-After: 1 ab
     expect(refusedShare).toBeLessThan(0.5);
     expect(await stopRelay(run.relay)).toBe(0);
   }, 180_000);
-});
-
-describe('a webhook that answers 500 for 40 s (a bad deploy), then recovers', () => {
-  // 500, not 503: the breaker opens only once the 500s have gone on for 5 s, so the first attempts spend receives on their
-  // backoff, and its holds spend more: 40 s outlasts five receives, so a receive count of 5 would give up.
-  test('50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async () => {
-    const run = await start(50, { unavailableForMs: 40_000, unavailableStatus: 500 });
-    const { deadLettered, left } = await settle(run.sqs, run.ready, 50, () => run.limit.delivered.size);
-    expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-    expectDeliveredOnce(run.limit, run.ids);
-    expect(await stopRelay(run.relay)).toBe(0);
-  }, 240_000);
 });
 
 describe('MAX_REQUESTS_PER_SECOND=20, shared by 2 pollers as by 2 concurrent invocations', () => {
@@ -174,29 +166,7 @@ describe('refusals of single messages cost those messages their time, not the pa
   }, 180_000);
 });
 
-describe('the endpoint hold: endpoint-wide evidence, and waits it outlasts end at once', () => {
-  test('a webhook refusing everything with Retry-After: 5 for 10 s: held, asked far fewer times than PACING=false asks; all delivered after', async () => {
-    const refused: number[] = [];
-    for (const env of [{}, { PACING: 'false' }] as Record<string, string>[]) {
-      let firstAt: number | undefined;
-      const refuse = (): number | undefined => {
-        firstAt ??= Date.now();
-        return Date.now() - firstAt < 10_000 ? 5 : undefined;
-      };
-      const run = await start(500, { refuse }, env);
-      const { deadLettered, left } = await settle(run.sqs, run.ready, 500, () => run.limit.delivered.size);
-      expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-      expectDeliveredOnce(run.limit, run.ids);
-      refused.push(run.limit.refused());
-      expect(await stopRelay(run.relay)).toBe(0);
-    }
-    const [held, flooded] = refused as [number, number];
-    console.info(`hold e2e: ${held} refusals held, ${flooded} with PACING=false`);
-    // Without a hold every message is refused at least once, most two or three times.
-    expect(flooded).toBeGreaterThanOrEqual(500);
-    expect(held).toBeLessThan(flooded / 2);
-  }, 240_000);
-
+describe('the endpoint hold: waits it outlasts end at once', () => {
   test('records waiting on the pace when a hold begins that outlasts their 5 s invocation stop waiting at once, not at its deadline', async () => {
     // Retry-After: 30 holds for 6 s (the longest a hold lasts), more than a 5 s invocation has left. Answers take 200 ms, so
     // each batch's records wait on the pace (2 in flight at the start) when the second of refusals a long hold needs is over.
@@ -229,12 +199,59 @@ describe('rate-limit headers: a webhook that says its limit', () => {
   }, 180_000);
 });
 
-describe('PACE_KEY: one pace per tenant', () => {
-  test('a tenant limited to 20 requests/s (1 message in 5): paced alone, refused far less than without a key, none lost', async () => {
+// The longest scenarios, below, run at once: each has its own relay, emulator and webhook on free ports, and each waits more
+// than it computes (an outage of 40 s; a tenant paced to 20 requests/s; a hold of 10 s, twice). What they assert is where
+// every message ended and counts of refusals far apart, which a busier machine does not bring closer. The tests above, whose
+// bounds are times and rates, run alone.
+
+describe.concurrent('a webhook that answers 500 for 40 s (a bad deploy), then recovers', () => {
+  // 500, not 503: the breaker opens only once the 500s have gone on for 5 s, so the first attempts spend receives on their
+  // backoff, and its holds spend more: 40 s outlasts five receives, so a receive count of 5 would give up.
+  test('50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async ({
+    onTestFinished,
+  }) => {
+    const run = await start(50, { unavailableForMs: 40_000, unavailableStatus: 500 }, {}, undefined, { onTestFinished });
+    const { deadLettered, left } = await settle(run.sqs, run.ready, 50, () => run.limit.delivered.size);
+    expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
+    expectDeliveredOnce(run.limit, run.ids);
+    expect(await stopRelay(run.relay)).toBe(0);
+  }, 240_000);
+});
+
+describe.concurrent('the endpoint hold: endpoint-wide evidence', () => {
+  test('a webhook refusing everything with Retry-After: 5 for 10 s: held, asked far fewer times than PACING=false asks; all delivered after', async ({
+    onTestFinished,
+  }) => {
+    const refused: number[] = [];
+    for (const env of [{}, { PACING: 'false' }] as Record<string, string>[]) {
+      let firstAt: number | undefined;
+      const refuse = (): number | undefined => {
+        firstAt ??= Date.now();
+        return Date.now() - firstAt < 10_000 ? 5 : undefined;
+      };
+      const run = await start(500, { refuse }, env, undefined, { onTestFinished });
+      const { deadLettered, left } = await settle(run.sqs, run.ready, 500, () => run.limit.delivered.size);
+      expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
+      expectDeliveredOnce(run.limit, run.ids);
+      refused.push(run.limit.refused());
+      expect(await stopRelay(run.relay)).toBe(0);
+    }
+    const [held, flooded] = refused as [number, number];
+    console.info(`hold e2e: ${held} refusals held, ${flooded} with PACING=false`);
+    // Without a hold every message is refused at least once, most two or three times.
+    expect(flooded).toBeGreaterThanOrEqual(500);
+    expect(held).toBeLessThan(flooded / 2);
+  }, 240_000);
+});
+
+describe.concurrent('PACE_KEY: one pace per tenant', () => {
+  test('a tenant limited to 20 requests/s (1 message in 5): paced alone, refused far less than without a key, none lost', async ({
+    onTestFinished,
+  }) => {
     const tenantOf = (index: number): string => (index % 5 === 0 ? 'limited' : `tenant-${index % 7}`);
     const refused: number[] = [];
     for (const env of [{ PACE_KEY: 'tenant' }, {}] as Record<string, string>[]) {
-      const run = await start(2_000, { tenantLimits: { limited: 20 } }, env, tenantOf);
+      const run = await start(2_000, { tenantLimits: { limited: 20 } }, env, tenantOf, { onTestFinished });
       const { deadLettered, left } = await settle(run.sqs, run.ready, 2_000, () => run.limit.delivered.size);
       expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
       expectDeliveredOnce(run.limit, run.ids);
