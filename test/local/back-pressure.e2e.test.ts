@@ -199,44 +199,30 @@ describe('rate-limit headers: a webhook that says its limit', () => {
   }, 180_000);
 });
 
-// The longest scenarios, below, run at once: each has its own relay, emulator and webhook on free ports, and each waits more
-// than it computes (an outage of 40 s; a tenant paced to 20 requests/s; a hold of 10 s, twice). What they assert is where
-// every message ended and counts of refusals far apart, which a busier machine does not bring closer. The tests above, whose
-// bounds are times and rates, run alone.
-
-describe.concurrent('a webhook that answers 500 for 40 s (a bad deploy), then recovers', () => {
-  // 500, not 503: the breaker opens only once the 500s have gone on for 5 s, so the first attempts spend receives on their
-  // backoff, and its holds spend more: 40 s outlasts five receives, so a receive count of 5 would give up.
-  test('50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async ({
-    onTestFinished,
-  }) => {
-    const run = await start(50, { unavailableForMs: 40_000, unavailableStatus: 500 }, {}, undefined, { onTestFinished });
-    const { deadLettered, left } = await settle(run.sqs, run.ready, 50, () => run.limit.delivered.size);
-    expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-    expectDeliveredOnce(run.limit, run.ids);
-    expect(await stopRelay(run.relay)).toBe(0);
-  }, 240_000);
-});
+// The longest scenarios, below, run at once, and each runs its two relays side by side: every relay has its own emulator and
+// webhook on free ports and waits more than it computes (a hold of 10 s; a tenant paced to 20 requests/s). What they assert
+// is where every message ended and counts of refusals far apart, which a busier machine does not bring closer. The tests
+// above, whose bounds are times and rates, run alone.
 
 describe.concurrent('the endpoint hold: endpoint-wide evidence', () => {
   test('a webhook refusing everything with Retry-After: 5 for 10 s: held, asked far fewer times than PACING=false asks; all delivered after', async ({
     onTestFinished,
   }) => {
-    const refused: number[] = [];
-    for (const env of [{}, { PACING: 'false' }] as Record<string, string>[]) {
-      let firstAt: number | undefined;
-      const refuse = (): number | undefined => {
-        firstAt ??= Date.now();
-        return Date.now() - firstAt < 10_000 ? 5 : undefined;
-      };
-      const run = await start(500, { refuse }, env, undefined, { onTestFinished });
-      const { deadLettered, left } = await settle(run.sqs, run.ready, 500, () => run.limit.delivered.size);
-      expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-      expectDeliveredOnce(run.limit, run.ids);
-      refused.push(run.limit.refused());
-      expect(await stopRelay(run.relay)).toBe(0);
-    }
-    const [held, flooded] = refused as [number, number];
+    const [held, flooded] = (await Promise.all(
+      ([{}, { PACING: 'false' }] as Record<string, string>[]).map(async (env) => {
+        let firstAt: number | undefined;
+        const refuse = (): number | undefined => {
+          firstAt ??= Date.now();
+          return Date.now() - firstAt < 10_000 ? 5 : undefined;
+        };
+        const run = await start(500, { refuse }, env, undefined, { onTestFinished });
+        const { deadLettered, left } = await settle(run.sqs, run.ready, 500, () => run.limit.delivered.size);
+        expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
+        expectDeliveredOnce(run.limit, run.ids);
+        expect(await stopRelay(run.relay)).toBe(0);
+        return run.limit.refused();
+      }),
+    )) as [number, number];
     console.info(`hold e2e: ${held} refusals held, ${flooded} with PACING=false`);
     // Without a hold every message is refused at least once, most two or three times.
     expect(flooded).toBeGreaterThanOrEqual(500);
@@ -249,16 +235,16 @@ describe.concurrent('PACE_KEY: one pace per tenant', () => {
     onTestFinished,
   }) => {
     const tenantOf = (index: number): string => (index % 5 === 0 ? 'limited' : `tenant-${index % 7}`);
-    const refused: number[] = [];
-    for (const env of [{ PACE_KEY: 'tenant' }, {}] as Record<string, string>[]) {
-      const run = await start(2_000, { tenantLimits: { limited: 20 } }, env, tenantOf, { onTestFinished });
-      const { deadLettered, left } = await settle(run.sqs, run.ready, 2_000, () => run.limit.delivered.size);
-      expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-      expectDeliveredOnce(run.limit, run.ids);
-      refused.push(run.limit.refused());
-      expect(await stopRelay(run.relay)).toBe(0);
-    }
-    const [keyed, unkeyed] = refused as [number, number];
+    const [keyed, unkeyed] = (await Promise.all(
+      ([{ PACE_KEY: 'tenant' }, {}] as Record<string, string>[]).map(async (env) => {
+        const run = await start(2_000, { tenantLimits: { limited: 20 } }, env, tenantOf, { onTestFinished });
+        const { deadLettered, left } = await settle(run.sqs, run.ready, 2_000, () => run.limit.delivered.size);
+        expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
+        expectDeliveredOnce(run.limit, run.ids);
+        expect(await stopRelay(run.relay)).toBe(0);
+        return run.limit.refused();
+      }),
+    )) as [number, number];
     console.info(`per-key e2e: the limited tenant refused ${keyed} times paced per key, ${unkeyed} without`);
     // Without a key its 400 messages are sent at the endpoint's pace and refused again and again; with one, at about its own.
     expect(keyed).toBeLessThan(unkeyed / 2);

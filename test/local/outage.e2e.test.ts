@@ -3,12 +3,13 @@
  * messages arrive, then comes back. With the circuit breaker every message is delivered exactly
  * once and the DLQ stays empty; with it switched off (the same scenario) messages are
  * dead-lettered, which shows the test can fail. Then recovery with the defaults: how soon after
- * the webhook's return the backlog drains, and how little a webhook still down is sent. Then
+ * the webhook's return the backlog drains, and how little a webhook still down is sent; and a bad
+ * deploy (500 for 40 s) that outlasts the receive count, ridden out by the retry window. Then
  * Carrier's health check.
  *
  * The outages run at once (`describe.concurrent`): each has its own relay, emulator and webhook on free ports and spends its
- * time waiting out the outage and the breaker's intervals, hardly any on the CPU; what they assert is counts of requests and
- * a drain the 20 s bound is generous for, which a busier machine does not bring closer.
+ * time waiting out the outage and the breaker's intervals, hardly any on the CPU; what they assert is where each message
+ * ended, counts of requests and a drain the 20 s bound is generous for, which a busier machine does not bring closer.
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, test } from 'vitest';
@@ -154,6 +155,26 @@ describe.concurrent("recovery with the defaults and the stack's fan-out (5 polle
       expect(await stopRelay(relay)).toBe(0);
     },
   );
+
+  // 500, not 503: the breaker opens only once the 500s have gone on for 5 s, so the first attempts spend receives on their
+  // backoff, and its holds spend more: 40 s outlasts five receives, so a receive count of 5 would give up.
+  test('down (500) for 40 s (a bad deploy), 50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const limit = rateLimitedResponder({ unavailableForMs: 40_000, unavailableStatus: 500 });
+    const webhook = await webhookForTest(limit.respond, { onTestFinished });
+    const { relay, ready, sqs } = await localRelayForTest(
+      { WEBHOOK_URL: webhook.url, LOG_FORMAT: 'json', POLLERS: '5', MAX_CONCURRENCY: '10', BATCH_SIZE: '10' },
+      { onTestFinished },
+    );
+    const ids = await sendMessages(sqs, ready.queueUrl, 50);
+    const { deadLettered, left } = await settle(sqs, ready, 50, () => limit.delivered.size);
+    expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
+    expect(limit.duplicates()).toBe(0);
+    expect(new Set(limit.delivered.keys())).toEqual(new Set(ids));
+    expect(await stopRelay(relay)).toBe(0);
+  }, 240_000);
 });
 
 describe('WEBHOOK_HEALTH_CHECK_URL', () => {
