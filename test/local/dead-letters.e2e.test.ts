@@ -5,6 +5,10 @@
  * bin calls) and as a child process stopped with signals. At the end of every test, each message
  * is accounted for: in the DLQ, or on the main queue exactly once (at most the batches in flight
  * twice after a SIGKILL).
+ *
+ * Each test has its own emulator and spends most of its time waiting (a reader's last long poll,
+ * a hold running out, a paced replay), so the commands' tests run at once (`describe.concurrent`);
+ * the reads whose holds are timed against a slow batch run alone.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -17,7 +21,7 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import type { CommandIo, ExitStatus } from '../../local/command-io';
@@ -26,21 +30,17 @@ import { RECEIVE_ALL_ATTRIBUTES } from '../../local/event-source';
 import { DeadLetterScan } from '../../local/dead-letters/scan';
 import { runSubcommand } from '../../local/cli';
 import { type DeadLetterSpec, fillDeadLetterQueue } from '../../testkit/dead-letters';
-import { type Emulator, type QueueRef, startEmulator } from '../../testkit/emulator';
+import { type Emulator, type EmulatorOptions, type QueueRef, startEmulator } from '../../testkit/emulator';
 import { childEnv, ROOT } from '../../testkit/relay-process';
 import { startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook } from '../../testkit/webhook';
+import { emulatorForTest } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor } from '../support/relay';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
-let emulator: Emulator;
-beforeEach(async () => {
-  emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 3 });
-});
-afterEach(async () => {
-  await emulator.stop();
-});
+/** Each test's own emulator: its queues, and the process's environment left alone. */
+const EMULATOR: EmulatorOptions = { keepEnvironment: true, maxReceiveCount: 3 };
 
 /** The command in this process, as the bin runs it; its output collected. */
 async function deadLetters(args: string[], env: Record<string, string> = {}, signal?: AbortSignal) {
@@ -58,7 +58,7 @@ async function deadLetters(args: string[], env: Record<string, string> = {}, sig
 }
 
 /** Every message of a queue, read and deleted (the queue is empty afterwards). */
-async function drain(queue: QueueRef): Promise<Message[]> {
+async function drain(emulator: Emulator, queue: QueueRef): Promise<Message[]> {
   const all: Message[] = [];
   for (;;) {
     const { Messages = [] } = await emulator.sqs.send(
@@ -76,7 +76,7 @@ async function drain(queue: QueueRef): Promise<Message[]> {
 }
 
 /** The receive count of every message of a queue, read without receiving. */
-function receiveCounts(queue: QueueRef): number[] {
+function receiveCounts(emulator: Emulator, queue: QueueRef): number[] {
   const state = emulator.server.inspectQueue(queue.name);
   return (state?.messages.ready ?? []).map((message) => (message as { approximateReceiveCount: number }).approximateReceiveCount);
 }
@@ -88,12 +88,15 @@ const exhausted = (n: number): DeadLetterSpec[] =>
 const backstop = (n: number): DeadLetterSpec[] =>
   Array.from({ length: n }, (_, i) => ({ body: `{"b":${i}}`, cause: DEAD_LETTER_CAUSES.backstop }));
 
-describe('summary', () => {
-  test('counts the dead letters by cause, last status and age, with a sample per group, and leaves the DLQ as it found it', async () => {
+describe.concurrent('summary', () => {
+  test('counts the dead letters by cause, last status and age, with a sample per group, and leaves the DLQ as it found it', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, [...refused(12, 404), ...refused(5, 422, 'x'), ...exhausted(4), ...backstop(3)], {
       SIGNING_SECRET: SECRET,
     });
-    const before = receiveCounts(emulator.dlq);
+    const before = receiveCounts(emulator, emulator.dlq);
     expect(before).toHaveLength(24);
 
     const { status, out, err } = await deadLetters(['summary', '--queue-url', emulator.queue.url, '--json']);
@@ -122,7 +125,7 @@ describe('summary', () => {
 
     // Left as found: every message visible again at once, none deleted, one receive more each.
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 24, inflight: 0, delayed: 0 });
-    expect(receiveCounts(emulator.dlq).sort()).toEqual(before.map((count) => count + 1).sort());
+    expect(receiveCounts(emulator, emulator.dlq).sort()).toEqual(before.map((count) => count + 1).sort());
 
     // The text form: the groups, and the replay command to try next.
     const text = await deadLetters(['summary', '--queue-url', emulator.queue.url]);
@@ -133,7 +136,8 @@ describe('summary', () => {
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 24, inflight: 0, delayed: 0 });
   });
 
-  test('--limit reads that many and no more; --dlq-url alone reads the DLQ', async () => {
+  test('--limit reads that many and no more; --dlq-url alone reads the DLQ', async ({ onTestFinished }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(30, 410));
     const limited = JSON.parse((await deadLetters(['summary', '--queue-url', emulator.queue.url, '--limit', '7', '--json'])).out);
     expect(limited).toMatchObject({ read: 7, complete: false });
@@ -143,7 +147,10 @@ describe('summary', () => {
     expect(direct.queueUrl).toBeUndefined();
   });
 
-  test('an empty DLQ, a queue without one, and command lines it cannot run with: one line each, and the right status', async () => {
+  test('an empty DLQ, a queue without one, and command lines it cannot run with: one line each, and the right status', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     expect(await deadLetters(['summary', '--queue-url', emulator.queue.url])).toMatchObject({
       status: 0,
       out: expect.stringContaining('0 read in'),
@@ -171,7 +178,10 @@ describe('summary', () => {
     });
   });
 
-  test('progress on a terminal; a DLQ with a redrive policy of its own is named, since every read counts a receive', async () => {
+  test('progress on a terminal; a DLQ with a redrive policy of its own is named, since every read counts a receive', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(25, 404));
     await emulator.sqs.send(
       new SetQueueAttributesCommand({
@@ -196,7 +206,7 @@ describe('summary', () => {
 });
 
 /** The relay's handler, signing with SECRET, relays every message on the main queue to `webhookUrl` once. */
-async function relayMainQueue(webhookUrl: string, expected: number): Promise<void> {
+async function relayMainQueue(emulator: Emulator, webhookUrl: string, expected: number): Promise<void> {
   const relay = relayFor({ WEBHOOK_URL: webhookUrl, SIGNING_SECRET: SECRET }, { sqs: emulator.sqs, ...capturedTelemetry() });
   let relayed = 0;
   while (relayed < expected) {
@@ -215,12 +225,15 @@ async function relayMainQueue(webhookUrl: string, expected: number): Promise<voi
 }
 
 /** Bodies of a queue's messages, sorted (the queue is drained). */
-async function bodiesOf(queue: QueueRef): Promise<string[]> {
-  return (await drain(queue)).map((message) => message.Body ?? '').sort();
+async function bodiesOf(emulator: Emulator, queue: QueueRef): Promise<string[]> {
+  return (await drain(emulator, queue)).map((message) => message.Body ?? '').sort();
 }
 
-describe('replay', () => {
-  test('--dry-run moves nothing; then exactly the dead letters of one status go back, as new messages the webhook sees under their original ids', async () => {
+describe.concurrent('replay', () => {
+  test('--dry-run moves nothing; then exactly the dead letters of one status go back, as new messages the webhook sees under their original ids', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const specs = [...refused(12, 404), ...refused(5, 422, 'x'), ...exhausted(4), ...backstop(3)];
     const original = await fillDeadLetterQueue(emulator, specs, { SIGNING_SECRET: SECRET });
     const args = ['replay', '--queue-url', emulator.queue.url, '--status', '404'];
@@ -247,7 +260,7 @@ describe('replay', () => {
     // A fresh message: a new retry window and receive count; the relay presents the id the webhook saw before.
     const webhook = await startWebhook();
     try {
-      await relayMainQueue(webhook.url, 12);
+      await relayMainQueue(emulator, webhook.url, 12);
       const seen = webhook.requests.map((request) => ({
         body: request.body.toString(),
         id: request.headers['x-carrier-message-id'],
@@ -264,10 +277,13 @@ describe('replay', () => {
     } finally {
       await webhook.close();
     }
-    expect((await bodiesOf(emulator.dlq)).filter((body) => body.includes('"status":404'))).toEqual([]);
+    expect((await bodiesOf(emulator, emulator.dlq)).filter((body) => body.includes('"status":404'))).toEqual([]);
   });
 
-  test('messages SQS moved: with the signing key their id is sealed as the relay would have, without it they go under a new id', async () => {
+  test('messages SQS moved: with the signing key their id is sealed as the relay would have, without it they go under a new id', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const original = await fillDeadLetterQueue(emulator, backstop(6));
     const withKey = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--cause', 'backstop', '--limit', '3', '--json'], {
       SIGNING_SECRET: SECRET,
@@ -275,13 +291,13 @@ describe('replay', () => {
     expect(JSON.parse(withKey.out)).toMatchObject({ replayed: 3, newMessageId: 0, overLimit: expect.any(Number) });
     const webhook = await startWebhook();
     try {
-      await relayMainQueue(webhook.url, 3);
+      await relayMainQueue(emulator, webhook.url, 3);
       for (const request of webhook.requests) expect(request.headers['x-carrier-message-id']).toBe(original.get(request.body.toString()));
       webhook.reset();
       const without = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json']);
       expect(JSON.parse(without.out)).toMatchObject({ replayed: 3, newMessageId: 3 });
       expect(without.status).toBe(0);
-      await relayMainQueue(webhook.url, 3);
+      await relayMainQueue(emulator, webhook.url, 3);
       for (const request of webhook.requests)
         expect(request.headers['x-carrier-message-id']).not.toBe(original.get(request.body.toString()));
     } finally {
@@ -290,7 +306,10 @@ describe('replay', () => {
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
 
-  test("the signing key given both ways: the function's rule, one line naming SIGNING_SECRET_ARN, nothing moved", async () => {
+  test("the signing key given both ways: the function's rule, one line naming SIGNING_SECRET_ARN, nothing moved", async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, backstop(2));
     const both = await deadLetters(['replay', '--queue-url', emulator.queue.url], {
       SIGNING_SECRET: SECRET,
@@ -303,7 +322,10 @@ describe('replay', () => {
     expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
 
-  test('filters: --limit, --since/--until, --cause with several values, and a dead letter from another queue left where it is', async () => {
+  test('filters: --limit, --since/--until, --cause with several values, and a dead letter from another queue left where it is', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, [...refused(8, 404), ...exhausted(3), ...backstop(2)]);
     await emulator.sqs.send(
       new SendMessageCommand({
@@ -332,10 +354,13 @@ describe('replay', () => {
     expect(await tally('--cause', 'window,backstop')).toMatchObject({ replayed: 5, skipped: 4, fromAnotherQueue: 0 });
     expect(emulator.counts(emulator.queue).ready).toBe(10);
     // Left: three 404s and the other queue's dead letter.
-    expect(await bodiesOf(emulator.dlq)).toHaveLength(4);
+    expect(await bodiesOf(emulator, emulator.dlq)).toHaveLength(4);
   });
 
-  test('a send SQS refuses leaves the dead letter in the DLQ and exits 1; a delete it refuses is reported, the message in both queues', async () => {
+  test('a send SQS refuses leaves the dead letter in the DLQ and exits 1; a delete it refuses is reported, the message in both queues', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(15, 404));
     const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
     try {
@@ -359,7 +384,8 @@ describe('replay', () => {
     }
   });
 
-  test('every attribute goes back as it was: binary, custom types, one named __proto__', async () => {
+  test('every attribute goes back as it was: binary, custom types, one named __proto__', async ({ onTestFinished }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const attributes = Object.fromEntries([
       ['__proto__', { DataType: 'String', StringValue: 'not a prototype' }],
       ['Body.ContentType', { DataType: 'String', StringValue: 'text/csv' }],
@@ -368,7 +394,7 @@ describe('replay', () => {
     ]) as Record<string, MessageAttributeValue>;
     await emulator.sqs.send(new SendMessageCommand({ QueueUrl: emulator.dlq.url, MessageBody: 'a,b,c', MessageAttributes: attributes }));
     expect((await deadLetters(['replay', '--queue-url', emulator.queue.url])).status).toBe(0);
-    const [message] = await drain(emulator.queue);
+    const [message] = await drain(emulator, emulator.queue);
     expect(message?.Body).toBe('a,b,c');
     const got = message?.MessageAttributes ?? {};
     expect(Object.getOwnPropertyDescriptor(got, '__proto__')?.value).toMatchObject({ DataType: 'String', StringValue: 'not a prototype' });
@@ -377,9 +403,10 @@ describe('replay', () => {
     expect(Buffer.from(got.blob?.BinaryValue ?? []).equals(Buffer.from([0, 1, 2, 255]))).toBe(true);
   });
 
-  test('a FIFO queue: each dead letter goes back to its message group, in order, with a deduplication id of its own', async () => {
-    await emulator.stop();
-    emulator = await startEmulator({ keepEnvironment: true, fifo: true, maxReceiveCount: 3 });
+  test('a FIFO queue: each dead letter goes back to its message group, in order, with a deduplication id of its own', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest({ ...EMULATOR, fifo: true }, { onTestFinished });
     const specs: DeadLetterSpec[] = [
       ...Array.from({ length: 4 }, (_, i) => ({ body: `a${i}`, cause: DEAD_LETTER_CAUSES.refused, status: 404, groupId: 'a' })),
       ...Array.from({ length: 3 }, (_, i) => ({ body: `b${i}`, cause: DEAD_LETTER_CAUSES.refused, status: 404, groupId: 'b' })),
@@ -393,7 +420,7 @@ describe('replay', () => {
     const replayed = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json']);
     expect(JSON.parse(replayed.out)).toMatchObject({ replayed: 7, failed: 0 });
     const order = new Map<string, string[]>();
-    for (const message of await drain(emulator.queue)) {
+    for (const message of await drain(emulator, emulator.queue)) {
       const group = message.Attributes?.MessageGroupId ?? '';
       order.set(group, [...(order.get(group) ?? []), message.Body ?? '']);
       expect(message.Attributes?.MessageDeduplicationId).toMatch(/^replay-/);
@@ -403,7 +430,7 @@ describe('replay', () => {
   });
 });
 
-describe('replay stopped and run again', () => {
+describe.concurrent('replay stopped and run again', () => {
   /** `sqs-webhook-relay dead-letters …` as a child process (the bin's code from source, as `npm run dead-letters` runs it). */
   function child(args: string[]) {
     const process_ = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts', 'dead-letters', ...args], {
@@ -418,7 +445,7 @@ describe('replay stopped and run again', () => {
     return { process: process_, output: () => out, exited };
   }
 
-  async function whenMainQueueHas(count: number): Promise<void> {
+  async function whenMainQueueHas(emulator: Emulator, count: number): Promise<void> {
     const deadline = Date.now() + 30_000;
     while (emulator.counts(emulator.queue).ready < count) {
       if (Date.now() > deadline) throw new Error(`the main queue never reached ${count}`);
@@ -426,11 +453,14 @@ describe('replay stopped and run again', () => {
     }
   }
 
-  test('SIGINT: it stops, makes what it holds visible at once, exits 130 with its tally; run again, it finishes, nothing twice', async () => {
+  test('SIGINT: it stops, makes what it holds visible at once, exits 130 with its tally; run again, it finishes, nothing twice', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const specs = refused(200, 404);
     await fillDeadLetterQueue(emulator, specs);
     const first = child(['replay', '--queue-url', emulator.queue.url, '--rate', '100', '--parallel', '2']);
-    await whenMainQueueHas(40);
+    await whenMainQueueHas(emulator, 40);
     first.process.kill('SIGINT');
     const [code] = await first.exited;
     expect({ code, output: first.output() }).toMatchObject({
@@ -444,32 +474,36 @@ describe('replay stopped and run again', () => {
 
     const second = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json']);
     expect(JSON.parse(second.out)).toMatchObject({ replayed: 200 - replayedFirst, failed: 0 });
-    expect(await bodiesOf(emulator.queue)).toEqual(specs.map((spec) => spec.body).sort());
+    expect(await bodiesOf(emulator, emulator.queue)).toEqual(specs.map((spec) => spec.body).sort());
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   }, 60_000);
 
-  test('SIGKILL: what it held comes back after its visibility timeout; run again, nothing is lost, at most the batches in flight twice', async () => {
+  test('SIGKILL: what it held comes back after its visibility timeout; run again, nothing is lost, at most the batches in flight twice', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const specs = refused(300, 404);
     await fillDeadLetterQueue(emulator, specs);
     const first = child(['replay', '--queue-url', emulator.queue.url, '--rate', '100', '--parallel', '2', '--visibility-timeout', '5']);
-    await whenMainQueueHas(60);
+    await whenMainQueueHas(emulator, 60);
     first.process.kill('SIGKILL');
     await first.exited;
     // What the killed run held is invisible until its hold (5 s) ends.
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     const second = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json']);
     expect(second.status).toBe(0);
-    const bodies = await bodiesOf(emulator.queue);
+    const bodies = await bodiesOf(emulator, emulator.queue);
     expect([...new Set(bodies)].sort()).toEqual(specs.map((spec) => spec.body).sort());
     // Two readers of batches of ten: at most twenty were sent and not yet deleted when it died.
     expect(bodies.length - specs.length).toBeLessThanOrEqual(20);
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   }, 60_000);
 
-  test('--rate paces the sends: 30 messages at 15 per second are spread over more than a second', async () => {
+  test('--rate paces the sends: 30 messages at 15 per second are spread over more than a second', async ({ onTestFinished }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(30, 404));
     expect((await deadLetters(['replay', '--queue-url', emulator.queue.url, '--rate', '15'])).status).toBe(0);
-    const sent = (await drain(emulator.queue)).map((message) => Number(message.Attributes?.SentTimestamp)).sort((a, b) => a - b);
+    const sent = (await drain(emulator, emulator.queue)).map((message) => Number(message.Attributes?.SentTimestamp)).sort((a, b) => a - b);
     expect(sent).toHaveLength(30);
     // Batches of 10 at 0, 0.67 and 1.33 s; unpaced, all 30 go within a few milliseconds.
     expect((sent.at(-1) ?? 0) - (sent[0] ?? 0)).toBeGreaterThanOrEqual(1_200);
@@ -477,7 +511,8 @@ describe('replay stopped and run again', () => {
 });
 
 describe('reading without re-reading', () => {
-  test('a slow batch keeps its messages held (the hold is extended), so no other reader reads them again', async () => {
+  test('a slow batch keeps its messages held (the hold is extended), so no other reader reads them again', async ({ onTestFinished }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(30, 404));
     let first = true;
     const scan = new DeadLetterScan({
@@ -500,7 +535,10 @@ describe('reading without re-reading', () => {
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 30, inflight: 0, delayed: 0 });
   });
 
-  test('when holds cannot be extended or released, messages read again are counted once, and the summary says what happened', async () => {
+  test('when holds cannot be extended or released, messages read again are counted once, and the summary says what happened', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(30, 404));
     const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
     try {
@@ -537,26 +575,30 @@ describe('reading without re-reading', () => {
         fc.array(fc.record({ status: fc.constantFrom(...statuses), backstop: fc.boolean() }), { minLength: 1, maxLength: 25 }),
         fc.subarray([...statuses], { minLength: 1 }),
         async (letters, wanted) => {
-          await emulator.stop();
-          emulator = await startEmulator({ keepEnvironment: true, maxReceiveCount: 3 });
-          const specs: DeadLetterSpec[] = letters.map((letter, i) =>
-            letter.backstop
-              ? { body: `m${i}`, cause: DEAD_LETTER_CAUSES.backstop }
-              : letter.status === 500
-                ? { body: `m${i}`, cause: DEAD_LETTER_CAUSES.windowExhausted, status: 500 }
-                : { body: `m${i}`, cause: DEAD_LETTER_CAUSES.refused, status: letter.status },
-          );
-          await fillDeadLetterQueue(emulator, specs);
-          const { status } = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--status', wanted.join(',')]);
-          expect(status).toBe(0);
-          const matching = specs.filter((spec) => spec.status !== undefined && (wanted as number[]).includes(spec.status));
-          expect(await bodiesOf(emulator.queue)).toEqual(matching.map((spec) => spec.body).sort());
-          expect(await bodiesOf(emulator.dlq)).toEqual(
-            specs
-              .filter((spec) => !matching.includes(spec))
-              .map((spec) => spec.body)
-              .sort(),
-          );
+          // A fresh emulator for each case: its queues hold that case's dead letters alone.
+          const emulator = await startEmulator(EMULATOR);
+          try {
+            const specs: DeadLetterSpec[] = letters.map((letter, i) =>
+              letter.backstop
+                ? { body: `m${i}`, cause: DEAD_LETTER_CAUSES.backstop }
+                : letter.status === 500
+                  ? { body: `m${i}`, cause: DEAD_LETTER_CAUSES.windowExhausted, status: 500 }
+                  : { body: `m${i}`, cause: DEAD_LETTER_CAUSES.refused, status: letter.status },
+            );
+            await fillDeadLetterQueue(emulator, specs);
+            const { status } = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--status', wanted.join(',')]);
+            expect(status).toBe(0);
+            const matching = specs.filter((spec) => spec.status !== undefined && (wanted as number[]).includes(spec.status));
+            expect(await bodiesOf(emulator, emulator.queue)).toEqual(matching.map((spec) => spec.body).sort());
+            expect(await bodiesOf(emulator, emulator.dlq)).toEqual(
+              specs
+                .filter((spec) => !matching.includes(spec))
+                .map((spec) => spec.body)
+                .sort(),
+            );
+          } finally {
+            await emulator.stop();
+          }
         },
       ),
       { numRuns: 6 },
