@@ -16,8 +16,8 @@
  * many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the shortest `Retry-After`
  * among them; a long one is probed, by the clock, by the records it keeps back, and by the first record received for the first
  * time. A message refused again is its own business: only refusals of messages received for the first time are evidence for a
- * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's; and a quick hold needs the
- * messages received for the first time refused too.
+ * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's; nor is a run of them a quick
+ * hold while the messages received for the first time are taken.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
@@ -119,8 +119,9 @@ export const FLOOR_KEPT_MS = 30_000;
 /** Different messages refused with a `Retry-After`, with few acceptances among them, that hold the pace. */
 export const HOLD_AFTER_MESSAGES = 10;
 /**
- * A quick hold needs at least this share of the messages received for the first time refused over the last second (or more,
- * over a floor): refusals of messages back from the queue, refused before, bunch up in a run by themselves.
+ * A run of refusals mostly of messages back from the queue (refused before: a tenant's, come back together) is no quick hold
+ * while fewer than this share of the messages received for the first time are refused over the last second (or no more than
+ * the floor explains): the webhook takes new messages.
  */
 export const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
 /** At most this share of acceptances among them. */
@@ -240,6 +241,8 @@ interface RefusalRun {
   messages: number;
   /** Acceptances among them. */
   accepted: number;
+  /** Of the messages, those received before (refused, or kept back by a hold, already). */
+  receivedBefore: number;
   shortestRetryAfterSeconds: number;
 }
 
@@ -435,7 +438,7 @@ export class Pace {
       // Refused before, or kept back by a hold before: refused again, it says no more than it did then (a tenant's backlog
       // back from the queue every `Retry-After` would otherwise hold the endpoint, and the other tenants' records, for ever).
       if (answer.receivedBefore === true) return undefined;
-      return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
+      return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, false);
     }
     const firstTime = answer.receivedBefore !== true;
     if (refused) this.meter.refused(now, firstTime);
@@ -448,7 +451,7 @@ export class Pace {
       this.speedUp(now);
     }
     if (!refused || answer.retryAfterSeconds === undefined) return undefined;
-    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
+    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, answer.receivedBefore === true);
   }
 
   /**
@@ -459,18 +462,23 @@ export class Pace {
    * messages all refused for an hour mostly passes sooner than that; a webhook that refuses everything for an hour does not; a
    * longer backlog is held, and its probes soon reach the other tenants' records).
    */
-  private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number): number | undefined {
+  private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number, receivedBefore: boolean): number | undefined {
     let run = this.run;
     if (run === undefined) {
-      run = { startedAt: now, messages: 0, accepted: 0, shortestRetryAfterSeconds: retryAfterSeconds };
+      run = { startedAt: now, messages: 0, accepted: 0, receivedBefore: 0, shortestRetryAfterSeconds: retryAfterSeconds };
       this.run = run;
     }
     run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
-    if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
+    if (messageId === undefined || !this.seenRefused(messageId)) {
+      run.messages += 1;
+      if (receivedBefore) run.receivedBefore += 1;
+    }
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
     if (isLongWait(run.shortestRetryAfterSeconds) && now - run.startedAt < HOLD_EVIDENCE_MS && run.messages < HOLD_EVIDENCE_MESSAGES)
       return undefined;
-    if (!isLongWait(run.shortestRetryAfterSeconds) && !this.firstTimeMostlyRefused(now)) return undefined;
+    // Mostly messages back from the queue, refused again, while the first receives are taken: a tenant's, come back together.
+    if (!isLongWait(run.shortestRetryAfterSeconds) && 2 * run.receivedBefore >= run.messages && this.firstReceivesTaken(now))
+      return undefined;
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
     // nothing for long; a webhook refusing everything for an hour is asked again, slowly (the pace starts again from what it
@@ -516,16 +524,13 @@ export class Pace {
   }
 
   /**
-   * True when, over the last second, the messages received for the first time are refused at least
-   * {@link QUICK_HOLD_FIRST_TIME_SHARE} of the time and more than the floor explains, or too few were answered to tell (all of
-   * them back from the queue: a webhook refusing everything). A tenant's messages refused every second, back from the queue
-   * together, are no reason to hold the others'.
+   * True when, over the last second, a few messages received for the first time were answered and fewer than
+   * {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the floor explains): the webhook takes new messages.
    */
-  private firstTimeMostlyRefused(now: number): boolean {
+  private firstReceivesTaken(now: number): boolean {
     const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
     const answers = firstTime.accepted + firstTime.refused;
-    if (answers < FEWEST_ANSWERS) return true;
-    return firstTime.refused >= Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
+    return answers >= FEWEST_ANSWERS && firstTime.refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
   }
 
   /** The refused share the learned floor explains: the floor and a margin for its noise. */
