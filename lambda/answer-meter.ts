@@ -3,10 +3,13 @@
  * over the last second or two costs no allocation per request. One per pace (lambda/pace.ts).
  */
 
-/** What the meter counts, by its offset in a slot. */
+/** What the meter counts, by its offset in a slot: requests, answers, and the answers to messages received for the first time. */
 const STARTED = 0;
 const ACCEPTED = 1;
 const REFUSED = 2;
+const ACCEPTED_FIRST = 3;
+const REFUSED_FIRST = 4;
+const COUNTS = 5;
 
 /** A slot's length, ms, and how many are kept: the meter sees {@link SLOTS} × {@link SLOT_MS} into the past. */
 const SLOT_MS = 100;
@@ -30,8 +33,8 @@ export class AnswerMeter {
   /** Acceptances per whole second of the clock, the last {@link SECONDS} (a ring), and the second last counted in. */
   private readonly acceptedBySecond = new Uint32Array(SECONDS);
   private second = Number.NEGATIVE_INFINITY;
-  /** `[started, accepted, refused]` per slot. */
-  private readonly counts = new Uint32Array(SLOTS * 3);
+  /** `[started, accepted, refused, accepted first, refused first]` per slot. */
+  private readonly counts = new Uint32Array(SLOTS * COUNTS);
   private slot = Number.NEGATIVE_INFINITY;
   private firstAt: number | undefined;
 
@@ -39,7 +42,8 @@ export class AnswerMeter {
   private advance(now: number): number {
     const slot = Math.floor(now / SLOT_MS);
     if (slot > this.slot) {
-      for (let s = Math.max(this.slot + 1, slot - SLOTS + 1); s <= slot; s += 1) this.counts.fill(0, (s % SLOTS) * 3, (s % SLOTS) * 3 + 3);
+      for (let s = Math.max(this.slot + 1, slot - SLOTS + 1); s <= slot; s += 1)
+        this.counts.fill(0, (s % SLOTS) * COUNTS, ((s % SLOTS) + 1) * COUNTS);
       this.slot = slot;
     }
     return slot;
@@ -48,7 +52,7 @@ export class AnswerMeter {
   private add(offset: number, now: number): void {
     const slot = this.advance(now);
     this.firstAt ??= now;
-    const at = (slot % SLOTS) * 3 + offset;
+    const at = (slot % SLOTS) * COUNTS + offset;
     this.counts[at] = (this.counts[at] as number) + 1;
   }
 
@@ -57,9 +61,10 @@ export class AnswerMeter {
     this.add(STARTED, now);
   }
 
-  /** An answer that took the request, at `now`. */
-  accepted(now: number): void {
+  /** An answer that took the request, at `now`; `firstTime`: its message had not been received before. */
+  accepted(now: number, firstTime = false): void {
     this.add(ACCEPTED, now);
+    if (firstTime) this.add(ACCEPTED_FIRST, now);
     const second = this.advanceSeconds(now);
     const at = second % SECONDS;
     this.acceptedBySecond[at] = (this.acceptedBySecond[at] as number) + 1;
@@ -82,16 +87,20 @@ export class AnswerMeter {
     return most;
   }
 
-  /** An answer asking to slow down, at `now`. */
-  refused(now: number): void {
+  /** An answer asking to slow down, at `now`; `firstTime`: its message had not been received before. */
+  refused(now: number, firstTime = false): void {
     this.add(REFUSED, now);
+    if (firstTime) this.add(REFUSED_FIRST, now);
   }
 
   /**
    * The counts over the last `ms` (at most {@link SLOTS} × {@link SLOT_MS}), or over more, up to all the meter keeps, until
-   * at least `minAnswers` answers are in.
+   * at least `minAnswers` answers are in. `firstTime`: only the answers to messages received for the first time (requests
+   * still all of them).
    */
-  read(now: number, ms: number, minAnswers = 0): MeterReading {
+  read(now: number, ms: number, minAnswers = 0, firstTime = false): MeterReading {
+    const acceptedAt = firstTime ? ACCEPTED_FIRST : ACCEPTED;
+    const refusedAt = firstTime ? REFUSED_FIRST : REFUSED;
     const slot = this.advance(now);
     let started = 0;
     let accepted = 0;
@@ -99,10 +108,10 @@ export class AnswerMeter {
     let slots = 0;
     const wanted = Math.min(SLOTS, Math.ceil(ms / SLOT_MS));
     for (; slots < SLOTS && (slots < wanted || accepted + refused < minAnswers); slots += 1) {
-      const at = ((slot - slots) % SLOTS) * 3;
+      const at = ((slot - slots) % SLOTS) * COUNTS;
       started += this.counts[at + STARTED] as number;
-      accepted += this.counts[at + ACCEPTED] as number;
-      refused += this.counts[at + REFUSED] as number;
+      accepted += this.counts[at + acceptedAt] as number;
+      refused += this.counts[at + refusedAt] as number;
     }
     // The current slot counts in part; a young meter covers only the time since its first count.
     const covered = Math.min((slots - 1) * SLOT_MS + (now % SLOT_MS) + 1, now - (this.firstAt ?? now) + 1);

@@ -8,12 +8,16 @@
  * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate is tried once: the
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
  * the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it does not fall).
+ * Cuts are tried the same way: cuts begun unpaced that halve what is sent, or near, without the share falling, end as a floor.
+ * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
+ * refused again for their own sake, and fill more of a slower pace.
  * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
  * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence,
  * many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the shortest `Retry-After`
  * among them; a long one is probed, by the clock, by the records it keeps back, and by the first record received for the first
  * time. A message refused again is its own business: only refusals of messages received for the first time are evidence for a
- * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's.
+ * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's; nor is a run of them a quick
+ * hold while the messages received for the first time are taken.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
@@ -92,6 +96,11 @@ export const DIP_DEPTH = 0.5;
 /** Answers in dips, and in the slots before them, for a verdict of persistence; congestion may show with fewer. */
 export const VERDICT_ANSWERS = 40;
 const MIN_VERDICT_ANSWERS = 8;
+/**
+ * The counts (the fewer of dips' and bases') at which a doubt looks for a verdict: a test of 2 standard errors repeated after
+ * every answer would find a fall in the noise of refusals that persist one doubt in a few.
+ */
+const VERDICT_LOOKS: readonly number[] = [MIN_VERDICT_ANSWERS, 16, 32, VERDICT_ANSWERS];
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt. */
 const CALM_MS = 1_000;
 /** In doubt, no cut for this long from its start; then cuts keep at least this share of the most the pace sent since it began. */
@@ -109,6 +118,12 @@ const SIGNIFICANT = 2;
 export const FLOOR_KEPT_MS = 30_000;
 /** Different messages refused with a `Retry-After`, with few acceptances among them, that hold the pace. */
 export const HOLD_AFTER_MESSAGES = 10;
+/**
+ * A run of refusals mostly of messages back from the queue (refused before: a tenant's, come back together) is no quick hold
+ * while fewer than this share of the messages received for the first time are refused over the last second (or no more than
+ * the floor explains): the webhook takes new messages.
+ */
+export const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
 /** At most this share of acceptances among them. */
 export const HOLD_ACCEPTED_SHARE = 0.2;
 /**
@@ -180,6 +195,13 @@ const TOOK_SHARE = 0.7;
 const MIN_ANSWERS_OVER_FLOOR = 64;
 /** At most one cut per this many ms, or per two round trips if longer: the answers to one burst are one signal. */
 const MIN_CUT_INTERVAL_MS = 100;
+/**
+ * Cuts begun on an unpaced pace that have taken what it sends to this share of what it sent at the first, or less, without the
+ * refused share falling as a token bucket's would, are no congestion: the share is a floor, the pace unpaced again.
+ */
+const CUTS_TRIED_SHARE = 0.6;
+/** … judged on the answers of the last this many ms, once that long has passed since the first cut. */
+const CUTS_TRIED_MS = 1_000;
 /** How fast a learned floor follows the share down when the refusals fade, per answer. */
 const FLOOR_DECAY = 0.01;
 /** Message ids of recent refusals kept to tell different messages from the same one refused again. */
@@ -198,6 +220,18 @@ interface Doubt {
   dipAnswered: number;
   baseRefused: number;
   baseAnswered: number;
+  /** The count (the fewer of dips' and bases') at its last look for a verdict. */
+  looked: number;
+}
+
+/** Cuts begun on an unpaced pace: what it sent and what was refused before the first, to see whether the share falls with the pace. */
+interface CutSeries {
+  readonly startedAt: number;
+  readonly sentPerSecond: number;
+  readonly refused: number;
+  readonly answered: number;
+  /** The share fell with the pace: congestion, nothing more to try until the pace is calm again. */
+  fell: boolean;
 }
 
 /** A run of refusals with a `Retry-After`: the evidence for a hold. */
@@ -207,6 +241,8 @@ interface RefusalRun {
   messages: number;
   /** Acceptances among them. */
   accepted: number;
+  /** Of the messages, those received before (refused, or kept back by a hold, already). */
+  receivedBefore: number;
   shortestRetryAfterSeconds: number;
 }
 
@@ -256,6 +292,7 @@ export class Pace {
   private floor = 0;
   private floorLearnedAt = Number.NEGATIVE_INFINITY;
   private doubt: Doubt | undefined;
+  private series: CutSeries | undefined;
   private run: RefusalRun | undefined;
   /** Ids of the latest refusals with a `Retry-After` (a ring), created with the first. */
   private recentRefusals: string[] | undefined;
@@ -401,10 +438,11 @@ export class Pace {
       // Refused before, or kept back by a hold before: refused again, it says no more than it did then (a tenant's backlog
       // back from the queue every `Retry-After` would otherwise hold the endpoint, and the other tenants' records, for ever).
       if (answer.receivedBefore === true) return undefined;
-      return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
+      return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, false);
     }
-    if (refused) this.meter.refused(now);
-    else this.meter.accepted(now);
+    const firstTime = answer.receivedBefore !== true;
+    if (refused) this.meter.refused(now, firstTime);
+    else this.meter.accepted(now, firstTime);
     if (this.doubt !== undefined) this.countInDoubt(this.doubt, refused, now - answer.latencyMs, now);
     if (refused) this.cutIfCongested(now);
     else {
@@ -413,7 +451,7 @@ export class Pace {
       this.speedUp(now);
     }
     if (!refused || answer.retryAfterSeconds === undefined) return undefined;
-    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now);
+    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, answer.receivedBefore === true);
   }
 
   /**
@@ -424,16 +462,22 @@ export class Pace {
    * messages all refused for an hour mostly passes sooner than that; a webhook that refuses everything for an hour does not; a
    * longer backlog is held, and its probes soon reach the other tenants' records).
    */
-  private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number): number | undefined {
+  private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number, receivedBefore: boolean): number | undefined {
     let run = this.run;
     if (run === undefined) {
-      run = { startedAt: now, messages: 0, accepted: 0, shortestRetryAfterSeconds: retryAfterSeconds };
+      run = { startedAt: now, messages: 0, accepted: 0, receivedBefore: 0, shortestRetryAfterSeconds: retryAfterSeconds };
       this.run = run;
     }
     run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
-    if (messageId === undefined || !this.seenRefused(messageId)) run.messages += 1;
+    if (messageId === undefined || !this.seenRefused(messageId)) {
+      run.messages += 1;
+      if (receivedBefore) run.receivedBefore += 1;
+    }
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
     if (isLongWait(run.shortestRetryAfterSeconds) && now - run.startedAt < HOLD_EVIDENCE_MS && run.messages < HOLD_EVIDENCE_MESSAGES)
+      return undefined;
+    // Mostly messages back from the queue, refused again, while the first receives are taken: a tenant's, come back together.
+    if (!isLongWait(run.shortestRetryAfterSeconds) && 2 * run.receivedBefore >= run.messages && this.firstReceivesTaken(now))
       return undefined;
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
@@ -463,6 +507,7 @@ export class Pace {
   private restartAfterHold(now: number): void {
     // Whatever it was in doubt of, a hold is no time to compare dips: it ends without a verdict, and may begin again.
     if (this.doubt !== undefined) this.dropDoubt(now);
+    this.series = undefined;
     const reading = this.meter.read(now, TOOK_MS);
     this.refill(now);
     const before = this.effectiveRate();
@@ -476,6 +521,21 @@ export class Pace {
     this.cutFrom = Number.POSITIVE_INFINITY;
     this.lastCutAt = now;
     this.tokens = Math.min(this.tokens, this.capacity());
+  }
+
+  /**
+   * True when, over the last second, a few messages received for the first time were answered and fewer than
+   * {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the floor explains): the webhook takes new messages.
+   */
+  private firstReceivesTaken(now: number): boolean {
+    const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
+    const answers = firstTime.accepted + firstTime.refused;
+    return answers >= FEWEST_ANSWERS && firstTime.refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
+  }
+
+  /** The refused share the learned floor explains: the floor and a margin for its noise. */
+  private explainedShare(): number {
+    return this.floor + Math.max(CONGESTION_MARGIN, this.floor / 2);
   }
 
   /** An acceptance counts against the run of refusals; too many, and the run is over. */
@@ -510,14 +570,15 @@ export class Pace {
     // No acceptance at all: a backlog of messages refused for their own sake, or the whole endpoint refusing (the hold's business).
     // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
     if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
-    const share = reading.refused / answers;
+    const judged = this.judgedAnswers(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR, reading);
+    const share = judged.refused / judged.answers;
     // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
     const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS;
     // Cut lately, with no floor, every refusal is congestion, as TCP takes every loss. Over a floor, on a calm pace, or paced
     // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
     const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
-    const expected = tolerant ? floor + Math.max(CONGESTION_MARGIN, floor / 2) : 0;
-    const noise = tolerant ? 2 * Math.sqrt((expected * (1 - expected)) / answers) : 0;
+    const expected = tolerant ? this.explainedShare() : 0;
+    const noise = tolerant ? 2 * Math.sqrt((expected * (1 - expected)) / judged.answers) : 0;
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
     const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
@@ -540,7 +601,65 @@ export class Pace {
     }
     // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
     if (doubt !== undefined) this.dropDoubt(now);
+    if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm)) return;
     this.cutTo(now, this.cutRate(now, reading));
+  }
+
+  /**
+   * The answers a share is judged on over the last `ms` (or more, until `minAnswers`): those to messages received for the first
+   * time, when there are {@link MIN_ANSWERS} of them, else all of `reading`. A message refused before and back from the queue
+   * is refused again for its own sake more often than not (a tenant over a quota of a few a second, its messages back every
+   * `Retry-After`): counted, they would fill more of a slower pace and read as refusals that grow when it slows down. A token
+   * bucket refuses first receives as often as the others.
+   */
+  private judgedAnswers(now: number, ms: number, minAnswers: number, reading: MeterReading): { refused: number; answers: number } {
+    const firstTime = this.meter.read(now, ms, minAnswers, true);
+    const answers = firstTime.accepted + firstTime.refused;
+    if (answers >= MIN_ANSWERS) return { refused: firstTime.refused, answers };
+    return { refused: reading.refused, answers: reading.accepted + reading.refused };
+  }
+
+  /**
+   * Cuts begun on an unpaced pace test what the dips would (a pace cut again and again is never calm, so never doubts): once
+   * they have taken what it sends to {@link CUTS_TRIED_SHARE} of what it sent before the first or less, a refused share over the
+   * last second that is not below the one before (by two standard errors), and above what a token bucket would refuse at the
+   * lower pace (1 − (1 − s)·r₀/r₁), is a floor: the pace is unpaced again. One that fell is congestion: the cuts go on.
+   * @returns true when the refusals persist (no cut)
+   */
+  private persistsThroughCuts(now: number, sentPerSecond: number, judged: { refused: number; answers: number }, calm: boolean): boolean {
+    if (this.series === undefined || calm) {
+      // A series begins with the first cut on a calm pace; only one begun unpaced is tried (as for a doubt's end).
+      this.series =
+        this.rate === Number.POSITIVE_INFINITY
+          ? { startedAt: now, sentPerSecond, refused: judged.refused, answered: judged.answers, fell: false }
+          : undefined;
+      return false;
+    }
+    const series = this.series;
+    if (series.fell || now - series.startedAt < CUTS_TRIED_MS) return false;
+    const reading = this.meter.read(now, CUTS_TRIED_MS);
+    const sent = reading.started / reading.seconds;
+    if (sent > CUTS_TRIED_SHARE * series.sentPerSecond) return false;
+    const latest = this.judgedAnswers(now, CUTS_TRIED_MS, 0, reading);
+    if (latest.answers < MIN_ANSWERS) return false;
+    const before = series.refused / series.answered;
+    const after = latest.refused / latest.answers;
+    const pooled = (series.refused + latest.refused) / (series.answered + latest.answers);
+    const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / series.answered + 1 / latest.answers));
+    if (before - after > SIGNIFICANT * error) {
+      series.fell = true;
+      return false;
+    }
+    const bucket = Math.max(0, 1 - (1 - before) * (series.sentPerSecond / sent));
+    if (after - bucket <= SIGNIFICANT * error) return false;
+    this.series = undefined;
+    this.floor = Math.min(MAX_FLOOR, after);
+    this.floorLearnedAt = now;
+    this.refill(now);
+    this.rate = Number.POSITIVE_INFINITY;
+    this.cutFrom = Number.POSITIVE_INFINITY;
+    this.lastCutAt = Number.NEGATIVE_INFINITY;
+    return true;
   }
 
   /** Puts the pace in doubt: from the next whole epoch of the clock it dips, and the dips will tell a floor from congestion. */
@@ -557,6 +676,7 @@ export class Pace {
       dipAnswered: 0,
       baseRefused: 0,
       baseAnswered: 0,
+      looked: 0,
     };
   }
 
@@ -624,6 +744,9 @@ export class Pace {
       doubt.baseAnswered += 1;
       if (refused) doubt.baseRefused += 1;
     } else return;
+    const count = Math.min(doubt.dipAnswered, doubt.baseAnswered);
+    if (count === doubt.looked || !VERDICT_LOOKS.includes(count)) return;
+    doubt.looked = count;
     const verdict = Pace.verdictOf(doubt, false);
     if (verdict !== undefined) this.conclude(doubt, verdict, now);
   }

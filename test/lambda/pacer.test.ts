@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
 import {
   DECREASE_FACTOR,
+  Pace,
   FIRST_PROBE_MS,
   FRESH_PROBE_EVERY_MS,
   HOLD_ACCEPTED_SHARE,
@@ -306,6 +307,82 @@ describe('doubts and floors at a slow pace (a webhook answering in 200 ms: a few
     expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
     await randomRefusals(pacer, 20, 5, 0, random);
     expect(pacer.refusalFloor()).toBe(0);
+  });
+});
+
+describe('refusals that persist however the pace goes (one tenant over a quota of a few a second, many requests refused at random)', () => {
+  test('a run of refusals of messages back from the queue, while first receives are taken, is no hold', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 30; i += 1) await exchange(pacer, answer('accepted'), 10);
+    // A tenant's messages, refused a second ago, back from the queue together and refused again.
+    for (let i = 0; i < 2 * HOLD_AFTER_MESSAGES; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1, receivedBefore: true }), 2);
+    expect(pacer.holdEndsAt()).toBe(0);
+  });
+
+  test.each([
+    ['first receives refused too (a token bucket far below what is sent)', false],
+    ['no first receive answered lately (a webhook refusing everything, its backlog going round)', true],
+  ])('the same run is a hold with %s', async (_case, receivedBefore) => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 30; i += 1) await exchange(pacer, answer('accepted'), 10);
+    await vi.advanceTimersByTimeAsync(1_000);
+    for (let i = 0; i < HOLD_AFTER_MESSAGES; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1, receivedBefore }), 2);
+    expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
+  });
+
+  test('refusals of messages back from the queue, while first receives are taken, are not the share the pace judges: no floor, no cut', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 15; i += 1) await exchange(pacer, answer('accepted'), 10);
+    // Every other request is a message refused a second ago, back and refused again (a tenant over a quota of a few a second);
+    // every message received for the first time is taken.
+    for (let i = 0; i < 300; i += 1) {
+      const back = i % 2 === 1;
+      await exchange(pacer, back ? answer('slow-down', { retryAfterSeconds: 1, receivedBefore: true }) : answer('accepted'), 10);
+    }
+    expect(pacer.refusalFloor()).toBe(0);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+  });
+
+  test('cuts begun unpaced that do not lower the refused share end as a floor: unpaced again, not cut down and down', async () => {
+    const pacer = pacerOf();
+    const random = seeded(4);
+    // 55 % refused at random (429 without Retry-After: no evidence for a hold), whatever the pace: over half, so cut at once,
+    // and never calm enough to doubt.
+    for (const end = Date.now() + 6_000; Date.now() < end; ) await exchange(pacer, answer(random() < 0.55 ? 'slow-down' : 'accepted'), 5);
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    expect(pacer.refusalFloor()).toBeGreaterThan(0.4);
+  });
+
+  test('a doubt looks for a fall at 8, 16, 32 and 40 answers, not after each: a gap at 13 that closes by 16 is no verdict', () => {
+    const limits = { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 };
+    const start = 1_000_000;
+    const pace = new Pace(limits, start);
+    const reply = (refused: boolean, startedAt: number, at: number): void => {
+      pace.take(startedAt);
+      pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt }, at);
+    };
+    // A calm, unpaced pace: 30 % refused over 20 answers puts it in doubt from the next whole second.
+    for (let i = 0; i < 20; i += 1) reply(i % 10 >= 7, start + 100 + 20 * i, start + 101 + 20 * i);
+    const since = start + 1_000;
+    // Pairs of answers, one to a request started in the slot before a dip, one in the dip ([0, 250) and [250, 500) ms of
+    // each half second); refused: [before, in the dip]. Equal shares at 8; before far above the dip at 13 (2 standard errors
+    // and more); close again at 16, and at 32 and 40.
+    const pairs: [boolean, boolean][] = [];
+    for (let n = 1; n <= 40; n += 1) {
+      if (n <= 8) pairs.push([n <= 2, n <= 2]);
+      else if (n <= 14) pairs.push([true, false]);
+      else if (n <= 16) pairs.push([false, true]);
+      else pairs.push([n % 4 === 0, n % 4 === 0]);
+    }
+    pairs.forEach(([before, inDip], n) => {
+      const cycle = since + 500 * Math.floor(n / 4) + 60 * (n % 4);
+      reply(before, cycle, cycle + 10);
+      reply(inDip, cycle + 250, cycle + 260);
+    });
+    // No verdict of congestion on the way: at 40 answers each the shares did not differ, so they persist, a floor.
+    expect(pace.refusalFloor).toBeGreaterThan(0.2);
   });
 });
 
