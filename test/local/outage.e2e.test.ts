@@ -81,7 +81,6 @@ async function outageScenario(
 
 describe.concurrent('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
   test('with the breaker: every message delivered exactly once, DLQ empty, a handful of requests during the outage', async ({
-    expect,
     onTestFinished,
   }) => {
     const { requests, upAt, delivered, dlq, relay } = await outageScenario({}, { onTestFinished });
@@ -99,7 +98,7 @@ describe.concurrent('a 20-second outage with MAX_RECEIVE_COUNT=3', () => {
     expect(await stopRelay(relay)).toBe(0);
   }, 150_000);
 
-  test('the same scenario with the breaker off (OUTAGE_THRESHOLD=0) dead-letters messages', async ({ expect, onTestFinished }) => {
+  test('the same scenario with the breaker off (OUTAGE_THRESHOLD=0) dead-letters messages', async ({ onTestFinished }) => {
     const { requests, upAt, dlq, delivered } = await outageScenario({ OUTAGE_THRESHOLD: '0' }, { onTestFinished });
     expect(dlq).toBeGreaterThan(0);
     expect(delivered.size + dlq).toBe(100);
@@ -122,7 +121,7 @@ describe.concurrent("recovery with the defaults and the stack's fan-out (5 polle
   test.for([503, 500])(
     'down (%i without Retry-After) for 35 s: drained within 20 s of the return, each message delivered once; while down, one request per 10 s per poller',
     { timeout: 150_000 },
-    async (status, { expect, onTestFinished }) => {
+    async (status, { onTestFinished }) => {
       const limit = rateLimitedResponder({ unavailableForMs: DOWN_MS, unavailableStatus: status });
       const webhook = await webhookForTest(limit.respond, { onTestFinished });
       const { relay, ready, sqs } = await localRelayForTest(
@@ -159,7 +158,6 @@ describe.concurrent("recovery with the defaults and the stack's fan-out (5 polle
   // 500, not 503: the breaker opens only once the 500s have gone on for 5 s, so the first attempts spend receives on their
   // backoff, and its holds spend more: 40 s outlasts five receives, so a receive count of 5 would give up.
   test('down (500) for 40 s (a bad deploy), 50 messages sent at once: the retry window, not the receive count, decides: every one delivered exactly once', async ({
-    expect,
     onTestFinished,
   }) => {
     const limit = rateLimitedResponder({ unavailableForMs: 40_000, unavailableStatus: 500 });
