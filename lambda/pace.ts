@@ -123,7 +123,7 @@ export const HOLD_AFTER_MESSAGES = 10;
  * while fewer than this share of the messages received for the first time are refused over the last second (or no more than
  * the floor explains): the webhook takes new messages.
  */
-export const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
+const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
 /** At most this share of acceptances among them. */
 export const HOLD_ACCEPTED_SHARE = 0.2;
 /**
@@ -653,12 +653,7 @@ export class Pace {
     const bucket = Math.max(0, 1 - (1 - before) * (series.sentPerSecond / sent));
     if (after - bucket <= SIGNIFICANT * error) return false;
     this.series = undefined;
-    this.floor = Math.min(MAX_FLOOR, after);
-    this.floorLearnedAt = now;
-    this.refill(now);
-    this.rate = Number.POSITIVE_INFINITY;
-    this.cutFrom = Number.POSITIVE_INFINITY;
-    this.lastCutAt = Number.NEGATIVE_INFINITY;
+    this.persists(Math.min(MAX_FLOOR, after), Number.POSITIVE_INFINITY, now);
     return true;
   }
 
@@ -780,9 +775,15 @@ export class Pace {
       this.floor = Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered);
       return;
     }
-    this.floor = (doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered);
+    this.persists((doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered), doubt.rateBefore, now);
+  }
+
+  /** Refusals found to persist whatever the pace: their share is the floor, and the pace goes back to `rateBefore` (or above). */
+  private persists(share: number, rateBefore: number, now: number): void {
+    this.floor = share;
+    this.floorLearnedAt = now;
     this.refill(now);
-    this.rate = Math.max(this.rate, doubt.rateBefore);
+    this.rate = Math.max(this.rate, rateBefore);
     this.lastCutAt = Number.NEGATIVE_INFINITY;
   }
 
