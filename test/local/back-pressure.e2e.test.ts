@@ -50,6 +50,15 @@ function expectDeliveredOnce(limit: RateLimitedResponder, ids: readonly string[]
   expect(new Set(limit.delivered.keys())).toEqual(new Set(ids));
 }
 
+/** Waits for `run` to settle (none dead-lettered, none left, each delivered once), stops its relay, and returns the requests refused. */
+async function refusedOnceSettled(run: Started): Promise<number> {
+  const { deadLettered, left } = await settle(run.sqs, run.ready, run.ids.length, () => run.limit.delivered.size);
+  expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
+  expectDeliveredOnce(run.limit, run.ids);
+  expect(await stopRelay(run.relay)).toBe(0);
+  return run.limit.refused();
+}
+
 /** Seconds from the send to the last first delivery among `ids`. */
 const drainOf = (run: Started, ids: readonly string[]): number =>
   (Math.max(...ids.map((id) => run.limit.deliveredAt.get(id) ?? Number.NaN)) - run.sentAt) / 1000;
@@ -215,12 +224,7 @@ describe.concurrent('the endpoint hold: endpoint-wide evidence', () => {
           firstAt ??= Date.now();
           return Date.now() - firstAt < 10_000 ? 5 : undefined;
         };
-        const run = await start(500, { refuse }, env, undefined, { onTestFinished });
-        const { deadLettered, left } = await settle(run.sqs, run.ready, 500, () => run.limit.delivered.size);
-        expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-        expectDeliveredOnce(run.limit, run.ids);
-        expect(await stopRelay(run.relay)).toBe(0);
-        return run.limit.refused();
+        return refusedOnceSettled(await start(500, { refuse }, env, undefined, { onTestFinished }));
       }),
     )) as [number, number];
     console.info(`hold e2e: ${held} refusals held, ${flooded} with PACING=false`);
@@ -237,12 +241,7 @@ describe.concurrent('PACE_KEY: one pace per tenant', () => {
     const tenantOf = (index: number): string => (index % 5 === 0 ? 'limited' : `tenant-${index % 7}`);
     const [keyed, unkeyed] = (await Promise.all(
       ([{ PACE_KEY: 'tenant' }, {}] as Record<string, string>[]).map(async (env) => {
-        const run = await start(2_000, { tenantLimits: { limited: 20 } }, env, tenantOf, { onTestFinished });
-        const { deadLettered, left } = await settle(run.sqs, run.ready, 2_000, () => run.limit.delivered.size);
-        expect({ deadLettered, left }).toEqual({ deadLettered: 0, left: 0 });
-        expectDeliveredOnce(run.limit, run.ids);
-        expect(await stopRelay(run.relay)).toBe(0);
-        return run.limit.refused();
+        return refusedOnceSettled(await start(2_000, { tenantLimits: { limited: 20 } }, env, tenantOf, { onTestFinished }));
       }),
     )) as [number, number];
     console.info(`per-key e2e: the limited tenant refused ${keyed} times paced per key, ${unkeyed} without`);
