@@ -49,11 +49,13 @@ export class AnswerMeter {
     return slot;
   }
 
-  private add(offset: number, now: number): void {
+  /** Counts one at `offset` of `now`'s slot, and at `alsoAt` when given (an answer's first-time count). */
+  private add(offset: number, now: number, alsoAt?: number): void {
     const slot = this.advance(now);
     this.firstAt ??= now;
-    const at = (slot % SLOTS) * COUNTS + offset;
-    this.counts[at] = (this.counts[at] as number) + 1;
+    const at = (slot % SLOTS) * COUNTS;
+    this.counts[at + offset] = (this.counts[at + offset] as number) + 1;
+    if (alsoAt !== undefined) this.counts[at + alsoAt] = (this.counts[at + alsoAt] as number) + 1;
   }
 
   /** A request started at `now`. */
@@ -63,8 +65,7 @@ export class AnswerMeter {
 
   /** An answer that took the request, at `now`; `firstTime`: its message had not been received before. */
   accepted(now: number, firstTime = false): void {
-    this.add(ACCEPTED, now);
-    if (firstTime) this.add(ACCEPTED_FIRST, now);
+    this.add(ACCEPTED, now, firstTime ? ACCEPTED_FIRST : undefined);
     const second = this.advanceSeconds(now);
     const at = second % SECONDS;
     this.acceptedBySecond[at] = (this.acceptedBySecond[at] as number) + 1;
@@ -89,8 +90,7 @@ export class AnswerMeter {
 
   /** An answer asking to slow down, at `now`; `firstTime`: its message had not been received before. */
   refused(now: number, firstTime = false): void {
-    this.add(REFUSED, now);
-    if (firstTime) this.add(REFUSED_FIRST, now);
+    this.add(REFUSED, now, firstTime ? REFUSED_FIRST : undefined);
   }
 
   /**

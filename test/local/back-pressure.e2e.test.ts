@@ -10,6 +10,7 @@ import { describe, expect, test } from 'vitest';
 import { type RateLimitedResponder, type RateLimitedWebhookOptions, rateLimitedResponder } from '../../testkit/rate-limited-webhook';
 import { type RelayProcess, queueCounts, sendMessages, settle, stopRelay, until } from '../../testkit/relay-process';
 import type { TestWebhook } from '../../testkit/webhook';
+import { expectDeliveredOnce } from '../support/deliveries';
 import { localRelayForTest, type RunningTest, webhookForTest } from '../support/fixtures';
 
 /** The stack's fan-out: 5 concurrent invocations of 10 records, 10 requests in flight each. */
@@ -43,11 +44,6 @@ async function start(
   const sentAt = Date.now();
   const ids = await sendMessages(sqs, ready.queueUrl, count, undefined, tenantOf && ((index) => ({ tenant: tenantOf(index) })));
   return { ids, limit, webhook, relay, sqs, ready, sentAt };
-}
-
-function expectDeliveredOnce(limit: RateLimitedResponder, ids: readonly string[]): void {
-  expect(limit.duplicates()).toBe(0);
-  expect(new Set(limit.delivered.keys())).toEqual(new Set(ids));
 }
 
 /** Waits for `run` to settle (none dead-lettered, none left, each delivered once), stops its relay, and returns the requests refused. */
