@@ -355,6 +355,25 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pacer.refusalFloor()).toBeGreaterThan(0.4);
   });
 
+  test("cuts begun unpaced whose share falls as a token bucket's would, within the noise of few answers, are congestion: no floor", () => {
+    const start = 1_000_000;
+    const pace = new Pace({ adaptive: true, maxInFlight: 100, maxRequestsPerSecond: undefined, sharedBy: 1 }, start);
+    // Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number.
+    const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
+    const reply = (refused: boolean, at: number): void => {
+      pace.take(at);
+      pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: 1 }, at + 1);
+    };
+    // 40 requests/s, 60 % refused: a token bucket of 16/s, cut at once. Then 20/s, where that bucket refuses 20 %: 35 % is not
+    // significantly below 60 % over so few answers, but it is no more than the bucket explains, so the cuts go on.
+    let n = 0;
+    for (let at = start + 100; at < start + 1_200; at += 25, n += 1) reply(refusedAt(n, 0.6), at);
+    n = 0;
+    for (let at = start + 1_200; at < start + 3_200; at += 50, n += 1) reply(refusedAt(n, 0.35), at);
+    expect(pace.refusalFloor).toBe(0);
+    expect(pace.snapshot().requestsPerSecond).toBeLessThan(10);
+  });
+
   test('a doubt looks for a fall at 8, 16, 32 and 40 answers, not after each: a gap at 13 that closes by 16 is no verdict', () => {
     const limits = { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 };
     const start = 1_000_000;
