@@ -364,8 +364,8 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
       pace.take(at);
       pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: 1 }, at + 1);
     };
-    // 40 requests/s, 60 % refused: a token bucket of 16/s, cut at once. Then 20/s, where that bucket refuses 20 %: 35 % is not
-    // significantly below 60 % over so few answers, but it is no more than the bucket explains, so the cuts go on.
+    // 40 requests/s, 60 % refused (a token bucket of 16/s): cut within the second. Then 20/s, where that bucket refuses 20 %:
+    // 35 % is not significantly below 60 % over so few answers, but it is no more than the bucket explains, so the cuts go on.
     let n = 0;
     for (let at = start + 100; at < start + 1_200; at += 25, n += 1) reply(refusedAt(n, 0.6), at);
     n = 0;
