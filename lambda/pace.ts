@@ -8,7 +8,8 @@
  * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate is tried once: the
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
  * the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it does not fall).
- * Cuts are tried the same way: cuts begun unpaced that halve what is sent, or near, without the share falling, end as a floor.
+ * Cuts are tried the same way: cuts begun unpaced (or lowered only in doubt) that halve what is sent, or near, without the share
+ * falling, end as a floor.
  * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
  * refused again for their own sake, and fill more of a slower pace.
  * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
@@ -297,6 +298,8 @@ export class Pace {
   /** Ids of the latest refusals with a `Retry-After` (a ring), created with the first. */
   private recentRefusals: string[] | undefined;
   private recentNext = 0;
+  /** The rate is finite only because a doubt lowered it (no cut, no hold since it was unpaced): cuts are tried as if unpaced. */
+  private loweredOnlyInDoubt = false;
 
   constructor(
     private readonly limits: PaceLimits,
@@ -518,6 +521,7 @@ export class Pace {
     // What the webhook took, or a quarter of the pace it had settled on before.
     const settled = this.paceBeforeHolds === Number.POSITIVE_INFINITY ? 0 : this.paceBeforeHolds / 4;
     this.rate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(before, Math.max(reading.accepted / reading.seconds, settled)));
+    this.loweredOnlyInDoubt = false;
     this.cutFrom = Number.POSITIVE_INFINITY;
     this.lastCutAt = now;
     this.tokens = Math.min(this.tokens, this.capacity());
@@ -601,7 +605,8 @@ export class Pace {
     }
     // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
     if (doubt !== undefined) this.dropDoubt(now);
-    if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm)) return;
+    const unpaced = this.rate === Number.POSITIVE_INFINITY || this.loweredOnlyInDoubt;
+    if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm, unpaced)) return;
     this.cutTo(now, this.cutRate(now, reading));
   }
 
@@ -626,13 +631,17 @@ export class Pace {
    * lower pace (1 − (1 − s)·r₀/r₁), is a floor: the pace is unpaced again. One that fell is congestion: the cuts go on.
    * @returns true when the refusals persist (no cut)
    */
-  private persistsThroughCuts(now: number, sentPerSecond: number, judged: { refused: number; answers: number }, calm: boolean): boolean {
+  private persistsThroughCuts(
+    now: number,
+    sentPerSecond: number,
+    judged: { refused: number; answers: number },
+    calm: boolean,
+    unpaced: boolean,
+  ): boolean {
     if (this.series === undefined || calm) {
-      // A series begins with the first cut on a calm pace; only one begun unpaced is tried (as for a doubt's end).
-      this.series =
-        this.rate === Number.POSITIVE_INFINITY
-          ? { startedAt: now, sentPerSecond, refused: judged.refused, answered: judged.answers, fell: false }
-          : undefined;
+      // A series begins with the first cut on a calm pace; only one begun unpaced is tried (as for a doubt's end). A doubt's
+      // own cuts do not count: a doubt that ended as congestion on the noise of its dips would leave the pace cut down and down.
+      this.series = unpaced ? { startedAt: now, sentPerSecond, refused: judged.refused, answered: judged.answers, fell: false } : undefined;
       return false;
     }
     const series = this.series;
@@ -687,6 +696,7 @@ export class Pace {
     const rate = Math.max(doubt.lowest, this.cutRate(now, reading));
     if (rate < this.rate) {
       this.refill(now);
+      if (this.rate === Number.POSITIVE_INFINITY) this.loweredOnlyInDoubt = true;
       this.rate = rate;
       this.tokens = Math.min(this.tokens, this.capacity());
     }
@@ -830,6 +840,7 @@ export class Pace {
     // At what the webhook took already: no lower, and the pace stays calm.
     if (rate >= this.rate * 0.999) return;
     this.refill(now);
+    this.loweredOnlyInDoubt = false;
     this.cutFrom = Math.min(
       this.effectiveRate(),
       Math.max(rate / DECREASE_FACTOR, this.rate === Number.POSITIVE_INFINITY ? rate : this.rate),

@@ -374,6 +374,35 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pace.snapshot().requestsPerSecond).toBeLessThan(10);
   });
 
+  test('a doubt begun unpaced and ended as congestion on noise: its cuts are tried like cuts begun unpaced, and end as a floor', () => {
+    const limits = { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 };
+    const start = 1_000_000;
+    const pace = new Pace(limits, start);
+    const reply = (refused: boolean, startedAt: number, at: number): void => {
+      pace.take(startedAt);
+      pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt }, at);
+    };
+    // A calm, unpaced pace: 30 % refused over 20 answers puts it in doubt from the next whole second.
+    for (let i = 0; i < 20; i += 1) reply(i % 10 >= 7, start + 100 + 20 * i, start + 101 + 20 * i);
+    // The dips' noise says congestion: every request before a dip refused, none in it (8 of each).
+    const since = start + 1_000;
+    for (let n = 0; n < 8; n += 1) {
+      const cycle = since + 500 * Math.floor(n / 2) + 100 * (n % 2);
+      reply(true, cycle, cycle + 10);
+      reply(false, cycle + 250, cycle + 260);
+    }
+    expect(pace.refusalFloor).toBe(0);
+    // Then, sent as fast as the pace lets them (200/s at most), a second of acceptances and 6 s of a quarter refused whatever
+    // the pace.
+    let n = 0;
+    for (let at = since + 2_000; at < since + 9_000; n += 1) {
+      reply(at >= since + 3_000 && n % 4 === 0, at, at + 5);
+      at += Math.max(5, pace.waitMs(at + 5));
+    }
+    expect(pace.refusalFloor).toBeGreaterThan(0.15);
+    expect(pace.snapshot().requestsPerSecond).toBeUndefined();
+  });
+
   test('a doubt looks for a fall at 8, 16, 32 and 40 answers, not after each: a gap at 13 that closes by 16 is no verdict', () => {
     const limits = { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 };
     const start = 1_000_000;
