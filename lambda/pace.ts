@@ -68,9 +68,10 @@ export const DECREASE_FACTOR = 0.85;
 export const INCREASE_SHARE = 0.25;
 /**
  * The refused share at which growth and cuts balance near the last cut: a cut takes 15 % at a refusal, so each acceptance
- * adds at most ln(1 / 0.85) × 4 % / 96 % of the rate there.
+ * adds at most ln(1 / 0.85) × 0.5 % / 99.5 % of the rate there. Five containers climbing together overshoot a token bucket
+ * by the sum of their growth before each sees a refusal: slow growth there keeps that overshoot small (BENCHMARKS.md, capacity).
  */
-export const BALANCED_SHARE = 0.04;
+export const BALANCED_SHARE = 0.005;
 const BALANCED_GROWTH = (Math.log(1 / DECREASE_FACTOR) * BALANCED_SHARE) / (1 - BALANCED_SHARE);
 /** Growth slows to the balanced one from this share of the rate the last cut came from. */
 const NEAR_LAST_CUT = 0.9;

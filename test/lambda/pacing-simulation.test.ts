@@ -57,6 +57,14 @@ describe('capacity: a token bucket, from a standing start (every message deliver
     expect(refusedShare(flooded)).toBeGreaterThan(0.45);
   });
 
+  test('a webhook answering in 100 ms, 200 requests/s: at most 8 % refused (five containers climb slowly near their last cut)', async () => {
+    for (const seed of SEEDS) {
+      const paced = await simulate({ messages: messagesOf(3_000), webhook: bucketWebhook(200), maxMs: 600_000, seed, latencyMs: 100 });
+      expect(paced.doneMs / 1000, `seed ${seed}`).toBeLessThanOrEqual((1.25 * 3_000) / 200);
+      expect(refusedShare(paced), `seed ${seed}`).toBeLessThanOrEqual(0.08);
+    }
+  });
+
   test('after 3 s of refusals to everything (429 + Retry-After: 1, a deploy), back to at least 60 % of R over the next 10 s', async () => {
     const take = tokenBucket(200);
     let accepted = 0;
