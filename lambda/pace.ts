@@ -606,8 +606,7 @@ export class Pace {
     }
     // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
     if (doubt !== undefined) this.dropDoubt(now);
-    const unpaced = this.rate === Number.POSITIVE_INFINITY || this.loweredOnlyInDoubt;
-    if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm, unpaced)) return;
+    if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm)) return;
     this.cutTo(now, this.cutRate(now, reading));
   }
 
@@ -626,22 +625,18 @@ export class Pace {
   }
 
   /**
-   * Cuts begun on an unpaced pace test what the dips would (a pace cut again and again is never calm, so never doubts): once
-   * they have taken what it sends to {@link CUTS_TRIED_SHARE} of what it sent before the first or less, a refused share over the
-   * last second that is not below the one before (by two standard errors), and above what a token bucket would refuse at the
-   * lower pace (1 − (1 − s)·r₀/r₁), is a floor: the pace is unpaced again. One that fell is congestion: the cuts go on.
+   * Cuts begun on an unpaced pace (or one lowered only in doubt) test what the dips would (a pace cut again and again is never
+   * calm, so never doubts): once they have taken what it sends to {@link CUTS_TRIED_SHARE} of what it sent before the first or
+   * less, a refused share over the last second that is not below the one before (by two standard errors), and above what a
+   * token bucket would refuse at the lower pace (1 − (1 − s)·r₀/r₁), is a floor: the pace is unpaced again. One that fell is
+   * congestion: the cuts go on.
    * @returns true when the refusals persist (no cut)
    */
-  private persistsThroughCuts(
-    now: number,
-    sentPerSecond: number,
-    judged: { refused: number; answers: number },
-    calm: boolean,
-    unpaced: boolean,
-  ): boolean {
+  private persistsThroughCuts(now: number, sentPerSecond: number, judged: { refused: number; answers: number }, calm: boolean): boolean {
     if (this.series === undefined || calm) {
       // A series begins with the first cut on a calm pace; only one begun unpaced is tried (as for a doubt's end). A doubt's
       // own cuts do not count: a doubt that ended as congestion on the noise of its dips would leave the pace cut down and down.
+      const unpaced = this.rate === Number.POSITIVE_INFINITY || this.loweredOnlyInDoubt;
       this.series = unpaced ? { startedAt: now, sentPerSecond, refused: judged.refused, answered: judged.answers, fell: false } : undefined;
       return false;
     }
