@@ -310,6 +310,25 @@ describe('doubts and floors at a slow pace (a webhook answering in 200 ms: a few
   });
 });
 
+/** The clock, ms, at which {@link drivenPace} starts its pace. */
+const PACE_START = 1_000_000;
+
+/** A fresh adaptive pace driven by hand, and `reply`: a request started at `startedAt` and answered at `at`. */
+function drivenPace(): { pace: Pace; reply: (refused: boolean, startedAt: number, at: number) => void } {
+  const pace = new Pace({ adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 }, PACE_START);
+  const reply = (refused: boolean, startedAt: number, at: number): void => {
+    pace.take(startedAt);
+    pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt }, at);
+  };
+  return { pace, reply };
+}
+
+/** Puts a calm, unpaced {@link drivenPace} in doubt (30 % refused over 20 answers); returns when the doubt begins (the next whole second). */
+function inDoubt(reply: (refused: boolean, startedAt: number, at: number) => void): number {
+  for (let i = 0; i < 20; i += 1) reply(i % 10 >= 7, PACE_START + 100 + 20 * i, PACE_START + 101 + 20 * i);
+  return PACE_START + 1_000;
+}
+
 describe('refusals that persist however the pace goes (one tenant over a quota of a few a second, many requests refused at random)', () => {
   test('a run of refusals of messages back from the queue, while first receives are taken, is no hold', async () => {
     const pacer = pacerOf();
@@ -356,36 +375,24 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
   });
 
   test("cuts begun unpaced whose share falls as a token bucket's would, within the noise of few answers, are congestion: no floor", () => {
-    const start = 1_000_000;
-    const pace = new Pace({ adaptive: true, maxInFlight: 100, maxRequestsPerSecond: undefined, sharedBy: 1 }, start);
+    const { pace, reply } = drivenPace();
+    const start = PACE_START;
     // Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number.
     const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
-    const reply = (refused: boolean, at: number): void => {
-      pace.take(at);
-      pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: 1 }, at + 1);
-    };
     // 40 requests/s, 60 % refused (a token bucket of 16/s): cut within the second. Then 20/s, where that bucket refuses 20 %:
     // 35 % is not significantly below 60 % over so few answers, but it is no more than the bucket explains, so the cuts go on.
     let n = 0;
-    for (let at = start + 100; at < start + 1_200; at += 25, n += 1) reply(refusedAt(n, 0.6), at);
+    for (let at = start + 100; at < start + 1_200; at += 25, n += 1) reply(refusedAt(n, 0.6), at, at + 1);
     n = 0;
-    for (let at = start + 1_200; at < start + 3_200; at += 50, n += 1) reply(refusedAt(n, 0.35), at);
+    for (let at = start + 1_200; at < start + 3_200; at += 50, n += 1) reply(refusedAt(n, 0.35), at, at + 1);
     expect(pace.refusalFloor).toBe(0);
     expect(pace.snapshot().requestsPerSecond).toBeLessThan(10);
   });
 
   test('a doubt begun unpaced and ended as congestion on noise: its cuts are tried like cuts begun unpaced, and end as a floor', () => {
-    const limits = { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 };
-    const start = 1_000_000;
-    const pace = new Pace(limits, start);
-    const reply = (refused: boolean, startedAt: number, at: number): void => {
-      pace.take(startedAt);
-      pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt }, at);
-    };
-    // A calm, unpaced pace: 30 % refused over 20 answers puts it in doubt from the next whole second.
-    for (let i = 0; i < 20; i += 1) reply(i % 10 >= 7, start + 100 + 20 * i, start + 101 + 20 * i);
+    const { pace, reply } = drivenPace();
+    const since = inDoubt(reply);
     // The dips' noise says congestion: every request before a dip refused, none in it (8 of each).
-    const since = start + 1_000;
     for (let n = 0; n < 8; n += 1) {
       const cycle = since + 500 * Math.floor(n / 2) + 100 * (n % 2);
       reply(true, cycle, cycle + 10);
@@ -404,16 +411,8 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
   });
 
   test('a doubt looks for a fall at 8, 16, 32 and 40 answers, not after each: a gap at 13 that closes by 16 is no verdict', () => {
-    const limits = { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 };
-    const start = 1_000_000;
-    const pace = new Pace(limits, start);
-    const reply = (refused: boolean, startedAt: number, at: number): void => {
-      pace.take(startedAt);
-      pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt }, at);
-    };
-    // A calm, unpaced pace: 30 % refused over 20 answers puts it in doubt from the next whole second.
-    for (let i = 0; i < 20; i += 1) reply(i % 10 >= 7, start + 100 + 20 * i, start + 101 + 20 * i);
-    const since = start + 1_000;
+    const { pace, reply } = drivenPace();
+    const since = inDoubt(reply);
     // Pairs of answers, one to a request started in the slot before a dip, one in the dip ([0, 250) and [250, 500) ms of
     // each half second); refused: [before, in the dip]. Equal shares at 8; before far above the dip at 13 (2 standard errors
     // and more); close again at 16, and at 32 and 40.
