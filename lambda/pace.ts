@@ -455,7 +455,7 @@ export class Pace {
       this.speedUp(now);
     }
     if (!refused || answer.retryAfterSeconds === undefined) return undefined;
-    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, answer.receivedBefore === true);
+    return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, !firstTime);
   }
 
   /**

@@ -376,15 +376,14 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
 
   test("cuts begun unpaced whose share falls as a token bucket's would, within the noise of few answers, are congestion: no floor", () => {
     const { pace, reply } = drivenPace();
-    const start = PACE_START;
     // Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number.
     const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
     // 40 requests/s, 60 % refused (a token bucket of 16/s): cut within the second. Then 20/s, where that bucket refuses 20 %:
     // 35 % is not significantly below 60 % over so few answers, but it is no more than the bucket explains, so the cuts go on.
     let n = 0;
-    for (let at = start + 100; at < start + 1_200; at += 25, n += 1) reply(refusedAt(n, 0.6), at, at + 1);
+    for (let at = PACE_START + 100; at < PACE_START + 1_200; at += 25, n += 1) reply(refusedAt(n, 0.6), at, at + 1);
     n = 0;
-    for (let at = start + 1_200; at < start + 3_200; at += 50, n += 1) reply(refusedAt(n, 0.35), at, at + 1);
+    for (let at = PACE_START + 1_200; at < PACE_START + 3_200; at += 50, n += 1) reply(refusedAt(n, 0.35), at, at + 1);
     expect(pace.refusalFloor).toBe(0);
     expect(pace.snapshot().requestsPerSecond).toBeLessThan(10);
   });
