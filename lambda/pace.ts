@@ -122,8 +122,8 @@ export const FLOOR_KEPT_MS = 30_000;
 export const HOLD_AFTER_MESSAGES = 10;
 /**
  * A run of refusals mostly of messages back from the queue (refused before: a tenant's, come back together) is no quick hold
- * while fewer than this share of the messages received for the first time are refused over the last second (or no more than
- * the floor explains): the webhook takes new messages.
+ * while fewer than this share of the latest answers to messages received for the first time are refused (or no more than the
+ * floor explains): the webhook takes new messages.
  */
 const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
 /** At most this share of acceptances among them. */
@@ -529,11 +529,13 @@ export class Pace {
   }
 
   /**
-   * True when, over the last second, a few messages received for the first time were answered and fewer than
-   * {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the floor explains): the webhook takes new messages.
+   * True when, over the last second (or back to {@link MIN_ANSWERS} of them, as far as the meter keeps), a few messages received
+   * for the first time were answered and fewer than {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the
+   * floor explains): the webhook takes new messages. A batch that is mostly a tenant's messages come back holds few first
+   * receives: over the last second alone, a few seconds of them would hold everyone else's for that tenant's refusals.
    */
   private firstReceivesTaken(now: number): boolean {
-    const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
+    const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
     const answers = firstTime.accepted + firstTime.refused;
     return answers >= FEWEST_ANSWERS && firstTime.refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
   }

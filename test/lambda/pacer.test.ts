@@ -339,13 +339,23 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pacer.holdEndsAt()).toBe(0);
   });
 
+  test('nor while first receives are taken only now and then (batches mostly of that tenant, come back)', async () => {
+    const pacer = pacerOf();
+    // A first receive taken every 400 ms: two or three in any one second, fewer than a share is judged on.
+    for (let i = 0; i < 8; i += 1) await exchange(pacer, answer('accepted'), 400);
+    for (let i = 0; i < 2 * HOLD_AFTER_MESSAGES; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1, receivedBefore: true }), 2);
+    expect(pacer.holdEndsAt()).toBe(0);
+  });
+
   test.each([
     ['first receives refused too (a token bucket far below what is sent)', false],
     ['no first receive answered lately (a webhook refusing everything, its backlog going round)', true],
   ])('the same run is a hold with %s', async (_case, receivedBefore) => {
     const pacer = pacerOf();
     for (let i = 0; i < 30; i += 1) await exchange(pacer, answer('accepted'), 10);
-    await vi.advanceTimersByTimeAsync(1_000);
+    // Longer than the pace keeps its answers (4 s): no first receive answered since.
+    await vi.advanceTimersByTimeAsync(4_100);
     for (let i = 0; i < HOLD_AFTER_MESSAGES; i += 1)
       await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1, receivedBefore }), 2);
     expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
