@@ -99,10 +99,17 @@ export const DIP_DEPTH = 0.5;
 export const VERDICT_ANSWERS = 40;
 const MIN_VERDICT_ANSWERS = 8;
 /**
+ * … or this many, for a doubt begun unpaced whose dips refused some, and no smaller a share than the slots before them: no
+ * fall at all is what refusals that persist look like (a doubt at 200 ms took its whole 5 s at half speed to count 40). Not
+ * for a doubt begun paced, cut for congestion before: at a token bucket it may be one container's, whose dips barely move the
+ * bucket's share.
+ */
+export const UNMOVED_VERDICT_ANSWERS = 16;
+/**
  * The counts (the fewer of dips' and bases') at which a doubt looks for a verdict: a test of 2 standard errors repeated after
  * every answer would find a fall in the noise of refusals that persist one doubt in a few.
  */
-const VERDICT_LOOKS: readonly number[] = [MIN_VERDICT_ANSWERS, 16, 32, VERDICT_ANSWERS];
+const VERDICT_LOOKS: readonly number[] = [MIN_VERDICT_ANSWERS, UNMOVED_VERDICT_ANSWERS, 32, VERDICT_ANSWERS];
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt. */
 const CALM_MS = 1_000;
 /** In doubt, no cut for this long from its start; then cuts keep at least this share of the most the pace sent since it began. */
@@ -756,9 +763,10 @@ export class Pace {
 
   /**
    * A doubt's verdict from its counts, if they allow one: congestion when the share fell in the dips beyond the noise (or most
-   * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each, or on as few as a fall needs once the
-   * doubt is `ending` (asked so only of a doubt begun unpaced: a webhook answering in 200 ms gives a container's dips about five
-   * answers a second, too few for VERDICT_ANSWERS in time).
+   * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each ({@link UNMOVED_VERDICT_ANSWERS} when
+   * the dips did not lower it at all), or on as few as a fall needs once the doubt is `ending` (asked so only of a doubt begun
+   * unpaced: a webhook answering in 200 ms gives a container's dips about five answers a second, too few for VERDICT_ANSWERS in
+   * time).
    */
   private static verdictOf(doubt: Doubt, ending: boolean): 'congestion' | 'persists' | undefined {
     const { dipAnswered, baseAnswered } = doubt;
@@ -768,7 +776,8 @@ export class Pace {
     const pooled = (doubt.dipRefused + doubt.baseRefused) / (dipAnswered + baseAnswered);
     const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / dipAnswered + 1 / baseAnswered));
     if (base - dip > SIGNIFICANT * error) return 'congestion';
-    const enough = ending ? MIN_VERDICT_ANSWERS : VERDICT_ANSWERS;
+    const unmoved = doubt.rateBefore === Number.POSITIVE_INFINITY && doubt.dipRefused > 0 && dip >= base;
+    const enough = ending ? MIN_VERDICT_ANSWERS : unmoved ? UNMOVED_VERDICT_ANSWERS : VERDICT_ANSWERS;
     if (dipAnswered < enough || baseAnswered < enough) return undefined;
     return pooled > MAX_FLOOR ? 'congestion' : 'persists';
   }

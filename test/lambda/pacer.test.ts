@@ -27,6 +27,7 @@ import {
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
+  UNMOVED_VERDICT_ANSWERS,
   VERDICT_ANSWERS,
   type PacedAnswer,
   type PaceSignal,
@@ -439,6 +440,31 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     });
     // No verdict of congestion on the way: at 40 answers each the shares did not differ, so they persist, a floor.
     expect(pace.refusalFloor).toBeGreaterThan(0.2);
+  });
+
+  /** 16 pairs of answers in a doubt begun at `since`, one to a request started before a dip and one in it, a quarter of each refused (`refused` false: none). */
+  const unmovedPairs = (reply: (refused: boolean, startedAt: number, at: number) => void, since: number, refused = true): void => {
+    for (let n = 0; n < UNMOVED_VERDICT_ANSWERS; n += 1) {
+      const cycle = since + 500 * Math.floor(n / 4) + 60 * (n % 4);
+      reply(refused && n % 4 === 0, cycle, cycle + 10);
+      reply(refused && n % 4 === 0, cycle + 250, cycle + 260);
+    }
+  };
+
+  test('a doubt begun unpaced whose dips refuse no smaller a share than the slots before them is persistence at 16 answers each', () => {
+    const { pace, reply } = drivenPace();
+    unmovedPairs(reply, inDoubt(reply));
+    expect(pace.refusalFloor).toBeCloseTo(0.25);
+    expect(pace.snapshot().requestsPerSecond).toBeUndefined();
+  });
+
+  test('not with no refusal in the dips: nothing persists, the doubt goes on', () => {
+    const { pace, reply } = drivenPace();
+    const since = inDoubt(reply);
+    unmovedPairs(reply, since, false);
+    // Still in doubt: a dip slows it down.
+    pace.waitMs(since + 2_300);
+    expect(pace.snapshot().requestsPerSecond).toBeDefined();
   });
 });
 

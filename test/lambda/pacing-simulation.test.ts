@@ -157,6 +157,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   test.each([
     [
       '10 % of requests at random, Retry-After: 1',
+      0.85,
       4_000,
       () => 't',
       (seed: number): SimWebhook => {
@@ -166,6 +167,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     ],
     [
       "one tenant's 20 %, Retry-After 1 s to 1 h, for a couple of minutes",
+      0.75,
       12_000,
       (i: number) => (i % 5 === 0 ? 'refused' : `t${i % 7}`),
       (seed: number): SimWebhook => {
@@ -174,11 +176,11 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
       },
     ],
   ] as const)(
-    'at a webhook answering in 200 ms, %s (%d messages): the rest at ≥ 0.75 × the speed of PACING=false',
-    async (_name, count, tenantOf, webhookOf) => {
+    'at a webhook answering in 200 ms, %s: the rest at ≥ %d × the speed of PACING=false (%d messages)',
+    async (_name, ratio, count, tenantOf, webhookOf) => {
       for (const seed of SEEDS) {
         const [paced, unpaced] = await restDrains(seed, count, tenantOf, webhookOf, { maxMs: 900_000, latencyMs: 200 });
-        expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(0.75);
+        expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(ratio);
       }
     },
   );
