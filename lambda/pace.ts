@@ -100,7 +100,7 @@ export const VERDICT_ANSWERS = 40;
 const MIN_VERDICT_ANSWERS = 8;
 /**
  * … or this many, for a doubt begun unpaced whose dips refused some, and no smaller a share than the slots before them: no
- * fall at all is what refusals that persist look like (a doubt at 200 ms took its whole 5 s at half speed to count 40). Not
+ * fall at all is what refusals that persist look like (at 200 ms a doubt ran its whole 5 s, dipping, before it counted 40). Not
  * for a doubt begun paced, cut for congestion before: at a token bucket it may be one container's, whose dips barely move the
  * bucket's share.
  */
@@ -538,8 +538,8 @@ export class Pace {
   /**
    * True when, over the last second (or back to {@link MIN_ANSWERS} of them, as far as the meter keeps), a few messages received
    * for the first time were answered and fewer than {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the
-   * floor explains): the webhook takes new messages. A batch that is mostly a tenant's messages come back holds few first
-   * receives: over the last second alone, a few seconds of them would hold everyone else's for that tenant's refusals.
+   * floor explains): the webhook takes new messages. Batches mostly of a tenant's messages come back hold few first receives:
+   * judged on the last second alone, a few seconds of them held everyone else's messages for that tenant's refusals.
    */
   private firstReceivesTaken(now: number): boolean {
     const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
