@@ -331,19 +331,14 @@ function inDoubt(reply: (refused: boolean, startedAt: number, at: number) => voi
 }
 
 describe('refusals that persist however the pace goes (one tenant over a quota of a few a second, many requests refused at random)', () => {
-  test('a run of refusals of messages back from the queue, while first receives are taken, is no hold', async () => {
+  test.each([
+    ['while first receives are taken', 30, 10],
+    // Two or three in any one second, fewer than a share is judged on: batches mostly of that tenant's messages, come back.
+    ['while first receives are taken only now and then, one every 400 ms', 8, 400],
+  ])('a run of refusals of messages back from the queue, %s, is no hold', async (_case, firstReceives, gapMs) => {
     const pacer = pacerOf();
-    for (let i = 0; i < 30; i += 1) await exchange(pacer, answer('accepted'), 10);
+    for (let i = 0; i < firstReceives; i += 1) await exchange(pacer, answer('accepted'), gapMs);
     // A tenant's messages, refused a second ago, back from the queue together and refused again.
-    for (let i = 0; i < 2 * HOLD_AFTER_MESSAGES; i += 1)
-      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1, receivedBefore: true }), 2);
-    expect(pacer.holdEndsAt()).toBe(0);
-  });
-
-  test('nor while first receives are taken only now and then (batches mostly of that tenant, come back)', async () => {
-    const pacer = pacerOf();
-    // A first receive taken every 400 ms: two or three in any one second, fewer than a share is judged on.
-    for (let i = 0; i < 8; i += 1) await exchange(pacer, answer('accepted'), 400);
     for (let i = 0; i < 2 * HOLD_AFTER_MESSAGES; i += 1)
       await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1, receivedBefore: true }), 2);
     expect(pacer.holdEndsAt()).toBe(0);
