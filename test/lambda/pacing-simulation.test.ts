@@ -82,6 +82,31 @@ describe('capacity: a token bucket, from a standing start (every message deliver
     // Each hold restarts the pace from a quarter of what it was, doubling each second: 60 % over ten seconds, not a crawl.
     expect(accepted / (200 * 10)).toBeGreaterThanOrEqual(0.6);
   });
+
+  // The recovery goal's neighbour: the outage answers 429 rather than 503 (no breaker; the holds and the pace's climb decide).
+  // Measured: drained 6.4 s (5 ms) and 8 s (100 ms) after the webhook's return, with 150 requests in the 40 s against 13,000
+  // to 20,000 with PACING=false.
+  test.each([5, 100])(
+    'a 40 s outage refusing everything (429 + Retry-After: 1), answers in %d ms: 500 messages drained within 10 s of its end, ≤ 10 requests a second during it',
+    async (latencyMs) => {
+      for (const seed of SEEDS) {
+        let during = 0;
+        const result = await simulate({
+          messages: messagesOf(500),
+          webhook: (_m, now) => {
+            if (now - 1_000_000 >= 40_000) return { status: 200 };
+            during += 1;
+            return { status: 429, retryAfterSeconds: 1 };
+          },
+          maxMs: 600_000,
+          seed,
+          latencyMs,
+        });
+        expect(result.doneMs, `seed ${seed}`).toBeLessThanOrEqual(50_000);
+        expect(during, `seed ${seed}`).toBeLessThanOrEqual(10 * 40);
+      }
+    },
+  );
 });
 
 describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of PACING=false', () => {
