@@ -83,9 +83,8 @@ describe('capacity: a token bucket, from a standing start (every message deliver
     expect(accepted / (200 * 10)).toBeGreaterThanOrEqual(0.6);
   });
 
-  // The recovery goal's neighbour: the outage answers 429 rather than 503 (no breaker; the holds and the pace's climb decide).
-  // Measured: drained 6.4 s (5 ms) and 8 s (100 ms) after the webhook's return, with 150 requests in the 40 s against 13,000
-  // to 20,000 with PACING=false.
+  // The recovery goal's neighbour: the outage answers 429 rather than 503, so no breaker: the quick holds keep the requests
+  // down while it lasts, and the pace's climb after them decides how soon the backlog drains.
   test.each([5, 100])(
     'a 40 s outage refusing everything (429 + Retry-After: 1), answers in %d ms: 500 messages drained within 10 s of its end, ≤ 10 requests a second during it',
     async (latencyMs) => {
@@ -236,7 +235,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     ['one tenant in 20 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(20)],
     ['one tenant in 10 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(10)],
     ['one tenant in 10 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 200, 0.85, overQuota(10)],
-    // One run in three or four: a container's run of ten refused with one acceptance among them is a quick hold, and the cuts
+    // One run in three or four: a container's run of ten refusals with few acceptances among them is a quick hold, and the cuts
     // after it are never tried as a series (the pace was unpaced before the hold): that container falls to a few requests a
     // second and the others' last messages wait on its batches (0.54 ×). Open.
     ['30 % of requests at random, Retry-After: 1', 50, 0.5, atRandom(0.3, 1)],

@@ -183,7 +183,7 @@ const SIMULATION_STREAM = 0x5bd1e995;
 export async function simulate(options: SimOptions): Promise<SimResult> {
   const clock = new SimulatedClock();
   // A stream of its own: the model webhooks draw from seeded(seed), and sharing it tied a request's refusal to the latency of
-  // another (random refusals fell less often in the doubts' slow slots, and the pace's figures looked better than the relay's).
+  // another, and so to when the next requests started.
   const random = seeded((options.seed ?? 1) ^ SIMULATION_STREAM);
   const start = clock.now();
   const end = start + options.maxMs;
