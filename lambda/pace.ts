@@ -723,8 +723,7 @@ export class Pace {
         // Out of time. Unpaced when it began (no congestion seen, or none since persistence was learned), a share that did not
         // fall in the dips, on enough answers to have shown a fall, is persistence: without evidence the pace does not fall.
         // Paced (cut for congestion before), or on fewer answers, no verdict: the floor stays, judged again after FLOOR_KEPT_MS.
-        const unpaced = doubt.rateBefore === Number.POSITIVE_INFINITY;
-        if (unpaced && Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
+        if (Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
         else this.endDoubt(now);
       }
     }
@@ -764,9 +763,9 @@ export class Pace {
   /**
    * A doubt's verdict from its counts, if they allow one: congestion when the share fell in the dips beyond the noise (or most
    * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each ({@link UNMOVED_VERDICT_ANSWERS} when
-   * the dips did not lower it at all), or on as few as a fall needs once the doubt is `ending` (asked so only of a doubt begun
-   * unpaced: a webhook answering in 200 ms gives a container's dips about five answers a second, too few for VERDICT_ANSWERS in
-   * time).
+   * the dips did not lower it at all), or on as few as a fall needs once the doubt is `ending`; both only for a doubt begun
+   * unpaced (a webhook answering in 200 ms gives a container's dips about five answers a second, too few for VERDICT_ANSWERS
+   * in time).
    */
   private static verdictOf(doubt: Doubt, ending: boolean): 'congestion' | 'persists' | undefined {
     const { dipAnswered, baseAnswered } = doubt;
@@ -776,8 +775,12 @@ export class Pace {
     const pooled = (doubt.dipRefused + doubt.baseRefused) / (dipAnswered + baseAnswered);
     const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / dipAnswered + 1 / baseAnswered));
     if (base - dip > SIGNIFICANT * error) return 'congestion';
-    const unmoved = doubt.rateBefore === Number.POSITIVE_INFINITY && doubt.dipRefused > 0 && dip >= base;
-    const enough = ending ? MIN_VERDICT_ANSWERS : unmoved ? UNMOVED_VERDICT_ANSWERS : VERDICT_ANSWERS;
+    // Fewer answers only for a doubt begun unpaced: without evidence of congestion the pace does not fall.
+    let enough = VERDICT_ANSWERS;
+    if (doubt.rateBefore === Number.POSITIVE_INFINITY) {
+      if (ending) enough = MIN_VERDICT_ANSWERS;
+      else if (doubt.dipRefused > 0 && dip >= base) enough = UNMOVED_VERDICT_ANSWERS;
+    }
     if (dipAnswered < enough || baseAnswered < enough) return undefined;
     return pooled > MAX_FLOOR ? 'congestion' : 'persists';
   }
