@@ -330,6 +330,22 @@ function inDoubt(reply: (refused: boolean, startedAt: number, at: number) => voi
   return PACE_START + 1_000;
 }
 
+/**
+ * Answers in pairs to a doubt begun at `since`: for each `[before, inDip]`, a request started in the slot before a dip and one
+ * in the dip ([0, 250) and [250, 500) ms of each half second, four pairs a half second), refused as it says.
+ */
+function replyInPairs(
+  reply: (refused: boolean, startedAt: number, at: number) => void,
+  since: number,
+  pairs: readonly (readonly [boolean, boolean])[],
+): void {
+  pairs.forEach(([before, inDip], n) => {
+    const cycle = since + 500 * Math.floor(n / 4) + 60 * (n % 4);
+    reply(before, cycle, cycle + 10);
+    reply(inDip, cycle + 250, cycle + 260);
+  });
+}
+
 describe('refusals that persist however the pace goes (one tenant over a quota of a few a second, many requests refused at random)', () => {
   test.each([
     ['while first receives are taken', 30, 10],
@@ -418,9 +434,8 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
   test('a doubt looks for a fall at 8, 16, 32 and 40 answers, not after each: a gap at 13 that closes by 16 is no verdict', () => {
     const { pace, reply } = drivenPace();
     const since = inDoubt(reply);
-    // Pairs of answers, one to a request started in the slot before a dip, one in the dip ([0, 250) and [250, 500) ms of
-    // each half second); refused: [before, in the dip]. Equal shares at 8; before far above the dip at 13 (2 standard errors
-    // and more); close again at 16, and at 32 and 40.
+    // Refused [before, in the dip]: equal shares at 8; before far above the dip at 13 (2 standard errors and more); close again
+    // at 16, and at 32 and 40.
     const pairs: [boolean, boolean][] = [];
     for (let n = 1; n <= 40; n += 1) {
       if (n <= 8) pairs.push([n <= 2, n <= 2]);
@@ -428,27 +443,23 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
       else if (n <= 16) pairs.push([false, true]);
       else pairs.push([n % 4 === 0, n % 4 === 0]);
     }
-    pairs.forEach(([before, inDip], n) => {
-      const cycle = since + 500 * Math.floor(n / 4) + 60 * (n % 4);
-      reply(before, cycle, cycle + 10);
-      reply(inDip, cycle + 250, cycle + 260);
-    });
+    replyInPairs(reply, since, pairs);
     // No verdict of congestion on the way: at 40 answers each the shares did not differ, so they persist, a floor.
     expect(pace.refusalFloor).toBeGreaterThan(0.2);
   });
 
-  /** 16 pairs of answers in a doubt begun at `since`, one to a request started before a dip and one in it, a quarter of each refused (`refused` false: none). */
-  const unmovedPairs = (reply: (refused: boolean, startedAt: number, at: number) => void, since: number, refused = true): void => {
-    for (let n = 0; n < UNMOVED_VERDICT_ANSWERS; n += 1) {
-      const cycle = since + 500 * Math.floor(n / 4) + 60 * (n % 4);
-      reply(refused && n % 4 === 0, cycle, cycle + 10);
-      reply(refused && n % 4 === 0, cycle + 250, cycle + 260);
-    }
-  };
+  /** {@link UNMOVED_VERDICT_ANSWERS} pairs, each of the two refused as `refused(n)` says. */
+  const unmovedPairs = (refused: (n: number) => boolean): [boolean, boolean][] =>
+    Array.from({ length: UNMOVED_VERDICT_ANSWERS }, (_, n) => [refused(n), refused(n)]);
 
   test('a doubt begun unpaced whose dips refuse no smaller a share than the slots before them is persistence at 16 answers each', () => {
     const { pace, reply } = drivenPace();
-    unmovedPairs(reply, inDoubt(reply));
+    // A quarter refused, before the dips and in them.
+    replyInPairs(
+      reply,
+      inDoubt(reply),
+      unmovedPairs((n) => n % 4 === 0),
+    );
     expect(pace.refusalFloor).toBeCloseTo(0.25);
     expect(pace.snapshot().requestsPerSecond).toBeUndefined();
   });
@@ -456,7 +467,11 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
   test('not with no refusal in the dips: nothing persists, the doubt goes on', () => {
     const { pace, reply } = drivenPace();
     const since = inDoubt(reply);
-    unmovedPairs(reply, since, false);
+    replyInPairs(
+      reply,
+      since,
+      unmovedPairs(() => false),
+    );
     // Still in doubt: a dip slows it down.
     pace.waitMs(since + 2_300);
     expect(pace.snapshot().requestsPerSecond).toBeDefined();
