@@ -487,8 +487,12 @@ export class Pace {
     if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
     if (isLongWait(run.shortestRetryAfterSeconds) && now - run.startedAt < HOLD_EVIDENCE_MS && run.messages < HOLD_EVIDENCE_MESSAGES)
       return undefined;
-    // Mostly messages back from the queue, refused again, while the first receives are taken: a tenant's, come back together.
-    if (!isLongWait(run.shortestRetryAfterSeconds) && 2 * run.receivedBefore >= run.messages && this.firstReceivesTaken(now))
+    // No quick hold while the first receives are taken. A run mostly of messages back from the queue, refused again, is a
+    // tenant's, come back together. Any other run, on SURE_ANSWERS first receives in the last second, is refusals at random
+    // that bunched (a third refused at random makes such a run now and then, and the hold left that container crawling). A
+    // pace answered fewer times in the last second (a young one, a slow one) is held: a token bucket's first flood looks so.
+    const mostlyBack = 2 * run.receivedBefore >= run.messages;
+    if (!isLongWait(run.shortestRetryAfterSeconds) && this.firstReceivesTaken(now, mostlyBack ? FEWEST_ANSWERS : SURE_ANSWERS))
       return undefined;
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
@@ -536,15 +540,15 @@ export class Pace {
   }
 
   /**
-   * True when, over the last second (or back to {@link MIN_ANSWERS} of them, as far as the meter keeps), a few messages received
-   * for the first time were answered and fewer than {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the
+   * True when, over the last second (or back to {@link MIN_ANSWERS} of them, as far as the meter keeps), `fewest` messages
+   * received for the first time, or more, were answered and fewer than {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused (or no more than the
    * floor explains): the webhook takes new messages. Batches mostly of a tenant's messages come back hold few first receives:
    * judged on the last second alone, a few seconds of them held everyone else's messages for that tenant's refusals.
    */
-  private firstReceivesTaken(now: number): boolean {
+  private firstReceivesTaken(now: number, fewest: number): boolean {
     const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
     const answers = firstTime.accepted + firstTime.refused;
-    return answers >= FEWEST_ANSWERS && firstTime.refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
+    return answers >= fewest && firstTime.refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
   }
 
   /** The refused share the learned floor explains: the floor and a margin for its noise. */

@@ -373,6 +373,29 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
   });
 
+  // Refusals at random bunch: a third of requests refused makes a run of ten with few acceptances among them now and then.
+  test("a run of first receives refused, while most of the last second's first receives were taken, is no hold; held once half are refused", async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 40; i += 1) await exchange(pacer, answer('accepted'), 10);
+    for (let i = 0; i < HOLD_AFTER_MESSAGES; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1 }), 2);
+    expect(pacer.holdEndsAt()).toBe(0);
+    // The run goes on, none taken: a token bucket far below what is sent. 40 of 80 refused in the last second is a hold.
+    let refusals = HOLD_AFTER_MESSAGES;
+    while (pacer.holdEndsAt() === 0 && refusals < 100) {
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1 }), 2);
+      refusals += 1;
+    }
+    expect(refusals).toBe(40);
+    expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
+  });
+
+  test("the same run on a pace answered fewer than 32 times in the last second (a young one, a token bucket's first flood) is a hold", async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 20; i += 1) await exchange(pacer, answer('accepted'), 10);
+    for (let i = 0; i < HOLD_AFTER_MESSAGES; i += 1) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 1 }), 2);
+    expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
+  });
+
   test('refusals of messages back from the queue, while first receives are taken, are not the share the pace judges: no floor, no cut', async () => {
     const pacer = pacerOf();
     for (let i = 0; i < 15; i += 1) await exchange(pacer, answer('accepted'), 10);
