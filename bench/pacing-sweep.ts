@@ -1,0 +1,164 @@
+/**
+ * The pacing sweep: the pacer (lambda/pace.ts) in the deterministic simulation of test/support/pacing-simulation.ts, against
+ * token buckets and webhooks that refuse some messages for their own sake, at several latencies, each on several seeds. About
+ * a minute of CPU for what the bench measures in half an hour through `npm start`, and the same every time: a change to the pace
+ * is tried here against all these neighbours first, then confirmed by `npm run bench`. Nothing here is a goal (the tests hold
+ * the goals): it prints figures to compare.
+ *
+ *   npx tsx bench/pacing-sweep.ts [--seeds=N] [--only=<part of a case's name>,…]
+ *
+ * One line per case and figure, tab-separated: the case, the figure, its mean over the seeds, its worst and its best. Two runs
+ * side by side (`paste a.tsv b.tsv`) show what a change moved. Per-seed lines: `--each`.
+ */
+import { messagesOf, type SimMessage, type SimWebhook, simulate, tokenBucket } from '../test/support/pacing-simulation';
+import { seeded } from '../testkit/seeded-random';
+
+/** A case's figures on one seed: name → value, and whether a higher value is better. */
+type Figures = Record<string, { readonly value: number; readonly higherIsBetter: boolean }>;
+
+interface SweepCase {
+  readonly name: string;
+  readonly run: (seed: number) => Promise<Figures>;
+}
+
+/** A `Retry-After` from 1 s to an hour, spread evenly over its logarithm. */
+const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(random() * Math.log(3600)));
+
+/**
+ * A token bucket of `rate`/s from a standing start, 15 s of messages, that also refuses `randomShare` of requests at random: the
+ * share of requests refused (%) and the drain against N/R.
+ */
+function capacity(rate: number, latencyMs: number, randomShare = 0): SweepCase {
+  const count = 15 * rate;
+  const refusing = randomShare > 0 ? `, ${100 * randomShare} % refused at random too` : '';
+  return {
+    name: `capacity ${rate}/s at ${latencyMs} ms${refusing}`,
+    run: async (seed) => {
+      const take = tokenBucket(rate);
+      const random = seeded(seed);
+      const result = await simulate({
+        messages: messagesOf(count),
+        webhook: (_m, now) => (random() >= randomShare && take(now) ? { status: 200 } : { status: 429, retryAfterSeconds: 1 }),
+        maxMs: 600_000,
+        latencyMs,
+        seed,
+      });
+      return {
+        'refused %': { value: (100 * result.refused) / result.requests, higherIsBetter: false },
+        'drain × N/R': { value: result.doneMs / 1000 / (count / rate), higherIsBetter: false },
+      };
+    },
+  };
+}
+
+/**
+ * Refusals for the messages' own sake: how fast the messages never refused drain, against `PACING=false` (its drain ÷ theirs),
+ * 4,000 messages to a fresh `webhookOf(seed)` each side.
+ */
+function perMessage(
+  name: string,
+  latencyMs: number,
+  tenantOf: (index: number) => string,
+  webhookOf: (seed: number) => SimWebhook,
+): SweepCase {
+  return {
+    name: `${name} at ${latencyMs} ms`,
+    run: async (seed) => {
+      const drains: number[] = [];
+      for (const adaptive of [true, false]) {
+        const messages = messagesOf(4_000, tenantOf);
+        await simulate({
+          messages,
+          webhook: webhookOf(seed),
+          maxMs: 900_000,
+          latencyMs,
+          pacing: { adaptive },
+          seed,
+          done: (all) => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined),
+        });
+        const rest = messages.filter((m): m is SimMessage & { deliveredAt: number } => m.refusals === 0 && m.deliveredAt !== undefined);
+        drains.push(Math.max(...rest.map((m) => m.deliveredAt)));
+      }
+      const [paced, unpaced] = drains as [number, number];
+      // Both runs start at the simulation's clock's start: the drains are ratios of times from it.
+      const start = 1_000_000;
+      return { 'speed × PACING=false': { value: (unpaced - start) / (paced - start), higherIsBetter: true } };
+    },
+  };
+}
+
+/** `share` of requests refused at random, with `retryAfterSeconds` (or 1 s to an hour, or none). */
+const atRandom =
+  (share: number, retryAfterSeconds: number | 'any' | undefined) =>
+  (seed: number): SimWebhook => {
+    const random = seeded(seed);
+    return () => {
+      if (random() >= share) return { status: 200 };
+      return { status: 429, retryAfterSeconds: retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds };
+    };
+  };
+
+/** One tenant in `every` over a quota of 10/s (`Retry-After: 1`), no pace key. */
+const overQuota = (every: number): [(index: number) => string, (seed: number) => SimWebhook] => [
+  (i) => (i % every === 0 ? 'over' : `t${i % 7}`),
+  () => {
+    const take = tokenBucket(10, 1);
+    return (m, now) => (m.tenant === 'over' && !take(now) ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
+  },
+];
+
+/** One tenant in `every` always refused, with `retryAfterSeconds` (or 1 s to an hour). */
+const tenantRefused = (every: number, retryAfterSeconds: number | 'any'): [(index: number) => string, (seed: number) => SimWebhook] => [
+  (i) => (i % every === 0 ? 'refused' : `t${i % 7}`),
+  (seed) => {
+    const random = seeded(seed);
+    const wait = () => (retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds);
+    return (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: wait() } : { status: 200 });
+  },
+];
+
+const any = (): string => 't';
+
+const CASES: readonly SweepCase[] = [
+  // At 1,000/s, 50 ms answers would let five containers of ten in flight send no more than that.
+  ...[20, 50, 100, 200].flatMap((rate) => [5, 50, 200].map((latencyMs) => capacity(rate, latencyMs))),
+  capacity(1_000, 5),
+  capacity(200, 20, 0.1),
+  perMessage('5 % at random, Retry-After: 1', 5, any, atRandom(0.05, 1)),
+  perMessage('20 % at random, Retry-After 1 s to 1 h', 5, any, atRandom(0.2, 'any')),
+  ...[50, 100, 200].map((latencyMs) => perMessage('10 % at random, Retry-After: 1', latencyMs, any, atRandom(0.1, 1))),
+  ...[0.2, 0.3, 0.4, 0.5].map((share) => perMessage(`${100 * share} % at random, Retry-After: 1`, 50, any, atRandom(share, 1))),
+  perMessage('30 % at random, Retry-After: 1', 200, any, atRandom(0.3, 1)),
+  perMessage('30 % at random, Retry-After: 5', 50, any, atRandom(0.3, 5)),
+  perMessage('45 % at random, no Retry-After', 5, any, atRandom(0.45, undefined)),
+  ...[20, 10, 5].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 50, ...overQuota(every))),
+  perMessage('one tenant in 10 over a quota of 10/s', 200, ...overQuota(10)),
+  perMessage('one tenant in 20 always refused, Retry-After: 3600', 5, ...tenantRefused(20, 3600)),
+  ...[5, 200].map((latencyMs) => perMessage("one tenant's 20 %, Retry-After 1 s to 1 h", latencyMs, ...tenantRefused(5, 'any'))),
+];
+
+async function main(): Promise<void> {
+  const option = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const seeds = Array.from({ length: Number(option('seeds') ?? 8) }, (_, i) => i + 1);
+  const only = option('only')?.split(',');
+  const each = process.argv.includes('--each');
+  for (const sweepCase of CASES) {
+    if (only !== undefined && !only.some((part) => sweepCase.name.includes(part))) continue;
+    const bySeed: Figures[] = [];
+    for (const seed of seeds) {
+      const figures = await sweepCase.run(seed);
+      bySeed.push(figures);
+      if (each)
+        for (const [name, { value }] of Object.entries(figures))
+          console.log(`${sweepCase.name} (seed ${seed})\t${name}\t${value.toFixed(3)}`);
+    }
+    for (const [name, { higherIsBetter }] of Object.entries(bySeed[0] ?? {})) {
+      const values = bySeed.map((figures) => (figures[name] as { value: number }).value);
+      const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
+      const [worst, best] = higherIsBetter ? [Math.min(...values), Math.max(...values)] : [Math.max(...values), Math.min(...values)];
+      console.log([sweepCase.name, name, mean.toFixed(3), worst.toFixed(3), best.toFixed(3)].join('\t'));
+    }
+  }
+}
+
+await main();
