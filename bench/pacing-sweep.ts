@@ -1,7 +1,7 @@
 /**
  * The pacing sweep: the pacer (lambda/pace.ts) in the deterministic simulation of test/support/pacing-simulation.ts, against
- * token buckets and webhooks that refuse some messages for their own sake, at several latencies, each on several seeds. About
- * a minute of CPU for what the bench measures in half an hour through `npm start`, and the same every time: a change to the pace
+ * token buckets and webhooks that refuse some messages for their own sake, at several latencies, each on several seeds. Half a
+ * minute of CPU for what the bench measures in half an hour through `npm start`, and the same every time: a change to the pace
  * is tried here against all these neighbours first, then confirmed by `npm run bench`. Nothing here is a goal (the tests hold
  * the goals): it prints figures to compare.
  *
@@ -10,7 +10,16 @@
  * One line per case and figure, tab-separated: the case, the figure, its mean over the seeds, its worst and its best. Two runs
  * side by side (`paste a.tsv b.tsv`) show what a change moved. Per-seed lines: `--each`.
  */
-import { messagesOf, type SimMessage, type SimWebhook, simulate, tokenBucket } from '../test/support/pacing-simulation';
+import {
+  anyRetryAfter,
+  messagesOf,
+  overQuota,
+  refusingAtRandom,
+  restDrains,
+  type SimWebhook,
+  simulate,
+  tokenBucket,
+} from '../test/support/pacing-simulation';
 import { seeded } from '../testkit/seeded-random';
 
 /** A case's figures on one seed: name → value, and whether a higher value is better. */
@@ -20,9 +29,6 @@ interface SweepCase {
   readonly name: string;
   readonly run: (seed: number) => Promise<Figures>;
 }
-
-/** A `Retry-After` from 1 s to an hour, spread evenly over its logarithm. */
-const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(random() * Math.log(3600)));
 
 /**
  * A token bucket of `rate`/s from a standing start, 15 s of messages, that also refuses `randomShare` of requests at random: the
@@ -64,48 +70,11 @@ function perMessage(
   return {
     name: `${name} at ${latencyMs} ms`,
     run: async (seed) => {
-      const drains: number[] = [];
-      for (const adaptive of [true, false]) {
-        const messages = messagesOf(4_000, tenantOf);
-        await simulate({
-          messages,
-          webhook: webhookOf(seed),
-          maxMs: 900_000,
-          latencyMs,
-          pacing: { adaptive },
-          seed,
-          done: (all) => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined),
-        });
-        const rest = messages.filter((m): m is SimMessage & { deliveredAt: number } => m.refusals === 0 && m.deliveredAt !== undefined);
-        drains.push(Math.max(...rest.map((m) => m.deliveredAt)));
-      }
-      const [paced, unpaced] = drains as [number, number];
-      // Both runs start at the simulation's clock's start: the drains are ratios of times from it.
-      const start = 1_000_000;
-      return { 'speed × PACING=false': { value: (unpaced - start) / (paced - start), higherIsBetter: true } };
+      const [paced, unpaced] = await restDrains(seed, 4_000, tenantOf, webhookOf, { maxMs: 900_000, latencyMs });
+      return { 'speed × PACING=false': { value: unpaced / paced, higherIsBetter: true } };
     },
   };
 }
-
-/** `share` of requests refused at random, with `retryAfterSeconds` (or 1 s to an hour, or none). */
-const atRandom =
-  (share: number, retryAfterSeconds: number | 'any' | undefined) =>
-  (seed: number): SimWebhook => {
-    const random = seeded(seed);
-    return () => {
-      if (random() >= share) return { status: 200 };
-      return { status: 429, retryAfterSeconds: retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds };
-    };
-  };
-
-/** One tenant in `every` over a quota of 10/s (`Retry-After: 1`), no pace key. */
-const overQuota = (every: number): [(index: number) => string, (seed: number) => SimWebhook] => [
-  (i) => (i % every === 0 ? 'over' : `t${i % 7}`),
-  () => {
-    const take = tokenBucket(10, 1);
-    return (m, now) => (m.tenant === 'over' && !take(now) ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
-  },
-];
 
 /** One tenant in `every` always refused, with `retryAfterSeconds` (or 1 s to an hour). */
 const tenantRefused = (every: number, retryAfterSeconds: number | 'any'): [(index: number) => string, (seed: number) => SimWebhook] => [
@@ -124,13 +93,13 @@ const CASES: readonly SweepCase[] = [
   ...[20, 50, 100, 200].flatMap((rate) => [5, 50, 200].map((latencyMs) => capacity(rate, latencyMs))),
   capacity(1_000, 5),
   capacity(200, 20, 0.1),
-  perMessage('5 % at random, Retry-After: 1', 5, any, atRandom(0.05, 1)),
-  perMessage('20 % at random, Retry-After 1 s to 1 h', 5, any, atRandom(0.2, 'any')),
-  ...[50, 100, 200].map((latencyMs) => perMessage('10 % at random, Retry-After: 1', latencyMs, any, atRandom(0.1, 1))),
-  ...[0.2, 0.3, 0.4, 0.5].map((share) => perMessage(`${100 * share} % at random, Retry-After: 1`, 50, any, atRandom(share, 1))),
-  perMessage('30 % at random, Retry-After: 1', 200, any, atRandom(0.3, 1)),
-  perMessage('30 % at random, Retry-After: 5', 50, any, atRandom(0.3, 5)),
-  perMessage('45 % at random, no Retry-After', 5, any, atRandom(0.45, undefined)),
+  perMessage('5 % at random, Retry-After: 1', 5, any, refusingAtRandom(0.05, 1)),
+  perMessage('20 % at random, Retry-After 1 s to 1 h', 5, any, refusingAtRandom(0.2, 'any')),
+  ...[50, 100, 200].map((latencyMs) => perMessage('10 % at random, Retry-After: 1', latencyMs, any, refusingAtRandom(0.1, 1))),
+  ...[0.2, 0.3, 0.4, 0.5].map((share) => perMessage(`${100 * share} % at random, Retry-After: 1`, 50, any, refusingAtRandom(share, 1))),
+  perMessage('30 % at random, Retry-After: 1', 200, any, refusingAtRandom(0.3, 1)),
+  perMessage('30 % at random, Retry-After: 5', 50, any, refusingAtRandom(0.3, 5)),
+  perMessage('45 % at random, no Retry-After', 5, any, refusingAtRandom(0.45)),
   ...[20, 10, 5].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 50, ...overQuota(every))),
   perMessage('one tenant in 10 over a quota of 10/s', 200, ...overQuota(10)),
   perMessage('one tenant in 20 always refused, Retry-After: 3600', 5, ...tenantRefused(20, 3600)),

@@ -7,8 +7,12 @@
 import { describe, expect, test } from 'vitest';
 import {
   announcedWindow,
+  anyRetryAfter,
   messagesOf,
-  type SimMessage,
+  overQuota,
+  refusingAtRandom,
+  restDrains,
+  SIMULATION_START,
   type SimResult,
   type SimWebhook,
   simulate,
@@ -23,13 +27,6 @@ const bucketWebhook = (rate: number): SimWebhook => {
   const take = tokenBucket(rate);
   return (_message, now) => (take(now) ? { status: 200 } : { status: 429, retryAfterSeconds: 1 });
 };
-
-/** A `Retry-After` from 1 s to an hour, spread evenly over its logarithm. */
-const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(random() * Math.log(3600)));
-
-/** When the last of `messages` that were never refused was delivered, ms from the start. */
-const restDeliveredMs = (messages: readonly SimMessage[]): number =>
-  Math.max(...messages.filter((m) => m.refusals === 0 && m.deliveredAt !== undefined).map((m) => m.deliveredAt as number)) - 1_000_000;
 
 const refusedShare = (result: SimResult): number => result.refused / result.requests;
 
@@ -71,7 +68,7 @@ describe('capacity: a token bucket, from a standing start (every message deliver
     const result = await simulate({
       messages: messagesOf(6_000),
       webhook: (_m, now) => {
-        const t = now - 1_000_000;
+        const t = now - SIMULATION_START;
         const ok = (t < 5_000 || t >= 8_000) && take(now);
         if (ok && t >= 8_000 && t < 18_000) accepted += 1;
         return ok ? { status: 200 } : { status: 429, retryAfterSeconds: 1 };
@@ -93,7 +90,7 @@ describe('capacity: a token bucket, from a standing start (every message deliver
         const result = await simulate({
           messages: messagesOf(500),
           webhook: (_m, now) => {
-            if (now - 1_000_000 >= 40_000) return { status: 200 };
+            if (now - SIMULATION_START >= 40_000) return { status: 200 };
             during += 1;
             return { status: 429, retryAfterSeconds: 1 };
           },
@@ -111,22 +108,8 @@ describe('capacity: a token bucket, from a standing start (every message deliver
 describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of PACING=false', () => {
   // name, tenant of message i, the webhook (fresh per run), whether refusals are random (the rest: the never-refused).
   const cases: [string, (index: number) => string, (seed: number) => SimWebhook][] = [
-    [
-      '5 % of requests at random, Retry-After: 1',
-      () => 't',
-      (seed) => {
-        const random = seeded(seed);
-        return () => (random() < 0.05 ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
-      },
-    ],
-    [
-      '20 % of requests at random, Retry-After 1 s to 1 h',
-      () => 't',
-      (seed) => {
-        const random = seeded(seed);
-        return () => (random() < 0.2 ? { status: 429, retryAfterSeconds: anyRetryAfter(random) } : { status: 200 });
-      },
-    ],
+    ['5 % of requests at random, Retry-After: 1', () => 't', refusingAtRandom(0.05, 1)],
+    ['20 % of requests at random, Retry-After 1 s to 1 h', () => 't', refusingAtRandom(0.2, 'any')],
     [
       'one tenant in 20 always refused, Retry-After: 3600',
       (i) => (i % 20 === 0 ? 'refused' : `t${i % 7}`),
@@ -147,27 +130,6 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     ],
   ];
 
-  /**
-   * The rest's drain, ms, paced and with PACING=false: `count` messages to a fresh `webhookOf(seed)` each run, done once each
-   * message was delivered or refused once (the rest's drain is then known).
-   */
-  async function restDrains(
-    seed: number,
-    count: number,
-    tenantOf: (index: number) => string,
-    webhookOf: (seed: number) => SimWebhook,
-    run: { readonly maxMs: number; readonly latencyMs?: number },
-  ): Promise<[paced: number, unpaced: number]> {
-    const times: number[] = [];
-    for (const adaptive of [true, false]) {
-      const messages = messagesOf(count, tenantOf);
-      const done = (all: readonly SimMessage[]): boolean => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined);
-      await simulate({ messages, webhook: webhookOf(seed), ...run, pacing: { adaptive }, done, seed });
-      times.push(restDeliveredMs(messages));
-    }
-    return times as [number, number];
-  }
-
   test.each(cases)('%s', async (_name, tenantOf, webhookOf) => {
     for (const seed of SEEDS) {
       const [paced, unpaced] = await restDrains(seed, 4_000, tenantOf, webhookOf, { maxMs: 120_000 });
@@ -179,16 +141,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   // answers for a verdict in a doubt's 5 s. Unpaced before, such a doubt ends as persistence; and a learned floor stays put
   // through its own noise. Without either, each doubt left the pace cut, and the rest drained at 0.3 × (0.15 × over minutes).
   test.each([
-    [
-      '10 % of requests at random, Retry-After: 1',
-      0.8,
-      4_000,
-      () => 't',
-      (seed: number): SimWebhook => {
-        const random = seeded(seed);
-        return () => (random() < 0.1 ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
-      },
-    ],
+    ['10 % of requests at random, Retry-After: 1', 0.8, 4_000, () => 't', refusingAtRandom(0.1, 1)],
     [
       "one tenant's 20 %, Retry-After 1 s to 1 h, for a couple of minutes",
       0.75,
@@ -215,22 +168,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   // and 0.1–0.6 ×: the first receives' share, no hold on a run of messages back from the queue while first receives are taken,
   // and cuts that end as a floor when the share does not fall with the pace keep them near PACING=false. At 200 ms a container
   // answers few first receives in a second: judged on that second alone, a run of the tenant's was a hold (0.64 ×).
-  const overQuota = (every: number) =>
-    [
-      (i: number) => (i % every === 0 ? 'over' : `t${i % 7}`),
-      (): SimWebhook => {
-        const take = tokenBucket(10, 1);
-        return (m, now) => (m.tenant === 'over' && !take(now) ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
-      },
-    ] as const;
-  const atRandom = (share: number, retryAfterSeconds?: number) =>
-    [
-      () => 't',
-      (seed: number): SimWebhook => {
-        const random = seeded(seed);
-        return () => (random() < share ? { status: 429, retryAfterSeconds } : { status: 200 });
-      },
-    ] as const;
+  const atRandom = (share: number, retryAfterSeconds?: number) => [() => 't', refusingAtRandom(share, retryAfterSeconds)] as const;
   test.each([
     ['one tenant in 20 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(20)],
     ['one tenant in 10 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(10)],
@@ -289,7 +227,8 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
       const backlog = 1_000;
       const arrivingEveryMs = 2_500;
       const messages = messagesOf(backlog + 120, (i) => (i < backlog ? 'refused' : 't'));
-      for (const [i, message] of messages.entries()) if (i >= backlog) message.visibleAt = 1_000_000 + (i - backlog) * arrivingEveryMs;
+      for (const [i, message] of messages.entries())
+        if (i >= backlog) message.visibleAt = SIMULATION_START + (i - backlog) * arrivingEveryMs;
       const arrivedAt = new Map(messages.map((m) => [m.id, m.visibleAt]));
       const result = await simulate({
         messages,
@@ -321,7 +260,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     expect(flooded.requests).toBe(4_000);
     // Holds of 6 s, probed, the pace starting again from nothing after each: the minute's requests are a fraction of one per message.
     expect(held.requests).toBeLessThan(0.5 * flooded.requests);
-    expect(held.pacers.every((pacer) => pacer.holdEndsAt() > 1_000_000)).toBe(true);
+    expect(held.pacers.every((pacer) => pacer.holdEndsAt() > SIMULATION_START)).toBe(true);
     // The records held back wait on the pace, not go round the queue every second (as they did, 100,000 times in the minute).
     expect(held.notAttempted).toBeLessThan(5 * flooded.requests);
   });

@@ -13,6 +13,9 @@ import { type Quota, quotaOf } from '../../lambda/rate-limit-headers';
 import type { WebhookResponse } from '../../lambda/transmitter';
 import { seeded } from '../../testkit/seeded-random';
 
+/** Where the simulation's clock starts, ms. */
+export const SIMULATION_START = 1_000_000;
+
 /** A timed callback of the simulation's clock. */
 interface Timer {
   readonly at: number;
@@ -27,7 +30,7 @@ export class SimulatedClock implements PaceClock {
   private seq = 0;
   private readonly heap: Timer[] = [];
 
-  constructor(start = 1_000_000) {
+  constructor(start = SIMULATION_START) {
     this.time = start;
   }
 
@@ -358,4 +361,56 @@ export function announcedWindow(limit: number, windowSeconds = 1): (now: number)
     };
     return ok ? { status: 200, headers } : { status: 429, retryAfterSeconds: resetSeconds, headers };
   };
+}
+
+/** A `Retry-After` from 1 s to an hour, spread evenly over its logarithm. */
+export const anyRetryAfter = (random: () => number): number => Math.round(Math.exp(random() * Math.log(3600)));
+
+/**
+ * A webhook refusing `share` of requests at random (drawn from `seeded(seed)`), with `retryAfterSeconds`: a number, `'any'` (1 s
+ * to an hour, drawn after the refusal), or none.
+ */
+export const refusingAtRandom =
+  (share: number, retryAfterSeconds?: number | 'any') =>
+  (seed: number): SimWebhook => {
+    const random = seeded(seed);
+    return () => {
+      if (random() >= share) return { status: 200 };
+      return { status: 429, retryAfterSeconds: retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds };
+    };
+  };
+
+/** One tenant in `every` over a quota of 10 a second (`429` + `Retry-After: 1` above it), the others unlimited: tenant of message i, and the webhook. */
+export const overQuota = (every: number): readonly [(index: number) => string, () => SimWebhook] => [
+  (i) => (i % every === 0 ? 'over' : `t${i % 7}`),
+  () => {
+    const take = tokenBucket(10, 1);
+    return (m, now) => (m.tenant === 'over' && !take(now) ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
+  },
+];
+
+/** When the last of `messages` that were never refused was delivered, ms from the start of the run. */
+export const restDeliveredMs = (messages: readonly SimMessage[]): number =>
+  Math.max(...messages.filter((m) => m.refusals === 0 && m.deliveredAt !== undefined).map((m) => m.deliveredAt as number)) -
+  SIMULATION_START;
+
+/**
+ * The rest's drain, ms, paced and with PACING=false: `count` messages to a fresh `webhookOf(seed)` each run, done once each
+ * message was delivered or refused once (the rest's drain is then known).
+ */
+export async function restDrains(
+  seed: number,
+  count: number,
+  tenantOf: (index: number) => string,
+  webhookOf: (seed: number) => SimWebhook,
+  run: { readonly maxMs: number; readonly latencyMs?: number },
+): Promise<[paced: number, unpaced: number]> {
+  const times: number[] = [];
+  for (const adaptive of [true, false]) {
+    const messages = messagesOf(count, tenantOf);
+    const done = (all: readonly SimMessage[]): boolean => all.every((m) => m.refusals > 0 || m.deliveredAt !== undefined);
+    await simulate({ messages, webhook: webhookOf(seed), ...run, pacing: { adaptive }, done, seed });
+    times.push(restDeliveredMs(messages));
+  }
+  return times as [number, number];
 }
