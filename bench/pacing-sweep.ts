@@ -11,16 +11,15 @@
  * side by side (`paste a.tsv b.tsv`) show what a change moved. Per-seed lines: `--each`.
  */
 import {
-  anyRetryAfter,
+  bucketWebhook,
   messagesOf,
   overQuota,
   refusingAtRandom,
   restDrains,
   type SimWebhook,
   simulate,
-  tokenBucket,
+  tenantRefused,
 } from '../test/support/pacing-simulation';
-import { seeded } from '../testkit/seeded-random';
 
 /** A case's figures on one seed: name → value, and whether a higher value is better. */
 type Figures = Record<string, { readonly value: number; readonly higherIsBetter: boolean }>;
@@ -40,11 +39,9 @@ function capacity(rate: number, latencyMs: number, randomShare = 0): SweepCase {
   return {
     name: `capacity ${rate}/s at ${latencyMs} ms${refusing}`,
     run: async (seed) => {
-      const take = tokenBucket(rate);
-      const random = seeded(seed);
       const result = await simulate({
         messages: messagesOf(count),
-        webhook: (_m, now) => (random() >= randomShare && take(now) ? { status: 200 } : { status: 429, retryAfterSeconds: 1 }),
+        webhook: bucketWebhook(rate, randomShare, seed),
         maxMs: 600_000,
         latencyMs,
         seed,
@@ -75,16 +72,6 @@ function perMessage(
     },
   };
 }
-
-/** One tenant in `every` always refused, with `retryAfterSeconds` (or 1 s to an hour). */
-const tenantRefused = (every: number, retryAfterSeconds: number | 'any'): [(index: number) => string, (seed: number) => SimWebhook] => [
-  (i) => (i % every === 0 ? 'refused' : `t${i % 7}`),
-  (seed) => {
-    const random = seeded(seed);
-    const wait = () => (retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds);
-    return (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: wait() } : { status: 200 });
-  },
-];
 
 const any = (): string => 't';
 

@@ -542,8 +542,9 @@ export class Pace {
   /**
    * True when, over the last second (or back to {@link MIN_ANSWERS} of them, as far as the meter keeps), `fewest` messages
    * received for the first time, or more, were answered and fewer than {@link QUICK_HOLD_FIRST_TIME_SHARE} of them refused
-   * (or no more than the floor explains): the webhook takes new messages. Batches mostly of a tenant's messages come back hold few first receives:
-   * judged on the last second alone, a few seconds of them held everyone else's messages for that tenant's refusals.
+   * (or no more than the floor explains): the webhook takes new messages. Batches mostly of a tenant's messages come back
+   * hold few first receives: judged on the last second alone, a few seconds of them held everyone else's messages for that
+   * tenant's refusals.
    */
   private firstReceivesTaken(now: number, fewest: number): boolean {
     const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);

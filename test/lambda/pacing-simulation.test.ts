@@ -7,26 +7,20 @@
 import { describe, expect, test } from 'vitest';
 import {
   announcedWindow,
-  anyRetryAfter,
+  bucketWebhook,
   messagesOf,
   overQuota,
   refusingAtRandom,
   restDrains,
   SIMULATION_START,
+  tenantRefused,
   type SimResult,
   type SimWebhook,
   simulate,
   tokenBucket,
 } from '../support/pacing-simulation';
-import { seeded } from '../../testkit/seeded-random';
 
 const SEEDS = [1, 2, 3];
-
-/** A token bucket of `rate`/s (a tenth of a second's burst) answering `429` + `Retry-After: 1` without a token. */
-const bucketWebhook = (rate: number): SimWebhook => {
-  const take = tokenBucket(rate);
-  return (_message, now) => (take(now) ? { status: 200 } : { status: 429, retryAfterSeconds: 1 });
-};
 
 const refusedShare = (result: SimResult): number => result.refused / result.requests;
 
@@ -110,19 +104,8 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   const cases: [string, (index: number) => string, (seed: number) => SimWebhook][] = [
     ['5 % of requests at random, Retry-After: 1', () => 't', refusingAtRandom(0.05, 1)],
     ['20 % of requests at random, Retry-After 1 s to 1 h', () => 't', refusingAtRandom(0.2, 'any')],
-    [
-      'one tenant in 20 always refused, Retry-After: 3600',
-      (i) => (i % 20 === 0 ? 'refused' : `t${i % 7}`),
-      () => (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
-    ],
-    [
-      "one tenant's 20 %, Retry-After 1 s to 1 h",
-      (i) => (i % 5 === 0 ? 'refused' : `t${i % 7}`),
-      (seed) => {
-        const random = seeded(seed);
-        return (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: anyRetryAfter(random) } : { status: 200 });
-      },
-    ],
+    ['one tenant in 20 always refused, Retry-After: 3600', ...tenantRefused(20, 3600)],
+    ["one tenant's 20 %, Retry-After 1 s to 1 h", ...tenantRefused(5, 'any')],
     [
       "that tenant's backlog of 200 first, Retry-After: 3600",
       (i) => (i < 200 ? 'refused' : `t${i % 7}`),
@@ -142,16 +125,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   // through its own noise. Without either, each doubt left the pace cut, and the rest drained at 0.3 × (0.15 × over minutes).
   test.each([
     ['10 % of requests at random, Retry-After: 1', 0.8, 4_000, () => 't', refusingAtRandom(0.1, 1)],
-    [
-      "one tenant's 20 %, Retry-After 1 s to 1 h, for a couple of minutes",
-      0.75,
-      12_000,
-      (i: number) => (i % 5 === 0 ? 'refused' : `t${i % 7}`),
-      (seed: number): SimWebhook => {
-        const random = seeded(seed);
-        return (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: anyRetryAfter(random) } : { status: 200 });
-      },
-    ],
+    ["one tenant's 20 %, Retry-After 1 s to 1 h, for a couple of minutes", 0.75, 12_000, ...tenantRefused(5, 'any')],
   ] as const)(
     'at a webhook answering in 200 ms, %s: the rest at ≥ %d × the speed of PACING=false (%d messages)',
     async (_name, ratio, count, tenantOf, webhookOf) => {

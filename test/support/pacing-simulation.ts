@@ -389,6 +389,30 @@ export const overQuota = (every: number): readonly [(index: number) => string, (
   },
 ];
 
+/**
+ * A token bucket of `rate`/s (a tenth of a second's burst) answering `429` + `Retry-After: 1` without a token, and refusing
+ * `randomShare` of requests at random besides (drawn from `seeded(seed)`; no draw when there is no share).
+ */
+export const bucketWebhook = (rate: number, randomShare = 0, seed = 1): SimWebhook => {
+  const take = tokenBucket(rate);
+  const random = seeded(seed);
+  return (_message, now) =>
+    (randomShare === 0 || random() >= randomShare) && take(now) ? { status: 200 } : { status: 429, retryAfterSeconds: 1 };
+};
+
+/** One tenant in `every` always refused with `retryAfterSeconds` (`'any'`: 1 s to an hour, drawn from `seeded(seed)`), the others taken: tenant of message i, and the webhook. */
+export const tenantRefused = (
+  every: number,
+  retryAfterSeconds: number | 'any',
+): readonly [(index: number) => string, (seed: number) => SimWebhook] => [
+  (i) => (i % every === 0 ? 'refused' : `t${i % 7}`),
+  (seed) => {
+    const random = seeded(seed);
+    const wait = (): number => (retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds);
+    return (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: wait() } : { status: 200 });
+  },
+];
+
 /** When the last of `messages` that were never refused was delivered, ms from the start of the run. */
 export const restDeliveredMs = (messages: readonly SimMessage[]): number =>
   Math.max(...messages.filter((m) => m.refusals === 0 && m.deliveredAt !== undefined).map((m) => m.deliveredAt as number)) -
