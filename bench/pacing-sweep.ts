@@ -79,7 +79,8 @@ const CASES: readonly SweepCase[] = [
   // At 1,000/s, 50 ms answers would let five containers of ten in flight send no more than that.
   ...[20, 50, 100, 200].flatMap((rate) => [5, 50, 200].map((latencyMs) => capacity(rate, latencyMs))),
   capacity(1_000, 5),
-  capacity(200, 20, 0.1),
+  // A bucket that also refuses some messages for their own sake.
+  ...[0.05, 0.1].flatMap((share) => [capacity(100, 20, share), capacity(200, 20, share), capacity(1_000, 5, share)]),
   perMessage('5 % at random, Retry-After: 1', 5, any, refusingAtRandom(0.05, 1)),
   perMessage('20 % at random, Retry-After 1 s to 1 h', 5, any, refusingAtRandom(0.2, 'any')),
   ...[50, 100, 200].map((latencyMs) => perMessage('10 % at random, Retry-After: 1', latencyMs, any, refusingAtRandom(0.1, 1))),

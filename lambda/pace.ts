@@ -9,7 +9,7 @@
  * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
  * the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it does not fall).
  * Cuts are tried the same way: cuts begun unpaced (or lowered only in doubt) that halve what is sent, or near, without the share
- * falling, end as a floor.
+ * falling, end as a floor; once the share has fallen, the cuts after are tried again, deeper.
  * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
  * refused again for their own sake, and fill more of a slower pace.
  * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
@@ -209,6 +209,13 @@ const MIN_CUT_INTERVAL_MS = 100;
  * refused share falling as a token bucket's would, are no congestion: the share is a floor, the pace unpaced again.
  */
 const CUTS_TRIED_SHARE = 0.6;
+/**
+ * A share that fell with the cuts was congestion (a fresh container's flood, one container's part of a bucket), and what is
+ * left of it may be a floor: the cuts that follow are tried again, once they have taken what it sends to this share of what
+ * it sent when it fell. Deeper than a first try: at a bucket shared with other containers, whose refusals this one's cuts
+ * barely move, a share that stays put through a halving is still likely congestion.
+ */
+const CUTS_TRIED_AGAIN_SHARE = 0.4;
 /** … judged on the answers of the last this many ms, once that long has passed since the first cut. */
 const CUTS_TRIED_MS = 1_000;
 /** How fast a learned floor follows the share down when the refusals fade, per answer. */
@@ -233,14 +240,17 @@ interface Doubt {
   looked: number;
 }
 
-/** Cuts begun on an unpaced pace: what it sent and what was refused before the first, to see whether the share falls with the pace. */
+/**
+ * Cuts begun on an unpaced pace: what it sent and what was refused before the first (or when the share last fell), to see
+ * whether the share falls with the pace.
+ */
 interface CutSeries {
   readonly startedAt: number;
   readonly sentPerSecond: number;
   readonly refused: number;
   readonly answered: number;
-  /** The share fell with the pace: congestion, nothing more to try until the pace is calm again. */
-  fell: boolean;
+  /** The share of `sentPerSecond` at which the series is tried: {@link CUTS_TRIED_SHARE}, or {@link CUTS_TRIED_AGAIN_SHARE}. */
+  readonly triedAt: number;
 }
 
 /** A run of refusals with a `Retry-After`: the evidence for a hold. */
@@ -643,7 +653,8 @@ export class Pace {
    * calm, so never doubts): once they have taken what it sends to {@link CUTS_TRIED_SHARE} of what it sent before the first or
    * less, a refused share over the last second that is not below the one before (by two standard errors), and above what a
    * token bucket would refuse at the lower pace (1 − (1 − s)·r₀/r₁), is a floor: the pace is unpaced again. One that fell is
-   * congestion: the cuts go on.
+   * congestion: the cuts go on, tried again from there (to {@link CUTS_TRIED_AGAIN_SHARE}): once the congestion has passed,
+   * refusals a floor explains would otherwise cut at every one, the pace never calm enough to doubt.
    * @returns true when the refusals persist (no cut)
    */
   private persistsThroughCuts(now: number, sentPerSecond: number, judged: { refused: number; answers: number }, calm: boolean): boolean {
@@ -651,14 +662,15 @@ export class Pace {
       // A series begins with the first cut on a calm pace; only one begun unpaced is tried (as for a doubt's end). A doubt's
       // own cuts do not count: a doubt that ended as congestion on the noise of its dips would leave the pace cut down and down.
       const unpaced = this.rate === Number.POSITIVE_INFINITY || this.loweredOnlyInDoubt;
-      this.series = unpaced ? { startedAt: now, sentPerSecond, refused: judged.refused, answered: judged.answers, fell: false } : undefined;
+      const { refused, answers } = judged;
+      this.series = unpaced ? { startedAt: now, sentPerSecond, refused, answered: answers, triedAt: CUTS_TRIED_SHARE } : undefined;
       return false;
     }
     const series = this.series;
-    if (series.fell || now - series.startedAt < CUTS_TRIED_MS) return false;
+    if (now - series.startedAt < CUTS_TRIED_MS) return false;
     const reading = this.meter.read(now, CUTS_TRIED_MS);
     const sent = reading.started / reading.seconds;
-    if (sent > CUTS_TRIED_SHARE * series.sentPerSecond) return false;
+    if (sent > series.triedAt * series.sentPerSecond) return false;
     const latest = this.judgedAnswers(now, CUTS_TRIED_MS, 0, reading);
     if (latest.answers < MIN_ANSWERS) return false;
     const before = series.refused / series.answered;
@@ -666,7 +678,8 @@ export class Pace {
     const pooled = (series.refused + latest.refused) / (series.answered + latest.answers);
     const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / series.answered + 1 / latest.answers));
     if (before - after > SIGNIFICANT * error) {
-      series.fell = true;
+      const { refused, answers } = latest;
+      this.series = { startedAt: now, sentPerSecond: sent, refused, answered: answers, triedAt: CUTS_TRIED_AGAIN_SHARE };
       return false;
     }
     const bucket = Math.max(0, 1 - (1 - before) * (series.sentPerSecond / sent));
@@ -727,8 +740,12 @@ export class Pace {
       } else if (now - doubt.since > DOUBT_LONGEST_MS) {
         // Out of time. Unpaced when it began (no congestion seen, or none since persistence was learned), a share that did not
         // fall in the dips, on enough answers to have shown a fall, is persistence: without evidence the pace does not fall.
-        // Paced (cut for congestion before), or on fewer answers, no verdict: the floor stays, judged again after FLOOR_KEPT_MS.
+        // Paced (cut for congestion before), its dips too thin for a verdict (a slow pace's gather a few dozen answers in 5 s):
+        // the floor stays, and stays stale, so the pace doubts again once calm. Counted as learned, every refusal above the old
+        // floor cut for FLOOR_KEPT_MS, and a share refused at random took the pace down to where refusals come a second apart.
+        // Unpaced, on fewer answers: no verdict, the floor judged again after FLOOR_KEPT_MS.
         if (Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
+        else if (doubt.rateBefore !== Number.POSITIVE_INFINITY) this.dropDoubt(now);
         else this.endDoubt(now);
       }
     }

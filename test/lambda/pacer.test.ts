@@ -454,6 +454,19 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pace.snapshot().requestsPerSecond).toBeUndefined();
   });
 
+  test('cuts whose share fell (a flood, passed) and then, cut to 40 % and less, left the rest of it unmoved end as a floor', () => {
+    const { pace, reply } = drivenPace();
+    // Sent as fast as the pace lets them (2,000/s at most): 300 ms of 60 % refused (a flood: cut, and the share falls with the
+    // cuts), then a tenth refused at random whatever the pace. Cut at every refusal, never calm, the pace would never doubt.
+    const random = seeded(5);
+    for (let at = PACE_START + 100; at < PACE_START + 12_000; ) {
+      reply(random() < (at < PACE_START + 300 ? 0.6 : 0.1), at, at + 2);
+      at += Math.max(0.5, pace.waitMs(at + 2));
+    }
+    expect(pace.refusalFloor).toBeGreaterThan(0.05);
+    expect(pace.snapshot().requestsPerSecond).toBeUndefined();
+  });
+
   test('a doubt looks for a fall at 8, 16, 32 and 40 answers, not after each: a gap at 13 that closes by 16 is no verdict', () => {
     const { pace, reply } = drivenPace();
     const since = inDoubt(reply);

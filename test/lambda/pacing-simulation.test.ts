@@ -56,6 +56,31 @@ describe('capacity: a token bucket, from a standing start (every message deliver
     }
   });
 
+  // A bucket that also refuses a tenth at random: once the bucket's congestion has passed, the tenth must not cut the pace at
+  // every refusal. Cuts whose share fell are tried again (a floor, unpaced again), and a doubt too thin for a verdict leaves the
+  // floor stale, so the pace doubts again once calm. Without either, these drain in up to 1.8 (1,000/s), 2.7 (100/s) and 4.9
+  // (200/s) times N/R.
+  test.each([
+    [1_000, 5, 10_000, 1.5],
+    [100, 20, 1_500, 2.3],
+    [200, 20, 3_000, 2.5],
+  ])(
+    'a token bucket of %d requests/s answering in %d ms that also refuses a tenth at random: %d messages drain within %s × N/R',
+    async (rate, latencyMs, count, drainFactor) => {
+      // Eight seeds where a run takes a few hundredths of a second, three at 1,000/s.
+      for (const seed of rate === 1_000 ? SEEDS : [1, 2, 3, 4, 5, 6, 7, 8]) {
+        const paced = await simulate({
+          messages: messagesOf(count),
+          webhook: bucketWebhook(rate, 0.1, seed),
+          maxMs: 600_000,
+          latencyMs,
+          seed,
+        });
+        expect(paced.doneMs / 1000, `seed ${seed}`).toBeLessThanOrEqual((drainFactor * count) / rate);
+      }
+    },
+  );
+
   test('after 3 s of refusals to everything (429 + Retry-After: 1, a deploy), back to at least 60 % of R over the next 10 s', async () => {
     const take = tokenBucket(200);
     let accepted = 0;
