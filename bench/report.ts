@@ -78,7 +78,7 @@ function backPressureRows({ pressure, capacity: capacities, perMessage, rateLimi
   for (const s of capacities) {
     const { paced, unpaced } = s;
     rows.push(
-      `| capacity: ${int(s.messages)} messages to a token bucket of ${s.requestsPerSecond}/s, drain time | ${paced ? medians(paced) : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianDrain)} s, ${share(unpaced.medianRefused)} refused` : ''} | ${unpaced ? ratio(s.pacedVsUnpaced) : ''} | ≤ ${f3(s.drainGoal)} s, all delivered, none dead-lettered, ≤ ${s.refusedGoal} % refused | ${paced ? met(paced.met) : ''} |`,
+      `| capacity: ${int(s.messages)} messages to a token bucket of ${s.requestsPerSecond}/s, drain time | ${paced ? `${medians(paced)}${paced.several ? ' (medians)' : ''}` : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianDrain)} s, ${share(unpaced.medianRefused)} refused` : ''} | ${unpaced ? ratio(s.pacedVsUnpaced) : ''} | ≤ ${f3(s.drainGoal)} s, all delivered, none dead-lettered, ≤ ${s.refusedGoal} % refused${paced?.several ? ', every run' : ''} | ${paced ? `${met(paced.met)}${paced.several ? ` (${paced.metRuns} of ${paced.runs.length} runs)` : ''}` : ''} |`,
     );
   }
   for (const s of perMessage) {
