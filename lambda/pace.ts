@@ -599,6 +599,7 @@ export class Pace {
     // No acceptance at all: a backlog of messages refused for their own sake, or the whole endpoint refusing (the hold's business).
     // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
     if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
+    if (this.onlyTheReturnedRefused(now)) return;
     const judged = this.judgedAnswers(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR, reading);
     const share = judged.refused / judged.answers;
     // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
@@ -632,6 +633,20 @@ export class Pace {
     if (doubt !== undefined) this.dropDoubt(now);
     if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm)) return;
     this.cutTo(now, this.cutRate(now, reading));
+  }
+
+  /**
+   * True when the messages received for the first time are too few to judge a share on ({@link MIN_ANSWERS}, over the last
+   * second or as far back as the meter keeps) but at least {@link FEWEST_ANSWERS}, and refused no more than the floor explains:
+   * the refusals are of messages back from the queue. One tenant's messages, refused every `Retry-After` for its quota, can fill
+   * the batches while the others' come few and far between; judged on all answers, their refusals cut the pace, and a slower
+   * pace receives the others' messages slower still (a tenant of one message in five took the others' drain from 21 s to 95 s).
+   * A token bucket refuses first receives as often as the others; at the end of a backlog there are none.
+   */
+  private onlyTheReturnedRefused(now: number): boolean {
+    const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
+    const answers = firstTime.accepted + firstTime.refused;
+    return answers >= FEWEST_ANSWERS && answers < MIN_ANSWERS && firstTime.refused <= this.explainedShare() * answers;
   }
 
   /**

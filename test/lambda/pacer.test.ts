@@ -409,6 +409,19 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
   });
 
+  test('refusals of messages back from the queue, while the first receives are too few to judge a share on but taken, are no cut', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 30; i += 1) await exchange(pacer, answer('accepted'), 5);
+    // For 5 s, a tenant's messages, refused a second ago, back and refused again, fill the batches; one request in 100 is another
+    // tenant's message received for the first time, taken: 2 a second, 8 in the 4 s the pace keeps, fewer than a share needs.
+    for (let i = 0; i < 1_000; i += 1) {
+      const first = i % 100 === 0;
+      await exchange(pacer, first ? answer('accepted') : answer('slow-down', { retryAfterSeconds: 1, receivedBefore: true }), 5);
+    }
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    expect(pacer.holdEndsAt()).toBe(0);
+  });
+
   test('cuts begun unpaced that do not lower the refused share end as a floor: unpaced again, not cut down and down', async () => {
     const pacer = pacerOf();
     const random = seeded(4);

@@ -172,6 +172,9 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     ['one tenant in 20 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(20)],
     ['one tenant in 10 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(10)],
     ['one tenant in 10 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 200, 0.85, overQuota(10)],
+    // One in five: its messages, back every second, fill the batches while the others' come few; judged on all answers, their
+    // refusals cut the pace and held it, and the others' last messages were received slower still (0.2 ×).
+    ['one tenant in 5 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(5)],
     // A run of ten refusals with few acceptances among them comes now and then. As a quick hold, while most first receives were
     // taken, it left that container crawling (its cuts after the hold are never tried as a series), and the others' last
     // messages waited on its batches: 0.54 × one run in three or four.
