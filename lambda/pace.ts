@@ -640,8 +640,8 @@ export class Pace {
    * second or as far back as the meter keeps) but at least {@link FEWEST_ANSWERS}, and refused no more than the floor explains:
    * the refusals are of messages back from the queue. One tenant's messages, refused every `Retry-After` for its quota, can fill
    * the batches while the others' come few and far between; judged on all answers, their refusals cut the pace, and a slower
-   * pace receives the others' messages slower still (a tenant of one message in five took the others' drain from 21 s to 95 s).
-   * A token bucket refuses first receives as often as the others; at the end of a backlog there are none.
+   * pace receives the others' messages slower still (docs/webhook-owners.md, "Back-pressure", has the figures). A token bucket
+   * refuses first receives as often as the others; at the end of a backlog there are none.
    */
   private onlyTheReturnedRefused(now: number): boolean {
     const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);

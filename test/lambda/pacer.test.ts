@@ -469,7 +469,7 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
 
   test('cuts whose share fell (a flood, passed) and then, cut to 40 % and less, left the rest of it unmoved end as a floor', () => {
     const { pace, reply } = drivenPace();
-    // Sent as fast as the pace lets them (2,000/s at most): 300 ms of 60 % refused (a flood: cut, and the share falls with the
+    // Sent as fast as the pace lets them (2,000/s at most): 200 ms of 60 % refused (a flood: cut, and the share falls with the
     // cuts), then a tenth refused at random whatever the pace. Cut at every refusal, never calm, the pace would never doubt.
     const random = seeded(5);
     for (let at = PACE_START + 100; at < PACE_START + 12_000; ) {
