@@ -127,8 +127,8 @@ describe('capacity: a token bucket, from a standing start (every message deliver
 describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of PACING=false', () => {
   // name, tenant of message i, the webhook (fresh per run), whether refusals are random (the rest: the never-refused).
   const cases: [string, (index: number) => string, (seed: number) => SimWebhook][] = [
-    ['5 % of requests at random, Retry-After: 1', () => 't', refusingAtRandom(0.05, 1)],
-    ['20 % of requests at random, Retry-After 1 s to 1 h', () => 't', refusingAtRandom(0.2, 'any')],
+    ['5 % of requests at random, Retry-After: 1', ...refusingAtRandom(0.05, 1)],
+    ['20 % of requests at random, Retry-After 1 s to 1 h', ...refusingAtRandom(0.2, 'any')],
     ['one tenant in 20 always refused, Retry-After: 3600', ...tenantRefused(20, 3600)],
     ["one tenant's 20 %, Retry-After 1 s to 1 h", ...tenantRefused(5, 'any')],
     [
@@ -149,7 +149,7 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   // answers for a verdict in a doubt's 5 s. Unpaced before, such a doubt ends as persistence; and a learned floor stays put
   // through its own noise. Without either, each doubt left the pace cut, and the rest drained at 0.3 × (0.15 × over minutes).
   test.each([
-    ['10 % of requests at random, Retry-After: 1', 0.8, 4_000, () => 't', refusingAtRandom(0.1, 1)],
+    ['10 % of requests at random, Retry-After: 1', 0.8, 4_000, ...refusingAtRandom(0.1, 1)],
     ["one tenant's 20 %, Retry-After 1 s to 1 h, for a couple of minutes", 0.75, 12_000, ...tenantRefused(5, 'any')],
   ] as const)(
     'at a webhook answering in 200 ms, %s: the rest at ≥ %d × the speed of PACING=false (%d messages)',
@@ -167,7 +167,6 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
   // and 0.1–0.6 ×: the first receives' share, no hold on a run of messages back from the queue while first receives are taken,
   // and cuts that end as a floor when the share does not fall with the pace keep them near PACING=false. At 200 ms a container
   // answers few first receives in a second: judged on that second alone, a run of the tenant's was a hold (0.64 ×).
-  const atRandom = (share: number, retryAfterSeconds?: number) => [() => 't', refusingAtRandom(share, retryAfterSeconds)] as const;
   test.each([
     ['one tenant in 20 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(20)],
     ['one tenant in 10 over a quota of 10 a second (429 + Retry-After: 1), no PACE_KEY', 50, 0.85, overQuota(10)],
@@ -178,10 +177,10 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     // A run of ten refusals with few acceptances among them comes now and then. As a quick hold, while most first receives were
     // taken, it left that container crawling (its cuts after the hold are never tried as a series), and the others' last
     // messages waited on its batches: 0.54 × one run in three or four.
-    ['30 % of requests at random, Retry-After: 1', 50, 0.85, atRandom(0.3, 1)],
-    ['30 % of requests at random, Retry-After: 5', 50, 0.85, atRandom(0.3, 5)],
-    ['40 % of requests at random, Retry-After: 1', 50, 0.55, atRandom(0.4, 1)],
-    ['45 % of requests at random, no Retry-After', 5, 0.6, atRandom(0.45)],
+    ['30 % of requests at random, Retry-After: 1', 50, 0.85, refusingAtRandom(0.3, 1)],
+    ['30 % of requests at random, Retry-After: 5', 50, 0.85, refusingAtRandom(0.3, 5)],
+    ['40 % of requests at random, Retry-After: 1', 50, 0.55, refusingAtRandom(0.4, 1)],
+    ['45 % of requests at random, no Retry-After', 5, 0.6, refusingAtRandom(0.45)],
   ] as const)(
     '%s, answers in %d ms: the rest at ≥ %d × the speed of PACING=false',
     async (_name, latencyMs, ratio, [tenantOf, webhookOf]) => {

@@ -368,17 +368,21 @@ export const anyRetryAfter = (random: () => number): number => Math.round(Math.e
 
 /**
  * A webhook refusing `share` of requests at random (drawn from `seeded(seed)`), with `retryAfterSeconds`: a number, `'any'` (1 s
- * to an hour, drawn after the refusal), or none.
+ * to an hour, drawn after the refusal), or none: tenant of message i (one for all), and the webhook.
  */
-export const refusingAtRandom =
-  (share: number, retryAfterSeconds?: number | 'any') =>
-  (seed: number): SimWebhook => {
+export const refusingAtRandom = (
+  share: number,
+  retryAfterSeconds?: number | 'any',
+): readonly [(index: number) => string, (seed: number) => SimWebhook] => [
+  () => 't',
+  (seed) => {
     const random = seeded(seed);
     return () => {
       if (random() >= share) return { status: 200 };
       return { status: 429, retryAfterSeconds: retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds };
     };
-  };
+  },
+];
 
 /** One tenant in `every` over a quota of 10 a second (`429` + `Retry-After: 1` above it), the others unlimited: tenant of message i, and the webhook. */
 export const overQuota = (every: number): readonly [(index: number) => string, () => SimWebhook] => [
