@@ -557,9 +557,14 @@ export class Pace {
    * tenant's refusals.
    */
   private firstReceivesTaken(now: number, fewest: number): boolean {
+    const { refused, answers } = this.firstReceiveAnswers(now);
+    return answers >= fewest && refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
+  }
+
+  /** Answers to messages received for the first time over the last second, or back to {@link MIN_ANSWERS} of them (4 s at most). */
+  private firstReceiveAnswers(now: number): { refused: number; answers: number } {
     const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
-    const answers = firstTime.accepted + firstTime.refused;
-    return answers >= fewest && firstTime.refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
+    return { refused: firstTime.refused, answers: firstTime.accepted + firstTime.refused };
   }
 
   /** The refused share the learned floor explains: the floor and a margin for its noise. */
@@ -644,9 +649,8 @@ export class Pace {
    * refuses first receives as often as the others; at the end of a backlog there are none.
    */
   private onlyTheReturnedRefused(now: number): boolean {
-    const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
-    const answers = firstTime.accepted + firstTime.refused;
-    return answers >= FEWEST_ANSWERS && answers < MIN_ANSWERS && firstTime.refused <= this.explainedShare() * answers;
+    const { refused, answers } = this.firstReceiveAnswers(now);
+    return answers >= FEWEST_ANSWERS && answers < MIN_ANSWERS && refused <= this.explainedShare() * answers;
   }
 
   /**
