@@ -16,6 +16,7 @@ import {
   overQuota,
   refusingAtRandom,
   restDrains,
+  type SimOptions,
   type SimWebhook,
   simulate,
   tenantRefused,
@@ -63,11 +64,12 @@ function perMessage(
   latencyMs: number,
   tenantOf: (index: number) => string,
   webhookOf: (seed: number) => SimWebhook,
+  order?: SimOptions['order'],
 ): SweepCase {
   return {
-    name: `${name} at ${latencyMs} ms`,
+    name: `${name} at ${latencyMs} ms${order === undefined ? '' : `, ${order} first`}`,
     run: async (seed) => {
-      const [paced, unpaced] = await restDrains(seed, 4_000, tenantOf, webhookOf, { maxMs: 900_000, latencyMs });
+      const [paced, unpaced] = await restDrains(seed, 4_000, tenantOf, webhookOf, { maxMs: 900_000, latencyMs, order });
       return { 'speed × PACING=false': { value: unpaced / paced, higherIsBetter: true } };
     },
   };
@@ -90,6 +92,20 @@ const CASES: readonly SweepCase[] = [
   perMessage('one tenant in 10 over a quota of 10/s', 200, ...overQuota(10)),
   perMessage('one tenant in 20 always refused, Retry-After: 3600', 5, ...tenantRefused(20, 3600)),
   ...[5, 200].map((latencyMs) => perMessage("one tenant's 20 %, Retry-After 1 s to 1 h", latencyMs, ...tenantRefused(5, 'any'))),
+  // That tenant's backlog at the head of the queue, long enough to hold the endpoint: in both orders a queue may hand it out.
+  ...[2_000, 3_500].flatMap((backlog) =>
+    [5, 50, 200].flatMap((latencyMs) =>
+      (['lowest-numbered', 'oldest-visible'] as const).map((order) =>
+        perMessage(
+          `that tenant's backlog of ${backlog} first, Retry-After: 3600`,
+          latencyMs,
+          (i) => (i < backlog ? 'refused' : `t${i % 7}`),
+          tenantRefused(20, 3600)[1],
+          order,
+        ),
+      ),
+    ),
+  ),
 ];
 
 async function main(): Promise<void> {

@@ -155,6 +155,12 @@ export interface SimOptions {
   /** The run ends once these messages (by default all) are delivered. */
   readonly done?: (messages: readonly SimMessage[]) => boolean;
   readonly seed?: number;
+  /**
+   * Which visible messages a receive hands out first: the lowest-numbered (the worst case for a backlog at the head: records
+   * kept back come back before the rest), or those visible the longest, as fauxqs does (a record kept back goes to the back).
+   * @default 'lowest-numbered'
+   */
+  readonly order?: 'lowest-numbered' | 'oldest-visible';
   /** Per-key pacing: the key of a message. */
   readonly keyOf?: (message: SimMessage) => string | undefined;
   /** Another pacer to try in its place (a design being compared). */
@@ -181,6 +187,72 @@ const backoffSeconds = (receiveCount: number): number => Math.min(300, 2 * 2 ** 
 
 /** Mixed into the seed of the simulation's own draws (latencies, receive times). */
 const SIMULATION_STREAM = 0x5bd1e995;
+
+/**
+ * Undelivered messages by when they became visible, then by number: the oldest visible first, as fauxqs hands them out (a record
+ * kept back goes behind those waiting). A heap of (visibleAt, index) entries; an entry is stale once its message's changed.
+ */
+class OldestVisibleFirst {
+  private readonly heap: (readonly [at: number, index: number])[] = [];
+  private readonly indexOf = new Map<SimMessage, number>();
+
+  constructor(private readonly messages: readonly SimMessage[]) {
+    for (const [index, message] of messages.entries()) {
+      this.indexOf.set(message, index);
+      this.push([message.visibleAt, index]);
+    }
+  }
+
+  /** `message` is visible from `at` (it was given that `visibleAt`). */
+  visibleFrom(message: SimMessage, at: number): void {
+    this.push([at, this.indexOf.get(message) as number]);
+  }
+
+  /** The undelivered message visible the longest at `now`, if any, taken off the heap. */
+  next(now: number): SimMessage | undefined {
+    for (let top = this.heap[0]; top !== undefined && top[0] <= now; top = this.heap[0]) {
+      this.pop();
+      const message = this.messages[top[1]] as SimMessage;
+      if (message.deliveredAt === undefined && message.visibleAt === top[0]) return message;
+    }
+    return undefined;
+  }
+
+  private static before(a: readonly [number, number], b: readonly [number, number]): boolean {
+    return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  }
+
+  private swap(i: number, j: number): void {
+    const heap = this.heap;
+    [heap[i], heap[j]] = [heap[j] as [number, number], heap[i] as [number, number]];
+  }
+
+  private push(entry: readonly [number, number]): void {
+    const heap = this.heap;
+    heap.push(entry);
+    for (let i = heap.length - 1, parent = (i - 1) >> 1; i > 0 && OldestVisibleFirst.before(entry, heap[parent] as [number, number]); ) {
+      this.swap(i, parent);
+      i = parent;
+      parent = (i - 1) >> 1;
+    }
+  }
+
+  private pop(): void {
+    const heap = this.heap;
+    const last = heap.pop() as [number, number];
+    if (heap.length === 0) return;
+    heap[0] = last;
+    for (let i = 0; ; ) {
+      let least = i;
+      for (const child of [2 * i + 1, 2 * i + 2])
+        if (child < heap.length && OldestVisibleFirst.before(heap[child] as [number, number], heap[least] as [number, number]))
+          least = child;
+      if (least === i) return;
+      this.swap(i, least);
+      i = least;
+    }
+  }
+}
 
 /** Runs `options` to its end and returns what it measured. */
 export async function simulate(options: SimOptions): Promise<SimResult> {
@@ -213,9 +285,27 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   /** The first undelivered message's index: messages before it need no look. */
   let firstOpen = 0;
 
+  const oldestFirst = options.order === 'oldest-visible' ? new OldestVisibleFirst(messages) : undefined;
+  const setVisibleAt = (message: SimMessage, at: number): void => {
+    message.visibleAt = at;
+    oldestFirst?.visibleFrom(message, at);
+  };
+
   const receive = (): SimMessage[] => {
     const now = clock.now();
     const batch: SimMessage[] = [];
+    if (oldestFirst !== undefined) {
+      for (
+        let message = oldestFirst.next(now);
+        message !== undefined;
+        message = batch.length < batchSize ? oldestFirst.next(now) : undefined
+      ) {
+        setVisibleAt(message, now + 180_000);
+        message.receiveCount += 1;
+        batch.push(message);
+      }
+      return batch;
+    }
     while (firstOpen < messages.length && (messages[firstOpen] as SimMessage).deliveredAt !== undefined) firstOpen += 1;
     for (let i = firstOpen; i < messages.length && batch.length < batchSize; i += 1) {
       const message = messages[i] as SimMessage;
@@ -232,7 +322,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     const slot = pacer.acquire(requestsEnd - 100, key, message.receiveCount === 1);
     if (slot !== true && !(await slot)) {
       notAttempted += 1;
-      message.visibleAt = clock.now() + pacer.retryInSeconds(key) * 1000;
+      setVisibleAt(message, clock.now() + pacer.retryInSeconds(key) * 1000);
       return;
     }
     const took = latencyMs * (0.5 + random());
@@ -276,7 +366,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       return;
     }
     const delaySeconds = answer.retryAfterSeconds ?? backoffSeconds(message.receiveCount);
-    message.visibleAt = now + Math.min(43_200, delaySeconds) * 1000;
+    setVisibleAt(message, now + Math.min(43_200, delaySeconds) * 1000);
   };
 
   const container = async (pacer: Pacer): Promise<void> => {
@@ -431,7 +521,7 @@ export async function restDrains(
   count: number,
   tenantOf: (index: number) => string,
   webhookOf: (seed: number) => SimWebhook,
-  run: { readonly maxMs: number; readonly latencyMs?: number },
+  run: { readonly maxMs: number; readonly latencyMs?: number; readonly order?: SimOptions['order'] },
 ): Promise<[paced: number, unpaced: number]> {
   const times: number[] = [];
   for (const adaptive of [true, false]) {
