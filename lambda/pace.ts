@@ -145,9 +145,21 @@ export const FIRST_PROBE_MS = 250;
 /**
  * In a long hold, a record received for the first time (never refused, never kept back) is a probe when none is out and none
  * went for this long: a hold begun on one tenant's backlog ends at the first other message the webhook takes, however few
- * they are among the records the hold keeps back, which the probes by the clock and by count draw from.
+ * they are among the records the hold keeps back, which the probes by the clock and by count draw from. In the first
+ * {@link FAST_PROBES_MS} of a run of holds, sooner: {@link FRESH_PROBE_ANSWER_TIMES} of the webhook's answer times (at least
+ * {@link FRESH_PROBE_MIN_MS}), so a fast webhook's boundary between such a backlog and the rest is found within a batch or
+ * two, not a quarter of a second of batches kept back a second each; refusals that go on longer are more likely the whole
+ * webhook's, and it is asked less (docs/webhook-owners.md, "Back-pressure", has the figures).
  */
 export const FRESH_PROBE_EVERY_MS = 250;
+export const FAST_PROBES_MS = 2_000;
+export const FRESH_PROBE_ANSWER_TIMES = 2;
+export const FRESH_PROBE_MIN_MS = 10;
+/**
+ * In a long hold, a record that comes while a probe is out waits for its answer, this many of the webhook's answer times from
+ * when it went at most, rather than go back to the queue for a second: if the probe is taken, the hold is over and it goes.
+ */
+export const PROBE_ANSWER_WAIT_TIMES = 2;
 /**
  * In a long hold, the record after this many kept back is a probe too, then after twice as many, and so on: records kept back
  * go through the queue far faster than the clock's probes, and a hold begun on one tenant's backlog ends at the first record
@@ -286,10 +298,13 @@ export class Pace {
   /** When the next probe may go in a hold, and whether one is out. */
   private probeAt = Number.POSITIVE_INFINITY;
   private probing = false;
+  private probeSentAt = Number.NEGATIVE_INFINITY;
   /** Records kept back since a long hold began, and the count at which the next is a probe. */
   private keptBack = 0;
   private probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
   private paceBeforeHolds = Number.POSITIVE_INFINITY;
+  /** When the run of holds (less than {@link HOLDS_APART_MS} apart) that the latest belongs to began. */
+  private holdsBeganAt = Number.NEGATIVE_INFINITY;
   /** When a record received for the first time may next go as a probe, in a long hold. */
   private freshProbeAt = Number.POSITIVE_INFINITY;
   private lastCutAt = Number.NEGATIVE_INFINITY;
@@ -376,14 +391,23 @@ export class Pace {
 
   /** A request starts now (after {@link free}). */
   take(now: number): void {
-    if (now < this.heldUntil) {
+    const held = now < this.heldUntil;
+    if (held) {
       this.probing = true;
+      this.probeSentAt = now;
       this.probeAt = Math.max(this.probeAt, now + PROBE_EVERY_MS);
-      this.freshProbeAt = now + FRESH_PROBE_EVERY_MS;
+      this.freshProbeAt = now + this.freshProbeSpacingMs(now);
     }
     this.inFlight += 1;
-    if (this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
+    // A probe is the hold's, not the pace's: taking tokens, a hold's probes left a slow pace owing seconds of them when it ended.
+    if (!held && this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
     this.meter.started(now);
+  }
+
+  /** How long after a long hold's probe the next record received for the first time may be one (see {@link FRESH_PROBE_EVERY_MS}). */
+  private freshProbeSpacingMs(now: number): number {
+    if (now - this.holdsBeganAt >= FAST_PROBES_MS) return FRESH_PROBE_EVERY_MS;
+    return Math.min(FRESH_PROBE_EVERY_MS, Math.max(FRESH_PROBE_MIN_MS, FRESH_PROBE_ANSWER_TIMES * this.latencyMs));
   }
 
   /** A request that never went gives its slot back, without a verdict. */
@@ -394,6 +418,16 @@ export class Pace {
   /** True when a record received for the first time may start now as a long hold's probe (see {@link FRESH_PROBE_EVERY_MS}). */
   freshProbeDue(now: number): boolean {
     return this.inLongHold(now) && !this.probing && now >= this.freshProbeAt && this.hasRoom();
+  }
+
+  /**
+   * When the answer to a long hold's probe now out is due ({@link PROBE_ANSWER_WAIT_TIMES} of the webhook's answer times from
+   * when it went), if that is still to come: until then a record may wait for it rather than go back to the queue.
+   */
+  probeAnswerDueAt(now: number): number | undefined {
+    if (!this.probing || !this.inLongHold(now)) return undefined;
+    const due = this.probeSentAt + PROBE_ANSWER_WAIT_TIMES * Math.max(1, this.latencyMs);
+    return due > now ? due : undefined;
   }
 
   /** True in a long hold (one that is probed), a probe due or not. */
@@ -538,7 +572,10 @@ export class Pace {
     const before = this.effectiveRate();
     // Holds one after another (a deploy refusing everything for a while): the pace before the first of them is the one the
     // webhook took, not what each restart had grown back to.
-    if (now - this.previousHoldEnd > HOLDS_APART_MS) this.paceBeforeHolds = before;
+    if (now - this.previousHoldEnd > HOLDS_APART_MS) {
+      this.paceBeforeHolds = before;
+      this.holdsBeganAt = now;
+    }
     this.previousHoldEnd = this.heldUntil;
     // What the webhook took, or a quarter of the pace it had settled on before.
     const settled = this.paceBeforeHolds === Number.POSITIVE_INFINITY ? 0 : this.paceBeforeHolds / 4;

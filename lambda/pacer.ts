@@ -125,23 +125,27 @@ export class Pacer {
       return true;
     }
     // A hold that outlasts the deadline, or a key's pace that would hold up the batch: the record goes back (see retryInSeconds).
-    if (now >= deadlineMs || this.heldPast(deadlineMs, now)) {
+    if (now >= deadlineMs || this.heldPast(deadlineMs, now, firstReceive)) {
       this.endpoint.keptBackInHold(now);
       return Promise.resolve(false);
     }
     if (keyPace !== undefined && keyPace.waitMs(now) > Math.min(KEY_WAIT_MS, deadlineMs - now)) return Promise.resolve(false);
+    // In a long hold, a record waits for the answer to the probe out, no longer.
+    const waitUntil = firstReceive ? Math.min(deadlineMs, endpoint.probeAnswerDueAt(now) ?? deadlineMs) : deadlineMs;
     return new Promise<boolean>((resolve) => {
-      this.waiters.push({ resolve, deadlineMs, keyPace });
+      this.waiters.push({ resolve, deadlineMs: waitUntil, keyPace });
       this.pump();
     });
   }
 
   /**
    * True when the endpoint's hold keeps a request from starting before `deadlineMs`, or is a long one and no probe is due: a
-   * record does not sit through a long hold, it goes back to the queue for it (the probes come from later batches).
+   * record does not sit through a long hold, it goes back to the queue for it (the probes come from later batches). It waits
+   * only for the answer to a probe out, which may end the hold.
    */
-  private heldPast(deadlineMs: number, now: number): boolean {
+  private heldPast(deadlineMs: number, now: number, firstReceive = true): boolean {
     const endpoint = this.endpoint;
+    if (firstReceive && endpoint.probeAnswerDueAt(now) !== undefined) return false;
     return endpoint.heldLong(now) || (endpoint.heldUntilMs > deadlineMs && endpoint.waitMs(now) > 0);
   }
 

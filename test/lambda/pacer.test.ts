@@ -14,7 +14,10 @@ import {
   DECREASE_FACTOR,
   Pace,
   FIRST_PROBE_MS,
+  FAST_PROBES_MS,
+  FRESH_PROBE_ANSWER_TIMES,
   FRESH_PROBE_EVERY_MS,
+  FRESH_PROBE_MIN_MS,
   HOLD_ACCEPTED_SHARE,
   HOLD_AFTER_MESSAGES,
   HOLD_EVIDENCE_MESSAGES,
@@ -24,6 +27,7 @@ import {
   LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
   PROBE_AFTER_KEPT_BACK,
+  PROBE_ANSWER_WAIT_TIMES,
   PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
@@ -64,8 +68,13 @@ const settle = async (): Promise<void> => {
 };
 
 /** An acquire whose outcome the test can read once it settles: `undefined` while still waiting. */
-function acquireWatched(pacer: Pacer, deadlineMs: number, key?: string): { readonly started: () => boolean | undefined } {
-  const slot = pacer.acquire(deadlineMs, key);
+function acquireWatched(
+  pacer: Pacer,
+  deadlineMs: number,
+  key?: string,
+  firstReceive = false,
+): { readonly started: () => boolean | undefined } {
+  const slot = pacer.acquire(deadlineMs, key, firstReceive);
   let outcome: boolean | undefined = slot === true ? true : undefined;
   if (slot !== true) void slot.then((started) => (outcome = started));
   return { started: () => outcome };
@@ -659,24 +668,122 @@ describe('the endpoint hold', () => {
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
   });
 
-  test(`in a long hold, a record received for the first time is a probe ${FRESH_PROBE_EVERY_MS} ms after the last, not ${PROBE_EVERY_MS} ms`, async () => {
+  test(`in a long hold, a record received for the first time is a probe ${FRESH_PROBE_ANSWER_TIMES} answer times after the last (${FRESH_PROBE_MIN_MS} ms at least), not ${FRESH_PROBE_EVERY_MS} or ${PROBE_EVERY_MS} ms`, async () => {
     const pacer = pacerOf();
-    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1);
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1); // answered in 5 ms
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
     // Not even a fresh record before the first probe's time (the batches under way go back first).
     expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
     await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
     pacer.release(answer('slow-down', { retryAfterSeconds: 3600, receivedBefore: true }));
-    await vi.advanceTimersByTimeAsync(FRESH_PROBE_EVERY_MS);
+    await vi.advanceTimersByTimeAsync(FRESH_PROBE_ANSWER_TIMES * 5 - 1);
+    expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
     // A record kept back or refused before waits for the clock's probe; one received for the first time goes now.
     expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
     expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
-    // One probe out at a time.
-    expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
     // Another tenant's message, taken: the hold is over.
     pacer.release(answer('accepted'));
     expect(pacer.holdEndsAt()).toBe(Date.now());
+    expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
+  });
+
+  test(`… of a webhook answering in 100 ms, ${FRESH_PROBE_ANSWER_TIMES} of its answer times; ${FRESH_PROBE_EVERY_MS} ms at most`, async () => {
+    const cases: [latencyMs: number, spacingMs: number][] = [
+      [100, FRESH_PROBE_ANSWER_TIMES * 100],
+      [1_000, FRESH_PROBE_EVERY_MS],
+    ];
+    for (const [latencyMs, spacingMs] of cases) {
+      const pacer = pacerOf();
+      while (pacer.holdEndsAt() === 0) await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600, latencyMs }), 1);
+      await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+      expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+      pacer.release(answer('slow-down', { retryAfterSeconds: 3600, latencyMs, receivedBefore: true }));
+      await vi.advanceTimersByTimeAsync(spacingMs - 1);
+      expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+    }
+  });
+
+  test(`… for the first ${FAST_PROBES_MS} ms of a run of holds; then ${FRESH_PROBE_EVERY_MS} ms apart: refusals that go on are more likely everyone's`, async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1); // answered in 5 ms
+    const began = Date.now();
+    const probeAfter = async (spacingMs: number): Promise<void> => {
+      await vi.advanceTimersByTimeAsync(spacingMs - 1);
+      expect(await pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+      pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
+    };
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
+    while (Date.now() - began < FAST_PROBES_MS) await probeAfter(FRESH_PROBE_ANSWER_TIMES * 5);
+    await probeAfter(FRESH_PROBE_EVERY_MS);
+    await probeAfter(FRESH_PROBE_EVERY_MS);
+  });
+
+  test('in a long hold, a record received for the first time while a probe is out waits for its answer: taken, it goes at once', async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1); // answered in 5 ms
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+    // Its batch: the records received for the first time wait; one received before goes back to the queue, as before.
+    const waiting = [
+      acquireWatched(pacer, Date.now() + 60_000, undefined, true),
+      acquireWatched(pacer, Date.now() + 60_000, undefined, true),
+    ];
+    expect(await pacer.acquire(Date.now() + 60_000)).toBe(false);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(waiting.map((w) => w.started())).toEqual([undefined, undefined]);
+    pacer.release(answer('accepted'));
+    await settle();
+    expect(waiting.map((w) => w.started())).toEqual([true, true]);
+    expect(pacer.holdEndsAt()).toBe(Date.now());
+  });
+
+  test(`… refused, they go back to the queue at once; nor do they wait past ${PROBE_ANSWER_WAIT_TIMES} answer times for it`, async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1); // answered in 5 ms
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+    const refused = acquireWatched(pacer, Date.now() + 60_000, undefined, true);
+    pacer.release(answer('slow-down', { retryAfterSeconds: 3600 }));
+    await settle();
+    expect(refused.started()).toBe(false);
+    await vi.advanceTimersByTimeAsync(FRESH_PROBE_ANSWER_TIMES * 5);
+    expect(pacer.acquire(Date.now() + 60_000, undefined, true)).toBe(true);
+    // A probe not answered in time: the records waiting for it go back then, as a hold's do.
+    const unanswered = acquireWatched(pacer, Date.now() + 60_000, undefined, true);
+    await vi.advanceTimersByTimeAsync(PROBE_ANSWER_WAIT_TIMES * 5 - 1);
+    expect(unanswered.started()).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(unanswered.started()).toBe(false);
+    expect(pacer.holdEndsAt()).toBeGreaterThan(Date.now());
+  });
+
+  test("a long hold's probes take none of the pace's tokens: ended by the clock, the pace sends at once, not owing a token a probe", async () => {
+    const pacer = pacerOf();
+    await refuse(pacer, HOLD_EVIDENCE_MESSAGES, 3600, 1);
+    const endsAt = pacer.holdEndsAt();
+    // The webhook took nothing of late: the pace after the hold is the slowest, a token every 2 s.
+    await vi.advanceTimersByTimeAsync(FIRST_PROBE_MS);
+    let probes = 0;
+    while (Date.now() < endsAt - 100) {
+      if (pacer.acquire(endsAt, undefined, true) === true) {
+        probes += 1;
+        // Refused for an hour, and a new run's evidence: answered 500, neither.
+        pacer.release(answer('neutral'));
+      }
+      await vi.advanceTimersByTimeAsync(50);
+    }
+    expect(probes).toBeGreaterThanOrEqual(20);
+    await vi.advanceTimersByTimeAsync(endsAt - Date.now());
+    expect(pacer.holdEndsAt()).toBeLessThanOrEqual(Date.now());
+    expect(pacer.snapshot().requestsPerSecond).toBe(MIN_REQUESTS_PER_SECOND);
     expect(pacer.acquire(Date.now() + 60_000)).toBe(true);
   });
 

@@ -191,16 +191,25 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     },
   );
 
+  // The backlog at the head, refused for an hour: half of the queue or most of it holds the endpoint on the way, and the hold's
+  // probes find where the other tenants' messages begin. In both orders a queue may hand them out: the lowest-numbered visible
+  // first (records kept back come back before the rest: the worst case), and the longest visible first, as fauxqs does.
   test.each([
-    [200, 0.85],
-    // Half the queue: seconds of it, and the endpoint held on the way. The hold's probes follow the records it keeps back, so the
-    // first record of another tenant taken ends it: probed only by the clock, it kept the others back for minutes.
-    [2_000, 0.75],
-    // Most of the queue: the first record of another tenant received is a probe, however many of the backlog's come back first.
-    [3_500, 0.75],
-  ])(
-    'that backlog, %d long, at a slower webhook (50 ms answers): the others at ≥ %d × the speed of PACING=false',
-    async (backlog, ratio) => {
+    [200, 50, 'lowest-numbered', 0.85],
+    [2_000, 50, 'lowest-numbered', 0.85],
+    [2_000, 50, 'oldest-visible', 0.85],
+    // Probed every two answer times, a container whose probes all met the backlog stays held while the others take the rest,
+    // and its batches, each a probe's answer long, keep the backlog's records back from them: 0.87 × with probes 250 ms apart.
+    [3_500, 50, 'lowest-numbered', 0.7],
+    [3_500, 50, 'oldest-visible', 0.8],
+    // A fast webhook: with probes 250 ms apart, a quarter of a second of batches at the boundary went back to the queue for a
+    // second, 0.72 × and 0.59 ×; probed every two answer times, the records of a probe's batch waiting for its answer, none do.
+    [2_000, 5, 'lowest-numbered', 0.9],
+    [2_000, 5, 'oldest-visible', 0.9],
+    [3_500, 5, 'lowest-numbered', 0.9],
+  ] as const)(
+    'that backlog, %d long, at a webhook answering in %d ms, the queue handing out the %s first: the others at ≥ %d × the speed of PACING=false',
+    async (backlog, latencyMs, order, ratio) => {
       for (const seed of SEEDS.slice(0, 2)) {
         const times: number[] = [];
         for (const adaptive of [true, false]) {
@@ -209,7 +218,8 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
             messages,
             webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
             maxMs: 300_000,
-            latencyMs: 50,
+            latencyMs,
+            order,
             pacing: { adaptive },
             done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
             seed,
