@@ -64,6 +64,8 @@ export function paceKeyOf(record: Pick<SQSRecord, 'messageAttributes' | 'attribu
 interface Waiter {
   readonly resolve: (started: boolean) => void;
   readonly deadlineMs: number;
+  /** Its record is received for the first time: in a long hold, it may wait for the answer to the probe out. */
+  readonly firstReceive: boolean;
   /** Its key's pace, when paced per key. */
   readonly keyPace: Pace | undefined;
 }
@@ -108,7 +110,8 @@ export class Pacer {
    * if none is before `deadlineMs` (its record then goes back to the queue for {@link retryInSeconds}). Waiters start in arrival
    * order, but for a key's pace: a request whose key has no room does not hold up the others.
    * @param key the request's pace key (`PACE_KEY`), when paced per key
-   * @param firstReceive the record is received for the first time: in a long hold, it may go as a probe sooner
+   * @param firstReceive the record is received for the first time: in a long hold, it may go as a probe sooner, or wait for
+   * the answer to the probe out
    */
   acquire(deadlineMs: number, key?: string, firstReceive = false): true | Promise<boolean> {
     const now = this.clock.now();
@@ -130,20 +133,20 @@ export class Pacer {
       return Promise.resolve(false);
     }
     if (keyPace !== undefined && keyPace.waitMs(now) > Math.min(KEY_WAIT_MS, deadlineMs - now)) return Promise.resolve(false);
-    // In a long hold, a record waits for the answer to the probe out, no longer.
+    // In a long hold, a record received for the first time waits for the answer to the probe out, no longer.
     const waitUntil = firstReceive ? Math.min(deadlineMs, endpoint.probeAnswerDueAt(now) ?? deadlineMs) : deadlineMs;
     return new Promise<boolean>((resolve) => {
-      this.waiters.push({ resolve, deadlineMs: waitUntil, keyPace });
+      this.waiters.push({ resolve, deadlineMs: waitUntil, firstReceive, keyPace });
       this.pump();
     });
   }
 
   /**
    * True when the endpoint's hold keeps a request from starting before `deadlineMs`, or is a long one and no probe is due: a
-   * record does not sit through a long hold, it goes back to the queue for it (the probes come from later batches). It waits
-   * only for the answer to a probe out, which may end the hold.
+   * record does not sit through a long hold, it goes back to the queue for it (the probes come from later batches). One
+   * received for the first time waits only for the answer to a probe out, which may end the hold.
    */
-  private heldPast(deadlineMs: number, now: number, firstReceive = true): boolean {
+  private heldPast(deadlineMs: number, now: number, firstReceive: boolean): boolean {
     const endpoint = this.endpoint;
     if (firstReceive && endpoint.probeAnswerDueAt(now) !== undefined) return false;
     return endpoint.heldLong(now) || (endpoint.heldUntilMs > deadlineMs && endpoint.waitMs(now) > 0);
@@ -159,7 +162,7 @@ export class Pacer {
     for (let i = this.waiters.length - 1; i >= 0; i -= 1) {
       const waiter = this.waiters[i] as Waiter;
       const keyHeldUntil = waiter.keyPace?.heldUntilMs ?? 0;
-      if (now >= waiter.deadlineMs || this.heldPast(waiter.deadlineMs, now) || keyHeldUntil > waiter.deadlineMs) {
+      if (now >= waiter.deadlineMs || this.heldPast(waiter.deadlineMs, now, waiter.firstReceive) || keyHeldUntil > waiter.deadlineMs) {
         this.endpoint.keptBackInHold(now);
         this.waiters.splice(i, 1);
         waiter.resolve(false);
