@@ -775,7 +775,7 @@ describe('the endpoint hold', () => {
     while (Date.now() < endsAt - 100) {
       if (pacer.acquire(endsAt, undefined, true) === true) {
         probes += 1;
-        // Refused for an hour, and a new run's evidence: answered 500, neither.
+        // Answered 500: a refusal of a message received for the first time would count toward another hold.
         pacer.release(answer('neutral'));
       }
       await vi.advanceTimersByTimeAsync(50);
