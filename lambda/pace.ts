@@ -295,7 +295,7 @@ export class Pace {
   private heldUntil = 0;
   /** When the hold before this one ended, and the pace before a run of holds one after another. */
   private previousHoldEnd = Number.NEGATIVE_INFINITY;
-  /** When the next probe may go in a hold, and whether one is out. */
+  /** When the next probe may go in a hold, whether one is out, and when the last went. */
   private probeAt = Number.POSITIVE_INFINITY;
   private probing = false;
   private probeSentAt = Number.NEGATIVE_INFINITY;

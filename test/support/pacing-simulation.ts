@@ -294,25 +294,25 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   const receive = (): SimMessage[] => {
     const now = clock.now();
     const batch: SimMessage[] = [];
+    // Received: invisible for the queue's visibility timeout, as SQS makes it.
+    const take = (message: SimMessage): void => {
+      setVisibleAt(message, now + 180_000);
+      message.receiveCount += 1;
+      batch.push(message);
+    };
     if (oldestFirst !== undefined) {
       for (
         let message = oldestFirst.next(now);
         message !== undefined;
         message = batch.length < batchSize ? oldestFirst.next(now) : undefined
-      ) {
-        setVisibleAt(message, now + 180_000);
-        message.receiveCount += 1;
-        batch.push(message);
-      }
+      )
+        take(message);
       return batch;
     }
     while (firstOpen < messages.length && (messages[firstOpen] as SimMessage).deliveredAt !== undefined) firstOpen += 1;
     for (let i = firstOpen; i < messages.length && batch.length < batchSize; i += 1) {
       const message = messages[i] as SimMessage;
-      if (message.deliveredAt !== undefined || message.visibleAt > now) continue;
-      message.visibleAt = now + 180_000;
-      message.receiveCount += 1;
-      batch.push(message);
+      if (message.deliveredAt === undefined && message.visibleAt <= now) take(message);
     }
     return batch;
   };
