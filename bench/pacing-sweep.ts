@@ -88,8 +88,8 @@ const CASES: readonly SweepCase[] = [
   perMessage('30 % at random, Retry-After: 1', 200, ...refusingAtRandom(0.3, 1)),
   perMessage('30 % at random, Retry-After: 5', 50, ...refusingAtRandom(0.3, 5)),
   perMessage('45 % at random, no Retry-After', 5, ...refusingAtRandom(0.45)),
-  ...[20, 10, 5].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 50, ...overQuota(every))),
-  perMessage('one tenant in 10 over a quota of 10/s', 200, ...overQuota(10)),
+  ...[20, 10, 5, 3].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 50, ...overQuota(every))),
+  ...[10, 5].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 200, ...overQuota(every))),
   perMessage('one tenant in 20 always refused, Retry-After: 3600', 5, ...tenantRefused(20, 3600)),
   ...[5, 200].map((latencyMs) => perMessage("one tenant's 20 %, Retry-After 1 s to 1 h", latencyMs, ...tenantRefused(5, 'any'))),
   // That tenant's backlog at the head of the queue, long enough to hold the endpoint: in both orders a queue may hand it out.

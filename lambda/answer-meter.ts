@@ -22,6 +22,9 @@ export interface MeterReading {
   readonly started: number;
   readonly accepted: number;
   readonly refused: number;
+  /** Of the answers, those to messages received for the first time (all of them when the reading is of those only). */
+  readonly firstAccepted: number;
+  readonly firstRefused: number;
   /** The time the counts cover, s (less than asked while the meter is young). */
   readonly seconds: number;
   /** True when they are all the meter keeps, and it has been counting that long: it could look back no further. */
@@ -105,6 +108,8 @@ export class AnswerMeter {
     let started = 0;
     let accepted = 0;
     let refused = 0;
+    let firstAccepted = 0;
+    let firstRefused = 0;
     let slots = 0;
     const wanted = Math.min(SLOTS, Math.ceil(ms / SLOT_MS));
     for (; slots < SLOTS && (slots < wanted || accepted + refused < minAnswers); slots += 1) {
@@ -112,11 +117,13 @@ export class AnswerMeter {
       started += this.counts[at + STARTED] as number;
       accepted += this.counts[at + acceptedAt] as number;
       refused += this.counts[at + refusedAt] as number;
+      firstAccepted += this.counts[at + ACCEPTED_FIRST] as number;
+      firstRefused += this.counts[at + REFUSED_FIRST] as number;
     }
     // The current slot counts in part; a young meter covers only the time since its first count.
     const covered = Math.min((slots - 1) * SLOT_MS + (now % SLOT_MS) + 1, now - (this.firstAt ?? now) + 1);
     // `all` only for a meter old enough to have seen all it keeps: a young one has simply not seen much yet.
     const all = slots === SLOTS && now - (this.firstAt ?? now) >= SLOTS * SLOT_MS;
-    return { started, accepted, refused, seconds: Math.max(SLOT_MS, covered) / 1000, all };
+    return { started, accepted, refused, firstAccepted, firstRefused, seconds: Math.max(SLOT_MS, covered) / 1000, all };
   }
 }

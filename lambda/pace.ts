@@ -234,6 +234,13 @@ const CUTS_TRIED_MS = 1_000;
 const FLOOR_DECAY = 0.01;
 /** Message ids of recent refusals kept to tell different messages from the same one refused again. */
 const RECENT_REFUSALS = 16;
+/** How fast the refused share of messages back from the queue is learned, per answer (about the last 50 count). */
+const RETURNED_SHARE_DECAY = 0.02;
+/**
+ * That share explains refusals no longer than this after a message received for the first time was last taken: then the messages
+ * left are likely all refused ones (a drain's end, a tenant over its quota), asked for again no more than the pace allows.
+ */
+export const OTHERS_GONE_MS = 10_000;
 
 /** A doubt under way: whether the refused share falls in the dips; the counts of answers to requests sent in and before them. */
 interface Doubt {
@@ -324,6 +331,15 @@ export class Pace {
   private readonly meter = new AnswerMeter();
   /** The refused share that persists whatever the pace, as learned, and when. */
   private floor = 0;
+  /**
+   * The refused share of the messages back from the queue, as learned while the pace was unpaced over a floor: where first
+   * receives are too few to judge on (the end of a drain, one tenant's refused messages filling the batches), what it explains
+   * is no congestion.
+   */
+  private returnedShare = 0;
+  private returnedAnswers = 0;
+  /** When a message received for the first time was last taken. */
+  private firstTakenAt = Number.NEGATIVE_INFINITY;
   private floorLearnedAt = Number.NEGATIVE_INFINITY;
   private doubt: Doubt | undefined;
   private series: CutSeries | undefined;
@@ -498,6 +514,8 @@ export class Pace {
     const firstTime = answer.receivedBefore !== true;
     if (refused) this.meter.refused(now, firstTime);
     else this.meter.accepted(now, firstTime);
+    if (!firstTime) this.learnReturnedShare(refused, now);
+    else if (!refused) this.firstTakenAt = now;
     if (this.doubt !== undefined) this.countInDoubt(this.doubt, refused, now - answer.latencyMs, now);
     if (refused) this.cutIfCongested(now);
     else {
@@ -537,6 +555,12 @@ export class Pace {
     // pace answered fewer times in the last second (a young one, a slow one) is held: a token bucket's first flood looks so.
     const mostlyBack = 2 * run.receivedBefore >= run.messages;
     if (!isLongWait(run.shortestRetryAfterSeconds) && this.firstReceivesTaken(now, mostlyBack ? FEWEST_ANSWERS : SURE_ANSWERS))
+      return undefined;
+    if (
+      mostlyBack &&
+      !isLongWait(run.shortestRetryAfterSeconds) &&
+      this.returnedExplains(now, this.meter.read(now, MEASURE_MS, MIN_ANSWERS))
+    )
       return undefined;
     this.run = undefined;
     // A long hold lasts no more than LONG_HOLD_SECONDS, and is probed: one tenant's backlog refused for an hour holds
@@ -604,6 +628,40 @@ export class Pace {
     return { refused: firstTime.refused, answers: firstTime.accepted + firstTime.refused };
   }
 
+  /**
+   * True when the first receives of `reading` are too few to judge a share on ({@link MIN_ANSWERS}) and refused no more than the
+   * floor explains, and its refusals are what the floor and the learned refused share of messages back from the queue explain,
+   * in their mix. At the end of a drain, or in one tenant's refused messages back every second ahead of the rest (a queue hands
+   * out the oldest first), the batches hold few first receives: judged on all answers, those messages' refusals cut the pace and
+   * held it, and the others' last messages waited behind them (docs/webhook-owners.md, "Back-pressure", has the figures).
+   */
+  private returnedExplains(now: number, reading: MeterReading): boolean {
+    if (this.returnedShare <= this.floor || now - this.firstTakenAt > OTHERS_GONE_MS) return false;
+    const answers = reading.accepted + reading.refused;
+    const first = reading.firstAccepted + reading.firstRefused;
+    if (first >= MIN_ANSWERS || answers === 0) return false;
+    const explained = this.explainedShare();
+    if (first > 0 && reading.firstRefused > explained * first + SIGNIFICANT * Math.sqrt(first * explained)) return false;
+    const expected = (first * this.floor + (answers - first) * this.returnedShare) / answers;
+    const noise = SIGNIFICANT * Math.sqrt((expected * (1 - expected)) / answers);
+    return reading.refused <= (expected + CONGESTION_MARGIN + noise) * answers;
+  }
+
+  /**
+   * Learns the refused share of messages back from the queue from one more answer to one, while the pace is unpaced over a floor
+   * and the first receives, enough to judge on, are refused no more than the floor explains: the webhook is not congested, and
+   * what it refuses of those messages is their own business.
+   */
+  private learnReturnedShare(refused: boolean, now: number): void {
+    if (this.rate !== Number.POSITIVE_INFINITY || this.floor === 0 || this.doubt !== undefined) return;
+    const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
+    const answers = firstTime.accepted + firstTime.refused;
+    if (answers < MIN_ANSWERS || firstTime.refused > this.explainedShare() * answers) return;
+    // The mean of the first answers, then a moving average: not from 0, which took a hundred answers to leave behind.
+    this.returnedAnswers += 1;
+    this.returnedShare += ((refused ? 1 : 0) - this.returnedShare) * Math.max(RETURNED_SHARE_DECAY, 1 / this.returnedAnswers);
+  }
+
   /** The refused share the learned floor explains: the floor and a margin for its noise. */
   private explainedShare(): number {
     return this.floor + Math.max(CONGESTION_MARGIN, this.floor / 2);
@@ -641,7 +699,7 @@ export class Pace {
     // No acceptance at all: a backlog of messages refused for their own sake, or the whole endpoint refusing (the hold's business).
     // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
     if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
-    if (this.onlyTheReturnedRefused(now)) return;
+    if (this.onlyTheReturnedRefused(now) || this.returnedExplains(now, reading)) return;
     const judged = this.judgedAnswers(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR, reading);
     const share = judged.refused / judged.answers;
     // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
@@ -949,7 +1007,11 @@ export class Pace {
     // following those dips would take it down to the low tail of its own noise, and the pace back into cuts.
     const noise = SIGNIFICANT * Math.sqrt((this.floor * (1 - this.floor)) / answers);
     if (reading.refused === 0 || share < this.floor - noise) this.floor = Math.max(0, this.floor + (share - this.floor) * FLOOR_DECAY);
-    if (this.floor < 0.001) this.floor = 0;
+    if (this.floor < 0.001) {
+      this.floor = 0;
+      this.returnedShare = 0;
+      this.returnedAnswers = 0;
+    }
   }
 
   /** One more in flight per answer in the slow start, one more per round trip's worth of answers after it. */

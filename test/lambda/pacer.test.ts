@@ -26,6 +26,7 @@ import {
   KEPT_BACK_MS,
   LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
+  OTHERS_GONE_MS,
   PROBE_AFTER_KEPT_BACK,
   PROBE_ANSWER_WAIT_TIMES,
   PROBE_EVERY_MS,
@@ -429,6 +430,43 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     }
     expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
     expect(pacer.holdEndsAt()).toBe(0);
+  });
+
+  /**
+   * A tenant over its quota among the others: a floor learned, unpaced, over 8 s of the tenant's messages back from the queue
+   * every fourth request, refused at `backRefused`, and a fifth of first receives refused. Then only messages back from the
+   * queue for `endMs` (the end of a drain, or the tenant's messages ahead of the rest), refused at `endRefused`.
+   * @returns when the end was first cut or held, ms from its start (Infinity: never)
+   */
+  async function drainEnd(pacer: Pacer, backRefused: number, endRefused: number, endMs: number): Promise<number> {
+    const random = seeded(7);
+    let i = 0;
+    for (const end = Date.now() + 8_000; Date.now() < end; i += 1) {
+      const back = i % 4 === 3;
+      const refused = random() < (back ? backRefused : 0.2);
+      await exchange(pacer, answer(refused ? 'slow-down' : 'accepted', { retryAfterSeconds: 1, receivedBefore: back }), 5);
+    }
+    expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
+    expect(pacer.refusalFloor()).toBeGreaterThan(0.1);
+    const start = Date.now();
+    for (const end = start + endMs; Date.now() < end; ) {
+      const refused = random() < endRefused;
+      await exchange(pacer, answer(refused ? 'slow-down' : 'accepted', { retryAfterSeconds: 1, receivedBefore: true }), 5);
+      if (pacer.snapshot().requestsPerSecond !== undefined || pacer.holdEndsAt() > Date.now()) return Date.now() - start;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  test(`messages back from the queue, no first receive among them, refused as they were while unpaced: no cut, no hold for ${OTHERS_GONE_MS} ms`, async () => {
+    const pacedAt = await drainEnd(pacerOf(), 0.95, 0.95, 2 * OTHERS_GONE_MS);
+    // Then the others are likely all gone: the refused messages left are asked for no more than the pace allows.
+    expect(pacedAt).toBeGreaterThanOrEqual(OTHERS_GONE_MS);
+    expect(pacedAt).toBeLessThan(2 * OTHERS_GONE_MS);
+  });
+
+  test('messages back from the queue, no first receive among them, refused far more than they were: cut', async () => {
+    // A token bucket at the end of a drain: the messages back from the queue were refused like the others, now most are.
+    expect(await drainEnd(pacerOf(), 0.2, 0.8, OTHERS_GONE_MS)).toBeLessThan(OTHERS_GONE_MS);
   });
 
   test('cuts begun unpaced that do not lower the refused share end as a floor: unpaced again, not cut down and down', async () => {
