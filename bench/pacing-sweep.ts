@@ -1,7 +1,7 @@
 /**
  * The pacing sweep: the pacer (lambda/pace.ts) in the deterministic simulation of test/support/pacing-simulation.ts, against
- * token buckets and webhooks that refuse some messages for their own sake, at several latencies, each on several seeds. Half a
- * minute of CPU for what the bench measures in half an hour through `npm start`, and the same every time: a change to the pace
+ * token buckets and webhooks that refuse some messages for their own sake, at several latencies, each on several seeds. A minute
+ * or two of CPU for what the bench measures in half an hour through `npm start`, and the same every time: a change to the pace
  * is tried here against all these neighbours first, then confirmed by `npm run bench`. Nothing here is a goal (the tests hold
  * the goals): it prints figures to compare.
  *
