@@ -22,6 +22,7 @@
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
+import { EndpointHold } from './endpoint-hold';
 import type { Quota } from './rate-limit-headers';
 
 /** What one answer says about the pace. */
@@ -135,46 +136,8 @@ export const HOLD_AFTER_MESSAGES = 10;
 const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
 /** At most this share of acceptances among them. */
 export const HOLD_ACCEPTED_SHARE = 0.2;
-/**
- * In a long hold (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) one request goes through at once and then every this many
- * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue until the next probe.
- */
-export const PROBE_EVERY_MS = 2_000;
-/** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
-export const FIRST_PROBE_MS = 250;
-/**
- * In a long hold, a record received for the first time (never refused, never kept back) is a probe when none is out and none
- * went for this long: a hold begun on one tenant's backlog ends at the first other message the webhook takes, however few
- * they are among the records the hold keeps back, which the probes by the clock and by count draw from. In the first
- * {@link FAST_PROBES_MS} of a run of holds, sooner: {@link FRESH_PROBE_ANSWER_TIMES} of the webhook's answer times (at least
- * {@link FRESH_PROBE_MIN_MS}), so a fast webhook's boundary between such a backlog and the rest is found within a batch or
- * two, not a quarter of a second of batches kept back a second each; refusals that go on longer are more likely the whole
- * webhook's, and it is asked less (docs/webhook-owners.md, "Back-pressure", has the figures).
- */
-export const FRESH_PROBE_EVERY_MS = 250;
-export const FAST_PROBES_MS = 2_000;
-export const FRESH_PROBE_ANSWER_TIMES = 2;
-export const FRESH_PROBE_MIN_MS = 10;
-/**
- * In a long hold, a record that comes while a probe is out waits for its answer, this many of the webhook's answer times from
- * when it went at most, rather than go back to the queue for a second: if the probe is taken, the hold is over and it goes.
- */
-export const PROBE_ANSWER_WAIT_TIMES = 2;
-/**
- * In a long hold, the record after this many kept back is a probe too, then after twice as many, and so on: records kept back
- * go through the queue far faster than the clock's probes, and a hold begun on one tenant's backlog ends at the first record
- * of another tenant that the webhook takes, not after the whole backlog has been probed a record every two seconds.
- */
-export const PROBE_AFTER_KEPT_BACK = 10;
-/**
- * Records a long hold keeps back go back to the queue for this long (SQS's shortest wait short of none, which would bring them
- * straight back): by then a probe has likely gone, and they come back to a webhook taking requests again or to the same hold.
- */
-export const KEPT_BACK_MS = 1_000;
 /** A hold lasts this long at most, however long the `Retry-After`: records kept back go back to the queue for no longer. */
 export const LONG_HOLD_SECONDS = 6;
-/** Holds less than this apart are one run of holds: each restarts from the pace before the first. */
-const HOLDS_APART_MS = 5_000;
 /**
  * A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}, or of
  * {@link HOLD_EVIDENCE_MESSAGES} different messages (about as many as a container sends in a second to a fast webhook; a fresh
@@ -299,21 +262,7 @@ export class Pace {
   private dipRate = Number.POSITIVE_INFINITY;
   private tokens: number;
   private refilledAt: number;
-  private heldUntil = 0;
-  /** When the hold before this one ended, and the pace before a run of holds one after another. */
-  private previousHoldEnd = Number.NEGATIVE_INFINITY;
-  /** When the next probe may go in a hold, whether one is out, and when the last went. */
-  private probeAt = Number.POSITIVE_INFINITY;
-  private probing = false;
-  private probeSentAt = Number.NEGATIVE_INFINITY;
-  /** Records kept back since a long hold began, and the count at which the next is a probe. */
-  private keptBack = 0;
-  private probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
-  private paceBeforeHolds = Number.POSITIVE_INFINITY;
-  /** When the run of holds (less than {@link HOLDS_APART_MS} apart) that the latest belongs to began. */
-  private holdsBeganAt = Number.NEGATIVE_INFINITY;
-  /** When a record received for the first time may next go as a probe, in a long hold. */
-  private freshProbeAt = Number.POSITIVE_INFINITY;
+  private readonly hold = new EndpointHold();
   private lastCutAt = Number.NEGATIVE_INFINITY;
   /**
    * Until the first cut the in-flight limit doubles each round trip: refusals the pace tolerates (a share some
@@ -385,11 +334,8 @@ export class Pace {
   waitMs(now: number): number {
     if (this.quotaRate !== Number.POSITIVE_INFINITY && now >= this.quotaUntil) this.expireQuota(now);
     if (this.doubt !== undefined || this.dipRate !== Number.POSITIVE_INFINITY) this.followDips(now);
-    if (now < this.heldUntil) {
-      // A long hold lets one request through now and then, no sooner than the last one's answer: the probe.
-      if (this.probeAt <= now && !this.probing) return 0;
-      return Math.min(this.heldUntil, this.probing ? this.heldUntil : this.probeAt) - now;
-    }
+    const heldMs = this.hold.waitMs(now);
+    if (heldMs !== undefined) return heldMs;
     this.refill(now);
     if (this.tokens >= 1) return 0;
     return Math.ceil(((1 - this.tokens) / this.effectiveRate()) * 1000);
@@ -407,23 +353,12 @@ export class Pace {
 
   /** A request starts now (after {@link free}). */
   take(now: number): void {
-    const held = now < this.heldUntil;
-    if (held) {
-      this.probing = true;
-      this.probeSentAt = now;
-      this.probeAt = Math.max(this.probeAt, now + PROBE_EVERY_MS);
-      this.freshProbeAt = now + this.freshProbeSpacingMs(now);
-    }
+    const held = this.hold.holds(now);
+    if (held) this.hold.probeSent(now, this.latencyMs);
     this.inFlight += 1;
     // A probe is the hold's, not the pace's: taking tokens, a hold's probes left a slow pace owing seconds of them when it ended.
     if (!held && this.effectiveRate() !== Number.POSITIVE_INFINITY) this.tokens -= 1;
     this.meter.started(now);
-  }
-
-  /** How long after a long hold's probe the next record received for the first time may be one (see {@link FRESH_PROBE_EVERY_MS}). */
-  private freshProbeSpacingMs(now: number): number {
-    if (now - this.holdsBeganAt >= FAST_PROBES_MS) return FRESH_PROBE_EVERY_MS;
-    return Math.min(FRESH_PROBE_EVERY_MS, Math.max(FRESH_PROBE_MIN_MS, FRESH_PROBE_ANSWER_TIMES * this.latencyMs));
   }
 
   /** A request that never went gives its slot back, without a verdict. */
@@ -431,48 +366,39 @@ export class Pace {
     this.inFlight = Math.max(0, this.inFlight - 1);
   }
 
-  /** True when a record received for the first time may start now as a long hold's probe (see {@link FRESH_PROBE_EVERY_MS}). */
+  /** True when a record received for the first time may start now as a long hold's probe ({@link EndpointHold.freshProbeDue}). */
   freshProbeDue(now: number): boolean {
-    return this.inLongHold(now) && !this.probing && now >= this.freshProbeAt && this.hasRoom();
+    return this.hold.freshProbeDue(now) && this.hasRoom();
   }
 
-  /**
-   * When the answer to a long hold's probe now out is due ({@link PROBE_ANSWER_WAIT_TIMES} of the webhook's answer times from
-   * when it went), if that is still to come: until then a record may wait for it rather than go back to the queue.
-   */
+  /** When the answer to a long hold's probe now out is due, if that is still to come ({@link EndpointHold.probeAnswerDueAt}). */
   probeAnswerDueAt(now: number): number | undefined {
-    if (!this.probing || !this.inLongHold(now)) return undefined;
-    const due = this.probeSentAt + PROBE_ANSWER_WAIT_TIMES * Math.max(1, this.latencyMs);
-    return due > now ? due : undefined;
+    return this.hold.probeAnswerDueAt(now, this.latencyMs);
   }
 
   /** True in a long hold (one that is probed), a probe due or not. */
   inLongHold(now: number): boolean {
-    return now < this.heldUntil && this.probeAt !== Number.POSITIVE_INFINITY;
+    return this.hold.isLong(now);
   }
 
-  /** A record a long hold kept from starting: after {@link PROBE_AFTER_KEPT_BACK} of them, and twice as many each time, the next is a probe. */
+  /** A record a long hold kept from starting ({@link EndpointHold.keptBackOne}). */
   keptBackInHold(now: number): void {
-    if (!this.inLongHold(now)) return;
-    this.keptBack += 1;
-    if (this.keptBack < this.probeAfterKeptBack) return;
-    this.probeAfterKeptBack *= 2;
-    this.probeAt = Math.min(this.probeAt, now);
+    this.hold.keptBackOne(now);
   }
 
   /** When the hold ends (ms), or 0. */
   get heldUntilMs(): number {
-    return this.heldUntil;
+    return this.hold.endsAt;
   }
 
   /** True once this pace has been cut or held: it paces to its own refusals. */
   pacedAt(now: number): boolean {
-    return this.rate !== Number.POSITIVE_INFINITY || now < this.heldUntil;
+    return this.rate !== Number.POSITIVE_INFINITY || this.hold.holds(now);
   }
 
   /** True in a long hold (one that is probed) when no probe is due: a request is not to wait for it. */
   heldLong(now: number): boolean {
-    return this.inLongHold(now) && (this.probing || now < this.probeAt);
+    return this.hold.keepsBack(now);
   }
 
   /**
@@ -483,16 +409,12 @@ export class Pace {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
     if (!this.limits.adaptive) return undefined;
-    if (this.probing) {
-      this.probing = false;
-      // The probe was taken: whatever was refused, the webhook takes requests again. The hold is over, and the pace is
-      // what it was before it (the refusals were the refused messages' own business, or are over).
-      if (answer.signal === 'accepted' && now < this.heldUntil) {
-        this.heldUntil = now;
-        this.refill(now);
-        this.rate = Math.max(this.rate, this.paceBeforeHolds);
-        this.cutFrom = Number.POSITIVE_INFINITY;
-      }
+    // A probe taken ends the hold, and the pace is what it was before it (the refusals were the refused messages' own business,
+    // or are over).
+    if (this.hold.probeAnswered(answer.signal === 'accepted', now)) {
+      this.refill(now);
+      this.rate = Math.max(this.rate, this.hold.paceBefore);
+      this.cutFrom = Number.POSITIVE_INFINITY;
     }
     if (answer.quota !== undefined) this.applyQuota(answer.quota, now);
     const { signal } = answer;
@@ -569,16 +491,13 @@ export class Pace {
     const seconds = Math.min(run.shortestRetryAfterSeconds, LONG_HOLD_SECONDS);
     this.climbingAfterQuickHold = !isLongWait(seconds);
     const until = now + seconds * 1000;
-    if (until <= this.heldUntil) return undefined;
-    this.heldUntil = until;
-    this.probing = false;
-    // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
-    // Pacer: they are likely more of what was refused), then every PROBE_EVERY_MS; a short one is waited out.
-    this.probeAt = isLongWait(seconds) ? now + FIRST_PROBE_MS : Number.POSITIVE_INFINITY;
-    this.freshProbeAt = this.probeAt;
-    this.keptBack = 0;
-    this.probeAfterKeptBack = PROBE_AFTER_KEPT_BACK;
-    this.restartAfterHold(now);
+    if (until <= this.hold.endsAt) return undefined;
+    // Whatever it was in doubt of, a hold is no time to compare dips: it ends without a verdict, and may begin again.
+    if (this.doubt !== undefined) this.dropDoubt(now);
+    this.refill(now);
+    const before = this.effectiveRate();
+    this.hold.begin(now, until, isLongWait(seconds), before);
+    this.restartAfterHold(now, before);
     return until;
   }
 
@@ -587,22 +506,12 @@ export class Pace {
    * (at least the slowest pace), and doubles each second from there until refusals say where to stop (as TCP's slow start
    * after a timeout): what it sent before the hold was too much, and how much too much is not known.
    */
-  private restartAfterHold(now: number): void {
-    // Whatever it was in doubt of, a hold is no time to compare dips: it ends without a verdict, and may begin again.
-    if (this.doubt !== undefined) this.dropDoubt(now);
+  private restartAfterHold(now: number, before: number): void {
     this.series = undefined;
     const reading = this.meter.read(now, TOOK_MS);
-    this.refill(now);
-    const before = this.effectiveRate();
-    // Holds one after another (a deploy refusing everything for a while): the pace before the first of them is the one the
-    // webhook took, not what each restart had grown back to.
-    if (now - this.previousHoldEnd > HOLDS_APART_MS) {
-      this.paceBeforeHolds = before;
-      this.holdsBeganAt = now;
-    }
-    this.previousHoldEnd = this.heldUntil;
-    // What the webhook took, or a quarter of the pace it had settled on before.
-    const settled = this.paceBeforeHolds === Number.POSITIVE_INFINITY ? 0 : this.paceBeforeHolds / 4;
+    // What the webhook took, or a quarter of the pace it had settled on before the run of holds.
+    const paceBeforeHolds = this.hold.paceBefore;
+    const settled = paceBeforeHolds === Number.POSITIVE_INFINITY ? 0 : paceBeforeHolds / 4;
     this.rate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(before, Math.max(reading.accepted / reading.seconds, settled)));
     this.loweredOnlyInDoubt = false;
     this.cutFrom = Number.POSITIVE_INFINITY;
@@ -703,7 +612,7 @@ export class Pace {
     const judged = this.judgedAnswers(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR, reading);
     const share = judged.refused / judged.answers;
     // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
-    const calm = now - Math.max(this.lastCutAt, this.heldUntil) >= CALM_MS;
+    const calm = now - Math.max(this.lastCutAt, this.hold.endsAt) >= CALM_MS;
     // Cut lately, with no floor, every refusal is congestion, as TCP takes every loss. Over a floor, on a calm pace, or paced
     // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
     const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
@@ -1062,7 +971,7 @@ export class Pace {
     // This container's part of what is left is under one request: nothing more until the reset (less the second a whole
     // number of seconds may round up: the window may end sooner than it says, never later).
     if (remaining !== undefined && resetSeconds !== undefined && remaining < shares && resetSeconds > 1)
-      this.heldUntil = Math.max(this.heldUntil, now + (resetSeconds - 1) * 1000);
+      this.hold.extendTo(now + (resetSeconds - 1) * 1000);
   }
 
   /** The answers stopped carrying rate-limit headers long enough ago: what they said no longer binds. */

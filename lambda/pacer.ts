@@ -6,7 +6,8 @@
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { isLongWait, KEPT_BACK_MS, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
+import { KEPT_BACK_MS } from './endpoint-hold';
+import { isLongWait, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
 import type { WebhookResult } from './transmitter';
 
 /** How a container paces its requests. */

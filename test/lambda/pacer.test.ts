@@ -13,23 +13,14 @@ import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vites
 import {
   DECREASE_FACTOR,
   Pace,
-  FIRST_PROBE_MS,
-  FAST_PROBES_MS,
-  FRESH_PROBE_ANSWER_TIMES,
-  FRESH_PROBE_EVERY_MS,
-  FRESH_PROBE_MIN_MS,
   HOLD_ACCEPTED_SHARE,
   HOLD_AFTER_MESSAGES,
   HOLD_EVIDENCE_MESSAGES,
   HOLD_EVIDENCE_MS,
   INITIAL_IN_FLIGHT,
-  KEPT_BACK_MS,
   LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
   OTHERS_GONE_MS,
-  PROBE_AFTER_KEPT_BACK,
-  PROBE_ANSWER_WAIT_TIMES,
-  PROBE_EVERY_MS,
   QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
   UNMOVED_VERDICT_ANSWERS,
@@ -37,6 +28,17 @@ import {
   type PacedAnswer,
   type PaceSignal,
 } from '../../lambda/pace';
+import {
+  FAST_PROBES_MS,
+  FIRST_PROBE_MS,
+  FRESH_PROBE_ANSWER_TIMES,
+  FRESH_PROBE_EVERY_MS,
+  FRESH_PROBE_MIN_MS,
+  KEPT_BACK_MS,
+  PROBE_AFTER_KEPT_BACK,
+  PROBE_ANSWER_WAIT_TIMES,
+  PROBE_EVERY_MS,
+} from '../../lambda/endpoint-hold';
 import { KEY_WAIT_MS, MAX_KEYS, MESSAGE_GROUP_KEY, Pacer, type PacingSettings, paceKeyOf, paceSignalOf } from '../../lambda/pacer';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
 import { seeded } from '../../testkit/seeded-random';
