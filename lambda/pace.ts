@@ -281,9 +281,9 @@ export class Pace {
   /** The refused share that persists whatever the pace, as learned, and when. */
   private floor = 0;
   /**
-   * The refused share of the messages back from the queue, as learned while the pace was unpaced over a floor: where first
-   * receives are too few to judge on (the end of a drain, one tenant's refused messages filling the batches), what it explains
-   * is no congestion.
+   * The refused share of the messages back from the queue, as learned over a floor while the first receives were refused no more
+   * than it explains: where first receives are too few to judge on (the end of a drain, one tenant's refused messages filling
+   * the batches), what it explains is no congestion.
    */
   private returnedShare = 0;
   private returnedAnswers = 0;
@@ -557,12 +557,12 @@ export class Pace {
   }
 
   /**
-   * Learns the refused share of messages back from the queue from one more answer to one, while the pace is unpaced over a floor
-   * and the first receives, enough to judge on, are refused no more than the floor explains: the webhook is not congested, and
-   * what it refuses of those messages is their own business.
+   * Learns the refused share of messages back from the queue from one more answer to one, over a floor, while the first receives,
+   * enough to judge on, are refused no more than the floor explains: the webhook is not congested at this pace, paced or not,
+   * and what it refuses of those messages is their own business.
    */
   private learnReturnedShare(refused: boolean, now: number): void {
-    if (this.rate !== Number.POSITIVE_INFINITY || this.floor === 0 || this.doubt !== undefined) return;
+    if (this.floor === 0 || this.doubt !== undefined) return;
     const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
     const answers = firstTime.accepted + firstTime.refused;
     if (answers < MIN_ANSWERS || firstTime.refused > this.explainedShare() * answers) return;
