@@ -11,12 +11,14 @@
  * Cuts are tried the same way: cuts begun unpaced (or lowered only in doubt) that halve what is sent, or near, without the share
  * falling, end as a floor; once the share has fallen, the cuts after are tried again, deeper.
  * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
- * refused again for their own sake, and fill more of a slower pace.
+ * refused again for their own sake, and fill more of a slower pace. Where first receives are too few to judge on (a tenant's
+ * refused messages back every second ahead of the rest), the share those messages were refused at while the first receives
+ * were taken explains theirs, until {@link OTHERS_GONE_MS} after the last first receive taken.
  * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
  * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence,
  * many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the shortest `Retry-After`
  * among them; a long one is probed, by the clock, by the records it keeps back, and by the first record received for the first
- * time. A message refused again is its own business: only refusals of messages received for the first time are evidence for a
+ * time (lambda/endpoint-hold.ts keeps the hold and its probes). A message refused again is its own business: only refusals of messages received for the first time are evidence for a
  * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's; nor is a run of them a quick
  * hold while the messages received for the first time are taken.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
@@ -478,6 +480,7 @@ export class Pace {
     const mostlyBack = 2 * run.receivedBefore >= run.messages;
     if (!isLongWait(run.shortestRetryAfterSeconds) && this.firstReceivesTaken(now, mostlyBack ? FEWEST_ANSWERS : SURE_ANSWERS))
       return undefined;
+    // Nor such a run while what those messages met before explains their refusals (see returnedExplains).
     if (
       mostlyBack &&
       !isLongWait(run.shortestRetryAfterSeconds) &&
@@ -541,7 +544,7 @@ export class Pace {
    * True when the first receives of `reading` are too few to judge a share on ({@link MIN_ANSWERS}) and refused no more than the
    * floor explains, and its refusals are what the floor and the learned refused share of messages back from the queue explain,
    * in their mix. At the end of a drain, or in one tenant's refused messages back every second ahead of the rest (a queue hands
-   * out the oldest first), the batches hold few first receives: judged on all answers, those messages' refusals cut the pace and
+   * out the oldest messages first), the batches hold few first receives: judged on all answers, those messages' refusals cut the pace and
    * held it, and the others' last messages waited behind them (docs/webhook-owners.md, "Back-pressure", has the figures).
    */
   private returnedExplains(now: number, reading: MeterReading): boolean {
