@@ -6,8 +6,8 @@
  */
 
 /**
- * In a long hold one request goes through at once and then every this many
- * ms: if it is taken, the hold is over. The records kept back meanwhile go back to the queue until the next probe.
+ * In a long hold one request goes through at once and then every this many ms: if it is taken, the hold is over. The records
+ * kept back meanwhile go back to the queue until the next probe.
  */
 export const PROBE_EVERY_MS = 2_000;
 /** The first probe of a long hold goes this long after it began: time for the batches under way to go back to the queue. */
@@ -79,13 +79,12 @@ export class EndpointHold {
   }
 
   /**
-   * Begins a hold until `until`, unless the one under way lasts as long; `probed` for a long one. `pace` is the pace in force: a
+   * Begins a hold until `until` (never shortening the one under way); `probed` for a long one. `pace` is the pace in force: a
    * hold that begins a run of holds keeps it as the pace before them (a deploy refusing everything for a while: the pace before
    * the first of them is the one the webhook took, not what each restart had grown back to).
-   * @returns true when it began
    */
-  begin(now: number, until: number, probed: boolean, pace: number): boolean {
-    if (until <= this.until) return false;
+  begin(now: number, until: number, probed: boolean, pace: number): void {
+    if (until <= this.until) return;
     this.until = until;
     this.probing = false;
     // A long hold is probed soon, with a later batch's first request (the refused batch's go back to the queue meanwhile, see
@@ -99,7 +98,6 @@ export class EndpointHold {
       this.runBeganAt = now;
     }
     this.previousEnd = until;
-    return true;
   }
 
   /** Holds until `until` at least, its probes as they were (what rate-limit headers say is left of a quota: none). */
