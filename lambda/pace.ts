@@ -840,7 +840,7 @@ export class Pace {
   private conclude(doubt: Doubt, verdict: 'congestion' | 'persists', now: number): void {
     this.endDoubt(now);
     if (verdict === 'congestion') {
-      this.floor = Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered);
+      this.setFloor(Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered));
       return;
     }
     this.persists((doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered), doubt.rateBefore, now);
@@ -848,7 +848,7 @@ export class Pace {
 
   /** Refusals found to persist whatever the pace: their share is the floor, and the pace goes back to `rateBefore` (or above). */
   private persists(share: number, rateBefore: number, now: number): void {
-    this.floor = share;
+    this.setFloor(share);
     this.floorLearnedAt = now;
     this.refill(now);
     this.rate = Math.max(this.rate, rateBefore);
@@ -918,12 +918,21 @@ export class Pace {
     // None refused, or a share below the floor beyond its noise: one that dips under it now and then is the same floor, and
     // following those dips would take it down to the low tail of its own noise, and the pace back into cuts.
     const noise = SIGNIFICANT * Math.sqrt((this.floor * (1 - this.floor)) / answers);
-    if (reading.refused === 0 || share < this.floor - noise) this.floor = Math.max(0, this.floor + (share - this.floor) * FLOOR_DECAY);
-    if (this.floor < 0.001) {
-      this.floor = 0;
-      this.returnedShare = 0;
-      this.returnedAnswers = 0;
+    if (reading.refused === 0 || share < this.floor - noise) {
+      const floor = this.floor + (share - this.floor) * FLOOR_DECAY;
+      this.setFloor(floor < 0.001 ? 0 : floor);
     }
+  }
+
+  /**
+   * The one place the floor is set. With none left, the refused share of messages back from the queue goes too: it was learned
+   * over a floor, and explains refusals only over one.
+   */
+  private setFloor(share: number): void {
+    this.floor = share;
+    if (share > 0) return;
+    this.returnedShare = 0;
+    this.returnedAnswers = 0;
   }
 
   /** One more in flight per answer in the slow start, one more per round trip's worth of answers after it. */

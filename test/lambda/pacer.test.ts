@@ -327,11 +327,11 @@ describe('doubts and floors at a slow pace (a webhook answering in 200 ms: a few
 const PACE_START = 1_000_000;
 
 /** A fresh adaptive pace driven by hand, and `reply`: a request started at `startedAt` and answered at `at`. */
-function drivenPace(): { pace: Pace; reply: (refused: boolean, startedAt: number, at: number) => void } {
+function drivenPace(): { pace: Pace; reply: (refused: boolean, startedAt: number, at: number, receivedBefore?: boolean) => void } {
   const pace = new Pace({ adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 }, PACE_START);
-  const reply = (refused: boolean, startedAt: number, at: number): void => {
+  const reply = (refused: boolean, startedAt: number, at: number, receivedBefore = false): void => {
     pace.take(startedAt);
-    pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt }, at);
+    pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt, receivedBefore }, at);
   };
   return { pace, reply };
 }
@@ -469,6 +469,38 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
   test('messages back from the queue, no first receive among them, refused far more than they were: cut', async () => {
     // A token bucket at the end of a drain: the messages back from the queue were refused like the others, now most are.
     expect(await drainEnd(pacerOf(), 0.2, 0.8, OTHERS_GONE_MS)).toBeLessThan(OTHERS_GONE_MS);
+  });
+
+  test('a floor gone with a verdict of congestion takes the refused share of messages back from the queue with it', () => {
+    const { pace, reply } = drivenPace();
+    /** Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number. */
+    const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
+    // A floor: 30 % refused, in the dips as before them.
+    const since = inDoubt(reply);
+    replyInPairs(
+      reply,
+      since,
+      Array.from({ length: 40 }, (_, n): [boolean, boolean] => [n % 10 >= 7, n % 10 >= 7]),
+    );
+    expect(pace.refusalFloor).toBeGreaterThan(0.1);
+    // Over it, the first receives refused no more than it explains and the messages back from the queue nine in ten.
+    let at = since + 6_000;
+    for (let n = 0; n < 400; n += 1, at += 5) reply(n % 4 === 3 ? n % 40 !== 3 : n % 10 >= 7, at, at + 2, n % 4 === 3);
+    // Long after, the floor stale, 45 % of the first receives refused: a doubt, whose dips refuse none. Congestion: no floor.
+    at += 40_000;
+    for (let n = 0; n < 100; n += 1, at += 5) reply(refusedAt(n, 0.45), at, at + 2);
+    const congested = Math.ceil(at / 1_000) * 1_000;
+    replyInPairs(
+      reply,
+      congested,
+      Array.from({ length: 16 }, (): [boolean, boolean] => [true, false]),
+    );
+    expect(pace.refusalFloor).toBe(0);
+    // Then only messages back from the queue, nine in ten refused: nothing explains them now, they cut the pace.
+    const rate = pace.snapshot().requestsPerSecond ?? Number.POSITIVE_INFINITY;
+    at = congested + 6_500;
+    for (let n = 0; n < 200; n += 1, at += 10) reply(n % 10 !== 0, at, at + 2, true);
+    expect(pace.snapshot().requestsPerSecond).toBeLessThan(rate);
   });
 
   test('cuts begun unpaced that do not lower the refused share end as a floor: unpaced again, not cut down and down', async () => {
