@@ -1,9 +1,9 @@
 /**
  * The pacing sweep: the pacer (lambda/pace.ts) in the deterministic simulation of test/support/pacing-simulation.ts, against
- * token buckets and webhooks that refuse some messages for their own sake, at several latencies, each on several seeds. A minute
- * or two of CPU for what the bench measures in half an hour through `npm start`, and the same every time: a change to the pace
- * is tried here against all these neighbours first, then confirmed by `npm run bench`. Nothing here is a goal (the tests hold
- * the goals): it prints figures to compare.
+ * token buckets, webhooks that refuse some messages for their own sake, and webhooks that refuse everything for a while, at
+ * several latencies, each on several seeds. A minute or two of CPU for what the bench measures in half an hour through
+ * `npm start`, and the same every time: a change to the pace is tried here against all these neighbours first, then confirmed
+ * by `npm run bench`. Nothing here is a goal (the tests hold the goals): it prints figures to compare.
  *
  *   npx tsx bench/pacing-sweep.ts [--seeds=N] [--only=<part of a case's name>,…]
  *
@@ -16,6 +16,7 @@ import {
   overQuota,
   refusingAtRandom,
   restDrains,
+  SIMULATION_START,
   type SimOptions,
   type SimWebhook,
   simulate,
@@ -75,6 +76,56 @@ function perMessage(
   };
 }
 
+/**
+ * A webhook refusing everything for an hour (`429` + `Retry-After: 3600`, a maintenance window) with 4,000 messages queued: how
+ * often it is asked, requests a second in all over the first minute after its first 10 s (a hold's evidence and first probes).
+ */
+function refusingEverything(latencyMs: number): SweepCase {
+  return {
+    name: `everything refused for an hour, 4000 queued, at ${latencyMs} ms`,
+    run: async (seed) => {
+      const result = await simulate({
+        messages: messagesOf(4_000),
+        webhook: () => ({ status: 429, retryAfterSeconds: 3600 }),
+        maxMs: 70_000,
+        latencyMs,
+        seed,
+      });
+      const after = result.requestsBySecond.slice(10, 70);
+      const requests = after.reduce((sum, count) => sum + (count ?? 0), 0);
+      return { 'requests/s after 10 s': { value: requests / 60, higherIsBetter: false } };
+    },
+  };
+}
+
+/**
+ * An outage answering `429` + `Retry-After: 1` to everything for 40 s, 500 messages queued (the recovery goal's neighbour: no
+ * breaker): requests a second during it, and how long after its end the backlog is drained.
+ */
+function outage(latencyMs: number): SweepCase {
+  return {
+    name: `40 s of 429 + Retry-After: 1 to everything, 500 queued, at ${latencyMs} ms`,
+    run: async (seed) => {
+      let during = 0;
+      const result = await simulate({
+        messages: messagesOf(500),
+        webhook: (_message, now) => {
+          if (now - SIMULATION_START >= 40_000) return { status: 200 };
+          during += 1;
+          return { status: 429, retryAfterSeconds: 1 };
+        },
+        maxMs: 600_000,
+        latencyMs,
+        seed,
+      });
+      return {
+        'requests/s during it': { value: during / 40, higherIsBetter: false },
+        's drained after its end': { value: result.doneMs / 1000 - 40, higherIsBetter: false },
+      };
+    },
+  };
+}
+
 const CASES: readonly SweepCase[] = [
   // At 1,000/s, 50 ms answers would let five containers of ten in flight send no more than that.
   ...[20, 50, 100, 200].flatMap((rate) => [5, 50, 200].map((latencyMs) => capacity(rate, latencyMs))),
@@ -106,6 +157,9 @@ const CASES: readonly SweepCase[] = [
       ),
     ),
   ),
+  // The hold's own neighbours: a webhook refusing everything is asked little, and drained soon once it takes requests again.
+  ...[5, 50].map(refusingEverything),
+  ...[5, 100].map(outage),
 ];
 
 async function main(): Promise<void> {
