@@ -252,6 +252,30 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     },
   );
 
+  test('that backlog, 3500 long, at a webhook answering in 200 ms, the lowest-numbered first, PACE_KEY on the tenant: the others at ≥ 0.85 × the speed of PACING=false', async () => {
+    // Unkeyed, it fills the head of the queue for longer than the holds last, and is asked at the pace a webhook refusing
+    // everything is: the others waited 17 to 19 minutes. Keyed, its refusals are its own pace's.
+    for (const seed of SEEDS.slice(0, 2)) {
+      const times: number[] = [];
+      for (const adaptive of [true, false]) {
+        const messages = messagesOf(4_000, (i) => (i < 3_500 ? 'refused' : 't'));
+        const result = await simulate({
+          messages,
+          webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
+          maxMs: 300_000,
+          latencyMs: 200,
+          keyOf: (m) => m.tenant,
+          pacing: { adaptive },
+          done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
+          seed,
+        });
+        times.push(result.doneMs);
+      }
+      const [paced, unpaced] = times as [number, number];
+      expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(0.85);
+    }
+  });
+
   test.each([10, 30])(
     "a tenant's backlog refused again and again (Retry-After: %d s): the others' messages, arriving for 5 minutes, delivered at once",
     async (retryAfter) => {
