@@ -15,8 +15,8 @@ import {
   messagesOf,
   overQuota,
   refusingAtRandom,
+  outageOf,
   restDrains,
-  SIMULATION_START,
   type SimOptions,
   type SimWebhook,
   simulate,
@@ -106,20 +106,10 @@ function outage(latencyMs: number): SweepCase {
   return {
     name: `40 s of 429 + Retry-After: 1 to everything, 500 queued, at ${latencyMs} ms`,
     run: async (seed) => {
-      let during = 0;
-      const result = await simulate({
-        messages: messagesOf(500),
-        webhook: (_message, now) => {
-          if (now - SIMULATION_START >= 40_000) return { status: 200 };
-          during += 1;
-          return { status: 429, retryAfterSeconds: 1 };
-        },
-        maxMs: 600_000,
-        latencyMs,
-        seed,
-      });
+      const outage = outageOf(40_000);
+      const result = await simulate({ messages: messagesOf(500), webhook: outage.webhook, maxMs: 600_000, latencyMs, seed });
       return {
-        'requests/s during it': { value: during / 40, higherIsBetter: false },
+        'requests/s during it': { value: outage.refused() / 40, higherIsBetter: false },
         's drained after its end': { value: result.doneMs / 1000 - 40, higherIsBetter: false },
       };
     },

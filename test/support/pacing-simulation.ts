@@ -484,6 +484,20 @@ export const overQuota = (every: number): readonly [(index: number) => string, (
 ];
 
 /**
+ * An outage that answers `429` + `Retry-After: 1` to everything for the first `ms` of the run (no breaker: the holds' business),
+ * then takes every request; and how many requests it refused.
+ */
+export function outageOf(ms: number): { readonly webhook: SimWebhook; readonly refused: () => number } {
+  let refused = 0;
+  const webhook: SimWebhook = (_message, now) => {
+    if (now - SIMULATION_START >= ms) return { status: 200 };
+    refused += 1;
+    return { status: 429, retryAfterSeconds: 1 };
+  };
+  return { webhook, refused: () => refused };
+}
+
+/**
  * A token bucket of `rate`/s (a tenth of a second's burst) answering `429` + `Retry-After: 1` without a token, and refusing
  * `randomShare` of requests at random besides (drawn from `seeded(seed)`; no draw when there is no share).
  */
