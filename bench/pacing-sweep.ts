@@ -13,9 +13,9 @@
 import {
   bucketWebhook,
   messagesOf,
+  outageOf,
   overQuota,
   refusingAtRandom,
-  outageOf,
   restDrains,
   type SimOptions,
   type SimWebhook,
