@@ -336,6 +336,9 @@ function drivenPace(): { pace: Pace; reply: (refused: boolean, startedAt: number
   return { pace, reply };
 }
 
+/** Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number. */
+const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
+
 /** Puts a calm, unpaced {@link drivenPace} in doubt (30 % refused over 20 answers); returns when the doubt begins (the next whole second). */
 function inDoubt(reply: (refused: boolean, startedAt: number, at: number) => void): number {
   for (let i = 0; i < 20; i += 1) reply(i % 10 >= 7, PACE_START + 100 + 20 * i, PACE_START + 101 + 20 * i);
@@ -473,8 +476,6 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
 
   test('a floor gone with a verdict of congestion takes the refused share of messages back from the queue with it', () => {
     const { pace, reply } = drivenPace();
-    /** Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number. */
-    const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
     // A floor: 30 % refused, in the dips as before them.
     const since = inDoubt(reply);
     replyInPairs(
@@ -515,8 +516,6 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
 
   test("cuts begun unpaced whose share falls as a token bucket's would, within the noise of few answers, are congestion: no floor", () => {
     const { pace, reply } = drivenPace();
-    // Refused evenly at `share`: the nth answer is refused when it takes the count of refusals to the next whole number.
-    const refusedAt = (n: number, share: number): boolean => Math.floor((n + 1) * share) > Math.floor(n * share);
     // 40 requests/s, 60 % refused (a token bucket of 16/s): cut within the second. Then 20/s, where that bucket refuses 20 %:
     // 35 % is not significantly below 60 % over so few answers, but it is no more than the bucket explains, so the cuts go on.
     let n = 0;

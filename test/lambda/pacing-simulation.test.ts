@@ -15,6 +15,7 @@ import {
   restDrains,
   SIMULATION_START,
   tenantRefused,
+  type SimMessage,
   type SimResult,
   type SimWebhook,
   simulate,
@@ -202,6 +203,39 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     },
   );
 
+  /**
+   * That tenant's backlog of `backlog` at the head of 4,000, refused for an hour: on two seeds, the others' drain with PACING=false
+   * ÷ their drain with pacing (`keyOf`: per-key pacing) is at least `ratio`.
+   */
+  async function expectOthersAt(
+    backlog: number,
+    latencyMs: number,
+    order: 'lowest-numbered' | 'oldest-visible',
+    ratio: number,
+    keyOf?: (message: SimMessage) => string,
+  ): Promise<void> {
+    for (const seed of SEEDS.slice(0, 2)) {
+      const times: number[] = [];
+      for (const adaptive of [true, false]) {
+        const messages = messagesOf(4_000, (i) => (i < backlog ? 'refused' : 't'));
+        const result = await simulate({
+          messages,
+          webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
+          maxMs: 300_000,
+          latencyMs,
+          order,
+          keyOf,
+          pacing: { adaptive },
+          done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
+          seed,
+        });
+        times.push(result.doneMs);
+      }
+      const [paced, unpaced] = times as [number, number];
+      expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(ratio);
+    }
+  }
+
   // The backlog at the head, refused for an hour: half of the queue or most of it holds the endpoint on the way, and the hold's
   // probes find where the other tenants' messages begin. In both orders a queue may hand them out: the lowest-numbered visible
   // first (records kept back come back before the rest: the worst case), and the longest visible first, as fauxqs does.
@@ -220,51 +254,13 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     [3_500, 5, 'lowest-numbered', 0.9],
   ] as const)(
     'that backlog, %d long, at a webhook answering in %d ms, the queue handing out the %s first: the others at ≥ %d × the speed of PACING=false',
-    async (backlog, latencyMs, order, ratio) => {
-      for (const seed of SEEDS.slice(0, 2)) {
-        const times: number[] = [];
-        for (const adaptive of [true, false]) {
-          const messages = messagesOf(4_000, (i) => (i < backlog ? 'refused' : 't'));
-          const result = await simulate({
-            messages,
-            webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
-            maxMs: 300_000,
-            latencyMs,
-            order,
-            pacing: { adaptive },
-            done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
-            seed,
-          });
-          times.push(result.doneMs);
-        }
-        const [paced, unpaced] = times as [number, number];
-        expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(ratio);
-      }
-    },
+    (backlog, latencyMs, order, ratio) => expectOthersAt(backlog, latencyMs, order, ratio),
   );
 
   test('that backlog, 3500 long, at a webhook answering in 200 ms, the lowest-numbered first, PACE_KEY on the tenant: the others at ≥ 0.85 × the speed of PACING=false', async () => {
     // Unkeyed, it fills the head of the queue for longer than the holds last, and is asked at the pace a webhook refusing
     // everything is: the others waited 17 to 19 minutes. Keyed, its refusals are its own pace's.
-    for (const seed of SEEDS.slice(0, 2)) {
-      const times: number[] = [];
-      for (const adaptive of [true, false]) {
-        const messages = messagesOf(4_000, (i) => (i < 3_500 ? 'refused' : 't'));
-        const result = await simulate({
-          messages,
-          webhook: (m) => (m.tenant === 'refused' ? { status: 429, retryAfterSeconds: 3600 } : { status: 200 }),
-          maxMs: 300_000,
-          latencyMs: 200,
-          keyOf: (m) => m.tenant,
-          pacing: { adaptive },
-          done: (all) => all.every((m) => m.tenant === 'refused' || m.deliveredAt !== undefined),
-          seed,
-        });
-        times.push(result.doneMs);
-      }
-      const [paced, unpaced] = times as [number, number];
-      expect(unpaced / paced, `seed ${seed}: ${paced} ms paced, ${unpaced} ms with PACING=false`).toBeGreaterThanOrEqual(0.85);
-    }
+    await expectOthersAt(3_500, 200, 'lowest-numbered', 0.85, (m) => m.tenant);
   });
 
   test.each([10, 30])(
