@@ -18,9 +18,9 @@
  * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence,
  * many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the shortest `Retry-After`
  * among them; a long one is probed, by the clock, by the records it keeps back, and by the first record received for the first
- * time (lambda/endpoint-hold.ts keeps the hold and its probes). A message refused again is its own business: only refusals of messages received for the first time are evidence for a
- * long hold, so a tenant's backlog coming back every `Retry-After` does not hold everyone else's; nor is a run of them a quick
- * hold while the messages received for the first time are taken.
+ * time (lambda/endpoint-hold.ts keeps the hold and its probes). A message refused again is its own business: only refusals of
+ * messages received for the first time are evidence for a long hold, so a tenant's backlog coming back every `Retry-After`
+ * does not hold everyone else's; nor is a run of them a quick hold while the messages received for the first time are taken.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
@@ -544,8 +544,9 @@ export class Pace {
    * True when the first receives of `reading` are too few to judge a share on ({@link MIN_ANSWERS}) and refused no more than the
    * floor explains, and its refusals are what the floor and the learned refused share of messages back from the queue explain,
    * in their mix. At the end of a drain, or in one tenant's refused messages back every second ahead of the rest (a queue hands
-   * out the oldest messages first), the batches hold few first receives: judged on all answers, those messages' refusals cut the pace and
-   * held it, and the others' last messages waited behind them (docs/webhook-owners.md, "Back-pressure", has the figures).
+   * out the oldest messages first), the batches hold few first receives: judged on all answers, those messages' refusals cut
+   * the pace and held it, and the others' last messages waited behind them (docs/webhook-owners.md, "Back-pressure", has the
+   * figures).
    */
   private returnedExplains(now: number, reading: MeterReading): boolean {
     if (this.returnedShare <= this.floor || now - this.firstTakenAt > OTHERS_GONE_MS) return false;
