@@ -57,6 +57,32 @@ function capacity(rate: number, latencyMs: number, randomShare = 0): SweepCase {
 }
 
 /**
+ * The operator's ceiling (`MAX_REQUESTS_PER_SECOND`) at `share` of a token bucket of `rate`/s, split between the five containers,
+ * with pacing or without: the share of requests refused (%) and the drain against N/R. Given the same rate, the containers send
+ * in step unless their refusals move them apart.
+ */
+function ceiling(rate: number, share: number, latencyMs: number, adaptive: boolean): SweepCase {
+  const count = 15 * rate;
+  return {
+    name: `ceiling at ${100 * share} % of a bucket of ${rate}/s at ${latencyMs} ms${adaptive ? '' : ', PACING=false'}`,
+    run: async (seed) => {
+      const result = await simulate({
+        messages: messagesOf(count),
+        webhook: bucketWebhook(rate, 0, seed),
+        maxMs: 600_000,
+        latencyMs,
+        seed,
+        pacing: { adaptive, maxRequestsPerSecond: (share * rate) / 5 },
+      });
+      return {
+        'refused %': { value: (100 * result.refused) / result.requests, higherIsBetter: false },
+        'drain × N/R': { value: result.doneMs / 1000 / (count / rate), higherIsBetter: false },
+      };
+    },
+  };
+}
+
+/**
  * Refusals for the messages' own sake: how fast the messages never refused drain, against `PACING=false` (its drain ÷ theirs),
  * 4,000 messages to a fresh `webhookOf(seed)` each side.
  */
@@ -147,6 +173,8 @@ const CASES: readonly SweepCase[] = [
       ),
     ),
   ),
+  // The operator's ceiling at a small bucket, with and without pacing.
+  ...[10, 20].flatMap((rate) => [5, 200].flatMap((latencyMs) => [true, false].map((adaptive) => ceiling(rate, 0.9, latencyMs, adaptive)))),
   // The hold's own neighbours: a webhook refusing everything is asked little, and drained soon once it takes requests again.
   ...[5, 50].map(refusingEverything),
   ...[5, 100].map(outage),

@@ -301,9 +301,14 @@ export class Pace {
   /** The rate is finite only because a doubt lowered it (no cut, no hold since it was unpaced): cuts are tried as if unpaced. */
   private loweredOnlyInDoubt = false;
 
+  /**
+   * @param random draws in [0, 1) for the phase a refusal moves the pace by ({@link shiftPhase}): `Math.random`, or a
+   * simulation's seeded ones
+   */
   constructor(
     private readonly limits: PaceLimits,
     now: number,
+    private readonly random: () => number = Math.random,
   ) {
     // Adaptive, it starts with a few in flight and doubles them each round trip until a cut (TCP's slow start): a fresh
     // container does not send MAX_CONCURRENCY requests at once into a webhook whose capacity it does not know yet.
@@ -323,6 +328,23 @@ export class Pace {
     // A ceiling (the owner's or the webhook's) is kept to the request; the adaptive pace lets a batch's gap be made up.
     const burst = rate < this.rate ? CEILING_BURST_SECONDS : BURST_SECONDS;
     return Math.max(1, rate * burst);
+  }
+
+  /** True when the rate in force is one given from outside, the same in every container: the owner's ceiling, or a quota. */
+  private givenRateBinds(): boolean {
+    const given = Math.min(this.quotaRate, this.limits.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
+    return given !== Number.POSITIVE_INFINITY && given <= Math.min(this.rate, this.dipRate);
+  }
+
+  /**
+   * Moves the next request by a random part of the interval between two. Containers paced to the same given rate that start
+   * together send in step, forever: their requests arrive together, and a token bucket shallower than their number refuses
+   * the rest each time (five containers sharing 18 of a bucket's 20 requests/s, 2 deep: three in five refused). Moved at
+   * each refusal, they fall out of step within seconds (docs/webhook-owners.md, "A ceiling").
+   */
+  private shiftPhase(now: number): void {
+    this.refill(now);
+    this.tokens -= this.random();
   }
 
   private refill(now: number): void {
@@ -410,6 +432,7 @@ export class Pace {
   answered(answer: PacedAnswer, now: number): number | undefined {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
+    if (answer.signal === 'slow-down' && this.givenRateBinds()) this.shiftPhase(now);
     if (!this.limits.adaptive) return undefined;
     // A probe taken ends the hold, and the pace is what it was before it (the refusals were the refused messages' own business,
     // or are over).

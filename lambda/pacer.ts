@@ -22,19 +22,22 @@ export interface PacingSettings {
   readonly sharedBy?: number;
 }
 
-/** The clock and timers a pacer runs on: the process's, or a simulation's. */
+/** The clock, timers and random draws a pacer runs on: the process's, or a simulation's. */
 export interface PaceClock {
   now(): number;
   setTimeout(run: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /** A number in [0, 1). */
+  random(): number;
 }
 
-/** The process's clock and timers. */
+/** The process's clock, timers and random draws. */
 export const SYSTEM_CLOCK: PaceClock = {
   // Looked up at each call, so that a test's fake timers are the ones used.
   now: () => Date.now(),
   setTimeout: (run, ms) => setTimeout(run, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  random: () => Math.random(),
 };
 
 /** Keys paced at once, at most: the least recently used is forgotten beyond this (a few hundred bytes each). */
@@ -90,7 +93,7 @@ export class Pacer {
       maxRequestsPerSecond: settings.maxRequestsPerSecond,
       sharedBy: settings.sharedBy ?? 1,
     };
-    this.endpoint = new Pace(this.limits, clock.now());
+    this.endpoint = new Pace(this.limits, clock.now(), () => clock.random());
   }
 
   /** `key`'s pace, made when new and marked as the most recently used. */
@@ -99,7 +102,7 @@ export class Pacer {
     if (pace === undefined) {
       // A key's own ceiling would be the endpoint's again: a key is paced only by what its answers say.
       // Nor a slow start: the endpoint's keeps the webhook from a fresh container's flood; a key's would only hold a tenant back.
-      pace = new Pace({ ...this.limits, maxRequestsPerSecond: undefined, slowStart: false }, now);
+      pace = new Pace({ ...this.limits, maxRequestsPerSecond: undefined, slowStart: false }, now, () => this.clock.random());
       if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
     } else this.keys.delete(key);
     this.keys.set(key, pace);

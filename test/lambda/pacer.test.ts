@@ -39,7 +39,16 @@ import {
   PROBE_ANSWER_WAIT_TIMES,
   PROBE_EVERY_MS,
 } from '../../lambda/endpoint-hold';
-import { KEY_WAIT_MS, MAX_KEYS, MESSAGE_GROUP_KEY, Pacer, type PacingSettings, paceKeyOf, paceSignalOf } from '../../lambda/pacer';
+import {
+  KEY_WAIT_MS,
+  MAX_KEYS,
+  MESSAGE_GROUP_KEY,
+  Pacer,
+  type PacingSettings,
+  paceKeyOf,
+  paceSignalOf,
+  SYSTEM_CLOCK,
+} from '../../lambda/pacer';
 import type { TransportErrorKind, WebhookResult } from '../../lambda/transmitter';
 import { seeded } from '../../testkit/seeded-random';
 
@@ -618,14 +627,14 @@ describe('PACING=false: only the ceilings', () => {
     expect(pacer.takeRefusedCount()).toBe(0);
   });
 
-  test('the ceiling still applies', async () => {
+  test('the ceiling still applies (a refusal moves the next request by up to one interval more)', async () => {
     const pacer = pacerOf({ adaptive: false, maxRequestsPerSecond: 2 });
     expect(pacer.acquire(Infinity)).toBe(true);
     pacer.release(answer('slow-down', { retryAfterSeconds: 30 }));
     const next = acquireWatched(pacer, Infinity);
     await vi.advanceTimersByTimeAsync(499);
     expect(next.started()).toBeUndefined();
-    await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(501);
     expect(next.started()).toBe(true);
   });
 });
@@ -1287,6 +1296,29 @@ describe('the ceiling: a token bucket', () => {
         expect(mostIn(starts, 100)).toBeLessThanOrEqual(Math.ceil(ceiling / 10 + burst));
         expect(starts.length).toBeGreaterThanOrEqual(0.95 * ceiling * 30);
       }
+    },
+  );
+});
+
+describe('a refusal at a given rate moves the next request by a random part of the interval', () => {
+  /** Ms from a refusal (or acceptance) at a ceiling of 10/s until the next request may start, drawing `draw`. */
+  async function nextStartAfter(signal: PaceSignal, adaptive: boolean, draw: number): Promise<number> {
+    const pacer = new Pacer(settings({ adaptive, maxRequestsPerSecond: 10 }), { ...SYSTEM_CLOCK, random: () => draw });
+    expect(pacer.acquire(Number.POSITIVE_INFINITY)).toBe(true);
+    pacer.release(answer(signal, { retryAfterSeconds: signal === 'slow-down' ? 1 : undefined }));
+    const from = Date.now();
+    const next = acquireWatched(pacer, Number.POSITIVE_INFINITY);
+    while (next.started() === undefined) await vi.advanceTimersByTimeAsync(1);
+    return Date.now() - from;
+  }
+
+  // Containers given the same rate and started together send in step: only moves at random take them out of it.
+  test.each([true, false])(
+    'PACING=%s: refused, the next request starts a drawn share of 100 ms later; taken, on time',
+    async (adaptive) => {
+      expect(await nextStartAfter('accepted', adaptive, 0.5)).toBe(100);
+      expect(await nextStartAfter('slow-down', adaptive, 0.5)).toBe(150);
+      expect(await nextStartAfter('slow-down', adaptive, 0.25)).toBe(125);
     },
   );
 });

@@ -30,7 +30,11 @@ export class SimulatedClock implements PaceClock {
   private seq = 0;
   private readonly heap: Timer[] = [];
 
-  constructor(start = SIMULATION_START) {
+  /** @param random the pacers' draws (a seeded stream: the same run every time) */
+  constructor(
+    start = SIMULATION_START,
+    readonly random: () => number = seeded(1),
+  ) {
     this.time = start;
   }
 
@@ -185,8 +189,9 @@ export interface SimResult {
 /** Backoff of a refusal without `Retry-After`: the relay's default exponential policy, without jitter. */
 const backoffSeconds = (receiveCount: number): number => Math.min(300, 2 * 2 ** (receiveCount - 1));
 
-/** Mixed into the seed of the simulation's own draws (latencies, receive times). */
+/** Mixed into the seed of the simulation's own draws (latencies, receive times), and of the pacers' (their phase moves). */
 const SIMULATION_STREAM = 0x5bd1e995;
+const PACER_STREAM = 0x27d4eb2f;
 
 /**
  * Undelivered messages by when they became visible, then by number: the oldest visible first, as fauxqs hands them out (a record
@@ -256,7 +261,7 @@ class OldestVisibleFirst {
 
 /** Runs `options` to its end and returns what it measured. */
 export async function simulate(options: SimOptions): Promise<SimResult> {
-  const clock = new SimulatedClock();
+  const clock = new SimulatedClock(SIMULATION_START, seeded((options.seed ?? 1) ^ PACER_STREAM));
   // A stream of its own: the model webhooks draw from seeded(seed), and sharing it tied a request's refusal to the latency of
   // another, and so to when the next requests started.
   const random = seeded((options.seed ?? 1) ^ SIMULATION_STREAM);
