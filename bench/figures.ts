@@ -226,6 +226,8 @@ export function backPressureFigures(results: BackPressureResults) {
       };
     });
     const [paced, unpaced] = sides;
+    // A token bucket measured also with the operator's ceiling (a small one): that side's figures.
+    const ceiling = sides.find((side) => side.env.MAX_REQUESTS_PER_SECOND !== undefined);
     const restGoal = kind === 'per-message' || kind === 'per-key';
     const speed = restGoal ? speedOf(section) : Number.NaN;
     return {
@@ -240,6 +242,7 @@ export function backPressureFigures(results: BackPressureResults) {
       sides,
       paced,
       unpaced,
+      ceiling,
       pacedVsUnpaced: paced && unpaced && paced.medianDrain / unpaced.medianDrain,
       drainGoal: ((announced ? ANNOUNCED_DRAIN_GOAL_FACTOR : DRAIN_GOAL_FACTOR) * section.messages) / rate,
       drainGoalFactor: announced ? ANNOUNCED_DRAIN_GOAL_FACTOR : DRAIN_GOAL_FACTOR,

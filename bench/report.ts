@@ -27,6 +27,7 @@ import {
   us,
 } from './format';
 import type { BenchResults } from './results';
+import { SMALL_WEBHOOK_CEILING_SHARE } from './scenarios/back-pressure';
 
 /** The summary's throughput and CPU rows: the relay against each baseline, at each concurrency. */
 function throughputRows(f: ReportFigures): string[] {
@@ -76,10 +77,14 @@ function backPressureRows({ pressure, capacity: capacities, perMessage, rateLimi
     );
   }
   for (const s of capacities) {
-    const { paced, unpaced } = s;
+    const { paced, unpaced, ceiling } = s;
     rows.push(
       `| capacity: ${int(s.messages)} messages to a token bucket of ${s.requestsPerSecond}/s, drain time | ${paced ? `${medians(paced)}${paced.several ? ' (medians)' : ''}` : ''} | ${unpaced ? `${unpaced.side} ${f3(unpaced.medianDrain)} s, ${share(unpaced.medianRefused)} refused` : ''} | ${unpaced ? ratio(s.pacedVsUnpaced) : ''} | ≤ ${f3(s.drainGoal)} s, all delivered, none dead-lettered, ≤ ${s.refusedGoal} % refused${paced?.several ? ', every run' : ''} | ${paced ? `${met(paced.met)}${paced.several ? ` (${paced.metRuns} of ${paced.runs.length} runs)` : ''}` : ''} |`,
     );
+    if (ceiling)
+      rows.push(
+        `| capacity: ${int(s.messages)} messages to a token bucket of ${s.requestsPerSecond}/s with the operator's \`${ceiling.side}\`, drain time | ${medians(ceiling)}${ceiling.several ? ' (medians)' : ''} |  |  | ≤ ${f3(s.drainGoal)} s, all delivered, none dead-lettered, ≤ ${s.refusedGoal} % refused${ceiling.several ? ', every run' : ''} | ${met(ceiling.met)}${ceiling.several ? ` (${ceiling.metRuns} of ${ceiling.runs.length} runs)` : ''} |`,
+      );
   }
   for (const s of perMessage) {
     const { paced, unpaced } = s;
@@ -150,11 +155,18 @@ ${each(f.capacityRows, (row) => `| ${row.latency} ms |${each(row.cells, (cell) =
 To go faster: raise \`maxConcurrency\` (more invocations; the webhook must take the load), raise \`batchSize\` with \`MAX_CONCURRENCY\` (more requests in flight per invocation; batches above 10 need a batching window), and give the function more memory when the table says CPU. With the default \`batchSize\` of 10, every invocation also pays Lambda's per-invocation overhead (polling, invoking, the batch's summary log and metrics) for only 10 records.`;
 }
 
+/** The relay's sides at a token bucket, in words: the defaults, `PACING=false`, and the operator's ceiling when measured. */
+function tokenBucketSides(s: BackPressureFigures): string {
+  return s.ceiling === undefined
+    ? 'the relay with its defaults, and with `PACING=false`'
+    : `the relay with its defaults, with \`PACING=false\`, and with \`${s.ceiling.side}\` (${100 * SMALL_WEBHOOK_CEILING_SHARE} % of the rate: the ceiling [webhook owners](docs/webhook-owners.md#back-pressure) are told to ask for at a webhook this small)`;
+}
+
 /** What a back-pressure scenario measured against and its goal, one paragraph. */
 function backPressureIntro(s: BackPressureFigures): string {
   switch (s.kind) {
     case 'token-bucket':
-      return `${int(s.messages)} messages to a webhook that takes ${s.requestsPerSecond} requests/s (a token bucket of ${s.burst}, a tenth of a second's worth) and answers \`429\` + \`Retry-After: 1\` above that; the relay with its defaults, and with \`PACING=false\`. Goal for every run: every message delivered, none dead-lettered, the drain within ${s.drainGoalFactor} × N ÷ R = ${f3(s.drainGoal)} s, at most ${s.refusedGoal} % of the requests refused.`;
+      return `${int(s.messages)} messages to a webhook that takes ${s.requestsPerSecond} requests/s (a token bucket of ${s.burst}, a tenth of a second's worth) and answers \`429\` + \`Retry-After: 1\` above that; ${tokenBucketSides(s)}. Goal for every run: every message delivered, none dead-lettered, the drain within ${s.drainGoalFactor} × N ÷ R = ${f3(s.drainGoal)} s, at most ${s.refusedGoal} % of the requests refused.`;
     case 'rate-limit-headers':
       return `${int(s.messages)} messages to a webhook that takes ${s.requestsPerSecond} requests in each second of the clock and says so on every answer (\`RateLimit-Policy: "default";q=${s.requestsPerSecond};w=1\`, \`RateLimit: "default";r=<left>;t=<seconds to the window's end>\`), \`429\` with a \`Retry-After\` to the window's end past it. Goal for every run: every message delivered, none dead-lettered, the drain within ${s.drainGoalFactor} × N ÷ R = ${f3(s.drainGoal)} s, at most ${s.refusedGoal} % of the requests refused.`;
     case 'per-message':
