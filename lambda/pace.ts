@@ -300,6 +300,8 @@ export class Pace {
   private recentNext = 0;
   /** The rate is finite only because a doubt lowered it (no cut, no hold since it was unpaced): cuts are tried as if unpaced. */
   private loweredOnlyInDoubt = false;
+  /** When a refusal last moved the next request ({@link shiftPhase}). */
+  private phaseShiftedAt = Number.NEGATIVE_INFINITY;
 
   /**
    * @param random draws in [0, 1) for the phase a refusal moves the pace by ({@link shiftPhase}): `Math.random`, or a
@@ -340,10 +342,13 @@ export class Pace {
    * Moves the next request by a random part of the interval between two. Containers paced to the same given rate that start
    * together send in step, forever: their requests arrive together, and a token bucket shallower than their number refuses
    * the rest each time (five containers sharing 18 of a bucket's 20 requests/s, 2 deep: three in five refused). Moved at
-   * each refusal, they fall out of step within seconds (docs/webhook-owners.md, "A ceiling").
+   * each refusal, they fall out of step within seconds (docs/webhook-owners.md, "A ceiling"). At most once an interval: the
+   * refusals of requests sent together (a slow webhook's, many in flight) are one collision, not many.
    */
   private shiftPhase(now: number): void {
     this.refill(now);
+    if (now - this.phaseShiftedAt < 1000 / this.effectiveRate()) return;
+    this.phaseShiftedAt = now;
     this.tokens -= this.random();
   }
 

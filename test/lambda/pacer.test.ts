@@ -1321,6 +1321,19 @@ describe('a refusal at a given rate moves the next request by a random part of t
       expect(await nextStartAfter('slow-down', adaptive, 0.25)).toBe(125);
     },
   );
+
+  test('requests refused together move it once: a slow webhook answers many in flight at the same moment', async () => {
+    const pacer = new Pacer(settings({ adaptive: false, maxRequestsPerSecond: 10 }), { ...SYSTEM_CLOCK, random: () => 0.5 });
+    const first = acquireWatched(pacer, Number.POSITIVE_INFINITY);
+    const second = acquireWatched(pacer, Number.POSITIVE_INFINITY);
+    await vi.advanceTimersByTimeAsync(100);
+    expect([first.started(), second.started()]).toEqual([true, true]);
+    for (let i = 0; i < 2; i += 1) pacer.release(answer('slow-down', { retryAfterSeconds: 1 }));
+    const from = Date.now();
+    const next = acquireWatched(pacer, Number.POSITIVE_INFINITY);
+    while (next.started() === undefined) await vi.advanceTimersByTimeAsync(1);
+    expect(Date.now() - from).toBe(150);
+  });
 });
 
 describe('in a process with nothing else to do (a Lambda invocation whose requests all wait on the pace)', () => {
