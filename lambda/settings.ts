@@ -393,7 +393,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
   MAX_CONCURRENCY: 'webhook requests in flight at once per invocation (not `maxConcurrency`, the concurrent invocations)',
   MAX_REQUESTS_PER_SECOND:
-    "the webhook's known capacity: a ceiling on the whole relay's requests per second, shared evenly by the concurrent invocations (a token bucket in each); `0` leaves the pace to `PACING` alone",
+    "the webhook's known capacity: a ceiling on the whole relay's requests per second, shared evenly by the concurrent invocations (a token bucket in each); at a webhook of a few dozen requests a second, about 95 % of its rate (see [Back-pressure](webhook-owners.md#back-pressure)); `0` leaves the pace to `PACING` alone",
   CONCURRENT_INVOCATIONS:
     'how many invocations share `MAX_REQUESTS_PER_SECOND`, each taking its share; set for you by the stack and by local mode',
   PACING:
