@@ -317,7 +317,9 @@ export class Pace {
     this.slowStart = limits.adaptive && limits.slowStart !== false;
     this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
     this.refilledAt = now;
-    this.tokens = this.capacity();
+    // Containers given the same ceiling start together: each takes its first request at a random moment of its first
+    // interval, so they do not start in step either (see shiftPhase).
+    this.tokens = this.capacity() - (limits.maxRequestsPerSecond === undefined ? 0 : this.random());
   }
 
   /** The rate in force: the adaptive one under the ceiling, what rate-limit headers allow, and a dip's. */

@@ -43,6 +43,7 @@ import {
   KEY_WAIT_MS,
   MAX_KEYS,
   MESSAGE_GROUP_KEY,
+  type PaceClock,
   Pacer,
   type PacingSettings,
   paceKeyOf,
@@ -62,8 +63,11 @@ const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   ...overrides,
 });
 
-/** A pacer on vitest's fake clock (the process's clock, faked). */
-const pacerOf = (overrides: Partial<PacingSettings> = {}): Pacer => new Pacer(settings(overrides));
+/** Vitest's fake clock (the process's clock, faked), drawing `draws` in turn (then 0): with none, no random phase at all. */
+const clockDrawing = (...draws: number[]): PaceClock => ({ ...SYSTEM_CLOCK, random: () => draws.shift() ?? 0 });
+
+/** A pacer on vitest's fake clock, whose random draws are 0: a ceiling starts at once, and refusals do not move its phase. */
+const pacerOf = (overrides: Partial<PacingSettings> = {}): Pacer => new Pacer(settings(overrides), clockDrawing());
 
 let nextId = 0;
 /** An answer of `signal`, for a message of its own unless `messageId` says which. */
@@ -627,14 +631,14 @@ describe('PACING=false: only the ceilings', () => {
     expect(pacer.takeRefusedCount()).toBe(0);
   });
 
-  test('the ceiling still applies (a refusal moves the next request by up to one interval more)', async () => {
+  test('the ceiling still applies', async () => {
     const pacer = pacerOf({ adaptive: false, maxRequestsPerSecond: 2 });
     expect(pacer.acquire(Infinity)).toBe(true);
     pacer.release(answer('slow-down', { retryAfterSeconds: 30 }));
     const next = acquireWatched(pacer, Infinity);
     await vi.advanceTimersByTimeAsync(499);
     expect(next.started()).toBeUndefined();
-    await vi.advanceTimersByTimeAsync(501);
+    await vi.advanceTimersByTimeAsync(1);
     expect(next.started()).toBe(true);
   });
 });
@@ -1300,19 +1304,30 @@ describe('the ceiling: a token bucket', () => {
   );
 });
 
-describe('a refusal at a given rate moves the next request by a random part of the interval', () => {
-  /** Ms from a refusal (or acceptance) at a ceiling of 10/s until the next request may start, drawing `draw`. */
-  async function nextStartAfter(signal: PaceSignal, adaptive: boolean, draw: number): Promise<number> {
-    const pacer = new Pacer(settings({ adaptive, maxRequestsPerSecond: 10 }), { ...SYSTEM_CLOCK, random: () => draw });
-    expect(pacer.acquire(Number.POSITIVE_INFINITY)).toBe(true);
-    pacer.release(answer(signal, { retryAfterSeconds: signal === 'slow-down' ? 1 : undefined }));
+describe('containers given the same rate are moved out of step at random', () => {
+  /** Ms until the next request may start once `pacer` is asked (the clock runs a millisecond at a time). */
+  async function msToStart(pacer: Pacer): Promise<number> {
     const from = Date.now();
     const next = acquireWatched(pacer, Number.POSITIVE_INFINITY);
     while (next.started() === undefined) await vi.advanceTimersByTimeAsync(1);
     return Date.now() - from;
   }
 
-  // Containers given the same rate and started together send in step: only moves at random take them out of it.
+  /** Ms from a refusal (or acceptance) at a ceiling of 10/s until the next request may start, the refusal drawing `draw`. */
+  async function nextStartAfter(signal: PaceSignal, adaptive: boolean, draw: number): Promise<number> {
+    const pacer = new Pacer(settings({ adaptive, maxRequestsPerSecond: 10 }), clockDrawing(0, draw));
+    expect(pacer.acquire(Number.POSITIVE_INFINITY)).toBe(true);
+    pacer.release(answer(signal, { retryAfterSeconds: signal === 'slow-down' ? 1 : undefined }));
+    return msToStart(pacer);
+  }
+
+  // Containers started together would take their first requests together, and every one after.
+  test.each([true, false])('PACING=%s: a ceiling starts at a drawn moment of its first interval', async (adaptive) => {
+    expect(await msToStart(new Pacer(settings({ adaptive, maxRequestsPerSecond: 10 }), clockDrawing(0.25)))).toBe(25);
+    expect(await msToStart(new Pacer(settings({ adaptive, maxRequestsPerSecond: 10 }), clockDrawing(0.75)))).toBe(75);
+    expect(await msToStart(new Pacer(settings({ adaptive }), clockDrawing(0.75)))).toBe(0);
+  });
+
   test.each([true, false])(
     'PACING=%s: refused, the next request starts a drawn share of 100 ms later; taken, on time',
     async (adaptive) => {
@@ -1323,16 +1338,13 @@ describe('a refusal at a given rate moves the next request by a random part of t
   );
 
   test('requests refused together move it once: a slow webhook answers many in flight at the same moment', async () => {
-    const pacer = new Pacer(settings({ adaptive: false, maxRequestsPerSecond: 10 }), { ...SYSTEM_CLOCK, random: () => 0.5 });
+    const pacer = new Pacer(settings({ adaptive: false, maxRequestsPerSecond: 10 }), clockDrawing(0, 0.5, 0.5));
     const first = acquireWatched(pacer, Number.POSITIVE_INFINITY);
     const second = acquireWatched(pacer, Number.POSITIVE_INFINITY);
     await vi.advanceTimersByTimeAsync(100);
     expect([first.started(), second.started()]).toEqual([true, true]);
     for (let i = 0; i < 2; i += 1) pacer.release(answer('slow-down', { retryAfterSeconds: 1 }));
-    const from = Date.now();
-    const next = acquireWatched(pacer, Number.POSITIVE_INFINITY);
-    while (next.started() === undefined) await vi.advanceTimersByTimeAsync(1);
-    expect(Date.now() - from).toBe(150);
+    expect(await msToStart(pacer)).toBe(150);
   });
 });
 

@@ -51,10 +51,10 @@ describe('capacity: a token bucket, from a standing start (every message deliver
   });
 
   // Each container given the same share of the ceiling, they would send in step for ever: five requests arriving together
-  // at a bucket two deep, three refused every time (58 % without pacing, 16 to 21 % with it, while refusals did not move them).
-  test.each([5, 50])(
-    "the operator's ceiling at 90 %% of a bucket of 20/s two deep, answers in %d ms: ≤ 8 %% refused, drain ≤ 1.35 × N/R, paced or not",
-    async (latencyMs) => {
+  // at a bucket two deep, three refused every time (58 % without pacing, 16 to 21 % with it, while neither the start nor the
+  // refusals moved them apart; drained in 2.7 and 1.7 to 2.0 × N/R).
+  test("the operator's ceiling at 90 percent of a bucket of 20/s two deep, answers in 5 or 50 ms: at most 8 percent refused, drain ≤ 1.5 × N/R, paced or not", async () => {
+    for (const latencyMs of [5, 50])
       for (const adaptive of [true, false])
         for (const seed of SEEDS) {
           const result = await simulate({
@@ -65,11 +65,11 @@ describe('capacity: a token bucket, from a standing start (every message deliver
             seed,
             pacing: { adaptive, maxRequestsPerSecond: 18 / 5 },
           });
-          expect(refusedShare(result), `seed ${seed}, adaptive ${adaptive}`).toBeLessThanOrEqual(0.08);
-          expect(result.doneMs / 1000, `seed ${seed}, adaptive ${adaptive}`).toBeLessThanOrEqual((1.35 * 300) / 20);
+          const run = `${latencyMs} ms, seed ${seed}, adaptive ${adaptive}`;
+          expect(refusedShare(result), run).toBeLessThanOrEqual(0.08);
+          expect(result.doneMs / 1000, run).toBeLessThanOrEqual((1.5 * 300) / 20);
         }
-    },
-  );
+  });
 
   test('a webhook answering in 100 ms, 200 requests/s: at most 8 % refused (five containers climb slowly near their last cut)', async () => {
     for (const seed of SEEDS) {
