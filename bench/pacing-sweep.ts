@@ -58,8 +58,8 @@ function capacity(rate: number, latencyMs: number, randomShare = 0): SweepCase {
 
 /**
  * The operator's ceiling (`MAX_REQUESTS_PER_SECOND`) at `share` of a token bucket of `rate`/s, split between the five containers,
- * with pacing or without: the share of requests refused (%) and the drain against N/R. Given the same rate, the containers send
- * in step unless their refusals move them apart.
+ * with pacing or without: the share of requests refused (%) and the drain against N/R. Given the same rate and started together,
+ * the containers would send in step but for the random moment each starts at and the moves their refusals make.
  */
 function ceiling(rate: number, share: number, latencyMs: number, adaptive: boolean): SweepCase {
   const count = 15 * rate;

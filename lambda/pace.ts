@@ -304,8 +304,8 @@ export class Pace {
   private phaseShiftedAt = Number.NEGATIVE_INFINITY;
 
   /**
-   * @param random draws in [0, 1) for the phase a refusal moves the pace by ({@link shiftPhase}): `Math.random`, or a
-   * simulation's seeded ones
+   * @param random draws in [0, 1) for a ceiling's first moment and the phase a refusal moves it by ({@link shiftPhase}):
+   * `Math.random`, or a simulation's seeded ones
    */
   constructor(
     private readonly limits: PaceLimits,
