@@ -33,13 +33,22 @@ interface SweepCase {
 
 /**
  * A token bucket of `rate`/s from a standing start, 15 s of messages, that also refuses `randomShare` of requests at random: the
- * share of requests refused (%) and the drain against N/R.
+ * share of requests refused (%) and the drain against N/R. With `ceiling`, the operator's `MAX_REQUESTS_PER_SECOND` at `share`
+ * of the bucket's rate, split between the five containers, with pacing or without: given the same rate and started together, the
+ * containers would send in step but for the random moment each starts at and the moves their refusals make.
  */
-function capacity(rate: number, latencyMs: number, randomShare = 0): SweepCase {
+function capacity(
+  rate: number,
+  latencyMs: number,
+  { randomShare = 0, ceiling }: { randomShare?: number; ceiling?: { share: number; adaptive: boolean } } = {},
+): SweepCase {
   const count = 15 * rate;
   const refusing = randomShare > 0 ? `, ${100 * randomShare} % refused at random too` : '';
   return {
-    name: `capacity ${rate}/s at ${latencyMs} ms${refusing}`,
+    name:
+      ceiling === undefined
+        ? `capacity ${rate}/s at ${latencyMs} ms${refusing}`
+        : `ceiling at ${100 * ceiling.share} % of a bucket of ${rate}/s at ${latencyMs} ms${ceiling.adaptive ? '' : ', PACING=false'}`,
     run: async (seed) => {
       const result = await simulate({
         messages: messagesOf(count),
@@ -47,32 +56,7 @@ function capacity(rate: number, latencyMs: number, randomShare = 0): SweepCase {
         maxMs: 600_000,
         latencyMs,
         seed,
-      });
-      return {
-        'refused %': { value: (100 * result.refused) / result.requests, higherIsBetter: false },
-        'drain × N/R': { value: result.doneMs / 1000 / (count / rate), higherIsBetter: false },
-      };
-    },
-  };
-}
-
-/**
- * The operator's ceiling (`MAX_REQUESTS_PER_SECOND`) at `share` of a token bucket of `rate`/s, split between the five containers,
- * with pacing or without: the share of requests refused (%) and the drain against N/R. Given the same rate and started together,
- * the containers would send in step but for the random moment each starts at and the moves their refusals make.
- */
-function ceiling(rate: number, share: number, latencyMs: number, adaptive: boolean): SweepCase {
-  const count = 15 * rate;
-  return {
-    name: `ceiling at ${100 * share} % of a bucket of ${rate}/s at ${latencyMs} ms${adaptive ? '' : ', PACING=false'}`,
-    run: async (seed) => {
-      const result = await simulate({
-        messages: messagesOf(count),
-        webhook: bucketWebhook(rate, 0, seed),
-        maxMs: 600_000,
-        latencyMs,
-        seed,
-        pacing: { adaptive, maxRequestsPerSecond: (share * rate) / 5 },
+        ...(ceiling === undefined ? {} : { pacing: { adaptive: ceiling.adaptive, maxRequestsPerSecond: (ceiling.share * rate) / 5 } }),
       });
       return {
         'refused %': { value: (100 * result.refused) / result.requests, higherIsBetter: false },
@@ -147,7 +131,11 @@ const CASES: readonly SweepCase[] = [
   ...[20, 50, 100, 200].flatMap((rate) => [5, 50, 200].map((latencyMs) => capacity(rate, latencyMs))),
   capacity(1_000, 5),
   // A bucket that also refuses some messages for their own sake.
-  ...[0.05, 0.1].flatMap((share) => [capacity(100, 20, share), capacity(200, 20, share), capacity(1_000, 5, share)]),
+  ...[0.05, 0.1].flatMap((randomShare) => [
+    capacity(100, 20, { randomShare }),
+    capacity(200, 20, { randomShare }),
+    capacity(1_000, 5, { randomShare }),
+  ]),
   perMessage('5 % at random, Retry-After: 1', 5, ...refusingAtRandom(0.05, 1)),
   perMessage('20 % at random, Retry-After 1 s to 1 h', 5, ...refusingAtRandom(0.2, 'any')),
   ...[50, 100, 200].map((latencyMs) => perMessage('10 % at random, Retry-After: 1', latencyMs, ...refusingAtRandom(0.1, 1))),
@@ -174,7 +162,9 @@ const CASES: readonly SweepCase[] = [
     ),
   ),
   // The operator's ceiling at a small bucket, with and without pacing.
-  ...[10, 20].flatMap((rate) => [5, 200].flatMap((latencyMs) => [true, false].map((adaptive) => ceiling(rate, 0.9, latencyMs, adaptive)))),
+  ...[10, 20].flatMap((rate) =>
+    [5, 200].flatMap((latencyMs) => [true, false].map((adaptive) => capacity(rate, latencyMs, { ceiling: { share: 0.9, adaptive } }))),
+  ),
   // The hold's own neighbours: a webhook refusing everything is asked little, and drained soon once it takes requests again.
   ...[5, 50].map(refusingEverything),
   ...[5, 100].map(outage),
