@@ -292,6 +292,11 @@ export class Pace {
   /** When a message received for the first time was last taken. */
   private firstTakenAt = Number.NEGATIVE_INFINITY;
   private floorLearnedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The answers a doubt's verdict of persistence measured the floor on: a share judged against that floor carries the floor's
+   * noise as well as its own. Infinity for any other floor, and once the floor has followed the share down (set again).
+   */
+  private floorAnswers = Number.POSITIVE_INFINITY;
   private doubt: Doubt | undefined;
   private series: CutSeries | undefined;
   private run: RefusalRun | undefined;
@@ -651,7 +656,9 @@ export class Pace {
     // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
     const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
     const expected = tolerant ? this.explainedShare() : 0;
-    const noise = tolerant ? 2 * Math.sqrt((expected * (1 - expected)) / judged.answers) : 0;
+    // A floor a doubt measured on a few dozen answers is that noisy itself: a tenth refused at random was now and then learned
+    // as 5 %, and every bunch of refusals after it cut the pace, which then crawled back (docs/webhook-owners.md).
+    const noise = tolerant ? 2 * Math.sqrt(expected * (1 - expected) * (1 / judged.answers + 1 / this.floorAnswers)) : 0;
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
     const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
@@ -874,12 +881,18 @@ export class Pace {
       this.setFloor(Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered));
       return;
     }
-    this.persists((doubt.dipRefused + doubt.baseRefused) / (doubt.dipAnswered + doubt.baseAnswered), doubt.rateBefore, now);
+    const answers = doubt.dipAnswered + doubt.baseAnswered;
+    this.persists((doubt.dipRefused + doubt.baseRefused) / answers, doubt.rateBefore, now, answers);
   }
 
-  /** Refusals found to persist whatever the pace: their share is the floor, and the pace goes back to `rateBefore` (or above). */
-  private persists(share: number, rateBefore: number, now: number): void {
+  /**
+   * Refusals found to persist whatever the pace: their share is the floor, and the pace goes back to `rateBefore` (or above).
+   * @param answers how many answers a doubt measured the share on ({@link floorAnswers}); none for a series of cuts, whose
+   * share is one container's, weaker evidence at a token bucket shared with others
+   */
+  private persists(share: number, rateBefore: number, now: number, answers = Number.POSITIVE_INFINITY): void {
     this.setFloor(share);
+    this.floorAnswers = answers;
     this.floorLearnedAt = now;
     this.refill(now);
     this.rate = Math.max(this.rate, rateBefore);
@@ -961,6 +974,7 @@ export class Pace {
    */
   private setFloor(share: number): void {
     this.floor = share;
+    this.floorAnswers = Number.POSITIVE_INFINITY;
     if (share > 0) return;
     this.returnedShare = 0;
     this.returnedAnswers = 0;

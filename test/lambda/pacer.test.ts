@@ -606,6 +606,27 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pace.snapshot().requestsPerSecond).toBeUndefined();
   });
 
+  test.each([
+    ['a fifth', 0.2, false],
+    ['three in ten', 0.3, true],
+  ])('a floor a doubt learned on few answers is that noisy: %s refused over it cuts the pace: %s', (_case, share, cut) => {
+    const { pace, reply } = drivenPace();
+    const since = inDoubt(reply);
+    // One in 16 refused, before the dips and in them: a floor of 6.25 % on 32 answers.
+    replyInPairs(
+      reply,
+      since,
+      unmovedPairs((n) => n % 16 === 0),
+    );
+    expect(pace.refusalFloor).toBeCloseTo(0.0625);
+    expect(pace.snapshot().requestsPerSecond).toBeUndefined();
+    // A second of 100 answers, refused evenly at `share`. Over a floor known exactly, 17.6 % would cut (6.25 % + 5 points, and
+    // two standard errors of 100 answers); over one measured on 32 answers, 24 % (two standard errors of both).
+    const from = since + 2_500;
+    for (let n = 0; n < 100; n += 1) reply(refusedAt(n, share), from + 10 * n, from + 10 * n + 5);
+    expect(pace.snapshot().requestsPerSecond !== undefined).toBe(cut);
+  });
+
   test('not with no refusal in the dips: nothing persists, the doubt goes on', () => {
     const { pace, reply } = drivenPace();
     const since = inDoubt(reply);
