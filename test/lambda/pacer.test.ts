@@ -606,6 +606,19 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     expect(pace.snapshot().requestsPerSecond).toBeUndefined();
   });
 
+  test('not with no refusal in the dips: nothing persists, the doubt goes on', () => {
+    const { pace, reply } = drivenPace();
+    const since = inDoubt(reply);
+    replyInPairs(
+      reply,
+      since,
+      unmovedPairs(() => false),
+    );
+    // Still in doubt: a dip slows it down.
+    pace.waitMs(since + 2_300);
+    expect(pace.snapshot().requestsPerSecond).toBeDefined();
+  });
+
   test.each([
     ['a fifth', 0.2, false],
     ['three in ten', 0.3, true],
@@ -625,19 +638,6 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     const from = since + 2_500;
     for (let n = 0; n < 100; n += 1) reply(refusedAt(n, share), from + 10 * n, from + 10 * n + 5);
     expect(pace.snapshot().requestsPerSecond !== undefined).toBe(cut);
-  });
-
-  test('not with no refusal in the dips: nothing persists, the doubt goes on', () => {
-    const { pace, reply } = drivenPace();
-    const since = inDoubt(reply);
-    replyInPairs(
-      reply,
-      since,
-      unmovedPairs(() => false),
-    );
-    // Still in doubt: a dip slows it down.
-    pace.waitMs(since + 2_300);
-    expect(pace.snapshot().requestsPerSecond).toBeDefined();
   });
 });
 
