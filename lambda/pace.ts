@@ -891,8 +891,7 @@ export class Pace {
    * share is one container's, weaker evidence at a token bucket shared with others
    */
   private persists(share: number, rateBefore: number, now: number, answers = Number.POSITIVE_INFINITY): void {
-    this.setFloor(share);
-    this.floorAnswers = answers;
+    this.setFloor(share, answers);
     this.floorLearnedAt = now;
     this.refill(now);
     this.rate = Math.max(this.rate, rateBefore);
@@ -971,10 +970,11 @@ export class Pace {
   /**
    * The one place the floor is set. With none left, the refused share of messages back from the queue goes too: it was learned
    * over a floor, and explains refusals only over one.
+   * @param answers how many answers a doubt measured it on ({@link floorAnswers}); none for any other floor
    */
-  private setFloor(share: number): void {
+  private setFloor(share: number, answers = Number.POSITIVE_INFINITY): void {
     this.floor = share;
-    this.floorAnswers = Number.POSITIVE_INFINITY;
+    this.floorAnswers = answers;
     if (share > 0) return;
     this.returnedShare = 0;
     this.returnedAnswers = 0;
