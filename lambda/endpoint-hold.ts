@@ -6,6 +6,15 @@
  */
 
 /**
+ * A hold this short (seconds) is quick: it begins as soon as the refusals are evidence enough (lambda/refusal-run.ts), and is
+ * not probed. A longer `Retry-After` is a long wait, a message's own or the whole webhook's for a while: a hold on it needs
+ * longer evidence, and is probed.
+ */
+export const QUICK_HOLD_SECONDS = 5;
+/** True for a wait longer than a quick hold: a message's own (a tenant over its quota) or the whole webhook's for a while. */
+export const isLongWait = (seconds: number): boolean => seconds > QUICK_HOLD_SECONDS;
+
+/**
  * In a long hold one request goes through at once and then every this many ms: if it is taken, the hold is over. The records
  * kept back meanwhile go back to the queue until the next probe.
  */

@@ -5,27 +5,33 @@
  * It paces to the webhook's capacity, not to the refusals of single messages. A refused share that falls when the pace slows
  * down is congestion: a token bucket refuses 1 − R/r of the requests sent at r above its rate R. A share that does not fall is
  * the webhook's business with those messages (one tenant over its quota, records it cannot take yet): it costs those messages
- * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate is tried once: the
- * pace is cut to the rate the webhook took, and the share measured again; if it did not fall, it is learned as that floor and
- * the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it does not fall).
- * Cuts are tried the same way: cuts begun unpaced (or lowered only in doubt) that halve what is sent, or near, without the share
- * falling, end as a floor; once the share has fallen, the cuts after are tried again, deeper.
+ * their time, never the pace. So a share of refusals above what the pace has learned persists at any rate puts it in doubt
+ * (lambda/doubt.ts): it dips, and the share is measured in the dips and between them; if it did not fall, it is learned as
+ * that floor and the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it
+ * does not fall). Cuts are tried the same way (lambda/cut-series.ts): cuts begun unpaced (or lowered only in doubt) that halve
+ * what is sent, or near, without the share falling, end as a floor; once the share has fallen, the cuts after are tried
+ * again, deeper.
  * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
  * refused again for their own sake, and fill more of a slower pace. Where first receives are too few to judge on (a tenant's
  * refused messages back every second ahead of the rest), the share those messages were refused at while the first receives
  * were taken explains theirs, until {@link OTHERS_GONE_MS} after the last first receive taken.
- * A refusal that names a long wait (a `Retry-After` over {@link QUICK_HOLD_SECONDS}) is no sign of congestion at all: it says
- * when that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence,
- * many different messages refused with no acceptance among them for 2 s (or 200 of them), and lasts the shortest `Retry-After`
- * among them; a long one is probed, by the clock, by the records it keeps back, and by the first record received for the first
- * time (lambda/endpoint-hold.ts keeps the hold and its probes). A message refused again is its own business: only refusals of
- * messages received for the first time are evidence for a long hold, so a tenant's backlog coming back every `Retry-After`
- * does not hold everyone else's; nor is a run of them a quick hold while the messages received for the first time are taken.
+ * A refusal that names a long wait (a `Retry-After` over a quick hold's 5 s) is no sign of congestion at all: it says when
+ * that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence
+ * (lambda/refusal-run.ts), many different messages refused with few acceptances among them for 2 s (or 200 of them), and
+ * lasts the shortest `Retry-After` among them; a long one is probed, by the clock, by the records it keeps back, and by the
+ * first record received for the first time (lambda/endpoint-hold.ts keeps the hold and its probes). A message refused again is
+ * its own business: only refusals of messages received for the first time are evidence for a long hold, so a tenant's backlog
+ * coming back every `Retry-After` does not hold everyone else's; nor is a run of them a quick hold while the messages received
+ * for the first time are taken.
  * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
-import { EndpointHold } from './endpoint-hold';
+import { CUTS_TRIED_MS, CutSeries } from './cut-series';
+import { DIP_DEPTH, Doubt, type Verdict } from './doubt';
+import { EndpointHold, isLongWait } from './endpoint-hold';
 import type { Quota } from './rate-limit-headers';
+import { RecentRefusals, RefusalRun } from './refusal-run';
+import { MAX_FLOOR, type RefusalCount, SIGNIFICANT } from './refusal-statistics';
 
 /** What one answer says about the pace. */
 export type PaceSignal = 'accepted' | 'slow-down' | 'neutral';
@@ -86,70 +92,18 @@ export const INITIAL_IN_FLIGHT = 2;
 export const MIN_REQUESTS_PER_SECOND = 0.5;
 /** Refused share above the learned floor (or half the floor, if more) that counts as congestion, beyond the noise of the answers. */
 export const CONGESTION_MARGIN = 0.05;
-/** No floor is learned above this share: a webhook refusing most requests of a mix it also takes is congested, not choosy. */
-export const MAX_FLOOR = 0.5;
-/**
- * The dips that tell congestion from refusals that persist: while in doubt, a pace sends at {@link DIP_DEPTH} of its rate in
- * the last of every {@link DIP_EVERY} slots of {@link DIP_SLOT_MS} of the clock, and compares the refused share there with the
- * slot before. Whole slots of the clock are the same moments in every container, so at a webhook they share they dip together:
- * the dip shows the share at the pace they all went down to, not at one container's alone (one container of five halving its
- * pace changes a token bucket's refusals by a tenth).
- */
-export const DIP_SLOT_MS = 250;
-export const DIP_EVERY = 2;
-export const DIP_DEPTH = 0.5;
-/** Answers in dips, and in the slots before them, for a verdict of persistence; congestion may show with fewer. */
-export const VERDICT_ANSWERS = 40;
-const MIN_VERDICT_ANSWERS = 8;
-/**
- * … or this many, for a doubt begun unpaced whose dips refused some, and no smaller a share than the slots before them: no
- * fall at all is what refusals that persist look like (at 200 ms a doubt ran its whole 5 s, dipping, before it counted 40). Not
- * for a doubt begun paced, cut for congestion before: at a token bucket it may be one container's, whose dips barely move the
- * bucket's share.
- */
-export const UNMOVED_VERDICT_ANSWERS = 16;
-/**
- * The counts (the fewer of dips' and bases') at which a doubt looks for a verdict: a test of 2 standard errors repeated after
- * every answer would find a fall in the noise of refusals that persist one doubt in a few.
- */
-const VERDICT_LOOKS: readonly number[] = [MIN_VERDICT_ANSWERS, UNMOVED_VERDICT_ANSWERS, 32, VERDICT_ANSWERS];
-/** A pace is calm when it has not been cut nor held for this long: only then may it doubt. */
+/** A pace is calm when it has not been cut nor held for this long: only then may it doubt (lambda/doubt.ts). */
 const CALM_MS = 1_000;
-/** In doubt, no cut for this long from its start; then cuts keep at least this share of the most the pace sent since it began. */
-const DOUBT_UNCUT_MS = 1_000;
-const DOUBT_CUTS_KEEP = 0.7;
-/** Doubts begin on whole multiples of this many ms of the clock. */
-export const DOUBT_EPOCH_MS = 1_000;
-/** A doubt ends after this long: as persistence when the pace was unpaced at its start and the dips show no fall, else without a verdict. */
-const DOUBT_LONGEST_MS = 5_000;
-/** A doubt ends when no refusal has come for this long. */
-const DOUBT_QUIET_MS = 5_000;
-/** Standard errors by which the shares in and before the dips must differ for the refusals to have fallen with the pace. */
-const SIGNIFICANT = 2;
 /** For this long after a verdict, refusals above its floor are congestion without another doubt. */
 export const FLOOR_KEPT_MS = 30_000;
-/** Different messages refused with a `Retry-After`, with few acceptances among them, that hold the pace. */
-export const HOLD_AFTER_MESSAGES = 10;
 /**
  * A run of refusals mostly of messages back from the queue (refused before: a tenant's, come back together) is no quick hold
  * while fewer than this share of the latest answers to messages received for the first time are refused (or no more than the
  * floor explains): the webhook takes new messages.
  */
 const QUICK_HOLD_FIRST_TIME_SHARE = 0.5;
-/** At most this share of acceptances among them. */
-export const HOLD_ACCEPTED_SHARE = 0.2;
 /** A hold lasts this long at most, however long the `Retry-After`: records kept back go back to the queue for no longer. */
 export const LONG_HOLD_SECONDS = 6;
-/**
- * A hold this short begins at once; a longer one only after refusals for {@link HOLD_EVIDENCE_MS}, or of
- * {@link HOLD_EVIDENCE_MESSAGES} different messages (about as many as a container sends in a second to a fast webhook; a fresh
- * one, still growing its requests in flight, sends far fewer in its first second).
- */
-export const QUICK_HOLD_SECONDS = 5;
-export const HOLD_EVIDENCE_MS = 2_000;
-export const HOLD_EVIDENCE_MESSAGES = 200;
-/** True for a wait longer than a quick hold: a message's own (a tenant over its quota) or the whole webhook's for a while. */
-export const isLongWait = (seconds: number): boolean => seconds > QUICK_HOLD_SECONDS;
 /** The pace keeps this share of what rate-limit headers allow it, for the clocks and the rounding of whole seconds. */
 export const QUOTA_HEADROOM = 0.95;
 /** A reset this long or longer is spread over (the remaining quota ÷ the time left); a shorter one, in whole seconds, is too coarse. */
@@ -181,24 +135,8 @@ const TOOK_SHARE = 0.7;
 const MIN_ANSWERS_OVER_FLOOR = 64;
 /** At most one cut per this many ms, or per two round trips if longer: the answers to one burst are one signal. */
 const MIN_CUT_INTERVAL_MS = 100;
-/**
- * Cuts begun on an unpaced pace that have taken what it sends to this share of what it sent at the first, or less, without the
- * refused share falling as a token bucket's would, are no congestion: the share is a floor, the pace unpaced again.
- */
-const CUTS_TRIED_SHARE = 0.6;
-/**
- * A share that fell with the cuts was congestion (a fresh container's flood, one container's part of a bucket), and what is
- * left of it may be a floor: the cuts that follow are tried again, once they have taken what it sends to this share of what
- * it sent when it fell. Deeper than a first try: at a bucket shared with other containers, whose refusals this one's cuts
- * barely move, a share that stays put through a halving is still likely congestion.
- */
-const CUTS_TRIED_AGAIN_SHARE = 0.4;
-/** … judged on the answers of the last this many ms, once that long has passed since the first cut. */
-const CUTS_TRIED_MS = 1_000;
 /** How fast a learned floor follows the share down when the refusals fade, per answer. */
 const FLOOR_DECAY = 0.01;
-/** Message ids of recent refusals kept to tell different messages from the same one refused again. */
-const RECENT_REFUSALS = 16;
 /** How fast the refused share of messages back from the queue is learned, per answer (about the last 50 count). */
 const RETURNED_SHARE_DECAY = 0.02;
 /**
@@ -206,48 +144,6 @@ const RETURNED_SHARE_DECAY = 0.02;
  * left are likely all refused ones (a drain's end, a tenant over its quota), asked for again no more than the pace allows.
  */
 export const OTHERS_GONE_MS = 10_000;
-
-/** A doubt under way: whether the refused share falls in the dips; the counts of answers to requests sent in and before them. */
-interface Doubt {
-  /** When it begins (a whole epoch of the clock): until then the pace waits for it, neither cut nor dipping. */
-  readonly since: number;
-  /** The rate when it began: where the pace goes back to if the refusals persist. */
-  readonly rateBefore: number;
-  /** The least cuts may take the pace to while in doubt: {@link DOUBT_CUTS_KEEP} of the most it sent since the doubt began. */
-  lowest: number;
-  lastRefusalAt: number;
-  dipRefused: number;
-  dipAnswered: number;
-  baseRefused: number;
-  baseAnswered: number;
-  /** The count (the fewer of dips' and bases') at its last look for a verdict. */
-  looked: number;
-}
-
-/**
- * Cuts begun on an unpaced pace: what it sent and what was refused before the first (or when the share last fell), to see
- * whether the share falls with the pace.
- */
-interface CutSeries {
-  readonly startedAt: number;
-  readonly sentPerSecond: number;
-  readonly refused: number;
-  readonly answered: number;
-  /** The share of `sentPerSecond` at which the series is tried: {@link CUTS_TRIED_SHARE}, or {@link CUTS_TRIED_AGAIN_SHARE}. */
-  readonly triedAt: number;
-}
-
-/** A run of refusals with a `Retry-After`: the evidence for a hold. */
-interface RefusalRun {
-  readonly startedAt: number;
-  /** Different messages refused with a `Retry-After` in it. */
-  messages: number;
-  /** Acceptances among them. */
-  accepted: number;
-  /** Of the messages, those received before (refused, or kept back by a hold, already). */
-  receivedBefore: number;
-  shortestRetryAfterSeconds: number;
-}
 
 /** One pace: a token bucket and an in-flight limit, adapted to the answers. Lives for the warm container. */
 export class Pace {
@@ -300,9 +196,8 @@ export class Pace {
   private doubt: Doubt | undefined;
   private series: CutSeries | undefined;
   private run: RefusalRun | undefined;
-  /** Ids of the latest refusals with a `Retry-After` (a ring), created with the first. */
-  private recentRefusals: string[] | undefined;
-  private recentNext = 0;
+  /** Ids of the latest refusals with a `Retry-After`, created with the first (a pace per key: most never see one). */
+  private recentRefusals: RecentRefusals | undefined;
   /** The rate is finite only because a doubt lowered it (no cut, no hold since it was unpaced): cuts are tried as if unpaced. */
   private loweredOnlyInDoubt = false;
   /** When a refusal last moved the next request ({@link shiftPhase}). */
@@ -475,7 +370,11 @@ export class Pace {
     else this.meter.accepted(now, firstTime);
     if (!firstTime) this.learnReturnedShare(refused, now);
     else if (!refused) this.firstTakenAt = now;
-    if (this.doubt !== undefined) this.countInDoubt(this.doubt, refused, now - answer.latencyMs, now);
+    const doubt = this.doubt;
+    const verdict = doubt?.count(refused, now - answer.latencyMs);
+    // A verdict when the counts allow one: a share that fell in the dips, beyond the noise, is congestion; one that did not is
+    // the floor (the pace goes back to where it was when the doubt began).
+    if (doubt !== undefined && verdict !== undefined) this.conclude(doubt, verdict, now);
     if (refused) this.cutIfCongested(now);
     else {
       this.noteAcceptance();
@@ -487,32 +386,24 @@ export class Pace {
   }
 
   /**
-   * A refusal with a `Retry-After` adds to the run of them. A run of {@link HOLD_AFTER_MESSAGES} different messages with few
-   * acceptances among them (at most {@link HOLD_ACCEPTED_SHARE}) holds the pace for the shortest `Retry-After` among them: at
-   * once when that is short (at most {@link QUICK_HOLD_SECONDS}: a token bucket far below what is sent), and only once the run
-   * has lasted {@link HOLD_EVIDENCE_MS} or counted {@link HOLD_EVIDENCE_MESSAGES} when it is long (a backlog of one tenant's
-   * messages all refused for an hour mostly passes sooner than that; a webhook that refuses everything for an hour does not; a
-   * longer backlog is held, and its probes soon reach the other tenants' records).
+   * A refusal with a `Retry-After` adds to the run of them (lambda/refusal-run.ts). A run of ten different messages with few
+   * acceptances among them (a fifth at most) holds the pace for the shortest `Retry-After` among them: at once when that is
+   * short (a quick hold, 5 s at most: a token bucket far below what is sent), and only once the run has lasted 2 s or counted
+   * 200 messages when it is long (a backlog of one tenant's messages all refused for an hour mostly passes sooner than that; a
+   * webhook that refuses everything for an hour does not; a longer backlog is held, and its probes soon reach the other
+   * tenants' records).
    */
   private noteRefusal(retryAfterSeconds: number, messageId: string | undefined, now: number, receivedBefore: boolean): number | undefined {
-    let run = this.run;
-    if (run === undefined) {
-      run = { startedAt: now, messages: 0, accepted: 0, receivedBefore: 0, shortestRetryAfterSeconds: retryAfterSeconds };
-      this.run = run;
-    }
-    run.shortestRetryAfterSeconds = Math.min(run.shortestRetryAfterSeconds, retryAfterSeconds);
-    if (messageId === undefined || !this.seenRefused(messageId)) {
-      run.messages += 1;
-      if (receivedBefore) run.receivedBefore += 1;
-    }
-    if (run.messages < HOLD_AFTER_MESSAGES) return undefined;
-    if (isLongWait(run.shortestRetryAfterSeconds) && now - run.startedAt < HOLD_EVIDENCE_MS && run.messages < HOLD_EVIDENCE_MESSAGES)
-      return undefined;
+    this.run ??= new RefusalRun(now, retryAfterSeconds);
+    const run = this.run;
+    this.recentRefusals ??= new RecentRefusals();
+    run.refused(retryAfterSeconds, messageId === undefined || !this.recentRefusals.seen(messageId), receivedBefore);
+    if (!run.enough(now)) return undefined;
     // No quick hold while the first receives are taken. A run mostly of messages back from the queue, refused again, is a
     // tenant's, come back together. Any other run, on SURE_ANSWERS first receives in the last second, is refusals at random
     // that bunched (a third refused at random makes such a run now and then, and the hold left that container crawling). A
     // pace answered fewer times in the last second (a young one, a slow one) is held: a token bucket's first flood looks so.
-    const mostlyBack = 2 * run.receivedBefore >= run.messages;
+    const { mostlyBack } = run;
     if (!isLongWait(run.shortestRetryAfterSeconds) && this.firstReceivesTaken(now, mostlyBack ? FEWEST_ANSWERS : SURE_ANSWERS))
       return undefined;
     // Nor such a run while what those messages met before explains their refusals (see returnedExplains).
@@ -570,7 +461,7 @@ export class Pace {
   }
 
   /** Answers to messages received for the first time over the last second, or back to {@link MIN_ANSWERS} of them (4 s at most). */
-  private firstReceiveAnswers(now: number): { refused: number; answers: number } {
+  private firstReceiveAnswers(now: number): RefusalCount {
     const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
     return { refused: firstTime.refused, answers: firstTime.accepted + firstTime.refused };
   }
@@ -617,20 +508,7 @@ export class Pace {
 
   /** An acceptance counts against the run of refusals; too many, and the run is over. */
   private noteAcceptance(): void {
-    const run = this.run;
-    if (run === undefined) return;
-    run.accepted += 1;
-    if (run.accepted > HOLD_ACCEPTED_SHARE * Math.max(HOLD_AFTER_MESSAGES, run.messages)) this.run = undefined;
-  }
-
-  /** True when `messageId` is among the latest refusals; remembers it either way. */
-  private seenRefused(messageId: string): boolean {
-    this.recentRefusals ??= [];
-    const recent = this.recentRefusals;
-    if (recent.includes(messageId)) return true;
-    recent[this.recentNext] = messageId;
-    this.recentNext = (this.recentNext + 1) % RECENT_REFUSALS;
-    return false;
+    if (this.run?.countAcceptance() === false) this.run = undefined;
   }
 
   /**
@@ -639,7 +517,7 @@ export class Pace {
    * puts the pace in doubt instead, and the dips will tell.
    */
   private cutIfCongested(now: number): void {
-    if (this.doubt !== undefined) this.doubt.lastRefusalAt = now;
+    this.doubt?.refusedAt(now);
     if (now - this.lastCutAt < Math.max(MIN_CUT_INTERVAL_MS, 2 * this.latencyMs)) return;
     const floor = this.floor;
     const reading = this.meter.read(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR);
@@ -705,7 +583,7 @@ export class Pace {
    * `Retry-After`): counted, they would fill more of a slower pace and read as refusals that grow when it slows down. A token
    * bucket refuses first receives as often as the others.
    */
-  private judgedAnswers(now: number, ms: number, minAnswers: number, reading: MeterReading): { refused: number; answers: number } {
+  private judgedAnswers(now: number, ms: number, minAnswers: number, reading: MeterReading): RefusalCount {
     const firstTime = this.meter.read(now, ms, minAnswers, true);
     const answers = firstTime.accepted + firstTime.refused;
     if (answers >= MIN_ANSWERS) return { refused: firstTime.refused, answers };
@@ -714,42 +592,35 @@ export class Pace {
 
   /**
    * Cuts begun on an unpaced pace (or one lowered only in doubt) test what the dips would (a pace cut again and again is never
-   * calm, so never doubts): once they have taken what it sends to {@link CUTS_TRIED_SHARE} of what it sent before the first or
-   * less, a refused share over the last second that is not below the one before (by two standard errors), and above what a
-   * token bucket would refuse at the lower pace (1 − (1 − s)·r₀/r₁), is a floor: the pace is unpaced again. One that fell is
-   * congestion: the cuts go on, tried again from there (to {@link CUTS_TRIED_AGAIN_SHARE}): once the congestion has passed,
-   * refusals a floor explains would otherwise cut at every one, the pace never calm enough to doubt.
+   * calm, so never doubts): once they have taken what it sends to 60 % of what it sent before the first or less, a refused
+   * share over the last second that did not fall is a floor: the pace is unpaced again ({@link CutSeries.trial}). One that fell
+   * is congestion: the cuts go on, tried again from there (to 40 %): once the congestion has passed, refusals a floor explains
+   * would otherwise cut at every one, the pace never calm enough to doubt.
    * @returns true when the refusals persist (no cut)
    */
-  private persistsThroughCuts(now: number, sentPerSecond: number, judged: { refused: number; answers: number }, calm: boolean): boolean {
+  private persistsThroughCuts(now: number, sentPerSecond: number, judged: RefusalCount, calm: boolean): boolean {
     if (this.series === undefined || calm) {
       // A series begins with the first cut on a calm pace; only one begun unpaced is tried (as for a doubt's end). A doubt's
       // own cuts do not count: a doubt that ended as congestion on the noise of its dips would leave the pace cut down and down.
       const unpaced = this.rate === Number.POSITIVE_INFINITY || this.loweredOnlyInDoubt;
-      const { refused, answers } = judged;
-      this.series = unpaced ? { startedAt: now, sentPerSecond, refused, answered: answers, triedAt: CUTS_TRIED_SHARE } : undefined;
+      this.series = unpaced ? CutSeries.begin(now, sentPerSecond, judged) : undefined;
       return false;
     }
     const series = this.series;
-    if (now - series.startedAt < CUTS_TRIED_MS) return false;
+    if (!series.due(now)) return false;
     const reading = this.meter.read(now, CUTS_TRIED_MS);
     const sent = reading.started / reading.seconds;
-    if (sent > series.triedAt * series.sentPerSecond) return false;
+    if (!series.cutFarEnough(sent)) return false;
     const latest = this.judgedAnswers(now, CUTS_TRIED_MS, 0, reading);
     if (latest.answers < MIN_ANSWERS) return false;
-    const before = series.refused / series.answered;
-    const after = latest.refused / latest.answers;
-    const pooled = (series.refused + latest.refused) / (series.answered + latest.answers);
-    const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / series.answered + 1 / latest.answers));
-    if (before - after > SIGNIFICANT * error) {
-      const { refused, answers } = latest;
-      this.series = { startedAt: now, sentPerSecond: sent, refused, answered: answers, triedAt: CUTS_TRIED_AGAIN_SHARE };
+    const trial = series.trial(now, sent, latest);
+    if (trial === undefined) return false;
+    if ('fell' in trial) {
+      this.series = trial.fell;
       return false;
     }
-    const bucket = Math.max(0, 1 - (1 - before) * (series.sentPerSecond / sent));
-    if (after - bucket <= SIGNIFICANT * error) return false;
     this.series = undefined;
-    this.persists(Math.min(MAX_FLOOR, after), Number.POSITIVE_INFINITY, now);
+    this.persists(Math.min(MAX_FLOOR, trial.persists), Number.POSITIVE_INFINITY, now);
     return true;
   }
 
@@ -757,18 +628,7 @@ export class Pace {
   private beginDoubt(now: number, reading: MeterReading): void {
     this.refill(now);
     const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
-    this.doubt = {
-      // From the next whole epoch of the clock: the containers at one webhook doubt, and dip, together.
-      since: Math.ceil(now / DOUBT_EPOCH_MS) * DOUBT_EPOCH_MS,
-      rateBefore: this.rate,
-      lowest: DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered),
-      lastRefusalAt: now,
-      dipRefused: 0,
-      dipAnswered: 0,
-      baseRefused: 0,
-      baseAnswered: 0,
-      looked: 0,
-    };
+    this.doubt = new Doubt(now, this.rate, Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
   }
 
   /**
@@ -778,9 +638,9 @@ export class Pace {
    */
   private cutInDoubt(doubt: Doubt, now: number, reading: MeterReading): void {
     const offered = reading.started / reading.seconds;
-    doubt.lowest = Math.max(doubt.lowest, DOUBT_CUTS_KEEP * Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
-    if (now - doubt.since < DOUBT_UNCUT_MS) return;
-    const rate = Math.max(doubt.lowest, this.cutRate(now, reading));
+    const lowest = doubt.cutsKeep(now, Math.min(this.effectiveRate(), OFFERED_HEADROOM * offered));
+    if (lowest === undefined) return;
+    const rate = Math.max(lowest, this.cutRate(now, reading));
     if (rate < this.rate) {
       this.refill(now);
       if (this.rate === Number.POSITIVE_INFINITY) this.loweredOnlyInDoubt = true;
@@ -789,31 +649,27 @@ export class Pace {
     }
   }
 
-  /** Which slot of the dips' cycle `at` falls in: `DIP_EVERY - 1` is a dip, `DIP_EVERY - 2` the slot before it. */
-  private static slotOf(at: number): number {
-    return Math.floor(at / DIP_SLOT_MS) % DIP_EVERY;
-  }
-
   /** Enters and leaves the dips with the clock while in doubt; ends a doubt that has gone quiet or on too long. */
   private followDips(now: number): void {
     const doubt = this.doubt;
-    if (doubt !== undefined && now > doubt.since) {
-      if (now - doubt.lastRefusalAt > DOUBT_QUIET_MS) {
+    const over = doubt?.over(now);
+    if (doubt !== undefined && over !== undefined) {
+      if (over === 'quiet') {
         // The refusals stopped: no verdict, the floor stays as it was, judged again after FLOOR_KEPT_MS.
         this.endDoubt(now);
-      } else if (now - doubt.since > DOUBT_LONGEST_MS) {
+      } else {
         // Out of time. Unpaced when it began (no congestion seen, or none since persistence was learned), a share that did not
         // fall in the dips, on enough answers to have shown a fall, is persistence: without evidence the pace does not fall.
         // Paced (cut for congestion before), its dips too thin for a verdict (a slow pace's gather a few dozen answers in 5 s):
         // the floor stays, and stays stale, so the pace doubts again once calm. Counted as learned, every refusal above the old
         // floor cut for FLOOR_KEPT_MS, and a share refused at random took the pace down to where refusals come a second apart.
         // Unpaced, on fewer answers: no verdict, the floor judged again after FLOOR_KEPT_MS.
-        if (Pace.verdictOf(doubt, true) === 'persists') this.conclude(doubt, 'persists', now);
-        else if (doubt.rateBefore !== Number.POSITIVE_INFINITY) this.dropDoubt(now);
+        if (doubt.verdict(true) === 'persists') this.conclude(doubt, 'persists', now);
+        else if (!doubt.begunUnpaced) this.dropDoubt(now);
         else this.endDoubt(now);
       }
     }
-    const dipping = this.doubt !== undefined && now >= this.doubt.since && Pace.slotOf(now) === DIP_EVERY - 1;
+    const dipping = this.doubt?.dipping(now) === true;
     if (dipping === (this.dipRate !== Number.POSITIVE_INFINITY)) return;
     this.refill(now);
     if (dipping) {
@@ -825,64 +681,16 @@ export class Pace {
   }
 
   /**
-   * Counts an answer toward the doubt, by the slot its request started in, and reaches a verdict when there are enough: a share
-   * that fell in the dips, beyond the noise, is congestion; one that did not is the floor (the pace goes back to where it was
-   * when the doubt began).
-   */
-  private countInDoubt(doubt: Doubt, refused: boolean, startedAt: number, now: number): void {
-    if (startedAt < doubt.since) return;
-    const slot = Pace.slotOf(startedAt);
-    if (slot === DIP_EVERY - 1) {
-      doubt.dipAnswered += 1;
-      if (refused) doubt.dipRefused += 1;
-    } else if (slot === DIP_EVERY - 2) {
-      doubt.baseAnswered += 1;
-      if (refused) doubt.baseRefused += 1;
-    } else return;
-    const count = Math.min(doubt.dipAnswered, doubt.baseAnswered);
-    if (count === doubt.looked || !VERDICT_LOOKS.includes(count)) return;
-    doubt.looked = count;
-    const verdict = Pace.verdictOf(doubt, false);
-    if (verdict !== undefined) this.conclude(doubt, verdict, now);
-  }
-
-  /**
-   * A doubt's verdict from its counts, if they allow one: congestion when the share fell in the dips beyond the noise (or most
-   * requests are refused); persistence when it did not, on {@link VERDICT_ANSWERS} each ({@link UNMOVED_VERDICT_ANSWERS} when
-   * the dips did not lower it at all), or on as few as a fall needs once the doubt is `ending`; both only for a doubt begun
-   * unpaced (a webhook answering in 200 ms gives a container's dips about five answers a second, too few for VERDICT_ANSWERS
-   * in time).
-   */
-  private static verdictOf(doubt: Doubt, ending: boolean): 'congestion' | 'persists' | undefined {
-    const { dipAnswered, baseAnswered } = doubt;
-    if (dipAnswered < MIN_VERDICT_ANSWERS || baseAnswered < MIN_VERDICT_ANSWERS) return undefined;
-    const dip = doubt.dipRefused / dipAnswered;
-    const base = doubt.baseRefused / baseAnswered;
-    const pooled = (doubt.dipRefused + doubt.baseRefused) / (dipAnswered + baseAnswered);
-    const error = Math.sqrt(Math.max(pooled * (1 - pooled), 0.01) * (1 / dipAnswered + 1 / baseAnswered));
-    if (base - dip > SIGNIFICANT * error) return 'congestion';
-    // Fewer answers only for a doubt begun unpaced: without evidence of congestion the pace does not fall.
-    let enough = VERDICT_ANSWERS;
-    if (doubt.rateBefore === Number.POSITIVE_INFINITY) {
-      if (ending) enough = MIN_VERDICT_ANSWERS;
-      else if (doubt.dipRefused > 0 && dip >= base) enough = UNMOVED_VERDICT_ANSWERS;
-    }
-    if (dipAnswered < enough || baseAnswered < enough) return undefined;
-    return pooled > MAX_FLOOR ? 'congestion' : 'persists';
-  }
-
-  /**
    * Ends a doubt with its verdict. Congestion: the floor is what is left in the dips, and the cuts go on as refusals come.
    * Persistence: the share is the floor, and the pace goes back to where it was when the doubt began.
    */
-  private conclude(doubt: Doubt, verdict: 'congestion' | 'persists', now: number): void {
+  private conclude(doubt: Doubt, verdict: Verdict, now: number): void {
     this.endDoubt(now);
     if (verdict === 'congestion') {
-      this.setFloor(Math.min(this.floor, doubt.dipRefused / doubt.dipAnswered));
+      this.setFloor(Math.min(this.floor, doubt.dipShare));
       return;
     }
-    const answers = doubt.dipAnswered + doubt.baseAnswered;
-    this.persists((doubt.dipRefused + doubt.baseRefused) / answers, doubt.rateBefore, now, answers);
+    this.persists(doubt.share, doubt.rateBefore, now, doubt.answers);
   }
 
   /**

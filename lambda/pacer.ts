@@ -7,7 +7,8 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import { KEPT_BACK_MS } from './endpoint-hold';
-import { isLongWait, Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
+import { isLongWait } from './endpoint-hold';
+import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
 import type { WebhookResult } from './transmitter';
 
 /** How a container paces its requests. */

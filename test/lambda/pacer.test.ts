@@ -10,24 +10,19 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
+import { UNMOVED_VERDICT_ANSWERS, VERDICT_ANSWERS } from '../../lambda/doubt';
 import {
   DECREASE_FACTOR,
   Pace,
-  HOLD_ACCEPTED_SHARE,
-  HOLD_AFTER_MESSAGES,
-  HOLD_EVIDENCE_MESSAGES,
-  HOLD_EVIDENCE_MS,
   INITIAL_IN_FLIGHT,
   LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
   OTHERS_GONE_MS,
-  QUICK_HOLD_SECONDS,
   QUOTA_HEADROOM,
-  UNMOVED_VERDICT_ANSWERS,
-  VERDICT_ANSWERS,
   type PacedAnswer,
   type PaceSignal,
 } from '../../lambda/pace';
+import { HOLD_ACCEPTED_SHARE, HOLD_AFTER_MESSAGES, HOLD_EVIDENCE_MESSAGES, HOLD_EVIDENCE_MS } from '../../lambda/refusal-run';
 import {
   FAST_PROBES_MS,
   FIRST_PROBE_MS,
@@ -38,6 +33,7 @@ import {
   PROBE_AFTER_KEPT_BACK,
   PROBE_ANSWER_WAIT_TIMES,
   PROBE_EVERY_MS,
+  QUICK_HOLD_SECONDS,
 } from '../../lambda/endpoint-hold';
 import {
   KEY_WAIT_MS,
