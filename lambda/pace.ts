@@ -14,7 +14,7 @@
  * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
  * refused again for their own sake, and fill more of a slower pace. Where first receives are too few to judge on (a tenant's
  * refused messages back every second ahead of the rest), the share those messages were refused at while the first receives
- * were taken explains theirs, until {@link OTHERS_GONE_MS} after the last first receive taken.
+ * were taken explains theirs, until 10 s after the last first receive taken (lambda/refusal-floor.ts keeps both shares).
  * A refusal that names a long wait (a `Retry-After` over a quick hold's 5 s) is no sign of congestion at all: it says when
  * that message may come back. Its hold (nothing sent until a `Retry-After` has passed) needs the same kind of evidence
  * (lambda/refusal-run.ts), many different messages refused with few acceptances among them for 2 s (or 200 of them), and
@@ -31,7 +31,8 @@ import { DIP_DEPTH, Doubt, type Verdict } from './doubt';
 import { EndpointHold, isLongWait } from './endpoint-hold';
 import type { Quota } from './rate-limit-headers';
 import { RecentRefusals, RefusalRun } from './refusal-run';
-import { MAX_FLOOR, type RefusalCount, SIGNIFICANT } from './refusal-statistics';
+import { RefusalFloor } from './refusal-floor';
+import { MAX_FLOOR, MIN_ANSWERS, type RefusalCount } from './refusal-statistics';
 
 /** What one answer says about the pace. */
 export type PaceSignal = 'accepted' | 'slow-down' | 'neutral';
@@ -90,12 +91,8 @@ export const RECOVERY_MS = 10_000;
 export const INITIAL_IN_FLIGHT = 2;
 /** The slowest pace adaptation goes to, requests per second. */
 export const MIN_REQUESTS_PER_SECOND = 0.5;
-/** Refused share above the learned floor (or half the floor, if more) that counts as congestion, beyond the noise of the answers. */
-export const CONGESTION_MARGIN = 0.05;
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt (lambda/doubt.ts). */
 const CALM_MS = 1_000;
-/** For this long after a verdict, refusals above its floor are congestion without another doubt. */
-export const FLOOR_KEPT_MS = 30_000;
 /**
  * A run of refusals mostly of messages back from the queue (refused before: a tenant's, come back together) is no quick hold
  * while fewer than this share of the latest answers to messages received for the first time are refused (or no more than the
@@ -120,7 +117,6 @@ const BURST_SECONDS = 0.1;
 const CEILING_BURST_SECONDS = 0.01;
 /** The window, ms, over which shares and rates are measured (longer while fewer than {@link MIN_ANSWERS} answers are in it). */
 const MEASURE_MS = 1_000;
-const MIN_ANSWERS = 16;
 /** The latest answers a share over any floor is judged on: the last this many ms, or {@link SURE_ANSWERS}. */
 const SWAMPED_MS = 250;
 /** … and this many before a share over any floor cuts a pace that could still doubt. */
@@ -135,15 +131,6 @@ const TOOK_SHARE = 0.7;
 const MIN_ANSWERS_OVER_FLOOR = 64;
 /** At most one cut per this many ms, or per two round trips if longer: the answers to one burst are one signal. */
 const MIN_CUT_INTERVAL_MS = 100;
-/** How fast a learned floor follows the share down when the refusals fade, per answer. */
-const FLOOR_DECAY = 0.01;
-/** How fast the refused share of messages back from the queue is learned, per answer (about the last 50 count). */
-const RETURNED_SHARE_DECAY = 0.02;
-/**
- * That share explains refusals no longer than this after a message received for the first time was last taken: then the messages
- * left are likely all refused ones (a drain's end, a tenant over its quota), asked for again no more than the pace allows.
- */
-export const OTHERS_GONE_MS = 10_000;
 
 /** One pace: a token bucket and an in-flight limit, adapted to the answers. Lives for the warm container. */
 export class Pace {
@@ -176,23 +163,8 @@ export class Pace {
   private cutFrom = Number.POSITIVE_INFINITY;
   private latencyMs = 0;
   private readonly meter = new AnswerMeter();
-  /** The refused share that persists whatever the pace, as learned, and when. */
-  private floor = 0;
-  /**
-   * The refused share of the messages back from the queue, as learned over a floor while the first receives were refused no more
-   * than it explains: where first receives are too few to judge on (the end of a drain, one tenant's refused messages filling
-   * the batches), what it explains is no congestion.
-   */
-  private returnedShare = 0;
-  private returnedAnswers = 0;
-  /** When a message received for the first time was last taken. */
-  private firstTakenAt = Number.NEGATIVE_INFINITY;
-  private floorLearnedAt = Number.NEGATIVE_INFINITY;
-  /**
-   * The answers a doubt's verdict of persistence measured the floor on: a share judged against that floor carries the floor's
-   * noise as well as its own. Infinity for any other floor, and once the floor has followed the share down (set again).
-   */
-  private floorAnswers = Number.POSITIVE_INFINITY;
+  /** The refused share that persists whatever the pace, as learned, and the share of messages back from the queue over it. */
+  private readonly floor = new RefusalFloor();
   private doubt: Doubt | undefined;
   private series: CutSeries | undefined;
   private run: RefusalRun | undefined;
@@ -369,7 +341,7 @@ export class Pace {
     if (refused) this.meter.refused(now, firstTime);
     else this.meter.accepted(now, firstTime);
     if (!firstTime) this.learnReturnedShare(refused, now);
-    else if (!refused) this.firstTakenAt = now;
+    else if (!refused) this.floor.firstTaken(now);
     const doubt = this.doubt;
     const verdict = doubt?.count(refused, now - answer.latencyMs);
     // A verdict when the counts allow one: a share that fell in the dips, beyond the noise, is congestion; one that did not is
@@ -410,7 +382,7 @@ export class Pace {
     if (
       mostlyBack &&
       !isLongWait(run.shortestRetryAfterSeconds) &&
-      this.returnedExplains(now, this.meter.read(now, MEASURE_MS, MIN_ANSWERS))
+      this.floor.returnedExplains(now, this.meter.read(now, MEASURE_MS, MIN_ANSWERS))
     )
       return undefined;
     this.run = undefined;
@@ -457,7 +429,7 @@ export class Pace {
    */
   private firstReceivesTaken(now: number, fewest: number): boolean {
     const { refused, answers } = this.firstReceiveAnswers(now);
-    return answers >= fewest && refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.explainedShare()) * answers;
+    return answers >= fewest && refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.floor.explained()) * answers;
   }
 
   /** Answers to messages received for the first time over the last second, or back to {@link MIN_ANSWERS} of them (4 s at most). */
@@ -467,43 +439,13 @@ export class Pace {
   }
 
   /**
-   * True when the first receives of `reading` are too few to judge a share on ({@link MIN_ANSWERS}) and refused no more than the
-   * floor explains, and its refusals are what the floor and the learned refused share of messages back from the queue explain,
-   * in their mix. At the end of a drain, or in one tenant's refused messages back every second ahead of the rest (a queue hands
-   * out the oldest messages first), the batches hold few first receives: judged on all answers, those messages' refusals cut
-   * the pace and held it, and the others' last messages waited behind them (docs/webhook-owners.md, "Back-pressure", has the
-   * figures).
-   */
-  private returnedExplains(now: number, reading: MeterReading): boolean {
-    if (this.returnedShare <= this.floor || now - this.firstTakenAt > OTHERS_GONE_MS) return false;
-    const answers = reading.accepted + reading.refused;
-    const first = reading.firstAccepted + reading.firstRefused;
-    if (first >= MIN_ANSWERS || answers === 0) return false;
-    const explained = this.explainedShare();
-    if (first > 0 && reading.firstRefused > explained * first + SIGNIFICANT * Math.sqrt(first * explained)) return false;
-    const expected = (first * this.floor + (answers - first) * this.returnedShare) / answers;
-    const noise = SIGNIFICANT * Math.sqrt((expected * (1 - expected)) / answers);
-    return reading.refused <= (expected + CONGESTION_MARGIN + noise) * answers;
-  }
-
-  /**
-   * Learns the refused share of messages back from the queue from one more answer to one, over a floor, while the first receives,
-   * enough to judge on, are refused no more than the floor explains: the webhook is not congested at this pace, paced or not,
-   * and what it refuses of those messages is their own business.
+   * Learns the refused share of messages back from the queue from one more answer to one, over a floor, outside a doubt
+   * ({@link RefusalFloor.learnReturned}).
    */
   private learnReturnedShare(refused: boolean, now: number): void {
-    if (this.floor === 0 || this.doubt !== undefined) return;
+    if (this.floor.share === 0 || this.doubt !== undefined) return;
     const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
-    const answers = firstTime.accepted + firstTime.refused;
-    if (answers < MIN_ANSWERS || firstTime.refused > this.explainedShare() * answers) return;
-    // The mean of the first answers, then a moving average: not from 0, which took a hundred answers to leave behind.
-    this.returnedAnswers += 1;
-    this.returnedShare += ((refused ? 1 : 0) - this.returnedShare) * Math.max(RETURNED_SHARE_DECAY, 1 / this.returnedAnswers);
-  }
-
-  /** The refused share the learned floor explains: the floor and a margin for its noise. */
-  private explainedShare(): number {
-    return this.floor + Math.max(CONGESTION_MARGIN, this.floor / 2);
+    this.floor.learnReturned(refused, { refused: firstTime.refused, answers: firstTime.accepted + firstTime.refused });
   }
 
   /** An acceptance counts against the run of refusals; too many, and the run is over. */
@@ -519,13 +461,13 @@ export class Pace {
   private cutIfCongested(now: number): void {
     this.doubt?.refusedAt(now);
     if (now - this.lastCutAt < Math.max(MIN_CUT_INTERVAL_MS, 2 * this.latencyMs)) return;
-    const floor = this.floor;
+    const floor = this.floor.share;
     const reading = this.meter.read(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR);
     const answers = reading.accepted + reading.refused;
     // No acceptance at all: a backlog of messages refused for their own sake, or the whole endpoint refusing (the hold's business).
     // A slow pace judges on fewer: all the meter keeps, if that is at least a few.
     if (answers < (reading.all ? FEWEST_ANSWERS : MIN_ANSWERS) || reading.accepted === 0) return;
-    if (this.onlyTheReturnedRefused(now) || this.returnedExplains(now, reading)) return;
+    if (this.onlyTheReturnedRefused(now) || this.floor.returnedExplains(now, reading)) return;
     const judged = this.judgedAnswers(now, MEASURE_MS, floor === 0 ? MIN_ANSWERS : MIN_ANSWERS_OVER_FLOOR, reading);
     const share = judged.refused / judged.answers;
     // A calm pace: no cut nor hold in the last CALM_MS (the containers at one webhook are not coming down from a flood).
@@ -533,13 +475,13 @@ export class Pace {
     // Cut lately, with no floor, every refusal is congestion, as TCP takes every loss. Over a floor, on a calm pace, or paced
     // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
     const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
-    const expected = tolerant ? this.explainedShare() : 0;
+    const expected = tolerant ? this.floor.explained() : 0;
     // A floor a doubt measured on a few dozen answers is that noisy itself: a tenth refused at random was now and then learned
     // as 5 %, and every bunch of refusals after it cut the pace, which then crawled back (docs/webhook-owners.md).
-    const noise = tolerant ? 2 * Math.sqrt(expected * (1 - expected) * (1 / judged.answers + 1 / this.floorAnswers)) : 0;
+    const noise = tolerant ? 2 * Math.sqrt(expected * (1 - expected) * (1 / judged.answers + 1 / this.floor.answers)) : 0;
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
-    const floorStale = now - this.floorLearnedAt >= FLOOR_KEPT_MS;
+    const floorStale = this.floor.stale(now);
     // More than any floor: judged on the latest answers only (a backlog refused first, then taken, is no flood), and on a pace
     // that could still doubt, on enough of them (a fifth refused at random shows over half of 16 answers now and then, never of 32).
     if (share > MAX_FLOOR) {
@@ -573,7 +515,7 @@ export class Pace {
    */
   private onlyTheReturnedRefused(now: number): boolean {
     const { refused, answers } = this.firstReceiveAnswers(now);
-    return answers >= FEWEST_ANSWERS && answers < MIN_ANSWERS && refused <= this.explainedShare() * answers;
+    return answers >= FEWEST_ANSWERS && answers < MIN_ANSWERS && refused <= this.floor.explained() * answers;
   }
 
   /**
@@ -687,7 +629,7 @@ export class Pace {
   private conclude(doubt: Doubt, verdict: Verdict, now: number): void {
     this.endDoubt(now);
     if (verdict === 'congestion') {
-      this.setFloor(Math.min(this.floor, doubt.dipShare));
+      this.floor.set(Math.min(this.floor.share, doubt.dipShare));
       return;
     }
     this.persists(doubt.share, doubt.rateBefore, now, doubt.answers);
@@ -695,12 +637,12 @@ export class Pace {
 
   /**
    * Refusals found to persist whatever the pace: their share is the floor, and the pace goes back to `rateBefore` (or above).
-   * @param answers how many answers a doubt measured the share on ({@link floorAnswers}); none for a series of cuts, whose
-   * share is one container's, weaker evidence at a token bucket shared with others
+   * @param answers how many answers a doubt measured the share on ({@link RefusalFloor.answers}); none for a series of cuts,
+   * whose share is one container's, weaker evidence at a token bucket shared with others
    */
   private persists(share: number, rateBefore: number, now: number, answers = Number.POSITIVE_INFINITY): void {
-    this.setFloor(share, answers);
-    this.floorLearnedAt = now;
+    this.floor.set(share, answers);
+    this.floor.learned(now);
     this.refill(now);
     this.rate = Math.max(this.rate, rateBefore);
     this.lastCutAt = Number.NEGATIVE_INFINITY;
@@ -709,7 +651,7 @@ export class Pace {
   /** Leaves doubt (and its dip); the floor counts as learned now. */
   private endDoubt(now: number): void {
     this.dropDoubt(now);
-    this.floorLearnedAt = now;
+    this.floor.learned(now);
   }
 
   /** Leaves doubt (and its dip), the floor left as it was. */
@@ -737,7 +679,7 @@ export class Pace {
     // share at most, never send the pace down and down while the doubts tell what they are.
     const lastSecond = this.meter.read(now, 1000);
     const took =
-      (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds)) / (1 - this.floor);
+      (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds)) / (1 - this.floor.share);
     return Math.max(MIN_REQUESTS_PER_SECOND, Math.min(base * DECREASE_FACTOR, Math.max(took, base / 2)));
   }
 
@@ -759,33 +701,10 @@ export class Pace {
     this.tokens = Math.min(this.tokens, this.capacity());
   }
 
-  /** A floor learned from refusals that have since faded follows the share down. */
+  /** A floor learned from refusals that have since faded follows the share down ({@link RefusalFloor.followDown}). */
   private followFloorDown(now: number): void {
-    if (this.floor === 0) return;
-    const reading = this.meter.read(now, MEASURE_MS, MIN_ANSWERS_OVER_FLOOR);
-    const answers = reading.accepted + reading.refused;
-    if (answers === 0) return;
-    const share = reading.refused / answers;
-    // None refused, or a share below the floor beyond its noise: one that dips under it now and then is the same floor, and
-    // following those dips would take it down to the low tail of its own noise, and the pace back into cuts.
-    const noise = SIGNIFICANT * Math.sqrt((this.floor * (1 - this.floor)) / answers);
-    if (reading.refused === 0 || share < this.floor - noise) {
-      const floor = this.floor + (share - this.floor) * FLOOR_DECAY;
-      this.setFloor(floor < 0.001 ? 0 : floor);
-    }
-  }
-
-  /**
-   * The one place the floor is set. With none left, the refused share of messages back from the queue goes too: it was learned
-   * over a floor, and explains refusals only over one.
-   * @param answers how many answers a doubt measured it on ({@link floorAnswers}); none for any other floor
-   */
-  private setFloor(share: number, answers = Number.POSITIVE_INFINITY): void {
-    this.floor = share;
-    this.floorAnswers = answers;
-    if (share > 0) return;
-    this.returnedShare = 0;
-    this.returnedAnswers = 0;
+    if (this.floor.share === 0) return;
+    this.floor.followDown(this.meter.read(now, MEASURE_MS, MIN_ANSWERS_OVER_FLOOR));
   }
 
   /** One more in flight per answer in the slow start, one more per round trip's worth of answers after it. */
@@ -853,6 +772,6 @@ export class Pace {
 
   /** The refused share learned to persist whatever the pace (0 to 1). */
   get refusalFloor(): number {
-    return this.floor;
+    return this.floor.share;
   }
 }

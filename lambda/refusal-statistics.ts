@@ -7,6 +7,8 @@
 export const SIGNIFICANT = 2;
 /** No floor is learned above this share: a webhook refusing most requests of a mix it also takes is congested, not choosy. */
 export const MAX_FLOOR = 0.5;
+/** The fewest answers a refused share is judged on (a pace's window grows until it holds this many, as far as its meter keeps). */
+export const MIN_ANSWERS = 16;
 
 /** Refusals among some answers. */
 export interface RefusalCount {

@@ -17,11 +17,11 @@ import {
   INITIAL_IN_FLIGHT,
   LONG_HOLD_SECONDS,
   MIN_REQUESTS_PER_SECOND,
-  OTHERS_GONE_MS,
   QUOTA_HEADROOM,
   type PacedAnswer,
   type PaceSignal,
 } from '../../lambda/pace';
+import { OTHERS_GONE_MS } from '../../lambda/refusal-floor';
 import { HOLD_ACCEPTED_SHARE, HOLD_AFTER_MESSAGES, HOLD_EVIDENCE_MESSAGES, HOLD_EVIDENCE_MS } from '../../lambda/refusal-run';
 import {
   FAST_PROBES_MS,
