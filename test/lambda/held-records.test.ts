@@ -3,14 +3,6 @@
  * (cap, expiry, the current batch left alone), a property over any sequence of holds and releases,
  * and the relay's calls through a recording SQS client (no SQS at all) and a real webhook.
  */
-import {
-  ChangeMessageVisibilityBatchCommand,
-  type ChangeMessageVisibilityBatchCommandInput,
-  type ChangeMessageVisibilityBatchCommandOutput,
-  GetQueueUrlCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { type HeldRecord, HeldRecords, RELEASE_MARGIN_MS } from '../../lambda/held-records';
@@ -18,8 +10,8 @@ import { returnVisibility } from '../../lambda/return-visibility';
 import { MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { RECEIVE_TO_INVOKE_SLACK_SECONDS } from '../../lambda/retry-timing';
 import { CRASH_RESERVE_RECEIVES } from '../../lambda/retry-window';
-import { sqsRecord } from '../../testkit/records';
 import { webhookForFile } from '../support/fixtures';
+import { batchOf, handlesSetTo, range, recordingSqs, recordOf } from '../support/recording-sqs';
 import { capturedTelemetry, invoke, relayFor } from '../support/relay';
 
 const QUEUE_A = 'arn:aws:sqs:us-east-1:000000000000:orders';
@@ -226,60 +218,6 @@ describe('a breaker that opens and closes again and again', () => {
     expect(receivesWhileFlapping(86_400, 483, 10, 2)).toBeLessThan(483 - CRASH_RESERVE_RECEIVES);
   });
 });
-
-/** An SQS client that answers GetQueueUrl and records every ChangeMessageVisibilityBatch; handles in `invalid` (as it is then) fail as SQS fails them. */
-function recordingSqs(invalid: ReadonlySet<string> = new Set()): {
-  sqs: SQSClient;
-  visibilityCalls: ChangeMessageVisibilityBatchCommandInput[];
-} {
-  const visibilityCalls: ChangeMessageVisibilityBatchCommandInput[] = [];
-  const send = async (command: unknown): Promise<unknown> => {
-    if (command instanceof GetQueueUrlCommand)
-      return { QueueUrl: `https://sqs.us-east-1.amazonaws.com/000000000000/${command.input.QueueName}` };
-    if (command instanceof ChangeMessageVisibilityBatchCommand) {
-      visibilityCalls.push(command.input);
-      const entries = command.input.Entries ?? [];
-      const output: Partial<ChangeMessageVisibilityBatchCommandOutput> = {
-        Successful: entries.filter((entry) => !invalid.has(entry.ReceiptHandle ?? '')).map((entry) => ({ Id: entry.Id })),
-        Failed: entries
-          .filter((entry) => invalid.has(entry.ReceiptHandle ?? ''))
-          .map((entry) => ({
-            Id: entry.Id,
-            Code: 'ReceiptHandleIsInvalid',
-            Message: 'The input receipt handle is invalid.',
-            SenderFault: true,
-          })),
-      };
-      return output;
-    }
-    throw new Error(`unexpected SQS call ${(command as object).constructor.name}`);
-  };
-  return { sqs: { send } as unknown as SQSClient, visibilityCalls };
-}
-
-/** Message `index` of `queueArn`, received (first) now, or `firstReceivedMsAgo`, with the given handle. */
-function recordOf(index: number, queueArn: string, receiptHandle: string, firstReceivedMsAgo = 0, receiveCount = 1): SQSRecord {
-  const first = String(Date.now() - firstReceivedMsAgo);
-  return sqsRecord(index, {
-    eventSourceARN: queueArn,
-    receiptHandle,
-    attributes: { SentTimestamp: first, ApproximateFirstReceiveTimestamp: first, ApproximateReceiveCount: String(receiveCount) },
-  });
-}
-
-const batchOf = (records: SQSRecord[]): SQSEvent => ({ Records: records });
-const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, offset) => from + offset);
-/** The handles the calls set to visibility `seconds`, per queue URL's name. */
-function handlesSetTo(calls: readonly ChangeMessageVisibilityBatchCommandInput[], seconds: number): Record<string, string[]> {
-  const byQueue: Record<string, string[]> = {};
-  for (const call of calls) {
-    const entries = (call.Entries ?? []).filter((entry) => entry.VisibilityTimeout === seconds);
-    if (entries.length === 0) continue;
-    const name = call.QueueUrl?.split('/').pop() ?? '';
-    byQueue[name] = [...(byQueue[name] ?? []), ...entries.map((entry) => entry.ReceiptHandle ?? '')].sort();
-  }
-  return byQueue;
-}
 
 const webhook = await webhookForFile();
 
