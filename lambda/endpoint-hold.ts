@@ -48,6 +48,7 @@ export const PROBE_AFTER_KEPT_BACK = 10;
 /**
  * Records a long hold keeps back go back to the queue for this long (SQS's shortest wait short of none, which would bring them
  * straight back): by then a probe has likely gone, and they come back to a webhook taking requests again or to the same hold.
+ * A record kept back again and again goes back for longer each time (lambda/pacer.ts, `retryInSeconds`).
  */
 export const KEPT_BACK_MS = 1_000;
 /** Holds less than this apart are one run of holds: each restarts from the pace before the first. */

@@ -144,8 +144,9 @@ export class RecordSender {
   /** A record the pace kept from starting: back for what is left of the endpoint's hold or its key's wait, or dead-lettered. */
   private pacedOut(record: SQSRecord, key: string | undefined, requestsEnd: Deadline): Promise<AttemptOutcome | NotAttempted> {
     const { pacer } = this.parts;
-    const paced: NotAttempted = { kind: 'not-attempted', reason: 'paced', delaySeconds: pacer.retryInSeconds(key) };
-    return this.parts.windowEnd.pacedOut(record, paced, pacer.retryInSeconds(), requestsEnd);
+    const receiveCount = receiveCountOf(record);
+    const paced: NotAttempted = { kind: 'not-attempted', reason: 'paced', delaySeconds: pacer.retryInSeconds(key, receiveCount) };
+    return this.parts.windowEnd.pacedOut(record, paced, pacer.retryInSeconds(undefined, receiveCount), requestsEnd);
   }
 
   /**

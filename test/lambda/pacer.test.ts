@@ -713,6 +713,14 @@ describe('the endpoint hold', () => {
     expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
   });
 
+  test('a record a long hold keeps back again and again goes back for twice as long from its third receive, never past the hold', async () => {
+    const pacer = pacerOf();
+    for (let i = 0; i < 200 && pacer.holdEndsAt() === 0; i += 1)
+      await exchange(pacer, answer('slow-down', { retryAfterSeconds: 3600 }), 10);
+    expect(pacer.holdEndsAt()).toBe(Date.now() + LONG_HOLD_SECONDS * 1000);
+    expect([1, 2, 3, 4, 5].map((receiveCount) => pacer.retryInSeconds(undefined, receiveCount))).toEqual([1, 1, 2, 4, LONG_HOLD_SECONDS]);
+  });
+
   test('a long hold is probed: its records go back at once for a second, a request every 2 s; one the webhook takes ends the hold', async () => {
     const pacer = pacerOf();
     for (let i = 0; i < 200 && pacer.holdEndsAt() === 0; i += 1)

@@ -273,14 +273,19 @@ describe('per-message refusals: the rest delivered at ≥ 0.85 × the speed of P
     [2_000, 5, 'lowest-numbered', 0.9],
     [2_000, 5, 'oldest-visible', 0.9],
     [3_500, 5, 'lowest-numbered', 0.9],
+    // A webhook answering in 200 ms: the backlog fills the head of the queue for longer than the holds last. Kept back a second
+    // at a time, its records came back ahead of the rest again and again, and the others waited 17 to 19 minutes behind
+    // 3,500 of them (0.025 ×); going back for longer each time they are kept back again, they let the receives reach the rest.
+    [2_000, 200, 'lowest-numbered', 0.75],
+    [3_500, 200, 'lowest-numbered', 0.6],
   ] as const)(
     'that backlog, %d long, at a webhook answering in %d ms, the queue handing out the %s first: the others at ≥ %d × the speed of PACING=false',
     (backlog, latencyMs, order, ratio) => expectOthersAt(backlog, latencyMs, order, ratio),
   );
 
   test('that backlog, 3500 long, at a webhook answering in 200 ms, the lowest-numbered first, PACE_KEY on the tenant: the others at ≥ 0.85 × the speed of PACING=false', async () => {
-    // Unkeyed, it fills the head of the queue for longer than the holds last, and is asked at the pace a webhook refusing
-    // everything is: the others waited 17 to 19 minutes. Keyed, its refusals are its own pace's.
+    // Unkeyed, it fills the head of the queue for longer than the holds last, and the others wait for it to pass (above). Keyed,
+    // its refusals are its own pace's.
     await expectOthersAt(3_500, 200, 'lowest-numbered', 0.85, (m) => m.tenant);
   });
 

@@ -327,7 +327,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     const slot = pacer.acquire(requestsEnd - 100, key, message.receiveCount === 1);
     if (slot !== true && !(await slot)) {
       notAttempted += 1;
-      setVisibleAt(message, clock.now() + pacer.retryInSeconds(key) * 1000);
+      setVisibleAt(message, clock.now() + pacer.retryInSeconds(key, message.receiveCount) * 1000);
       return;
     }
     const took = latencyMs * (0.5 + random());
