@@ -11,6 +11,7 @@
  */
 import { differenceError, MAX_FLOOR, type RefusalCount, SIGNIFICANT } from './refusal-statistics';
 
+/** The dips: the last of every {@link DIP_EVERY} slots of {@link DIP_SLOT_MS} of the clock, at {@link DIP_DEPTH} of the rate. */
 export const DIP_SLOT_MS = 250;
 export const DIP_EVERY = 2;
 export const DIP_DEPTH = 0.5;
