@@ -32,7 +32,7 @@ import { EndpointHold, isLongWait } from './endpoint-hold';
 import type { Quota } from './rate-limit-headers';
 import { RecentRefusals, RefusalRun } from './refusal-run';
 import { RefusalFloor } from './refusal-floor';
-import { MAX_FLOOR, MIN_ANSWERS, type RefusalCount } from './refusal-statistics';
+import { MAX_FLOOR, MIN_ANSWERS, type RefusalCount, SIGNIFICANT } from './refusal-statistics';
 
 /** What one answer says about the pace. */
 export type PaceSignal = 'accepted' | 'slow-down' | 'neutral';
@@ -432,9 +432,12 @@ export class Pace {
     return answers >= fewest && refused < Math.max(QUICK_HOLD_FIRST_TIME_SHARE, this.floor.explained()) * answers;
   }
 
-  /** Answers to messages received for the first time over the last second, or back to {@link MIN_ANSWERS} of them (4 s at most). */
-  private firstReceiveAnswers(now: number): RefusalCount {
-    const firstTime = this.meter.read(now, MEASURE_MS, MIN_ANSWERS, true);
+  /**
+   * Answers to messages received for the first time over the last `ms` (a second), or back to `minAnswers` of them
+   * ({@link MIN_ANSWERS}; 4 s at most).
+   */
+  private firstReceiveAnswers(now: number, ms = MEASURE_MS, minAnswers = MIN_ANSWERS): RefusalCount {
+    const firstTime = this.meter.read(now, ms, minAnswers, true);
     return { refused: firstTime.refused, answers: firstTime.accepted + firstTime.refused };
   }
 
@@ -444,8 +447,7 @@ export class Pace {
    */
   private learnReturnedShare(refused: boolean, now: number): void {
     if (this.floor.share === 0 || this.doubt !== undefined) return;
-    const firstTime = this.meter.read(now, MEASURE_MS, 0, true);
-    this.floor.learnReturned(refused, { refused: firstTime.refused, answers: firstTime.accepted + firstTime.refused });
+    this.floor.learnReturned(refused, this.firstReceiveAnswers(now, MEASURE_MS, 0));
   }
 
   /** An acceptance counts against the run of refusals; too many, and the run is over. */
@@ -478,7 +480,7 @@ export class Pace {
     const expected = tolerant ? this.floor.explained() : 0;
     // A floor a doubt measured on a few dozen answers is that noisy itself: a tenth refused at random was now and then learned
     // as 5 %, and every bunch of refusals after it cut the pace, which then crawled back (docs/webhook-owners.md).
-    const noise = tolerant ? 2 * Math.sqrt(expected * (1 - expected) * (1 / judged.answers + 1 / this.floor.answers)) : 0;
+    const noise = tolerant ? SIGNIFICANT * Math.sqrt(expected * (1 - expected) * (1 / judged.answers + 1 / this.floor.answers)) : 0;
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
     const floorStale = this.floor.stale(now);
@@ -526,9 +528,8 @@ export class Pace {
    * bucket refuses first receives as often as the others.
    */
   private judgedAnswers(now: number, ms: number, minAnswers: number, reading: MeterReading): RefusalCount {
-    const firstTime = this.meter.read(now, ms, minAnswers, true);
-    const answers = firstTime.accepted + firstTime.refused;
-    if (answers >= MIN_ANSWERS) return { refused: firstTime.refused, answers };
+    const firstTime = this.firstReceiveAnswers(now, ms, minAnswers);
+    if (firstTime.answers >= MIN_ANSWERS) return firstTime;
     return { refused: reading.refused, answers: reading.accepted + reading.refused };
   }
 
