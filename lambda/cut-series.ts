@@ -1,5 +1,5 @@
 /**
- * A series of cuts begun on an unpaced pace (docs/webhook-owners.md, "Back-pressure"): the test the dips would make, for a pace
+ * A series of cuts begun on an unpaced pace (docs/pacing.md, "Cuts as a test"): the test the dips would make, for a pace
  * cut again and again, which is never calm, so never doubts. Once the cuts have taken what the pace sends far enough down, a
  * refused share that did not fall with it is a floor, refusals that persist at any pace; one that fell was congestion, and the
  * cuts after are tried again from there. lambda/pace.ts begins a series at a cut, and acts on its trial.

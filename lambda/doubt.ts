@@ -1,5 +1,5 @@
 /**
- * A pace's doubt (docs/webhook-owners.md, "Back-pressure"): whether a refused share that some floor could explain falls when the
+ * A pace's doubt (docs/pacing.md, "Doubts and floors"): whether a refused share that some floor could explain falls when the
  * pace dips. While in doubt, the pace sends at {@link DIP_DEPTH} of its rate in the last of every {@link DIP_EVERY} slots of
  * {@link DIP_SLOT_MS} of the clock, and the doubt compares the refused share of the requests sent in the dips with that of the
  * slots before them: a share that fell is congestion, one that did not is refusals that persist at any pace. lambda/pace.ts

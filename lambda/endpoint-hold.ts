@@ -1,5 +1,5 @@
 /**
- * The endpoint hold of one pace (docs/webhook-owners.md, "Back-pressure"): until when nothing is sent and, in a long hold (begun
+ * The endpoint hold of one pace (docs/pacing.md, "The endpoint hold"): until when nothing is sent and, in a long hold (begun
  * on a `Retry-After` longer than a quick hold's), the probes let through it, by the clock, by the records it keeps back, and by
  * the first record received for the first time. lambda/pace.ts decides when a hold begins, on the evidence of many different
  * messages refused, how long it lasts, and where the pace starts again after it.
@@ -28,7 +28,7 @@ export const FIRST_PROBE_MS = 250;
  * {@link FAST_PROBES_MS} of a run of holds, sooner: {@link FRESH_PROBE_ANSWER_TIMES} of the webhook's answer times (at least
  * {@link FRESH_PROBE_MIN_MS}), so a fast webhook's boundary between such a backlog and the rest is found within a batch or
  * two, not a quarter of a second of batches kept back a second each; refusals that go on longer are more likely the whole
- * webhook's, and it is asked less (docs/webhook-owners.md, "Back-pressure", has the figures).
+ * webhook's, and it is asked less (docs/pacing.md, "The endpoint hold", has the figures).
  */
 export const FRESH_PROBE_EVERY_MS = 250;
 export const FAST_PROBES_MS = 2_000;

@@ -1,5 +1,5 @@
 /**
- * One pace (docs/webhook-owners.md, "Back-pressure"): requests per second and in flight toward the webhook, or toward one key of
+ * One pace (docs/pacing.md; in plain words, docs/webhook-owners.md, "Back-pressure"): requests per second and in flight toward the webhook, or toward one key of
  * it, adapted to its answers; lambda/pacer.ts keeps one for the endpoint and one per key, and queues the requests waiting on them.
  *
  * It paces to the webhook's capacity, not to the refusals of single messages. A refused share that falls when the pace slows
@@ -216,7 +216,7 @@ export class Pace {
    * Moves the next request by a random part of the interval between two. Containers paced to the same given rate that start
    * together send in step, forever: their requests arrive together, and a token bucket shallower than their number refuses
    * the rest each time (five containers sharing 18 of a bucket's 20 requests/s, 2 deep: three in five refused). Moved at
-   * each refusal, they fall out of step within seconds (docs/webhook-owners.md, "A ceiling"). At most once an interval: the
+   * each refusal, they fall out of step within seconds (docs/pacing.md, "The ceiling"). At most once an interval: the
    * refusals of requests sent together (a slow webhook's, many in flight) are one collision, not many.
    */
   private shiftPhase(now: number): void {
@@ -479,7 +479,7 @@ export class Pace {
     const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
     const expected = tolerant ? this.floor.explained() : 0;
     // A floor a doubt measured on a few dozen answers is that noisy itself: a tenth refused at random was now and then learned
-    // as 5 %, and every bunch of refusals after it cut the pace, which then crawled back (docs/webhook-owners.md).
+    // as 5 %, and every bunch of refusals after it cut the pace, which then crawled back (docs/pacing.md, "Doubts and floors").
     const noise = tolerant ? SIGNIFICANT * Math.sqrt(expected * (1 - expected) * (1 / judged.answers + 1 / this.floor.answers)) : 0;
     if (share <= expected + noise) return;
     // A share some floor could explain, the floor not learned lately, and the pace calm: doubt rather than cut.
@@ -512,7 +512,7 @@ export class Pace {
    * second or as far back as the meter keeps) but at least {@link FEWEST_ANSWERS}, and refused no more than the floor explains:
    * the refusals are of messages back from the queue. One tenant's messages, refused every `Retry-After` for its quota, can fill
    * the batches while the others' come few and far between; judged on all answers, their refusals cut the pace, and a slower
-   * pace receives the others' messages slower still (docs/webhook-owners.md, "Back-pressure", has the figures). A token bucket
+   * pace receives the others' messages slower still (docs/pacing.md, "The share judged", has the figures). A token bucket
    * refuses first receives as often as the others; at the end of a backlog there are none.
    */
   private onlyTheReturnedRefused(now: number): boolean {

@@ -247,7 +247,7 @@ export class Pacer {
     // A long hold is probed, and a probe taken ends it: its records come back a second later, not after the whole hold. A
     // record kept back again and again is likely one of a backlog at the head of the queue (one tenant's, all refused): from
     // its third receive each doubles its time away (2 s, 4 s, never past the hold), so the receives reach past it to the
-    // records behind (docs/webhook-owners.md, "Back-pressure": 3,500 handed out oldest first kept the rest waiting minutes).
+    // records behind (docs/pacing.md, "The endpoint hold": 3,500 handed out oldest first kept the rest waiting minutes).
     const keptBackMs = KEPT_BACK_MS * 2 ** Math.max(0, receiveCount - 2);
     let untilMs = this.endpoint.inLongHold(now) ? Math.min(this.endpoint.heldUntilMs, now + keptBackMs) : this.endpoint.heldUntilMs;
     const keyPace = key === undefined ? undefined : this.keys.get(key);

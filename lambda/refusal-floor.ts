@@ -1,5 +1,5 @@
 /**
- * A pace's floor (docs/webhook-owners.md, "Back-pressure"): the refused share learned to persist at any pace, which costs the
+ * A pace's floor (docs/pacing.md, "Doubts and floors"): the refused share learned to persist at any pace, which costs the
  * refused messages their time and never the pace; and, learned over it, the refused share of the messages back from the queue,
  * which explains their refusals where the messages received for the first time are too few to judge on. Doubts
  * (lambda/doubt.ts) and series of cuts (lambda/cut-series.ts) find a floor; lambda/pace.ts sets it here and judges refusals
@@ -117,7 +117,7 @@ export class RefusalFloor {
    * floor explains, and its refusals are what the floor and the learned refused share of messages back from the queue explain,
    * in their mix. At the end of a drain, or in one tenant's refused messages back every second ahead of the rest (a queue hands
    * out the oldest messages first), the batches hold few first receives: judged on all answers, those messages' refusals cut
-   * the pace and held it, and the others' last messages waited behind them (docs/webhook-owners.md, "Back-pressure", has the
+   * the pace and held it, and the others' last messages waited behind them (docs/pacing.md, "The share judged", has the
    * figures).
    */
   returnedExplains(now: number, reading: MeterReading): boolean {

@@ -1,5 +1,5 @@
 /**
- * The evidence for an endpoint hold (docs/webhook-owners.md, "Back-pressure"): a run of refusals with a `Retry-After` of many
+ * The evidence for an endpoint hold (docs/pacing.md, "The endpoint hold"): a run of refusals with a `Retry-After` of many
  * different messages, with few acceptances among them, not five in a row of one tenant's. lambda/pace.ts keeps the run, asks
  * it whether it is evidence enough, and begins the hold (lambda/endpoint-hold.ts) for the shortest `Retry-After` in it.
  */

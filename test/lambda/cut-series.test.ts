@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/cut-series.ts and lambda/refusal-statistics.ts (docs/webhook-owners.md, "Back-pressure"): when a series
+ * Unit tests of lambda/cut-series.ts and lambda/refusal-statistics.ts (docs/pacing.md, "Cuts as a test"): when a series
  * of cuts is tried, and its trial: a refused share that fell with the pace, one that persists, and one a token bucket explains.
  * How a pace begins a series and acts on its trial: pacer.test.ts.
  */

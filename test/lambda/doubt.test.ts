@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/doubt.ts (docs/webhook-owners.md, "Back-pressure"): the dips by the clock, the verdicts on the answers
+ * Unit tests of lambda/doubt.ts (docs/pacing.md, "Doubts and floors"): the dips by the clock, the verdicts on the answers
  * counted in and before them, and when a doubt is over. How a pace begins one and acts on its verdict: pacer.test.ts.
  */
 import { describe, expect, test } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/refusal-floor.ts (docs/webhook-owners.md, "Back-pressure"): what a floor explains, when it is stale,
+ * Unit tests of lambda/refusal-floor.ts (docs/pacing.md, "Doubts and floors"): what a floor explains, when it is stale,
  * how it follows refusals that fade, and the refused share of messages back from the queue learned over it. How a pace learns
  * a floor and judges refusals against it: pacer.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lambda/refusal-run.ts (docs/webhook-owners.md, "Back-pressure"): when a run of refusals is evidence enough for
+ * Unit tests of lambda/refusal-run.ts (docs/pacing.md, "The endpoint hold"): when a run of refusals is evidence enough for
  * an endpoint hold, what does not count toward it, and what ends it. How a pace keeps the run and holds: pacer.test.ts.
  */
 import { describe, expect, test } from 'vitest';
