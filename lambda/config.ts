@@ -377,7 +377,20 @@ function proxyUrl(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY'): URL | undefined
   const url = parseProxyUrl(raw);
   if (url === undefined)
     throw new ConfigError(variable, 'a proxy URL such as http://proxy.example.com:3128 (user:password@ allowed)', redactUrl(raw));
+  // Decoded for Proxy-Authorization on the first connection: a stray % would fail there, every request, not here.
+  if (!isPercentDecodable(url.username) || !isPercentDecodable(url.password))
+    throw new ConfigError(variable, 'a proxy URL whose user:password is percent-encoded (a % written %25)', redactUrl(raw));
   return url;
+}
+
+/** Whether `text` decodes as a URL's percent-encoding does: every `%` starts a `%XX` of UTF-8. */
+function isPercentDecodable(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY`, when a proxy is set. */

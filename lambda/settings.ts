@@ -436,7 +436,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   CA_CERTIFICATE_FILE:
     "a PEM bundle of private CAs trusted for the webhook's certificate, beside the public ones (also `NODE_EXTRA_CA_CERTS`, which Node.js reads at start)",
   HTTPS_PROXY:
-    'a forward proxy for `https://` webhook and token requests (`http://[user:password@]host:port`): an HTTP CONNECT tunnel, TLS end to end. AWS calls do not use it. The construct refuses a `user:password` (it would sit in the template)',
+    'a forward proxy for `https://` webhook and token requests (`http://[user:password@]host:port`, the user and password percent-encoded: `%25` for a `%`): an HTTP CONNECT tunnel, TLS end to end. AWS calls do not use it. The construct refuses a `user:password` (it would sit in the template)',
   HTTP_PROXY: 'the same for `http://` webhooks (a CONNECT tunnel too)',
   NO_PROXY:
     'hosts reached without the proxy, comma-separated: names (`example.com` also covers its subdomains), IP addresses, CIDR ranges (`10.0.0.0/8`), with an optional `:port`; `*` for all',

@@ -148,6 +148,20 @@ describe('the proxy', () => {
     expect(error.message).not.toContain('hunter2');
   });
 
+  test.each(['http://relay:50%off@proxy:3128', 'http://us%er:pw@proxy:3128', 'relay:%E0%A4%A@proxy:3128'])(
+    "a percent sign in the proxy's user:password that starts no escape is refused at start (%#), never quoted",
+    (raw) => {
+      const error = configErrorOf(() => load({ HTTPS_PROXY: raw }));
+      expect(error.variable).toBe('HTTPS_PROXY');
+      expect(error.message).toContain('percent-encoded');
+      expect(error.message).not.toMatch(/50%off|us%er|%E0/);
+    },
+  );
+
+  test('a user:password percent-encoded as it should be is taken', () => {
+    expect(load({ HTTPS_PROXY: 'http://relay:50%25off%40x@proxy:3128' }).proxy?.httpsProxy?.password).toBe('50%25off%40x');
+  });
+
   const settings = (noProxy: string[]) => ({ httpsProxy: new URL('http://proxy:3128'), httpProxy: undefined, noProxy });
   test.each([
     ['https://api.example.com/hook', ['example.com'], false],
