@@ -63,6 +63,17 @@ function grantOf(request: TokenRequest, clientSecret: string): { body: string; a
   return { body: form.join('&'), authorization: `Basic ${basic}` };
 }
 
+/**
+ * The client secret as the request carries it, each form an endpoint might quote back: as is,
+ * form-encoded (the body of `client_secret_post`, the decoded Basic credentials), and the Basic
+ * credentials themselves, whose base64 gives the secret back to anyone who reads it.
+ */
+function secretForms(clientSecret: string, authorization: string | undefined): string[] {
+  const forms = [clientSecret, formEncode(clientSecret), encodeURIComponent(clientSecret)];
+  if (authorization !== undefined) forms.push(authorization.slice('Basic '.length));
+  return forms;
+}
+
 /** The endpoint named in messages: its origin and path, never a query string. */
 function endpointName(url: URL): string {
   return `${url.origin}${url.pathname}`;
@@ -87,14 +98,14 @@ function tokenOf(text: string): GrantedToken {
   return { accessToken, expiresInSeconds };
 }
 
-/** What a non-2xx answer says (RFC 6749 §5.2: `error` and `error_description`), scrubbed of the secret. */
-function refusalOf(status: number, text: string, clientSecret: string): string {
+/** What a non-2xx answer says (RFC 6749 §5.2: `error` and `error_description`), scrubbed of the secret (`hidden`: its forms). */
+function refusalOf(status: number, text: string, hidden: readonly string[]): string {
   let detail = '';
   try {
     const { error, error_description: description } = JSON.parse(text) as Record<string, unknown>;
     if (typeof error === 'string' && /^[\x20-\x7e]{1,64}$/.test(error)) detail = ` ${error}`;
     if (typeof description === 'string' && description !== '')
-      detail += `: ${scrub(description, [clientSecret]).slice(0, QUOTED_DESCRIPTION_CHARS)}`;
+      detail += `: ${scrub(description, hidden).slice(0, QUOTED_DESCRIPTION_CHARS)}`;
   } catch {
     // Not RFC 6749's JSON: the status alone says enough.
   }
@@ -121,6 +132,7 @@ export function requestToken(
   const url = request.tokenUrl;
   const name = endpointName(url);
   const { body, authorization } = grantOf(request, clientSecret);
+  const hidden = secretForms(clientSecret, authorization);
   const client = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http');
   const agent = agentFor(client.Agent, connector);
   return new Promise<GrantedToken>((resolve, reject) => {
@@ -132,7 +144,7 @@ export function requestToken(
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       http?.destroy();
-      reject(new TokenRequestError(`the token endpoint ${name}: ${scrub(message, [clientSecret])}`));
+      reject(new TokenRequestError(`the token endpoint ${name}: ${scrub(message, hidden)}`));
     };
     const succeed = (token: GrantedToken): void => {
       if (settled) return;
@@ -155,7 +167,7 @@ export function requestToken(
       return;
     }
     http.on('error', (error: NodeJS.ErrnoException) => fail(error.code === undefined ? error.message : `${error.code}: ${error.message}`));
-    http.on('response', (response: IncomingMessage) => readGrant(response, clientSecret, succeed, fail));
+    http.on('response', (response: IncomingMessage) => readGrant(response, hidden, succeed, fail));
     http.end(body);
   });
 }
@@ -183,7 +195,7 @@ function grantHeaders(request: TokenRequest, body: string, authorization: string
 /** Reads the endpoint's answer, at most {@link TOKEN_RESPONSE_LIMIT_BYTES}, to the token it grants or the reason it does not. */
 function readGrant(
   response: IncomingMessage,
-  clientSecret: string,
+  hidden: readonly string[],
   succeed: (token: GrantedToken) => void,
   fail: (message: string) => void,
 ): void {
@@ -199,7 +211,7 @@ function readGrant(
     const status = response.statusCode ?? 0;
     const text = Buffer.concat(chunks).toString('utf8');
     if (status < 200 || status > 299) {
-      fail(refusalOf(status, text, clientSecret));
+      fail(refusalOf(status, text, hidden));
       return;
     }
     try {

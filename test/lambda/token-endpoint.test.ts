@@ -8,13 +8,20 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, test } from 'vitest';
 import { requestToken, TokenRequestError } from '../../lambda/token-endpoint';
 
-let answer: { status: number; body: string; hang?: boolean } = { status: 200, body: '{}' };
+/** What the endpoint received: its form body and `Authorization` header. */
+interface Received {
+  readonly form: string;
+  readonly authorization: string | undefined;
+}
+let answer: { status: number; body: string | ((received: Received) => string); hang?: boolean } = { status: 200, body: '{}' };
 const server: Server = createServer((req, res) => {
-  req.resume();
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
     if (answer.hang === true) return;
     res.writeHead(answer.status, { 'Content-Type': 'application/json' });
-    res.end(answer.body);
+    const received = { form: Buffer.concat(chunks).toString(), authorization: req.headers.authorization };
+    res.end(typeof answer.body === 'string' ? answer.body : answer.body(received));
   });
 });
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -33,9 +40,12 @@ const request = {
 };
 const SECRET = 'the-client-secret';
 
-async function failure(): Promise<string> {
+async function failure(
+  secret = SECRET,
+  clientAuthentication: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic',
+): Promise<string> {
   try {
-    await requestToken(request, SECRET, undefined, 1_000);
+    await requestToken({ ...request, clientAuthentication }, secret, undefined, 1_000);
   } catch (error) {
     expect(error).toBeInstanceOf(TokenRequestError);
     return (error as Error).message;
@@ -72,6 +82,27 @@ describe('no token', () => {
     expect(message).toBe(`the token endpoint http://127.0.0.1:${port}/token: it answered HTTP 400 invalid_scope: scope refused for …`);
     expect(message).not.toContain('secret-tenant');
   });
+
+  test.each(['client_secret_basic', 'client_secret_post'] as const)(
+    'an endpoint quoting the request it got (%s) quotes none of the secret, nor the credentials that encode it',
+    async (clientAuthentication) => {
+      // Characters that form-encoding changes: the secret travels as a%2Bb%2Fc%3D+d%25 or inside base64.
+      const secret = 'a+b/c= d%e-f';
+      answer = {
+        status: 400,
+        body: ({ form, authorization }) => {
+          const basic = authorization?.replace(/^Basic /, '') ?? '';
+          const decoded = Buffer.from(basic, 'base64').toString();
+          return JSON.stringify({ error: 'invalid_request', error_description: `got ${form} with ${authorization} (${decoded})` });
+        },
+      };
+      const message = await failure(secret, clientAuthentication);
+      expect(message).toContain('invalid_request: got grant_type=client_credentials');
+      for (const form of [secret, new URLSearchParams({ v: secret }).toString().slice(2), encodeURIComponent(secret)])
+        expect(message).not.toContain(form);
+      expect(message).not.toMatch(/Basic [A-Za-z0-9+/]{8,}/);
+    },
+  );
 
   test('an endpoint that never answers is abandoned at the timeout', async () => {
     answer = { status: 200, body: '', hang: true };
