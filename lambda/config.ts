@@ -322,6 +322,15 @@ function pemFile(name: string, path: string): string {
   }
 }
 
+/** Checks PEM texts read from files as a secret's would be; the message names `name` and the files, never their text. */
+function checkPemFiles(texts: Record<string, string>, name: string, given: string): void {
+  try {
+    parseTlsMaterial(JSON.stringify(texts));
+  } catch (error) {
+    throw new ConfigError(name, `PEM that OpenSSL accepts (${(error as Error).message})`, given);
+  }
+}
+
 /** The client certificate and extra CA: from a secret, or files (read and checked now), or both (a secret and a CA file). */
 function clientCertificate(env: Env): ClientCertificateSettings | undefined {
   const secretId = read(env, 'CLIENT_CERTIFICATE_SECRET_ARN');
@@ -343,21 +352,12 @@ function clientCertificate(env: Env): ClientCertificateSettings | undefined {
   const files: Record<string, string> = {};
   if (certificateFile !== undefined && keyFile !== undefined) Object.assign(files, { certificate: certificateFile, privateKey: keyFile });
   if (caFile !== undefined) files.caCertificate = caFile;
-  if (Object.keys(files).length > 0) {
-    const texts = Object.fromEntries(
-      Object.entries(files).map(([key, path]) => [
-        key,
-        pemFile(key === 'certificate' ? 'CLIENT_CERTIFICATE_FILE' : key === 'privateKey' ? 'CLIENT_KEY_FILE' : 'CA_CERTIFICATE_FILE', path),
-      ]),
-    );
-    try {
-      parseTlsMaterial(JSON.stringify(texts));
-    } catch (error) {
-      const name = certificateFile === undefined ? 'CA_CERTIFICATE_FILE' : 'CLIENT_CERTIFICATE_FILE';
-      const given = certificateFile === undefined ? caFile : `${certificateFile} with the key ${keyFile}`;
-      throw new ConfigError(name, `PEM that OpenSSL accepts (${(error as Error).message})`, given);
-    }
+  // The pair and the CA checked apart (OpenSSL reads them apart too), so that an error names the file at fault.
+  if (certificateFile !== undefined && keyFile !== undefined) {
+    const pair = { certificate: pemFile('CLIENT_CERTIFICATE_FILE', certificateFile), privateKey: pemFile('CLIENT_KEY_FILE', keyFile) };
+    checkPemFiles(pair, 'CLIENT_CERTIFICATE_FILE', `${certificateFile} with the key ${keyFile}`);
   }
+  if (caFile !== undefined) checkPemFiles({ caCertificate: pemFile('CA_CERTIFICATE_FILE', caFile) }, 'CA_CERTIFICATE_FILE', caFile);
   const sources: SecretSource[] = [];
   if (secretId !== undefined) sources.push({ kind: 'secrets-manager', secretId });
   if (Object.keys(files).length > 0) sources.push({ kind: 'files', files });

@@ -79,5 +79,26 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
   } catch (error) {
     throw new Error(`refused by OpenSSL: ${reasonOf(error)}`);
   }
+  if (material.certificate !== undefined) checkKeyMatches(material.certificate, material.privateKey as string);
+  if (material.caCertificate !== undefined && !CERTIFICATE_BLOCK.test(material.caCertificate))
+    throw new Error('"caCertificate" holds no certificate (-----BEGIN CERTIFICATE-----): a CA bundle is certificates');
   return material;
+}
+
+/** The start of a PEM certificate, as a CA bundle holds them (OpenSSL's `TRUSTED CERTIFICATE` too). */
+const CERTIFICATE_BLOCK = /-----BEGIN (?:TRUSTED )?CERTIFICATE-----/;
+
+/**
+ * Throws unless `privateKey` is the key of `certificate`'s first certificate (the leaf). OpenSSL
+ * checks a pair only when both are of one type: an RSA key beside an EC certificate passes it,
+ * and the handshake then presents no certificate at all.
+ */
+function checkKeyMatches(certificate: string, privateKey: string): void {
+  const crypto = process.getBuiltinModule('node:crypto');
+  const leaf = new crypto.X509Certificate(certificate);
+  const key = crypto.createPrivateKey(privateKey);
+  if (!leaf.checkPrivateKey(key))
+    throw new Error(
+      `the private key does not match the certificate (an ${key.asymmetricKeyType ?? 'unknown'} key, an ${leaf.publicKey.asymmetricKeyType ?? 'unknown'} certificate)`,
+    );
 }

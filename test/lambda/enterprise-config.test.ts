@@ -3,6 +3,7 @@
  * the variable as the user typed it and never repeats a secret; NO_PROXY's matching (proxy.ts);
  * and nothing set, nothing built (the transmitter's agents stay node:http's own).
  */
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, test } from 'vitest';
@@ -11,6 +12,7 @@ import { configErrorOf } from '../support/config-errors';
 import { webhookConnector } from '../../lambda/connector';
 import { OAuthTokens } from '../../lambda/oauth-tokens';
 import { proxyFor } from '../../lambda/proxy';
+import { parseTlsMaterial } from '../../lambda/tls-material';
 import { createCa } from '../../testkit/certificates';
 
 const WEBHOOK_URL = 'https://hooks.example.com/incoming';
@@ -86,6 +88,8 @@ describe('the client certificate', () => {
   const certificate = file('relay.crt', issued.certificate);
   const key = file('relay.key', issued.privateKey);
   const caFile = file('ca.crt', ca.certificate);
+  // A key of another type than the certificate's: OpenSSL's own check of a pair passes it.
+  const ecKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
   test('files are one source read together; a secret and a CA file are two', () => {
     expect(load({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key, CA_CERTIFICATE_FILE: caFile }).clientCertificate).toEqual({
@@ -117,11 +121,29 @@ describe('the client certificate', () => {
       'key values mismatch',
     ],
     [() => ({ CA_CERTIFICATE_FILE: file('not-pem.crt', 'hello') }), 'CA_CERTIFICATE_FILE', 'not PEM'],
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file('ec.key', ecKey) }),
+      'CLIENT_CERTIFICATE_FILE',
+      'the private key does not match the certificate (an ec key, an rsa certificate)',
+    ],
+    [() => ({ CA_CERTIFICATE_FILE: file('key-as-ca.crt', issued.privateKey) }), 'CA_CERTIFICATE_FILE', 'holds no certificate'],
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key, CA_CERTIFICATE_FILE: file('not-pem-either.crt', 'hello') }),
+      'CA_CERTIFICATE_FILE',
+      'not PEM',
+    ],
   ] as const)('%#: refused at start, naming %s', (env, variable, expected) => {
     const error = configErrorOf(() => load(env()));
     expect(error.variable).toBe(variable);
     expect(error.message).toContain(expected);
     expect(error.message).not.toContain('PRIVATE KEY');
+  });
+
+  test("a secret's pair is held to the same rule: a key of another type than the certificate's is refused", () => {
+    expect(() => parseTlsMaterial(JSON.stringify({ certificate: issued.certificate, privateKey: ecKey }))).toThrow(
+      'the private key does not match the certificate',
+    );
+    expect(() => parseTlsMaterial(JSON.stringify({ certificate: issued.certificate, privateKey: issued.privateKey }))).not.toThrow();
   });
 });
 
