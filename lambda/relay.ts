@@ -30,6 +30,7 @@ import { MIN_REQUEST_TIME_MS, RecordSender } from './record-sender';
 import { FUNCTION_SETTINGS } from './settings';
 import { SqsGateway } from './sqs-gateway';
 import { WebhookTransmitter } from './transmitter';
+import { urlSecretsOf } from './url-rules';
 import { WebhookTarget } from './webhook-target';
 import { RetryWindowEnd } from './window-end';
 
@@ -108,7 +109,12 @@ export class BatchRelay {
     // How the webhook is reached (connector.ts: a proxy, a client certificate, each when configured), for its URL.
     this.target = new WebhookTarget(
       config,
-      (url) => new WebhookTransmitter(url, config.maxConcurrency, { connector: webhookConnector({ ...config, webhookUrl: url }, logger) }),
+      (url) =>
+        new WebhookTransmitter(url, config.maxConcurrency, {
+          connector: webhookConnector({ ...config, webhookUrl: url }, logger),
+          // An answer quoting the URL's secrets (a 404 echoing the path) must not carry them into a log or a dead letter.
+          hiddenInAnswers: urlSecretsOf(url, config.webhookUrlSecret !== undefined),
+        }),
       { logger },
     );
     // Made per copy, its SQS calls abandoned when `signal` aborts: copies are rare.

@@ -191,6 +191,14 @@ function answerHeadersOf(response: IncomingMessage): AnswerHeaders {
   return retryAfter === undefined && rateLimit === undefined ? NO_ANSWER_HEADERS : { retryAfter, rateLimit };
 }
 
+/** `result` with each of `hidden` cut out of its excerpt (replaced by `…`). */
+function withoutHidden(result: WebhookResult, hidden: readonly string[]): WebhookResult {
+  if (result.kind !== 'response' || !hidden.some((text) => result.excerpt.includes(text))) return result;
+  let excerpt = result.excerpt;
+  for (const text of hidden) excerpt = excerpt.split(text).join('…');
+  return { ...result, excerpt };
+}
+
 /**
  * Reads a response to its end, or to {@link RESPONSE_READ_LIMIT_BYTES} (then `drop` closes the connection rather than
  * drain the rest), and calls `finish` with the answer; `fail` with the error of a connection closed mid-body.
@@ -304,6 +312,8 @@ export interface TransmitterOptions {
    * pool, the idle bounds and the timeouts are the same either way. @default direct connections
    */
   readonly connector?: Connector;
+  /** Texts never to pass on from an answer: its excerpt has each cut out (the URL's own secrets, see url-rules.ts). */
+  readonly hiddenInAnswers?: readonly string[];
 }
 
 /**
@@ -326,6 +336,7 @@ export class WebhookTransmitter {
   private readonly freshOptions: RequestOptions;
   /** The `Host` header for a header list without one: given a list, node:http leaves it to us. */
   private readonly host: string;
+  private readonly hidden: readonly string[];
   /** The agent's key for this webhook's connections (`agent.getName`), known once one went idle. */
   private poolName: string | undefined;
   /** Closes idle connections past their bound while the process runs (timers do not fire while frozen). */
@@ -350,6 +361,7 @@ export class WebhookTransmitter {
     this.options = requestOptionsOf(url, this.agent);
     this.freshOptions = { ...this.options, agent: false };
     this.host = url.host;
+    this.hidden = options.hiddenInAnswers ?? [];
     // The pool's key as the agent itself computes it (for https it depends on the TLS options
     // and the server name), learnt from the first connection it frees: one listener, once.
     this.agent.once('free', (_socket: Socket, freed: RequestOptions) => {
@@ -389,7 +401,7 @@ export class WebhookTransmitter {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve(result);
+        resolve(this.hidden.length === 0 ? result : withoutHidden(result, this.hidden));
       };
       const fail = (error: unknown): void => {
         if (!retried && !settled && isStaleConnectionFailure(request, error)) {

@@ -91,3 +91,33 @@ export function parseProxyUrl(raw: string): URL | undefined {
   }
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' ? url : undefined;
 }
+
+/** The shortest path segment taken for a token in a secret URL: common words (`hook`, `api`, `v1`) are shorter. */
+const TOKEN_SEGMENT_CHARS = 8;
+
+/**
+ * The parts of the webhook's URL that a log must never show, as a webhook's answer may quote them
+ * back (a 404 page echoing the path it was asked for): its query string and each of its values
+ * and, for a URL that is itself a secret (`WEBHOOK_URL_SECRET_ARN`: a token in its path), its
+ * path and every path segment long enough to be a token. Each as written in the URL and decoded.
+ */
+export function urlSecretsOf(url: URL, urlIsSecret: boolean): string[] {
+  const parts: string[] = [];
+  if (url.search.length > 1) {
+    const query = url.search.slice(1);
+    parts.push(query, ...query.split('&').map((pair) => pair.slice(pair.indexOf('=') + 1)), ...url.searchParams.values());
+  }
+  if (urlIsSecret && url.pathname !== '/') {
+    parts.push(url.pathname);
+    for (const segment of url.pathname.split('/')) if (segment.length >= TOKEN_SEGMENT_CHARS) parts.push(segment);
+  }
+  const decoded = parts.map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  });
+  // The longest first: a value is cut out of the whole query before it could be cut out of it alone.
+  return [...new Set([...parts, ...decoded])].filter((part) => part.length >= 4).sort((a, b) => b.length - a.length);
+}

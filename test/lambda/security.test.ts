@@ -9,6 +9,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
+import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { sqsRecord } from '../../testkit/records';
 import { signatureHeadersOf } from '../../testkit/webhook';
 import { emulatorForFile, secretsManagerForFile, webhookForFile, webhookForTest } from '../support/fixtures';
@@ -218,6 +219,29 @@ describe('the webhook URL from Secrets Manager (WEBHOOK_URL_SECRET_ARN)', () => 
     });
     expect(JSON.stringify(cold.lines)).not.toMatch(/s3cr3t/);
   });
+
+  test.each([
+    ['WEBHOOK_URL_SECRET_ARN', '/services/T0ABCDEFG/B0ABCDEFG/p4th-s3cr3t-t0ken?sig=query-s3cr3t'],
+    ['WEBHOOK_URL', '/hook?sig=query-s3cr3t&v=2'],
+  ] as const)(
+    'a webhook answer quoting the URL it was sent to keeps its secrets out of the log and the dead letter (%s)',
+    async (variable, path) => {
+      // As an Express-style 404 page does: the path it was asked for, query and all.
+      webhook.respondWith((request) => ({ status: 404, body: `Cannot POST ${request.path}` }));
+      const url = `${webhook.url.replace(/\/hook$/, '')}${path}`;
+      secretsManager.secrets.set('echoed-url', url);
+      const telemetry = capturedTelemetry();
+      const env: Record<string, string> = variable === 'WEBHOOK_URL' ? { WEBHOOK_URL: url } : { WEBHOOK_URL_SECRET_ARN: 'echoed-url' };
+      await emulator.send('echoed');
+      const response = await invoke(relayFor(env, telemetry), await emulator.receiveEvent());
+      expect(response.batchItemFailures).toEqual([]);
+      expect(webhook.requests.map((request) => request.path)).toEqual([path]);
+      const [deadLetter] = emulator.messages(emulator.dlq);
+      const reason = deadLetter?.attributes[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue;
+      expect(reason).toContain('Cannot POST');
+      for (const text of [reason, JSON.stringify(telemetry.lines)]) expect(text).not.toMatch(/s3cr3t/);
+    },
+  );
 
   test('WEBHOOK_URL and WEBHOOK_URL_SECRET_ARN together, or neither, stop the start naming the variable', () => {
     expect(() => relayFor({ WEBHOOK_URL: webhook.url, WEBHOOK_URL_SECRET_ARN: 'webhook-url' })).toThrow(
