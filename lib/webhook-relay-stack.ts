@@ -167,9 +167,17 @@ export class WebhookRelayStack extends Stack {
   ): Pick<WebhookRelayProps, 'vpc' | 'vpcSubnets' | 'securityGroups'> {
     // The zones are not needed: the subnets are given by id. A list token keeps fromVpcAttributes' checks content.
     const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId: network.vpcId, availabilityZones: Fn.getAzs() });
+    const subnets = network.subnetIds.map((id, index) => ec2.Subnet.fromSubnetId(this, `Subnet${index}`, id));
+    // CDK warns of what an import by id lacks; the function needs neither, and a warning on every synth of a right setup teaches to ignore them.
+    const annotations = Annotations.of(this);
+    annotations.acknowledgeWarning(
+      '@aws-cdk/aws-ec2:vpcAttributeIsListTokenavailabilityZones',
+      'The subnets are given by id: the function needs no list of zones',
+    );
+    annotations.acknowledgeWarning('@aws-cdk/aws-ec2:noSubnetRouteTableId', 'The function is put in the subnets, never routes them');
     return {
       vpc,
-      vpcSubnets: { subnets: network.subnetIds.map((id, index) => ec2.Subnet.fromSubnetId(this, `Subnet${index}`, id)) },
+      vpcSubnets: { subnets },
       securityGroups: network.securityGroupIds?.map((id, index) =>
         ec2.SecurityGroup.fromSecurityGroupId(this, `SecurityGroup${index}`, id),
       ),
