@@ -51,7 +51,12 @@ function bareHost(hostname: string): string {
   return (hostname.startsWith('[') ? hostname.slice(1, -1) : hostname).toLowerCase();
 }
 
-/** True when `entry` (one of `NO_PROXY`'s) covers `host` (bare, lower-cased) on `port`. */
+/** `name` without one trailing dot: `example.com.` is `example.com`, named from the DNS root. */
+function withoutRootDot(name: string): string {
+  return name.endsWith('.') ? name.slice(0, -1) : name;
+}
+
+/** True when `entry` (one of `NO_PROXY`'s) covers `host` (bare, lower-cased, no trailing dot) on `port`. */
 function covers(entry: string, host: string, port: number): boolean {
   if (entry === '*') return true;
   const net = process.getBuiltinModule('node:net');
@@ -86,8 +91,9 @@ function covers(entry: string, host: string, port: number): boolean {
   }
   if (entryPort !== undefined && entryPort !== port) return false;
   if (net.isIP(name) !== 0) return name === host;
-  // A domain: example.com, .example.com and *.example.com all cover example.com and its subdomains.
-  const domain = name.replace(/^\*?\./, '');
+  // A domain: example.com, .example.com and *.example.com all cover example.com and its subdomains;
+  // `example.com.` (the root's dot, a fully qualified name) is the same name, on either side.
+  const domain = withoutRootDot(name.replace(/^\*?\./, ''));
   return host === domain || host.endsWith(`.${domain}`);
 }
 
@@ -100,7 +106,7 @@ export function proxyFor(settings: ProxySettings | undefined, target: URL): URL 
   if (settings === undefined || isLoopbackHost(target.hostname)) return undefined;
   const proxy = target.protocol === 'https:' ? settings.httpsProxy : settings.httpProxy;
   if (proxy === undefined) return undefined;
-  const host = bareHost(target.hostname);
+  const host = withoutRootDot(bareHost(target.hostname));
   const port = portOf(target);
   return settings.noProxy.some((entry) => covers(entry, host, port)) ? undefined : proxy;
 }

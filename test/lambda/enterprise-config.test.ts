@@ -190,6 +190,13 @@ describe('the proxy', () => {
     ['https://example.com/hook', ['.example.com'], false],
     ['https://a.b.example.com/hook', ['*.example.com'], false],
     ['https://notexample.com/hook', ['example.com'], true],
+    // A fully qualified name (the root's trailing dot) is the same name, on either side.
+    ['https://example.com./hook', ['example.com'], false],
+    ['https://api.example.com./hook', ['.example.com'], false],
+    ['https://example.com/hook', ['example.com.'], false],
+    ['https://api.example.com/hook', ['*.example.com.'], false],
+    ['https://example.com.:443/hook', ['example.com.:443'], false],
+    ['https://notexample.com./hook', ['example.com'], true],
     ['https://example.com:8443/hook', ['example.com:443'], true],
     ['https://example.com/hook', ['example.com:443'], false],
     ['https://10.1.2.3/hook', ['10.0.0.0/8'], false],
