@@ -105,6 +105,9 @@ export function settingValue(setting: Setting, raw: unknown, source: ValueSource
     case 'boolean':
       return trueOrFalse(raw, source);
   }
+  // cdk.json writes a list as JSON writes one: `[60, 600]` is `60,600`.
+  if (setting.kind === 'list' && source === 'context' && Array.isArray(raw) && raw.every((item) => typeof item !== 'object'))
+    return wholeNumberList(raw.join(','), setting, source);
   if (typeof raw !== 'string') return new Refusal('a string');
   if (setting.kind === 'oneOf') return oneOf(raw, setting.choices ?? []);
   if (setting.kind === 'list') return wholeNumberList(raw, setting, source);

@@ -490,8 +490,10 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   maxConcurrency: 'most concurrent invocations: with `requestConcurrency`, the most requests the webhook sees at once',
   vpcId:
     "put the function in this VPC (with `subnetIds`), e.g. so that its requests leave by a NAT gateway's Elastic IP, the one address a webhook owner allow-lists; no lookup: the stack stays offline (see [A fixed egress address](operations.md#a-fixed-egress-address))",
-  subnetIds: "the function's subnets, comma-separated: private ones whose route leaves by the NAT gateway",
-  securityGroupIds: "the function's security groups, comma-separated (with `vpcId`); unset: one the stack creates, all outbound allowed",
+  subnetIds:
+    "the function's subnets, comma-separated ids (in cdk.json a JSON array of them too; each once): private ones whose route leaves by the NAT gateway",
+  securityGroupIds:
+    "the function's security groups, comma-separated ids (in cdk.json a JSON array of them too; each once; with `vpcId`); unset: one the stack creates, all outbound allowed",
   oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
   breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
   deadLetterAgeAlarmDays:

@@ -161,38 +161,49 @@ export function contextErrorFor(error: WebhookRelayConfigError): ContextError {
   return new ContextError(key, text);
 }
 
-/** A comma-separated list of ids, each matching `pattern` (`subnet-…`, `sg-…`). */
-function ids(key: ContextKeyName, raw: string, pattern: RegExp, example: string): string[] {
-  const list = raw
-    .split(',')
-    .map((id) => id.trim())
-    .filter((id) => id !== '');
-  if (list.length === 0 || !list.every((id) => pattern.test(id)))
-    throw new ContextError(key, `must be comma-separated ids such as ${example}; got ${JSON.stringify(raw)}`);
+/** The keys that list ids, each id's pattern, and an example for the message. */
+const ID_LISTS = {
+  subnetIds: { pattern: /^subnet-[0-9a-f]{8,17}$/, example: 'subnet-0123456789abcdef0,subnet-0fedcba9876543210' },
+  securityGroupIds: { pattern: /^sg-[0-9a-f]{8,17}$/, example: 'sg-0123456789abcdef0' },
+} as const;
+
+/** Whether a context value is given at all (`-c key=` and cdk.json's `null` are not). */
+function given(raw: unknown): boolean {
+  return raw !== undefined && raw !== null && raw !== '';
+}
+
+/**
+ * The ids in `key`: comma-separated (`-c`, and cdk.json) or a JSON array of strings (cdk.json), each
+ * matching the key's pattern, each once (Lambda would refuse a repeated one only at deploy).
+ */
+function ids(key: keyof typeof ID_LISTS, raw: unknown): string[] | undefined {
+  if (!given(raw)) return undefined;
+  const { pattern, example } = ID_LISTS[key];
+  const texts = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',') : [raw];
+  const list = texts.map((id: unknown) => (typeof id === 'string' ? id.trim() : id)).filter((id) => id !== '');
+  if (list.length === 0 || !list.every((id): id is string => typeof id === 'string' && pattern.test(id)))
+    throw new ContextError(
+      key,
+      `must be comma-separated ids such as ${example} (or, in cdk.json, a JSON array of them); got ${JSON.stringify(raw)}`,
+    );
+  const repeated = list.find((id, i) => list.indexOf(id) !== i);
+  if (repeated !== undefined) throw new ContextError(key, `lists ${repeated} more than once; give each id once`);
   return list;
 }
 
 /** `vpcId`, `subnetIds` and `securityGroupIds`, checked: the VPC by id, never looked up (the stack's synth stays offline). */
-function vpcFromContext(
-  vpcId: string | undefined,
-  subnetIds: string | undefined,
-  securityGroupIds: string | undefined,
-): WebhookRelayStackProps['network'] {
+function vpcFromContext(vpcId: string | undefined, subnetIds: unknown, securityGroupIds: unknown): WebhookRelayStackProps['network'] {
   if (vpcId === undefined) {
-    const stray = subnetIds !== undefined ? 'subnetIds' : securityGroupIds !== undefined ? 'securityGroupIds' : undefined;
+    const stray = given(subnetIds) ? 'subnetIds' : given(securityGroupIds) ? 'securityGroupIds' : undefined;
     if (stray !== undefined) throw new ContextError(stray, 'is only for a VPC: give vpcId too');
     return undefined;
   }
   if (!/^vpc-[0-9a-f]{8,17}$/.test(vpcId))
     throw new ContextError('vpcId', `must be a VPC id such as vpc-0123456789abcdef0; got ${JSON.stringify(vpcId)}`);
-  if (subnetIds === undefined)
+  const subnets = ids('subnetIds', subnetIds);
+  if (subnets === undefined)
     throw new ContextError('vpcId', "needs subnetIds too: the function's private subnets, whose route leaves by the NAT gateway");
-  return {
-    vpcId,
-    subnetIds: ids('subnetIds', subnetIds, /^subnet-[0-9a-f]{8,17}$/, 'subnet-0123456789abcdef0,subnet-0fedcba9876543210'),
-    securityGroupIds:
-      securityGroupIds === undefined ? undefined : ids('securityGroupIds', securityGroupIds, /^sg-[0-9a-f]{8,17}$/, 'sg-0123456789abcdef0'),
-  };
+  return { vpcId, subnetIds: subnets, securityGroupIds: ids('securityGroupIds', securityGroupIds) };
 }
 
 /**
@@ -211,6 +222,8 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
   }
   const values: Partial<Record<ContextKeyName, SettingValue>> = {};
   for (const key of Object.keys(CONTEXT_KEYS) as ContextKeyName[]) {
+    // Lists of ids take a JSON array too: read by hand, below.
+    if (Object.hasOwn(ID_LISTS, key)) continue;
     const value = parse(key, get(key));
     if (value !== undefined) values[key] = value;
   }
@@ -254,7 +267,7 @@ export function stackFromContext(get: (key: string) => unknown, allKeys: readonl
 
   if (arns.webhookUrlSecretArn !== undefined && str('webhookUrl') !== undefined)
     throw new ContextError('webhookUrlSecretArn', 'and webhookUrl are two ways of giving the URL; give one');
-  const network = vpcFromContext(str('vpcId'), str('subnetIds'), str('securityGroupIds'));
+  const network = vpcFromContext(str('vpcId'), get('subnetIds'), get('securityGroupIds'));
 
   // Every other key sets its prop as it is, in the prop's type (a Duration for time units).
   const relay: Record<string, unknown> = {};

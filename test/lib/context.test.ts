@@ -118,10 +118,11 @@ describe('context keys', () => {
       maxReceiveCount: 3,
       batchSize: 8,
       backoffJitter: false,
+      backoffSchedule: [10, 20],
     });
     template.hasResourceProperties('AWS::SQS::Queue', { FifoQueue: true, RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }) });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 8 });
-    expect(environmentOf(template).BACKOFF_JITTER).toBe('false');
+    expect(environmentOf(template)).toMatchObject({ BACKOFF_JITTER: 'false', BACKOFF_SCHEDULE: '10,20' });
   });
 
   it('batch size and window for a standard queue', () => {
@@ -170,6 +171,7 @@ describe('context keys', () => {
     [{ colour: 'blue' }, /^Context colour .* is not a key the app reads \(the nearest is \w+; docs\/configuration.md lists them all\)$/],
     [{ deadLetterQueueArn: 'arn:aws:sqs:eu-west-1:1:d' }, /Context deadLetterQueueArn .* give queueArn too/],
     [{ backoffSchedule: '1m,10m' }, /Context backoffSchedule .* comma-separated whole seconds/],
+    [{ backoffSchedule: [60, '10m'] }, /Context backoffSchedule .* comma-separated whole seconds .*; got \[60,"10m"\]$/],
   ])('rejects %j', (context, message) => {
     expect(() => synth(context)).toThrow(ContextError);
     expect(() => synth(context)).toThrow(message);

@@ -214,6 +214,22 @@ describe('the context keys', () => {
       'securityGroupIds',
       /ids such as sg-/,
     ],
+    [{ vpcId: 'vpc-0123456789abcdef0', subnetIds: ['subnet-0123456789abcdef0', 7] }, 'subnetIds', /or, in cdk.json, a JSON array/],
+    [{ vpcId: 'vpc-0123456789abcdef0', subnetIds: [] }, 'subnetIds', /comma-separated ids/],
+    [
+      { vpcId: 'vpc-0123456789abcdef0', subnetIds: 'subnet-0123456789abcdef0, subnet-0123456789abcdef0' },
+      'subnetIds',
+      /lists subnet-0123456789abcdef0 more than once; give each id once$/,
+    ],
+    [
+      {
+        vpcId: 'vpc-0123456789abcdef0',
+        subnetIds: ['subnet-0123456789abcdef0'],
+        securityGroupIds: ['sg-0123456789abcdef0', 'sg-0123456789abcdef0'],
+      },
+      'securityGroupIds',
+      /lists sg-0123456789abcdef0 more than once/,
+    ],
     [{ oauthClientSecretArn: 'secret' }, 'oauthClientSecretArn', /must be an ARN/],
     [{ clientCertificateSecretArn: 'secret' }, 'clientCertificateSecretArn', /must be an ARN/],
   ] as const)('%j is refused, naming %s', (context, key, message) => {
@@ -225,6 +241,15 @@ describe('the context keys', () => {
       expect((error as Error).message).toMatch(new RegExp(`^Context ${key} `));
       expect((error as Error).message).toMatch(message);
     }
+  });
+
+  it("subnetIds and securityGroupIds as cdk.json's JSON arrays: the same ids as comma-separated text", () => {
+    const vpcId = 'vpc-0123456789abcdef0';
+    const subnets = ['subnet-0123456789abcdef0', 'subnet-0fedcba9876543210'];
+    const fromArrays = stackFromContext(get({ vpcId, subnetIds: subnets, securityGroupIds: ['sg-0123456789abcdef0'] }));
+    const fromText = stackFromContext(get({ vpcId, subnetIds: subnets.join(','), securityGroupIds: 'sg-0123456789abcdef0' }));
+    expect(fromArrays.props.network).toEqual({ vpcId, subnetIds: subnets, securityGroupIds: ['sg-0123456789abcdef0'] });
+    expect(fromArrays.props.network).toEqual(fromText.props.network);
   });
 
   it('the proxy and OAuth keys set their props', () => {
