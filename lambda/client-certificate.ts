@@ -15,7 +15,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import { CachedSecret, type CachedSecretOptions } from './secrets';
-import { type ClientCertificateSettings, parseTlsMaterial, secureContextOf, type TlsMaterial } from './tls-material';
+import { type ClientCertificateSettings, parseTlsMaterial, secureContextOf, type TlsMaterial, validityWarning } from './tls-material';
 
 /** What a connection came to, for the log: accepted, or why not (a TLS alert's name, a certificate error's code) and the line that says so. */
 type HandshakeState =
@@ -63,11 +63,18 @@ export class ClientCertificate {
   private readonly logger: Pick<Logger, 'warn' | 'error' | 'info'> | undefined;
   /** The last handshake's outcome as logged; `undefined` before the first. */
   private state: HandshakeState | undefined;
+  /** Each part's variable, for the validity WARN: where the operator renews the certificate. */
+  private readonly origins: readonly string[];
+  /** The values whose validity was checked: one WARN per certificate read, not per connection. */
+  private readonly checked = new WeakSet<TlsMaterial>();
 
   constructor(settings: ClientCertificateSettings, options: ClientCertificateOptions) {
     this.logger = options.logger;
     this.parts = settings.sources.map(
       (source) => new CachedSecret(source, 'client certificate', parseTlsMaterial, options.refreshSeconds, options),
+    );
+    this.origins = settings.sources.map((source) =>
+      source.kind === 'secrets-manager' ? 'CLIENT_CERTIFICATE_SECRET_ARN' : 'CLIENT_CERTIFICATE_FILE',
     );
   }
 
@@ -90,6 +97,7 @@ export class ClientCertificate {
     const built = this.built;
     if (built !== undefined && built.from.length === materials.length && built.from.every((material, i) => material === materials[i]))
       return built.context;
+    this.checkValidity(materials);
     const merged: { certificate?: string; privateKey?: string; caCertificate?: string } = {};
     const cas: string[] = [];
     for (const material of materials) {
@@ -103,6 +111,25 @@ export class ClientCertificate {
     const context = secureContextOf(merged);
     this.built = { from: materials, context };
     return context;
+  }
+
+  /**
+   * One WARN for each certificate newly read (at the first connection, and after a rotation) that
+   * has expired, is not valid yet, or expires within days: presented all the same (the webhook
+   * decides; a clock may be off), but the operator hears of it before the webhook refuses it.
+   */
+  private checkValidity(materials: readonly TlsMaterial[]): void {
+    materials.forEach((material, i) => {
+      if (material.validity === undefined || this.checked.has(material)) return;
+      this.checked.add(material);
+      const warning = validityWarning(material.validity, Date.now());
+      if (warning !== undefined)
+        this.logger?.warn(warning, {
+          notBefore: material.validity.notBefore.toISOString(),
+          notAfter: material.validity.notAfter.toISOString(),
+          from: this.origins[i],
+        });
+    });
   }
 
   /**

@@ -21,6 +21,14 @@ export interface TlsMaterial {
   readonly certificate?: string;
   readonly privateKey?: string;
   readonly caCertificate?: string;
+  /** When the certificate (its leaf) is valid, with `certificate`: for a warning, never a refusal. */
+  readonly validity?: CertificateValidity;
+}
+
+/** A certificate's `notBefore` and `notAfter`. */
+export interface CertificateValidity {
+  readonly notBefore: Date;
+  readonly notAfter: Date;
 }
 
 /** The first line of what a JSON secret must look like, for messages. */
@@ -79,10 +87,10 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
   } catch (error) {
     throw new Error(`refused by OpenSSL: ${reasonOf(error)}`);
   }
-  if (material.certificate !== undefined) checkKeyMatches(material.certificate, material.privateKey as string);
+  const validity = material.certificate === undefined ? undefined : checkKeyMatches(material.certificate, material.privateKey as string);
   if (material.caCertificate !== undefined && !CERTIFICATE_BLOCK.test(material.caCertificate))
     throw new Error('"caCertificate" holds no certificate (-----BEGIN CERTIFICATE-----): a CA bundle is certificates');
-  return material;
+  return validity === undefined ? material : { ...material, validity };
 }
 
 /** The start of a PEM certificate, as a CA bundle holds them (OpenSSL's `TRUSTED CERTIFICATE` too). */
@@ -91,9 +99,9 @@ const CERTIFICATE_BLOCK = /-----BEGIN (?:TRUSTED )?CERTIFICATE-----/;
 /**
  * Throws unless `privateKey` is the key of `certificate`'s first certificate (the leaf). OpenSSL
  * checks a pair only when both are of one type: an RSA key beside an EC certificate passes it,
- * and the handshake then presents no certificate at all.
+ * and the handshake then presents no certificate at all. Returns the leaf's validity.
  */
-function checkKeyMatches(certificate: string, privateKey: string): void {
+function checkKeyMatches(certificate: string, privateKey: string): CertificateValidity {
   const crypto = process.getBuiltinModule('node:crypto');
   const leaf = new crypto.X509Certificate(certificate);
   const key = crypto.createPrivateKey(privateKey);
@@ -101,4 +109,28 @@ function checkKeyMatches(certificate: string, privateKey: string): void {
     throw new Error(
       `the private key does not match the certificate (an ${key.asymmetricKeyType ?? 'unknown'} key, an ${leaf.publicKey.asymmetricKeyType ?? 'unknown'} certificate)`,
     );
+  // OpenSSL's own text ("Jan  1 00:00:00 2030 GMT"), which Date reads; validFromDate is Node.js 22.10's.
+  return { notBefore: new Date(leaf.validFrom), notAfter: new Date(leaf.validTo) };
+}
+
+/** A certificate this close to its `notAfter` is warned about when read. */
+export const EXPIRY_WARNING_DAYS = 14;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The WARN to log for a certificate valid from `validity.notBefore` to `validity.notAfter`, read at
+ * `now`: expired, not yet valid, or expiring within {@link EXPIRY_WARNING_DAYS}; `undefined` when
+ * none applies. It names the dates only, never anything else of the certificate.
+ */
+export function validityWarning(validity: CertificateValidity, now: number): string | undefined {
+  const { notBefore, notAfter } = validity;
+  if (now > notAfter.getTime())
+    return `The client certificate expired on ${notAfter.toISOString()}; it is still presented, and webhooks that check it refuse it: renew it`;
+  if (now < notBefore.getTime())
+    return `The client certificate is not valid before ${notBefore.toISOString()}; it is still presented, and webhooks that check it refuse it until then`;
+  const daysLeft = Math.ceil((notAfter.getTime() - now) / DAY_MS);
+  if (daysLeft <= EXPIRY_WARNING_DAYS)
+    return `The client certificate expires on ${notAfter.toISOString()}, in ${daysLeft} day${daysLeft === 1 ? '' : 's'}: renew it`;
+  return undefined;
 }

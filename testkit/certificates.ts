@@ -18,7 +18,11 @@ export interface TestCa extends IssuedCertificate {
   /** A server certificate for `hosts` (IP addresses and DNS names, `*.` wildcards allowed). */
   server(hosts: readonly string[]): IssuedCertificate;
   /** A client certificate (extended key usage: clientAuth) with this common name. */
-  client(commonName: string, options?: { readonly validDays?: number }): IssuedCertificate;
+  /**
+   * A client certificate (extended key usage: clientAuth) with this common name, valid from
+   * `validFrom` (yesterday by default) for `validDays` (30).
+   */
+  client(commonName: string, options?: { readonly validDays?: number; readonly validFrom?: Date }): IssuedCertificate;
 }
 
 /** The test hosts a server certificate names by default (Node.js takes no wildcard directly under a top-level domain). */
@@ -31,7 +35,10 @@ function keyPair(): { forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.r
   return { forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), pem };
 }
 
-/** A certificate of `subject`'s key, signed by `issuer` (itself when absent), valid from yesterday for `validDays`. */
+/**
+ * A certificate of `subject`'s key, signed by `issuer` (itself when absent), valid for `validDays`
+ * from `from` (by default yesterday, and then until `validDays` from now).
+ */
 function issue(
   subject: string,
   key: forge.pki.rsa.PublicKey,
@@ -39,14 +46,15 @@ function issue(
   signingKey: forge.pki.rsa.PrivateKey,
   extensions: object[],
   validDays = 30,
+  from?: Date,
 ): string {
   const certificate = forge.pki.createCertificate();
   certificate.publicKey = key;
   // Positive, 16 random bytes: what CAs do.
   certificate.serialNumber = `01${randomBytes(15).toString('hex')}`;
-  const from = new Date(Date.now() - 86_400_000);
-  certificate.validity.notBefore = from;
-  certificate.validity.notAfter = new Date(from.getTime() + (validDays + 1) * 86_400_000);
+  const notBefore = from ?? new Date(Date.now() - 86_400_000);
+  certificate.validity.notBefore = notBefore;
+  certificate.validity.notAfter = new Date(notBefore.getTime() + (validDays + (from === undefined ? 1 : 0)) * 86_400_000);
   certificate.setSubject([{ name: 'commonName', value: subject }]);
   certificate.setIssuer([{ name: 'commonName', value: issuer?.name ?? subject }]);
   certificate.setExtensions(extensions);
@@ -92,6 +100,7 @@ export function createCa(name = 'sqs-webhook-relay test CA'): TestCa {
             { name: 'extKeyUsage', clientAuth: true },
           ],
           options.validDays,
+          options.validFrom,
         ),
         privateKey: own.pem,
       };
