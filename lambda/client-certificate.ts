@@ -1,6 +1,7 @@
 /**
  * Mutual TLS: the client certificate the relay presents to the webhook, and the private CA it
- * trusts beside the platform's. From a Secrets Manager secret (`CLIENT_CERTIFICATE_SECRET_ARN`,
+ * trusts beside the platform's, for the webhook and for the OAuth token endpoint (which is never
+ * presented the certificate: see {@link ClientCertificate.trustContext}). From a Secrets Manager secret (`CLIENT_CERTIFICATE_SECRET_ARN`,
  * JSON `{ "certificate": PEM, "privateKey": PEM, "caCertificate"?: PEM }`) or from files
  * (`CLIENT_CERTIFICATE_FILE` and `CLIENT_KEY_FILE`; `CA_CERTIFICATE_FILE`), each read through
  * {@link CachedSecret}: re-read every `SECRETS_REFRESH_SECONDS`, the last good value kept when a
@@ -15,25 +16,20 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import { CachedSecret, type CachedSecretOptions } from './secrets';
-import { type ClientCertificateSettings, parseTlsMaterial, secureContextOf, type TlsMaterial, validityWarning } from './tls-material';
+import {
+  type ClientCertificateSettings,
+  PRIVATE_CA_HINT,
+  parseTlsMaterial,
+  secureContextOf,
+  type TlsMaterial,
+  UNTRUSTED_CERTIFICATE_CODES,
+  validityWarning,
+} from './tls-material';
 
 /** What a connection came to, for the log: accepted, or why not (a TLS alert's name, a certificate error's code) and the line that says so. */
 type HandshakeState =
   | { readonly kind: 'accepted' }
   | { readonly kind: 'refused'; readonly reason: string; readonly message: string; readonly alert?: string };
-
-/** Error codes of a webhook certificate the relay does not trust. */
-const UNTRUSTED_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-]);
 
 /**
  * The TLS alert a failed handshake carries, by its RFC 8446 name (`certificate_required`,
@@ -60,6 +56,8 @@ export class ClientCertificate {
   private readonly parts: readonly CachedSecret<TlsMaterial>[];
   /** The context built last, and the parts' values it was built from (the same objects while unchanged). */
   private built: { readonly from: readonly TlsMaterial[]; readonly context: SecureContext } | undefined;
+  /** The same for {@link trustContext}. */
+  private builtTrust: { readonly from: readonly TlsMaterial[]; readonly context: SecureContext } | undefined;
   private readonly logger: Pick<Logger, 'warn' | 'error' | 'info'> | undefined;
   /** The last handshake's outcome as logged; `undefined` before the first. */
   private state: HandshakeState | undefined;
@@ -88,20 +86,36 @@ export class ClientCertificate {
    * @throws when a part was never read and cannot be now (the request then fails and is retried)
    */
   secureContext(signal?: AbortSignal): SecureContext | Promise<SecureContext> {
-    const known = this.parts.map((part) => part.peek());
-    if (known.every((material) => material !== undefined)) return this.contextOf(known as TlsMaterial[]);
-    return Promise.all(this.parts.map((part) => part.get(signal))).then((materials) => this.contextOf(materials));
+    return this.withMaterials(signal, (materials) => this.contextOf(materials, true));
   }
 
-  private contextOf(materials: readonly TlsMaterial[]): SecureContext {
-    const built = this.built;
+  /**
+   * The TLS context of the OAuth token endpoint: the same trust (the platform's CAs and the private
+   * CA), without the client certificate, which is the webhook's alone. As {@link secureContext}.
+   */
+  trustContext(signal?: AbortSignal): SecureContext | Promise<SecureContext> {
+    return this.withMaterials(signal, (materials) => this.contextOf(materials, false));
+  }
+
+  /** `build` of the parts' values: at once when every part is fresh in memory, else once read. */
+  private withMaterials(
+    signal: AbortSignal | undefined,
+    build: (materials: readonly TlsMaterial[]) => SecureContext,
+  ): SecureContext | Promise<SecureContext> {
+    const known = this.parts.map((part) => part.peek());
+    if (known.every((material) => material !== undefined)) return build(known as TlsMaterial[]);
+    return Promise.all(this.parts.map((part) => part.get(signal))).then(build);
+  }
+
+  private contextOf(materials: readonly TlsMaterial[], presenting: boolean): SecureContext {
+    const built = presenting ? this.built : this.builtTrust;
     if (built !== undefined && built.from.length === materials.length && built.from.every((material, i) => material === materials[i]))
       return built.context;
     this.checkValidity(materials);
     const merged: { certificate?: string; privateKey?: string; caCertificate?: string } = {};
     const cas: string[] = [];
     for (const material of materials) {
-      if (material.certificate !== undefined) {
+      if (presenting && material.certificate !== undefined) {
         merged.certificate = material.certificate;
         merged.privateKey = material.privateKey;
       }
@@ -109,7 +123,8 @@ export class ClientCertificate {
     }
     if (cas.length > 0) merged.caCertificate = cas.join('\n');
     const context = secureContextOf(merged);
-    this.built = { from: materials, context };
+    if (presenting) this.built = { from: materials, context };
+    else this.builtTrust = { from: materials, context };
     return context;
   }
 
@@ -161,11 +176,11 @@ export class ClientCertificate {
           reason: `certificate not for this host (${code})`,
           message: `The webhook's TLS certificate does not name the webhook's host (${code})`,
         });
-      } else if (UNTRUSTED_CODES.has(code)) {
+      } else if (UNTRUSTED_CERTIFICATE_CODES.has(code)) {
         this.observe({
           kind: 'refused',
           reason: `certificate not trusted (${code})`,
-          message: `The webhook's TLS certificate is not trusted (${code}): its CA belongs in CA_CERTIFICATE_FILE or the secret's caCertificate`,
+          message: `The webhook's TLS certificate is not trusted (${code}): its CA belongs in ${PRIVATE_CA_HINT}`,
         });
       }
     };

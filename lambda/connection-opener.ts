@@ -10,6 +10,7 @@ import { ClientCertificate } from './client-certificate';
 import type { RelayConfig } from './config';
 import type { ConnectionOptions, Connector } from './connector';
 import { openTunnel, type ProxySettings, proxyFor } from './proxy';
+import { type ClientCertificateSettings, PRIVATE_CA_HINT } from './tls-material';
 
 /** What {@link connectorFor} builds a connector from. */
 export interface ConnectorSettings {
@@ -18,6 +19,11 @@ export interface ConnectorSettings {
   readonly proxy: ProxySettings | undefined;
   /** The client certificate and extra CA, for `https://` targets. */
   readonly clientCertificate: ClientCertificate | undefined;
+  /**
+   * Only trust its CAs, never present the certificate nor watch the handshakes (those are the
+   * webhook's): the OAuth token endpoint's way.
+   */
+  readonly trustOnly?: boolean;
   /** Bound on reaching the proxy and its answer to a CONNECT, ms (the request's own timeout bounds the rest). */
   readonly tunnelTimeoutMs: number;
 }
@@ -30,7 +36,7 @@ export function connectorFor(settings: ConnectorSettings): Connector | undefined
   const proxy = proxyFor(settings.proxy, settings.target);
   const tls = settings.target.protocol === 'https:' ? settings.clientCertificate : undefined;
   if (proxy === undefined && tls === undefined) return undefined;
-  const { tunnelTimeoutMs } = settings;
+  const { tunnelTimeoutMs, trustOnly = false } = settings;
   return {
     open(options, direct, done) {
       const overTls = (socket: Duplex | undefined): void => {
@@ -42,15 +48,15 @@ export function connectorFor(settings: ConnectorSettings): Connector | undefined
           // No TLS session resumed: a resumed session would keep the identity of a certificate since rotated.
           const withTls = { ...options, secureContext: context, session: undefined, ...(socket === undefined ? {} : { socket }) };
           const tlsSocket = direct(withTls as ConnectionOptions) as TLSSocket;
-          tls.watch(tlsSocket);
+          if (!trustOnly) tls.watch(tlsSocket);
           done(null, tlsSocket);
         };
         let context: ReturnType<ClientCertificate['secureContext']>;
         try {
-          context = tls.secureContext();
+          context = trustOnly ? tls.trustContext() : tls.secureContext();
         } catch (error) {
           socket?.destroy();
-          done(certificateUnavailable(error));
+          done(certificateUnavailable(error, trustOnly));
           return;
         }
         if (!(context instanceof Promise)) {
@@ -59,7 +65,7 @@ export function connectorFor(settings: ConnectorSettings): Connector | undefined
         }
         context.then(connect, (error: unknown) => {
           socket?.destroy();
-          done(certificateUnavailable(error));
+          done(certificateUnavailable(error, trustOnly));
         });
       };
       if (proxy === undefined) {
@@ -83,14 +89,36 @@ export class ClientCertificateUnavailableError extends Error {
   /** Node.js-style code, so that the transmitter classes it as the relay's own problem, not the webhook's. */
   readonly code = 'ERR_CLIENT_CERTIFICATE_UNAVAILABLE';
 
-  constructor(reason: string) {
-    super(`the client certificate is not available: ${reason}`);
+  /** @param what what could not be read: the client certificate, or (for the token endpoint) its source's CA */
+  constructor(reason: string, what = 'the client certificate') {
+    super(`${what} is not available: ${reason}`);
     this.name = 'ClientCertificateUnavailableError';
   }
 }
 
-function certificateUnavailable(error: unknown): ClientCertificateUnavailableError {
-  return new ClientCertificateUnavailableError(error instanceof Error ? error.message : String(error));
+function certificateUnavailable(error: unknown, trustOnly: boolean): ClientCertificateUnavailableError {
+  return new ClientCertificateUnavailableError(
+    error instanceof Error ? error.message : String(error),
+    trustOnly ? `the private CA to trust (${PRIVATE_CA_HINT})` : undefined,
+  );
+}
+
+/**
+ * One {@link ClientCertificate} per configuration, shared by the webhook's connector and the token
+ * endpoint's: the certificate's secret or files are read once for both, and warned about once.
+ */
+const certificates = new WeakMap<ClientCertificateSettings, ClientCertificate>();
+
+function certificateOf(
+  config: Pick<RelayConfig, 'clientCertificate' | 'secretsRefreshSeconds'>,
+  logger: Pick<Logger, 'warn' | 'error' | 'info'>,
+): ClientCertificate | undefined {
+  const settings = config.clientCertificate;
+  if (settings === undefined) return undefined;
+  const certificate =
+    certificates.get(settings) ?? new ClientCertificate(settings, { logger, refreshSeconds: config.secretsRefreshSeconds });
+  certificates.set(settings, certificate);
+  return certificate;
 }
 
 /**
@@ -102,12 +130,29 @@ export function webhookOpener(
   config: Pick<RelayConfig, 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'> & { readonly webhookUrl: URL },
   logger: Pick<Logger, 'warn' | 'error' | 'info'>,
 ): Connector | undefined {
-  const settings = config.clientCertificate;
   return connectorFor({
     target: config.webhookUrl,
     proxy: config.proxy,
-    clientCertificate:
-      settings === undefined ? undefined : new ClientCertificate(settings, { logger, refreshSeconds: config.secretsRefreshSeconds }),
+    clientCertificate: certificateOf(config, logger),
+    tunnelTimeoutMs: config.requestTimeoutMs,
+  });
+}
+
+/**
+ * The connector of the OAuth token endpoint: its proxy, and the webhook's trust (the private CA of
+ * `CA_CERTIFICATE_FILE` or the secret's `caCertificate`), never the client certificate itself.
+ * `undefined` when neither applies to it.
+ */
+export function tokenEndpointOpener(
+  config: Pick<RelayConfig, 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'>,
+  tokenUrl: URL,
+  logger: Pick<Logger, 'warn' | 'error' | 'info'>,
+): Connector | undefined {
+  return connectorFor({
+    target: tokenUrl,
+    proxy: config.proxy,
+    clientCertificate: certificateOf(config, logger),
+    trustOnly: true,
     tunnelTimeoutMs: config.requestTimeoutMs,
   });
 }

@@ -86,13 +86,18 @@ export function webhookConnector(
   return lazyConnector(() => import('./connection-opener').then((opener) => opener.webhookOpener(config, logger)));
 }
 
-/** The connector of the OAuth token endpoint (its proxy; never the webhook's certificate), or `undefined` without a proxy. */
-export function tokenEndpointConnector(config: Pick<RelayConfig, 'proxy' | 'requestTimeoutMs'>, tokenUrl: URL): Connector | undefined {
-  const { proxy } = config;
-  if (proxy === undefined) return undefined;
-  return lazyConnector(() =>
-    import('./connection-opener').then((opener) =>
-      opener.connectorFor({ target: tokenUrl, proxy, clientCertificate: undefined, tunnelTimeoutMs: config.requestTimeoutMs }),
-    ),
-  );
+/**
+ * The connector of the OAuth token endpoint, or `undefined` when a direct connection with the
+ * platform's trust will do: its proxy, and for an `https://` endpoint the private CA the operator
+ * trusts for the webhook (an endpoint behind the same CA is common); never the client certificate.
+ * @param logger where the certificate's read failures are logged (the webhook's connector shares them)
+ */
+export function tokenEndpointConnector(
+  config: Pick<RelayConfig, 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'>,
+  tokenUrl: URL,
+  logger: Pick<Logger, 'warn' | 'error' | 'info'>,
+): Connector | undefined {
+  const trusts = config.clientCertificate !== undefined && tokenUrl.protocol === 'https:';
+  if (config.proxy === undefined && !trusts) return undefined;
+  return lazyConnector(() => import('./connection-opener').then((opener) => opener.tokenEndpointOpener(config, tokenUrl, logger)));
 }

@@ -174,10 +174,11 @@ export class OAuthTokens {
 
   /**
    * The tokens `config` asks for, or `undefined` when `OAUTH_TOKEN_URL` is unset. The token endpoint
-   * is reached through the proxy when one applies to it, without the webhook's client certificate.
+   * is reached through the proxy when one applies to it, trusting the webhook's private CA, without
+   * the webhook's client certificate.
    */
   static for(
-    config: Pick<RelayConfig, 'oauth' | 'proxy' | 'secretsRefreshSeconds' | 'requestTimeoutMs' | 'userAgent'>,
+    config: Pick<RelayConfig, 'oauth' | 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs' | 'userAgent'>,
     logger: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>,
   ): OAuthTokens | undefined {
     const { oauth } = config;
@@ -187,7 +188,7 @@ export class OAuthTokens {
       refreshSeconds: config.secretsRefreshSeconds,
       requestTimeoutMs: config.requestTimeoutMs,
       userAgent: config.userAgent,
-      connector: tokenEndpointConnector(config, oauth.tokenUrl),
+      connector: tokenEndpointConnector(config, oauth.tokenUrl, logger),
     });
   }
 

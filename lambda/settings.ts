@@ -429,12 +429,12 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   OAUTH_CLIENT_AUTHENTICATION:
     'how the relay authenticates to the token endpoint: `client_secret_basic` (HTTP Basic) or `client_secret_post` (in the form)',
   CLIENT_CERTIFICATE_SECRET_ARN:
-    'mutual TLS: a Secrets Manager secret holding JSON `{"certificate": "<PEM>", "privateKey": "<PEM>"}` (and optionally `"caCertificate"`, a private CA to trust beside the public ones), presented to the webhook; re-read every `SECRETS_REFRESH_SECONDS`, the last good value kept',
+    'mutual TLS: a Secrets Manager secret holding JSON `{"certificate": "<PEM>", "privateKey": "<PEM>"}` (and optionally `"caCertificate"`, a private CA to trust beside the public ones, for the webhook and the OAuth token endpoint), presented to the webhook (never to the token endpoint); re-read every `SECRETS_REFRESH_SECONDS`, the last good value kept',
   CLIENT_CERTIFICATE_FILE:
     'mutual TLS for local runs and daemons: a PEM certificate file (with `CLIENT_KEY_FILE`), re-read every `SECRETS_REFRESH_SECONDS`',
   CLIENT_KEY_FILE: "the certificate's PEM private key file (unencrypted)",
   CA_CERTIFICATE_FILE:
-    "a PEM bundle of private CAs trusted for the webhook's certificate, beside the public ones (also `NODE_EXTRA_CA_CERTS`, which Node.js reads at start)",
+    "a PEM bundle of private CAs trusted for the webhook's and the OAuth token endpoint's certificates, beside the public ones (also `NODE_EXTRA_CA_CERTS`, which Node.js reads at start)",
   HTTPS_PROXY:
     'a forward proxy for `https://` webhook and token requests (`http://[user:password@]host:port`, the user and password percent-encoded: `%25` for a `%`): an HTTP CONNECT tunnel, TLS end to end. AWS calls do not use it. The construct refuses a `user:password` (it would sit in the template)',
   HTTP_PROXY: 'the same for `http://` webhooks (a CONNECT tunnel too)',

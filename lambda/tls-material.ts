@@ -31,6 +31,22 @@ export interface CertificateValidity {
   readonly notAfter: Date;
 }
 
+/** Error codes of a server certificate (the webhook's, the token endpoint's) the relay does not trust. */
+export const UNTRUSTED_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+]);
+
+/** Where a private CA the relay should trust goes, for messages. */
+export const PRIVATE_CA_HINT = "CA_CERTIFICATE_FILE or the client certificate secret's caCertificate";
+
 /** The first line of what a JSON secret must look like, for messages. */
 const EXPECTED_JSON = '{"certificate": "<PEM>", "privateKey": "<PEM>"} (and optionally "caCertificate")';
 

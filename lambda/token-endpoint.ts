@@ -2,7 +2,8 @@
  * One OAuth 2.0 client credentials grant (RFC 6749 §4.4): a POST to the token endpoint, the client
  * authenticated by HTTP Basic (`client_secret_basic`, §2.3.1) or in the form (`client_secret_post`),
  * and the token out of its JSON answer (§5.1), or why there is none (§5.2). The token endpoint is
- * reached as the webhook is: through the proxy when one applies (connector.ts).
+ * reached as the webhook is: through the proxy when one applies, trusting the same private CA
+ * (connector.ts), but never presented the client certificate.
  *
  * Neither the client secret nor a token ever appears in an error: the endpoint's own error text is
  * scrubbed of both before it is quoted. Loaded with the first token request (see oauth-tokens.ts).
@@ -12,6 +13,7 @@ import { connectingAgent, type Connector } from './connector';
 import { isLegalHeaderValue } from './header-rules';
 import { scrub } from './oauth-tokens';
 import type { OAuthClientAuthentication } from './settings';
+import { PRIVATE_CA_HINT, UNTRUSTED_CERTIFICATE_CODES } from './tls-material';
 
 /** The grant's parameters, but for the client secret (read from its own source, see oauth-tokens.ts). */
 export interface TokenRequest {
@@ -166,10 +168,19 @@ export function requestToken(
       fail(error instanceof Error ? error.message : String(error));
       return;
     }
-    http.on('error', (error: NodeJS.ErrnoException) => fail(error.code === undefined ? error.message : `${error.code}: ${error.message}`));
+    http.on('error', (error: NodeJS.ErrnoException) => fail(connectionError(error)));
     http.on('response', (response: IncomingMessage) => readGrant(response, hidden, succeed, fail));
     http.end(body);
   });
+}
+
+/** A connection's error as the message says it: its code, and where a missing CA goes when the endpoint's issuer is unknown. */
+function connectionError(error: NodeJS.ErrnoException): string {
+  const { code } = error;
+  if (code === undefined) return error.message;
+  // An expired or rejected certificate is the endpoint's to fix; an unknown issuer is a CA to add here.
+  const unknownIssuer = UNTRUSTED_CERTIFICATE_CODES.has(code) && !code.startsWith('CERT_');
+  return `${code}: ${error.message}${unknownIssuer ? ` (its TLS certificate's CA is not trusted: a private CA belongs in ${PRIVATE_CA_HINT})` : ''}`;
 }
 
 /** The agent that reaches the endpoint through `connector` (one per connector, kept), or none for a direct connection. */

@@ -2,11 +2,14 @@
  * A real OAuth 2.0 token endpoint on 127.0.0.1 for the end-to-end tests: the client credentials
  * grant (RFC 6749 §4.4), the client authenticated by HTTP Basic or in the form, tokens with an
  * `expires_in` it remembers, so that a webhook can check what the relay sends (`verify`). It counts
- * the grants, and can be told to fail (a status) or to hang (never answer).
+ * the grants, and can be told to fail (a status) or to hang (never answer). Plain HTTP, or HTTPS
+ * with a certificate given (it then notes any client certificate presented, and takes none).
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 
 /** One grant request as the endpoint received it. */
 export interface TokenGrant {
@@ -15,6 +18,14 @@ export interface TokenGrant {
   readonly form: Record<string, string>;
   /** `Date.now()` when it arrived. */
   readonly receivedAt: number;
+  /** Over HTTPS, the common name of the client certificate presented with it, if any (none is asked for, but any is noted). */
+  readonly clientCertificate?: string;
+}
+
+/** How {@link startTokenEndpoint} serves. */
+export interface TokenEndpointOptions {
+  /** HTTPS with this certificate and key (PEM); plain HTTP without. */
+  readonly tls?: { readonly certificate: string; readonly privateKey: string };
 }
 
 /** A running {@link startTokenEndpoint}. */
@@ -40,10 +51,20 @@ export interface TestTokenEndpoint {
 }
 
 /** Starts a token endpoint for client `clientId` / `clientSecret` on a free port of 127.0.0.1. */
-export async function startTokenEndpoint(clientId: string, clientSecret: string): Promise<TestTokenEndpoint> {
+export async function startTokenEndpoint(
+  clientId: string,
+  clientSecret: string,
+  options: TokenEndpointOptions = {},
+): Promise<TestTokenEndpoint> {
   const expiries = new Map<string, number>();
   const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
+  const { tls } = options;
+  /** The client certificate's common name, over HTTPS: the grant records what the relay presented. */
+  const presented = (req: IncomingMessage): { clientCertificate?: string } => {
+    const name = tls === undefined ? undefined : (req.socket as TLSSocket).getPeerCertificate()?.subject?.CN;
+    return name === undefined ? {} : { clientCertificate: String(name) };
+  };
+  const handle = (req: IncomingMessage, res: import('node:http').ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -58,13 +79,13 @@ export async function startTokenEndpoint(clientId: string, clientSecret: string)
           .toString()
           .split(':');
         const decode = (text: string): string => decodeURIComponent(text.replace(/\+/g, ' '));
-        grant = { clientAuthentication: 'client_secret_basic', clientId: decode(id), form, receivedAt };
+        grant = { clientAuthentication: 'client_secret_basic', clientId: decode(id), form, receivedAt, ...presented(req) };
         secret = decode(password);
       } else if (form.client_id !== undefined) {
-        grant = { clientAuthentication: 'client_secret_post', clientId: form.client_id, form, receivedAt };
+        grant = { clientAuthentication: 'client_secret_post', clientId: form.client_id, form, receivedAt, ...presented(req) };
         secret = form.client_secret;
       } else {
-        grant = { clientAuthentication: 'none', clientId: undefined, form, receivedAt };
+        grant = { clientAuthentication: 'none', clientId: undefined, form, receivedAt, ...presented(req) };
       }
       endpoint.grants.push(grant);
       if (endpoint.hanging) return;
@@ -84,7 +105,12 @@ export async function startTokenEndpoint(clientId: string, clientSecret: string)
       expiries.set(token, lifetime === undefined ? Number.POSITIVE_INFINITY : Date.now() + lifetime * 1000);
       return reply(200, { access_token: token, token_type: 'Bearer', ...(lifetime === undefined ? {} : { expires_in: lifetime }) });
     });
-  });
+  };
+  // Asks for a client certificate without requiring one, so that one presented is seen.
+  const server: Server =
+    tls === undefined
+      ? createServer(handle)
+      : createHttpsServer({ cert: tls.certificate, key: tls.privateKey, requestCert: true, rejectUnauthorized: false }, handle);
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -92,7 +118,7 @@ export async function startTokenEndpoint(clientId: string, clientSecret: string)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const endpoint: TestTokenEndpoint = {
-    url: `http://127.0.0.1:${port}/oauth/token`,
+    url: `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}/oauth/token`,
     grants: [],
     issued: [],
     expiresInSeconds: 3600,

@@ -3,7 +3,8 @@
  * certificate signed by a private CA, every certificate made in the test (testkit/certificates.ts),
  * the certificate given as files (local runs, daemons) or as a Secrets Manager secret (the stand-in
  * on 127.0.0.1), rotated like the signing secret, and a webhook that refuses it: one clear ERROR,
- * the records retried, never dead-lettered.
+ * the records retried, never dead-lettered. An OAuth token endpoint behind the same private CA is
+ * trusted as the webhook is, and never presented the client certificate.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import { createCa, type IssuedCertificate, TEST_HOSTS } from '../../testkit/certificates';
 import { freshRecords } from '../../testkit/records';
+import { startTokenEndpoint } from '../../testkit/token-endpoint';
 import { startWebhook } from '../../testkit/webhook';
 import { emulatorForFile, secretsManagerForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, relayFor, sleep } from '../support/relay';
@@ -23,7 +25,11 @@ const relayCertificate = ca.client('relay');
 const webhook = await startWebhook(() => ({ status: 200 }), {
   tls: { ...ca.server(TEST_HOSTS), clientCa: ca.certificate },
 });
-afterAll(() => webhook.close());
+/** An OAuth token endpoint over HTTPS, its certificate from the same private CA, asking for (not requiring) a client certificate. */
+const tokens = await startTokenEndpoint('relay', 'client-secret', { tls: ca.server(TEST_HOSTS) });
+afterAll(async () => {
+  await Promise.all([webhook.close(), tokens.close()]);
+});
 const dir = mkdtempSync(join(inject('scratchDir'), 'mtls-'));
 
 /** Writes `files` (name → PEM) into the scratch directory; returns their paths. */
@@ -191,5 +197,59 @@ describe('a webhook that refuses the certificate', () => {
         ),
       }),
     ]);
+  });
+});
+
+describe('an OAuth token endpoint behind the same private CA', () => {
+  const OAUTH = { OAUTH_TOKEN_URL: tokens.url, OAUTH_CLIENT_ID: 'relay', OAUTH_CLIENT_SECRET: 'client-secret' };
+
+  test('with the CA in CA_CERTIFICATE_FILE: trusted as the webhook is; the client certificate goes to the webhook only', async () => {
+    webhook.requests.length = 0;
+    tokens.grants.length = 0;
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, ...fileEnv(relayCertificate, 'oauth-files'), ...OAUTH });
+    expect((await invoke(handler, { Records: records(3) })).batchItemFailures).toEqual([]);
+    expect(tokens.grants).toHaveLength(1);
+    expect(tokens.grants[0]?.clientCertificate).toBeUndefined();
+    expect(webhook.requests.map((request) => [request.clientCertificate, request.headers.authorization])).toEqual(
+      Array(3).fill(['relay', `Bearer ${tokens.issued.at(-1)}`]),
+    );
+  });
+
+  test("with the CA in the secret's caCertificate: the same, the secret read once for both", async () => {
+    webhook.requests.length = 0;
+    tokens.grants.length = 0;
+    const id = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-certificate-oauth';
+    secretsManager.secrets.set(
+      id,
+      JSON.stringify({ certificate: relayCertificate.certificate, privateKey: relayCertificate.privateKey, caCertificate: ca.certificate }),
+    );
+    const reads = secretsManager.calls.count;
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, CLIENT_CERTIFICATE_SECRET_ARN: id, ...OAUTH });
+    expect((await invoke(handler, { Records: records(3) })).batchItemFailures).toEqual([]);
+    expect(tokens.grants).toHaveLength(1);
+    expect(tokens.grants[0]?.clientCertificate).toBeUndefined();
+    expect(webhook.requests.every((request) => request.headers.authorization === `Bearer ${tokens.issued.at(-1)}`)).toBe(true);
+    expect(secretsManager.calls.count - reads).toBe(1);
+  });
+
+  test('a token endpoint whose CA is not given: no token, the records retried, the error says where the CA goes', async () => {
+    const stranger = await startTokenEndpoint('relay', 'client-secret', { tls: createCa('another CA').server(TEST_HOSTS) });
+    try {
+      const telemetry = capturedTelemetry();
+      const handler = relayFor(
+        { WEBHOOK_URL: webhook.url, ...fileEnv(relayCertificate, 'oauth-stranger'), ...OAUTH, OAUTH_TOKEN_URL: stranger.url, ...FAST },
+        telemetry,
+      );
+      expect((await invoke(handler, { Records: records(1) })).batchItemFailures).toHaveLength(1);
+      expect(stranger.grants).toHaveLength(0);
+      expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({
+        message: expect.stringMatching(/^No OAuth token/),
+        error: expect.stringMatching(
+          /(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN).*a private CA belongs in CA_CERTIFICATE_FILE or the client certificate secret's caCertificate/,
+        ),
+      });
+    } finally {
+      await stranger.close();
+    }
   });
 });

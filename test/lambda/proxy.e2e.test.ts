@@ -97,6 +97,27 @@ describe('through a CONNECT proxy', () => {
     expect(webhook.requests.every((request) => request.headers.authorization === `Bearer ${tokens.issued.at(-1)}`)).toBe(true);
   });
 
+  test('an HTTPS token endpoint behind the private CA, through the tunnel: trusted as the webhook is, never sent the client certificate', async () => {
+    const secureTokens = await startTokenEndpoint('relay', 'client-secret', { tls: ca.server([...TEST_HOSTS, 'oauth.test']) });
+    try {
+      const tokenUrl = secureTokens.url.replace('127.0.0.1', 'oauth.test');
+      const handler = relayFor({
+        WEBHOOK_URL: webhook.url,
+        ...PROXIED,
+        OAUTH_TOKEN_URL: tokenUrl,
+        OAUTH_CLIENT_ID: 'relay',
+        OAUTH_CLIENT_SECRET: 'client-secret',
+      });
+      expect((await invoke(handler, { Records: records(2) })).batchItemFailures).toEqual([]);
+      expect(secureTokens.grants).toHaveLength(1);
+      expect(secureTokens.grants[0]?.clientCertificate).toBeUndefined();
+      expect(proxy.tunnels.map((tunnel) => tunnel.authority)).toContain(`oauth.test:${new URL(tokenUrl).port}`);
+      expect(webhook.requests.every((request) => request.headers.authorization === `Bearer ${secureTokens.issued.at(-1)}`)).toBe(true);
+    } finally {
+      await secureTokens.close();
+    }
+  });
+
   test('wrong proxy credentials: the records are retried, the error says 407, the password is in no line', async () => {
     const telemetry = capturedTelemetry();
     const wrong = `http://relay:${PROXY_PASSWORD}-old@127.0.0.1:${proxy.port}`;
