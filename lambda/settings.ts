@@ -477,7 +477,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     "the stack, dashboard and alarm names (`<stackName>-dlq-not-empty`, …), and the metrics `service`, so relays never mix in each other's graphs",
   alarmEmail: 'an e-mail subscription to the alarm topic (confirm it in the e-mail AWS sends)',
   fifo: 'FIFO main queue and DLQ (`.fifo`)',
-  queueName: 'name of the queue to create; the DLQ is `<name>-dlq` (`.fifo` appended for FIFO)',
+  queueName: 'name of the queue to create; the DLQ is `<name>-dlq` (`.fifo` appended for FIFO; a name ending in `.fifo` needs `fifo`)',
   queueArn: 'relay from this existing queue instead of creating one (needs `deadLetterQueueArn`)',
   deadLetterQueueArn: "the existing queue's DLQ, its redrive policy's target (required with `queueArn`)",
   retentionPeriodDays:

@@ -100,6 +100,12 @@ export function resolveQueues(
       : settingNumber(SETTINGS.MAX_RECEIVE_COUNT, props.maxReceiveCount ?? d.maxReceiveCount);
   let names: QueuesToCreate['names'];
   if (props.queueName !== undefined) {
+    // Stripping the suffix off a standard queue's name would create another queue than the one named.
+    check(
+      fifo || !props.queueName.endsWith(FIFO_SUFFIX),
+      'queueName',
+      `ends in ${FIFO_SUFFIX}, a FIFO queue's name, but fifo is not true: set fifo (-c fifo=true) for FIFO queues, or drop ${FIFO_SUFFIX}; got ${JSON.stringify(props.queueName)}`,
+    );
     const base = props.queueName.endsWith(FIFO_SUFFIX) ? props.queueName.slice(0, -FIFO_SUFFIX.length) : props.queueName;
     const suffix = fifo ? FIFO_SUFFIX : '';
     const queue = `${base}${suffix}`;

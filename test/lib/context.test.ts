@@ -282,6 +282,7 @@ describe('context keys', () => {
     [{ ...QUEUE, queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q.fifo' }, 'deadLetterQueueArn', /same kind as the queue \(FIFO\)/],
     [{ ...QUEUE, queueName: 'x' }, 'queueName', /applies to a queue the construct creates/],
     [{ queueName: 'bad name' }, 'queueName', /letters, digits/],
+    [{ queueName: 'orders.fifo' }, 'queueName', /ends in \.fifo, a FIFO queue's name, but fifo is not true: set fifo \(-c fifo=true\)/],
     [{ alarmEmail: 'nope' }, 'alarmEmail', /e-mail address/],
     [{ webhookUrl: 'nope' }, 'webhookUrl', /absolute URL/],
     [{ webhookUrl: 'https://localhost/' }, 'webhookUrl', /the function itself/],

@@ -55,6 +55,10 @@ describe('resolveSettings', () => {
       fifo: true,
       names: { queue: 'orders.fifo', dlq: 'orders-dlq.fifo' },
     });
+    // The suffix typed out is the same name.
+    expect(resolve({ fifo: true, queueName: 'orders.fifo' }).queues).toMatchObject({
+      names: { queue: 'orders.fifo', dlq: 'orders-dlq.fifo' },
+    });
   });
 
   it('derives the backstop from the window over the visibility timeout, within 10 to 1,000', () => {

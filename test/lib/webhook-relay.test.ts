@@ -733,6 +733,12 @@ describe('WebhookRelay synth-time validation', () => {
     ],
     ['a name with a space', { name: 'my relay' }, /name must be 1 to 200 letters, digits/],
     ['a queue name with a dot', { queueName: 'a.b' }, /queueName must be letters, digits/],
+    [
+      "a FIFO queue's name for a standard queue",
+      { queueName: 'orders.fifo' },
+      /queueName ends in \.fifo, a FIFO queue's name, but fifo is not true: set fifo/,
+    ],
+    ["a FIFO queue's name with fifo false", { queueName: 'orders.fifo', fifo: false }, /queueName ends in \.fifo/],
   ])('rejects %s', (_name, props, message) => {
     expect(() => relay(props)).toThrow(message);
   });
