@@ -4,9 +4,9 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import { Refusal, wholeNumber as wholeNumberOf } from '../../lambda/setting-kinds';
-import type { Setting } from '../../lambda/settings';
+import { SETTING_LIST, type Setting } from '../../lambda/settings';
 import { toPropValue } from './defaults';
-import { WebhookRelayConfigError } from './props';
+import { type WebhookRelayProps, WebhookRelayConfigError } from './props';
 
 /** Throws a {@link WebhookRelayConfigError} for `prop` unless `condition` holds. */
 export function check(condition: boolean, prop: string, message: string): asserts condition {
@@ -52,4 +52,84 @@ export function settingNumber(setting: Setting, value: number): number {
 export function settingSeconds(setting: Setting, value: Duration): number {
   const min = setting.propMinSeconds === undefined ? toPropValue(setting, setting.min ?? 0) : Duration.seconds(setting.propMinSeconds);
   return seconds(value, setting.prop ?? '', min as Duration, toPropValue(setting, setting.max ?? 0) as Duration);
+}
+
+/** The units whose prop is a `Duration` (logRetention, in days, is a plain number: `logs.RetentionDays`). */
+const DURATION_UNITS: ReadonlySet<string> = new Set(['ms', 'seconds', 'minutes', 'hours', 'days']);
+
+/** The props that take a construct (a secret, a queue, a topic, a VPC), never text: what each must be. */
+const CONSTRUCT_PROPS: Readonly<Record<string, string>> = {
+  webhookUrlSecret: 'a secret (secretsmanager.ISecret)',
+  signingSecret: 'a secret (secretsmanager.ISecret)',
+  authSecret: 'a secret (secretsmanager.ISecret)',
+  oauthClientSecret: 'a secret (secretsmanager.ISecret)',
+  clientCertificateSecret: 'a secret (secretsmanager.ISecret)',
+  queue: 'a queue (sqs.IQueue)',
+  deadLetterQueue: 'a queue (sqs.IQueue)',
+  alarmTopic: 'a topic (sns.ITopic)',
+  vpc: 'a VPC (ec2.IVpc)',
+  vpcSubnets: 'a subnet selection (ec2.SubnetSelection)',
+  securityGroups: 'an array of security groups (ec2.ISecurityGroup[])',
+};
+
+/** A value as a message shows it: its type, then the value (`the string "20"`). */
+function shown(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array (${JSON.stringify(value)})`;
+  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
+  return `the ${typeof value} ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`;
+}
+
+/** Whether `value` is a `Duration`: by its methods, so a second copy of aws-cdk-lib's class passes too. */
+function isDuration(value: unknown): value is Duration {
+  return (
+    value instanceof Duration ||
+    (typeof value === 'object' &&
+      value !== null &&
+      typeof (value as Duration).toSeconds === 'function' &&
+      typeof (value as Duration).toHumanString === 'function')
+  );
+}
+
+/** What a prop of `setting` must be, when `value` is not that; `undefined` when it is. */
+function expectedType(setting: Setting, value: unknown): string | undefined {
+  const prop = setting.prop ?? '';
+  if (Object.hasOwn(CONSTRUCT_PROPS, prop)) {
+    const ok = prop === 'securityGroups' ? Array.isArray(value) : typeof value === 'object' && value !== null && !Array.isArray(value);
+    return ok ? undefined : CONSTRUCT_PROPS[prop];
+  }
+  if (setting.unit !== undefined && DURATION_UNITS.has(setting.unit) && prop !== 'logRetention') {
+    const example = `Duration.${setting.unit === 'ms' ? 'millis' : setting.unit}(${setting.default ?? 1})`;
+    if (setting.kind === 'list')
+      return Array.isArray(value) && value.every(isDuration) ? undefined : `an array of Durations, such as [${example}]`;
+    return isDuration(value) ? undefined : `a Duration, such as ${example}`;
+  }
+  switch (setting.kind) {
+    case 'integer':
+    case 'decimal':
+      return typeof value === 'number' ? undefined : 'a number';
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : 'true or false';
+    default:
+      return typeof value === 'string' ? undefined : 'a string';
+  }
+}
+
+/**
+ * Each prop given is of its declared type. TypeScript sees to it in a typed app; from JavaScript,
+ * `timeout: 20` would otherwise fail deep inside with a TypeError that names no prop, and
+ * `signing: 'false'` (a string, so true) would quietly sign.
+ * @throws {WebhookRelayConfigError} naming the first prop of the wrong type
+ */
+export function checkPropTypes(props: WebhookRelayProps | undefined): asserts props is WebhookRelayProps {
+  if (typeof props !== 'object' || props === null)
+    throw new WebhookRelayConfigError('props', `must be an object such as { webhookUrl: 'https://…' }; got ${shown(props)}`);
+  const given = props as unknown as Readonly<Record<string, unknown>>;
+  for (const setting of SETTING_LIST) {
+    if (setting.prop === undefined || given[setting.prop] === undefined) continue;
+    const expected = expectedType(setting, given[setting.prop]);
+    if (expected !== undefined) throw new WebhookRelayConfigError(setting.prop, `must be ${expected}; got ${shown(given[setting.prop])}`);
+  }
+  if (given.alarmTopic !== undefined && (typeof given.alarmTopic !== 'object' || given.alarmTopic === null))
+    throw new WebhookRelayConfigError('alarmTopic', `must be ${CONSTRUCT_PROPS.alarmTopic}; got ${shown(given.alarmTopic)}`);
 }

@@ -12,7 +12,7 @@ import type { BreakerSettings } from '../../lambda/breaker';
 import { redactUrl } from '../../lambda/url-rules';
 import { SETTINGS } from '../../lambda/settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from '../../lambda/signing';
-import { check, settingNumber, settingSeconds, wholeNumber } from './checks';
+import { check, checkPropTypes, settingNumber, settingSeconds, wholeNumber } from './checks';
 import { RELAY_DEFAULTS } from './defaults';
 import { type WebhookRelayProps, WebhookRelayConfigError } from './props';
 import { type ExistingQueues, type QueuesToCreate, resolveQueues } from './resolve-queues';
@@ -57,6 +57,7 @@ export interface ResolvedSettings {
  * @throws {WebhookRelayConfigError} naming the first prop SQS, Lambda or the function would reject
  */
 export function resolveSettings(props: WebhookRelayProps, defaultName: string): ResolvedSettings {
+  checkPropTypes(props);
   const d = RELAY_DEFAULTS;
   const warnings: ResolvedWarning[] = [];
   const name = props.name ?? defaultName;

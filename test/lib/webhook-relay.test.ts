@@ -743,6 +743,40 @@ describe('WebhookRelay synth-time validation', () => {
     expect(() => relay(props)).toThrow(message);
   });
 
+  // What a JavaScript app can pass that TypeScript would refuse: one line naming the prop, never a
+  // TypeError from deep inside, never a value quietly read otherwise ('false' is a true string).
+  it.each([
+    ['timeout', 20, /^WebhookRelay: timeout must be a Duration, such as Duration\.seconds\(30\); got the number 20$/],
+    ['retryWindow', 24, /^WebhookRelay: retryWindow must be a Duration, such as Duration\.hours\(24\); got the number 24$/],
+    ['requestTimeout', 5000, /^WebhookRelay: requestTimeout must be a Duration, such as Duration\.millis\(10000\); got the number 5000$/],
+    ['backoffBase', 5, /^WebhookRelay: backoffBase must be a Duration/],
+    ['secretsRefresh', '60', /^WebhookRelay: secretsRefresh must be a Duration, .*; got the string "60"$/],
+    ['backoffSchedule', [60, 600], /^WebhookRelay: backoffSchedule must be an array of Durations, such as \[Duration\.seconds/],
+    ['signing', 'false', /^WebhookRelay: signing must be true or false; got the string "false"$/],
+    ['fifo', 1, /^WebhookRelay: fifo must be true or false; got the number 1$/],
+    ['maxConcurrency', '20', /^WebhookRelay: maxConcurrency must be a number; got the string "20"$/],
+    ['memorySize', '512', /^WebhookRelay: memorySize must be a number; got the string "512"$/],
+    ['webhookUrl', 123, /^WebhookRelay: webhookUrl must be a string; got the number 123$/],
+    ['alarmEmail', ['ops@example.com'], /^WebhookRelay: alarmEmail must be a string; got an array/],
+    [
+      'signingSecret',
+      'arn:aws:secretsmanager:eu-west-1:1:secret:s',
+      /^WebhookRelay: signingSecret must be a secret \(secretsmanager\.ISecret\); got the string/,
+    ],
+    ['queue', 'arn:aws:sqs:eu-west-1:1:q', /^WebhookRelay: queue must be a queue \(sqs\.IQueue\); got the string/],
+    ['alarmTopic', 'arn:aws:sns:eu-west-1:1:t', /^WebhookRelay: alarmTopic must be a topic \(sns\.ITopic\); got the string/],
+  ])('a JavaScript app passing %s = %j: one line naming it', (prop, value, message) => {
+    expect(() => relay({ [prop]: value } as never)).toThrow(message);
+    expect(() => relay({ [prop]: value } as never)).toThrow(WebhookRelayConfigError);
+  });
+
+  it('a JavaScript app passing no props: one line saying what they must be', () => {
+    const stack = new Stack(testApp(), 'Test');
+    expect(() => new WebhookRelay(stack, 'Relay', undefined as never)).toThrow(
+      /^WebhookRelay: props must be an object such as \{ webhookUrl/,
+    );
+  });
+
   it('throws WebhookRelayConfigError naming the prop', () => {
     try {
       relay({ batchSize: 20 });
