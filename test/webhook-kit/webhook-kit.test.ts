@@ -204,6 +204,15 @@ describe('retry strategies', () => {
     }
   });
 
+  test('a bad number or options throw when the strategy is made, naming it, rather than answer Retry-After: NaN', () => {
+    expect(() => cappedExponential(2, Number.NaN)).toThrow(/^maxSeconds must be a finite number of seconds, 0 or more; got NaN$/);
+    expect(() => linear('10' as unknown as number)).toThrow(/^stepSeconds must be .*; got "10"$/);
+    expect(() => exponential(-2)).toThrow(/^baseSeconds must be .*; got -2$/);
+    expect(() => fibonacci(Number.POSITIVE_INFINITY)).toThrow(/^baseSeconds must be/);
+    expect(() => exponential(2, null as unknown as { jitter: boolean })).toThrow(/^options must be an object such as \{ jitter: true \}/);
+    expect(retryAfter({ 'x-carrier-receive-count': '3' }, exponential(0))).toBe('0'); // 0 is a choice, not a mistake
+  });
+
   test('Retry-After from the receive-count header, with the default and a custom prefix', () => {
     expect(receiveCountOf({ 'x-carrier-receive-count': '3' })).toBe(3);
     expect(receiveCountOf({})).toBe(1);

@@ -149,27 +149,40 @@ export interface StrategyOptions {
   readonly jitter?: boolean;
 }
 
+/** A strategy's number, checked when the strategy is made: a bad one would answer `Retry-After: NaN` or `0` on every request. */
+function checkedSeconds(name: string, value: unknown): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new RangeError(
+      `${name} must be a finite number of seconds, 0 or more; got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
+    );
+}
+
 function strategy(
   policy: 'exponential' | 'linear' | 'fibonacci',
   baseSeconds: number,
   maxSeconds: number,
   options: StrategyOptions,
+  baseName: string,
 ): RetryStrategy {
+  checkedSeconds(baseName, baseSeconds);
+  checkedSeconds('maxSeconds', maxSeconds);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`options must be an object such as { jitter: true }; got ${String(options)}`);
   return (receiveCount) => growingBackoffSeconds(policy, baseSeconds, maxSeconds, options.jitter ?? false, receiveCount);
 }
 
 /** base·2^(n−1): 2, 4, 8, 16 … with base 2. Bounded only by SQS's 12 hours. */
 export const exponential = (baseSeconds = 2, options: StrategyOptions = {}): RetryStrategy =>
-  strategy('exponential', baseSeconds, MAX_VISIBILITY_SECONDS, options);
+  strategy('exponential', baseSeconds, MAX_VISIBILITY_SECONDS, options, 'baseSeconds');
 /** base·2^(n−1), never above `maxSeconds`. */
 export const cappedExponential = (baseSeconds = 2, maxSeconds = 300, options: StrategyOptions = {}): RetryStrategy =>
-  strategy('exponential', baseSeconds, maxSeconds, options);
+  strategy('exponential', baseSeconds, maxSeconds, options, 'baseSeconds');
 /** n·step: 10, 20, 30 … with step 10. */
 export const linear = (stepSeconds = 10, options: StrategyOptions = {}): RetryStrategy =>
-  strategy('linear', stepSeconds, MAX_VISIBILITY_SECONDS, options);
+  strategy('linear', stepSeconds, MAX_VISIBILITY_SECONDS, options, 'stepSeconds');
 /** base·F(n): 1, 1, 2, 3, 5, 8 … with base 1. */
 export const fibonacci = (baseSeconds = 1, options: StrategyOptions = {}): RetryStrategy =>
-  strategy('fibonacci', baseSeconds, MAX_VISIBILITY_SECONDS, options);
+  strategy('fibonacci', baseSeconds, MAX_VISIBILITY_SECONDS, options, 'baseSeconds');
 
 /** The receive count the relay sent (`<prefix>Receive-Count`); 1 when absent or malformed. */
 export function receiveCountOf(headers: HeaderSource, prefix = 'X-Carrier-'): number {
