@@ -71,7 +71,8 @@ export async function runSend(args: readonly string[], io: CommandIo): Promise<E
     body = (await text(io.stdin)).replace(/\n$/, '');
   }
   if (body === '') throw new UsageError('the body is empty; SQS needs at least one character');
-  const attributes: Record<string, MessageAttributeValue> = {};
+  // Without a prototype: an attribute named `__proto__` (a name SQS accepts) is an attribute like any other.
+  const attributes: Record<string, MessageAttributeValue> = Object.create(null);
   for (const pair of values.attribute ?? []) {
     const at = pair.indexOf('=');
     if (at <= 0) throw new UsageError(`--attribute wants Name=Value; got ${pair}`);

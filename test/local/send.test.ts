@@ -55,6 +55,16 @@ test('sends one message, or --count of them, with --attribute, to the queue a lo
   expect(emulator.counts(emulator.queue).ready).toBe(25);
 });
 
+test('an --attribute named __proto__ or constructor is sent like any other', async () => {
+  emulator = await startEmulator({ keepEnvironment: true });
+  const sent = await send(['--queue-url', emulator.queue.url, '--attribute', '__proto__=p', '--attribute', 'constructor=c', 'x']);
+  expect(sent).toMatchObject({ status: 0, err: '' });
+  // Read as the emulator holds it: the SDK's reader would lose `__proto__` on the way back.
+  const [message] = emulator.messages(emulator.queue);
+  expect(Object.getOwnPropertyDescriptor(message?.attributes, '__proto__')?.value).toEqual({ DataType: 'String', StringValue: 'p' });
+  expect(Object.getOwnPropertyDescriptor(message?.attributes, 'constructor')?.value).toEqual({ DataType: 'String', StringValue: 'c' });
+});
+
 test('the body from standard input; QUEUE_URL when no --queue-url; a FIFO queue gets a group and fresh deduplication ids', async () => {
   emulator = await startEmulator({ keepEnvironment: true, fifo: true });
   expect(
