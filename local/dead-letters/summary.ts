@@ -4,6 +4,7 @@
  * person or JSON (`--json`).
  */
 import { DEAD_LETTER_CAUSE_LIST } from '../../lambda/dead-letter-causes';
+import { terminalSafe } from '../log';
 import { type CauseOrUnreadable, type DeadLetter, UNREADABLE_REASON } from './dead-letter';
 import { count, excerpt, span, table, when } from './text';
 
@@ -217,16 +218,18 @@ export function formatSummary(summary: Summary, now: number, replayCommand: (sta
     ).map((line) => `    ${line}`),
   );
 
+  // Bodies, answers and a reason's ids come from outside: an 8-bit CSI or a `\r` there must not act on the terminal.
+  const shown = (text: string): string => terminalSafe(excerpt(text));
   lines.push('', '  By cause and last status: how many, dead-lettered from and to, a sample');
   for (const group of summary.groups) {
     const status = group.status === undefined ? '' : `, ${group.status}`;
     lines.push(
       `    ${group.cause}${status}: ${count(group.count)}, ${when(Date.parse(group.oldest))} to ${when(Date.parse(group.newest))}`,
     );
-    lines.push(`      body      ${excerpt(group.sample.body)}`);
-    if (group.sample.response !== undefined) lines.push(`      response  ${excerpt(group.sample.response) || '(empty)'}`);
+    lines.push(`      body      ${shown(group.sample.body)}`);
+    if (group.sample.response !== undefined) lines.push(`      response  ${shown(group.sample.response) || '(empty)'}`);
     lines.push(
-      `      message   ${group.sample.messageId}${group.sample.originalMessageId === group.sample.messageId ? '' : ` (the webhook saw ${group.sample.originalMessageId})`}`,
+      `      message   ${group.sample.messageId}${group.sample.originalMessageId === group.sample.messageId ? '' : ` (the webhook saw ${shown(group.sample.originalMessageId)})`}`,
     );
   }
   const first = summary.groups[0];

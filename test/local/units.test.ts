@@ -16,6 +16,8 @@ import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { PortInUseError } from '../../local/sandbox/emulator';
 import { PROJECT_ROOT } from '../../testkit/synth';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
+import { readDeadLetter } from '../../local/dead-letters/dead-letter';
+import { formatSummary, SummaryBuilder } from '../../local/dead-letters/summary';
 import { connectionFor } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
@@ -340,6 +342,41 @@ describe('text from outside, on a terminal', () => {
     // The excerpt is JSON: its ESC shows as the six characters \u001b, harmless; the raw C1 CSI is gone.
     expect(lines[1]).toBe('✗ dead-lettered  m-2✓ delivered  HTTP 400 · "no\\u001b[31m way\\r\\nX"');
     expect(lines[2]).toBe('↻ retry after the visibility timeout  m-3  receive 1 · protocol: parse error forged line');
+  });
+
+  test("a dead-letters summary carries no control character from a dead letter's body, its reason's answer or its ids", () => {
+    const now = Date.parse('2026-11-20T10:00:00Z');
+    const reason = {
+      cause: 'refused permanently',
+      status: 404,
+      response: 'no\u009b2J\rway',
+      originalMessageId: 'orig\u009d0;pwned\u009c-1',
+      deadLetteredAt: '2026-11-20T09:00:00Z',
+    };
+    const builder = new SummaryBuilder(now);
+    builder.add(
+      readDeadLetter(
+        {
+          MessageId: 'dlq-1',
+          ReceiptHandle: 'r',
+          // What SQS lets a body hold: \r, and C1 characters such as the 8-bit CSI.
+          Body: 'line\r\u009b31mforged\u009b0m',
+          Attributes: { SentTimestamp: String(now - 3_600_000) },
+          MessageAttributes: { 'relay.dead-letter-reason': { DataType: 'String', StringValue: JSON.stringify(reason) } },
+        },
+        now,
+      ),
+    );
+    const facts = { dlqUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q-dlq', approximate: { visible: 1, inFlight: 0 }, complete: true };
+    const text = formatSummary(
+      builder.result({ ...facts, notReleased: 0, notes: [], seconds: 1, messagesPerSecond: 1 }),
+      now,
+      () => 'replay',
+    );
+    expect(text).not.toMatch(CONTROL);
+    expect(text).toContain('body      line forged');
+    expect(text).toContain('response  no way');
+    expect(text).toContain('(the webhook saw orig-1)');
   });
 });
 
