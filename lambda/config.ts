@@ -229,9 +229,19 @@ function breakerSettings(env: Env): BreakerSettings {
   return { threshold: setting(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
 }
 
-/** `RETRY_WINDOW_HOURS` in whole seconds (0: off). */
+/** The shortest retry window but 0 (off), seconds: the construct's bound too. */
+const MIN_RETRY_WINDOW_SECONDS = 60;
+
+/** `RETRY_WINDOW_HOURS` in whole seconds (0: off), from 1 minute to the registry's longest. */
 function retryWindowSeconds(env: Env): number {
-  return Math.round(setting(env, 'RETRY_WINDOW_HOURS') * 3600);
+  const hours = setting(env, 'RETRY_WINDOW_HOURS');
+  const seconds = Math.round(hours * 3600);
+  // A sliver of an hour must not round to 0, switching the window off unasked, nor give up before the first retry.
+  if (hours > 0 && seconds < MIN_RETRY_WINDOW_SECONDS) {
+    const expected = `0 (off) or a number of hours from 0.0167 (1 minute) to ${FUNCTION_SETTINGS.RETRY_WINDOW_HOURS.max}`;
+    throw new ConfigError('RETRY_WINDOW_HOURS', expected, read(env, 'RETRY_WINDOW_HOURS'));
+  }
+  return seconds;
 }
 
 /**

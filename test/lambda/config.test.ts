@@ -215,6 +215,18 @@ describe('a bad value names its variable', () => {
     expect(load({ CONCURRENT_INVOCATIONS: '5' }).pacing.sharedBy).toBe(5);
   });
 
+  test('RETRY_WINDOW_HOURS: 0 (off) or from 1 minute, as the construct takes it; less never rounds to off', () => {
+    expect(load({ RETRY_WINDOW_HOURS: '0' }).retryWindowSeconds).toBe(0);
+    expect(load({ RETRY_WINDOW_HOURS: '0.016667' }).retryWindowSeconds).toBe(60);
+    for (const raw of ['0.0001', '0.001', '0.016']) {
+      const error = configErrorOf(() => load({ RETRY_WINDOW_HOURS: raw }));
+      expect(error.variable).toBe('RETRY_WINDOW_HOURS');
+      expect(error.message).toBe(
+        `Invalid configuration: RETRY_WINDOW_HOURS must be 0 (off) or a number of hours from 0.0167 (1 minute) to 323.95; got "${raw}"`,
+      );
+    }
+  });
+
   test('BACKOFF_MAX_SECONDS below BACKOFF_BASE_SECONDS', () => {
     const error = configErrorOf(() => load({ BACKOFF_BASE_SECONDS: '60', BACKOFF_MAX_SECONDS: '30' }));
     expect(error.variable).toBe('BACKOFF_MAX_SECONDS');
