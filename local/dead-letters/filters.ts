@@ -52,8 +52,9 @@ function cause(text: string): DeadLetterCauseName {
 }
 
 function status(text: string): StatusFilter {
-  const exact = /^\d{1,3}$/.exec(text);
-  if (exact !== null && Number(text) <= 599) return { from: Number(text), to: Number(text), text };
+  // 0 for no answer, else a status HTTP can carry: `--status 40` (a 4 short) would match nothing, silently.
+  const exact = /^(0|[1-5]\d\d)$/.exec(text);
+  if (exact !== null) return { from: Number(text), to: Number(text), text };
   const range = /^([1-5])xx$/i.exec(text);
   if (range !== null) return { from: Number(range[1]) * 100, to: Number(range[1]) * 100 + 99, text: text.toLowerCase() };
   throw new UsageError(`--status must be an HTTP status (404), a class (4xx, 5xx) or 0 (no answer); got ${JSON.stringify(text)}`);

@@ -166,10 +166,12 @@ describe.concurrent('summary', () => {
       status: 2,
       err: expect.stringContaining('--queue-url must be an SQS queue URL'),
     });
-    expect(await deadLetters(['replay', '--queue-url', emulator.queue.url, '--status', 'abc'])).toMatchObject({
-      status: 2,
-      err: expect.stringContaining('--status must be an HTTP status'),
-    });
+    for (const status of ['abc', '40', '99', '600', '0404']) {
+      expect(await deadLetters(['replay', '--queue-url', emulator.queue.url, '--status', status])).toMatchObject({
+        status: 2,
+        err: expect.stringContaining(`--status must be an HTTP status (404), a class (4xx, 5xx) or 0 (no answer); got "${status}"`),
+      });
+    }
     expect(await deadLetters(['repaly'])).toMatchObject({ status: 2, err: expect.stringContaining('summary or replay') });
     // Replay from the DLQ alone needs its one source queue; this emulator cannot list them.
     expect(await deadLetters(['replay', '--dlq-url', emulator.dlq.url])).toMatchObject({
