@@ -38,6 +38,8 @@ export function redactUrl(raw: string): string {
   if (parsed !== undefined) {
     const userInfo = parsed.username !== '' || parsed.password !== '' ? '…@' : '';
     const rest = parsed.search !== '' ? '?…' : parsed.hash !== '' ? '#…' : '';
+    // Nothing to hide: shown as typed, not as the parser rewrites it (`ftp://x/`, a default port dropped).
+    if (userInfo === '' && rest === '') return raw;
     return `${parsed.protocol}//${userInfo}${parsed.host}${parsed.pathname}${rest}`;
   }
   const at = raw.lastIndexOf('@');

@@ -59,7 +59,7 @@ test('send: plain http to a host that is not loopback is refused naming --queue-
     const result = await send(args, env);
     expect(result, name).toMatchObject({ status: 2, out: '' });
     expect(result.err).toMatch(
-      new RegExp(`^sqs-webhook-relay send: Invalid configuration: ${name} ${REFUSAL.source}; got "${endpoint}/"\\n$`),
+      new RegExp(`^sqs-webhook-relay send: Invalid configuration: ${name} ${REFUSAL.source}; got "${endpoint}"\\n$`),
     );
   }
   expect(emulator?.counts(emulator.queue).ready).toBe(0);
@@ -88,7 +88,7 @@ test('dead-letters: the same rule, with and without ALLOW_INSECURE_HTTP, for --q
     const refused = await command('dead-letters', [...args]);
     expect(refused, name).toMatchObject({ status: 2, out: '' });
     expect(refused.err).toMatch(
-      new RegExp(`^sqs-webhook-relay dead-letters: Invalid configuration: ${name} ${REFUSAL.source}; got "${endpoint}/"\\n$`),
+      new RegExp(`^sqs-webhook-relay dead-letters: Invalid configuration: ${name} ${REFUSAL.source}; got "${endpoint}"\\n$`),
     );
   }
   vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');

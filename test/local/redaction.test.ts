@@ -33,6 +33,9 @@ describe('URLs in messages', () => {
     ['http://example.com/a@b?key=abc123', 'http://example.com/a@b?…'],
     ['user:hunter2@example.com/in', '…@example.com/in'],
     ['https://hooks.example.com/in', 'https://hooks.example.com/in'],
+    // With nothing to hide, as typed: not with the parser's "/" or without a default port.
+    ['ftp://x', 'ftp://x'],
+    ['HTTPS://Hooks.Example.com:443/in', 'HTTPS://Hooks.Example.com:443/in'],
     // Not URLs: a password with "/", "?", "#" or "@" in it does not end the redaction early.
     ['https://admin:TOP/SECRET@hooks.example.com/x', 'https://…@hooks.example.com/x'],
     ['https://admin:TOP?SECRET@hooks.example.com/x', 'https://…@hooks.example.com/x'],

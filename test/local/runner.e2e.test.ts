@@ -121,7 +121,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     [
       'signed SQS calls over plain http to a host that is not loopback',
       { WEBHOOK_URL: 'https://hooks.example.com/sqs', AWS_ENDPOINT_URL_SQS: 'http://sqs.internal.invalid:4566' },
-      /^sqs-webhook-relay: Invalid configuration: AWS_ENDPOINT_URL_SQS must be an absolute https:\/\/ URL .*ALLOW_INSECURE_HTTP=true.*; got "http:\/\/sqs\.internal\.invalid:4566\/"$/,
+      /^sqs-webhook-relay: Invalid configuration: AWS_ENDPOINT_URL_SQS must be an absolute https:\/\/ URL .*ALLOW_INSECURE_HTTP=true.*; got "http:\/\/sqs\.internal\.invalid:4566"$/,
     ],
   ])(
     '%s: refuses to start in one line, and the queue is untouched',
