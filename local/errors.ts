@@ -57,6 +57,9 @@ export function sqsStartupError(error: unknown, action: string, endpointOrUrl: s
   if (code !== undefined)
     return new StartupError(`cannot reach SQS at ${where} (${code}) while ${action}; is the endpoint right and running?`, { cause: error });
   const name = error instanceof Error ? error.name : '';
+  // The SDK's error for a call given up by its abort signal: the endpoint took the request and never answered.
+  if (name === 'AbortError' || name === 'TimeoutError')
+    return new StartupError(`no answer from SQS at ${where} while ${action}; is the endpoint right and running?`, { cause: error });
   const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
   if (name === 'CredentialsProviderError' || /credential/i.test(message)) {
     return new StartupError(

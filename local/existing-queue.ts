@@ -127,8 +127,20 @@ export function clientConfig(connection: SqsConnection): SQSClientConfig {
   };
 }
 
-/** Reads the queue's ARN, visibility timeout and redrive policy, and finds its DLQ's URL. */
-export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): Promise<ExistingQueue> {
+/**
+ * How long each of the start's SQS calls may take: the SDK waits for ever by default, and an
+ * endpoint that accepts and never answers must fail the start in one line, not hang it (a stop
+ * during the start waits for it).
+ */
+export const STARTUP_CALL_TIMEOUT_MS = 10_000;
+
+/**
+ * Reads the queue's ARN, visibility timeout and redrive policy, and finds its DLQ's URL.
+ * @param timeoutMs how long each call may take ({@link STARTUP_CALL_TIMEOUT_MS})
+ * @throws {StartupError} when SQS refuses, cannot be reached or does not answer in time
+ */
+export async function describeExistingQueue(sqs: SQSClient, queueUrl: string, timeoutMs = STARTUP_CALL_TIMEOUT_MS): Promise<ExistingQueue> {
+  const bounded = () => ({ abortSignal: AbortSignal.timeout(timeoutMs) });
   let attributes: Record<string, string>;
   try {
     const { Attributes } = await sqs.send(
@@ -136,6 +148,7 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
         QueueUrl: queueUrl,
         AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'],
       }),
+      bounded(),
     );
     attributes = Attributes ?? {};
   } catch (error) {
@@ -170,7 +183,7 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string): P
     return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: 'the redrive policy names no DLQ' };
   try {
     const { name, account } = parseQueueArn(policy.deadLetterTargetArn);
-    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));
+    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }), bounded());
     return {
       ...base,
       dlqUrl: QueueUrl,

@@ -7,6 +7,7 @@ import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
@@ -15,10 +16,11 @@ import { runsFromSource, subcommandPrefix } from '../../local/invocation';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { PortInUseError } from '../../local/sandbox/emulator';
 import { PROJECT_ROOT } from '../../testkit/synth';
+import { startSilentEndpoint } from '../support/silent-endpoint';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { readDeadLetter } from '../../local/dead-letters/dead-letter';
 import { formatSummary, SummaryBuilder } from '../../local/dead-letters/summary';
-import { connectionFor } from '../../local/existing-queue';
+import { connectionFor, describeExistingQueue } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import { loadLocalSettings, mistypedVariables } from '../../local/settings';
@@ -520,6 +522,22 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+
+  test('an SQS that takes the request and never answers fails the start in one line, in time, not for ever', async () => {
+    const silent = await startSilentEndpoint();
+    const sqs = new SQSClient({ endpoint: silent.endpoint, region: 'us-east-1', credentials: { accessKeyId: 't', secretAccessKey: 't' } });
+    const queueUrl = `${silent.endpoint}/000000000000/orders`;
+    try {
+      const started = Date.now();
+      await expect(describeExistingQueue(sqs, queueUrl, 200)).rejects.toThrow(
+        `no answer from SQS at ${queueUrl} while reading the queue's attributes; is the endpoint right and running?`,
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      sqs.destroy();
+      await silent.close();
+    }
   });
 
   test("a taken emulator port points at a queue of one's own, with its DLQ, whose recipe is where it says", () => {
