@@ -27,12 +27,17 @@ import { sleep } from './sleep';
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
 
 /**
- * How long past its own WaitTimeSeconds a receive may take once a stop has been asked for,
- * before it is aborted after all (an endpoint that stopped answering).
+ * How long past its own WaitTimeSeconds a receive may take before it is given up (an endpoint
+ * that stopped answering): it then counts as failed and is retried, and a stop is not held up.
  */
 export const RECEIVE_ANSWER_SLACK_MS = 2_000;
 /** The longest a stop waits for a ChangeMessageVisibilityBatch that hands messages back. */
 export const RELEASE_TIMEOUT_MS = 5_000;
+/**
+ * The longest a DeleteMessageBatch of acknowledged records may take: past it they count as not
+ * deleted (they come back after their visibility timeout) and the poller goes on.
+ */
+export const DELETE_TIMEOUT_MS = 10_000;
 /** The pause after a failed receive doubles from the first to the last of these. */
 export const RECEIVE_RETRY_MS = { first: 1_000, max: 20_000 } as const;
 
@@ -91,6 +96,8 @@ export interface EventSourceMappingOptions {
    * queue outlives this process; the default (false) aborts at once, for a queue that dies with it.
    */
   readonly finishReceivesOnStop?: boolean;
+  /** How long a DeleteMessageBatch may take (default {@link DELETE_TIMEOUT_MS}). */
+  readonly deleteTimeoutMs?: number;
   readonly observer?: MappingObserver;
 }
 
@@ -145,11 +152,29 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
   let inFlight = 0;
 
   const receive = async (max: number, wait: number): Promise<Message[]> => {
-    const { Messages } = await options.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: options.queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: wait, ...RECEIVE_ALL_ATTRIBUTES }),
-      { abortSignal: abortReceives.signal },
-    );
-    return Messages ?? [];
+    // The SDK waits for ever: a receive SQS took and never answers would stall this poller for
+    // good. A timer of its own, not AbortSignal.any over AbortSignal.timeout, whose timeout signal
+    // only a weak reference keeps: collected as garbage, it never fires.
+    const overstayed = new AbortController();
+    const abort = (): void => overstayed.abort();
+    const timer = setTimeout(abort, wait * 1000 + RECEIVE_ANSWER_SLACK_MS);
+    if (abortReceives.signal.aborted) abort();
+    else abortReceives.signal.addEventListener('abort', abort, { once: true });
+    try {
+      const { Messages } = await options.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: options.queueUrl,
+          MaxNumberOfMessages: max,
+          WaitTimeSeconds: wait,
+          ...RECEIVE_ALL_ATTRIBUTES,
+        }),
+        { abortSignal: overstayed.signal },
+      );
+      return Messages ?? [];
+    } finally {
+      clearTimeout(timer);
+      abortReceives.signal.removeEventListener('abort', abort);
+    }
   };
 
   /** One batch: a long poll, then more receives while the batch is not full and the window is open. */
@@ -198,6 +223,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
           QueueUrl: options.queueUrl,
           Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })),
         }),
+        { abortSignal: AbortSignal.timeout(options.deleteTimeoutMs ?? DELETE_TIMEOUT_MS) },
       ),
     );
     return failed.map(({ item, reason }) => ({ record: item, reason }));

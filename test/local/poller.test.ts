@@ -4,11 +4,14 @@
  * for the batch in flight. (The real handler runs in runner.e2e.test.ts.)
  */
 import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { EMULATOR_CREDENTIALS } from '../../local/existing-queue';
 import { type EmbeddedSqs, startEmbeddedSqs } from '../../local/sandbox/emulator';
+import { startSqsProxy } from '../../testkit/sqs-proxy';
 import {
   type EventSourceMapping,
   type InvocationResult,
@@ -42,6 +45,12 @@ async function counts(): Promise<{ visible: number; inFlight: number }> {
     }),
   );
   return { visible: Number(Attributes?.ApproximateNumberOfMessages), inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible) };
+}
+
+/** A full garbage collection: a timeout that only a weak reference keeps (AbortSignal.timeout inside AbortSignal.any) is gone after it. */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 /** Resolves when `predicate` holds, checking every 20 ms; the test's timeout bounds it. */
@@ -217,6 +226,82 @@ describe('the event source mapping', () => {
     expect(Date.now() - asked).toBeLessThan(5_000);
     expect(failures).toEqual([]);
   });
+
+  test('a delete SQS takes and never answers: the acknowledged records count as not deleted once the delete overstays, and the poller (and a stop) go on', async () => {
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    proxy.hung.add('DeleteMessageBatch');
+    const completed: InvocationResult[] = [];
+    const proxied = startEventSourceMapping({
+      sqs: proxy.sqs,
+      queueUrl: emulator.queue.url,
+      queueArn: emulator.queue.arn,
+      createHandler: () => async () => undefined,
+      pollers: 1,
+      batchSize: 10,
+      maxBatchingWindowMs: 0,
+      functionTimeoutMs: 30_000,
+      waitTimeSeconds: 1,
+      deleteTimeoutMs: 300,
+      observer: { completed: (_, result) => completed.push(result) },
+    });
+    try {
+      await send(['a', 'b', 'c']);
+      await until(() => (proxy.hangs.get('DeleteMessageBatch') ?? 0) > 0);
+      collectGarbage();
+      await until(() => completed.length > 0);
+      expect(completed[0]?.deleteFailures.map((failure) => failure.record.body).sort()).toEqual(['a', 'b', 'c']);
+      const asked = Date.now();
+      await proxied.stop();
+      expect(Date.now() - asked).toBeLessThan(5_000);
+    } finally {
+      proxy.releaseHung();
+      await proxy.close();
+    }
+  }, 15_000);
+});
+
+describe('an SQS that takes a receive and never answers', () => {
+  test('the receive is given up past its long poll plus a slack, counted as failed, and polling goes on', async () => {
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const silent = new SQSClient({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      credentials: EMULATOR_CREDENTIALS,
+      maxAttempts: 1,
+    });
+    const failed: number[] = [];
+    const started = Date.now();
+    const silentMapping = startEventSourceMapping({
+      sqs: silent,
+      queueUrl: `http://127.0.0.1:${port}/000000000000/q`,
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+      createHandler: () => async () => undefined,
+      pollers: 1,
+      batchSize: 10,
+      maxBatchingWindowMs: 0,
+      functionTimeoutMs: 30_000,
+      waitTimeSeconds: 1,
+      observer: { receiveFailed: () => failed.push(Date.now() - started) },
+    });
+    try {
+      await until(() => sockets.size > 0);
+      collectGarbage();
+      // Not stalled for good: the silent receive fails, and the poller asks again (a new request).
+      await until(() => failed.length > 0 && sockets.size > 1);
+      expect(failed[0]).toBeLessThan(1_000 + RECEIVE_ANSWER_SLACK_MS + 2_000);
+    } finally {
+      await silentMapping.stop();
+      silent.destroy();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 15_000);
 });
 
 describe('a stop that lets the pending receive answer (finishReceivesOnStop)', () => {
