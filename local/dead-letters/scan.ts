@@ -32,6 +32,7 @@ import {
 import { MAX_BATCH_CALL_ENTRIES, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../../lambda/sqs-util';
 import { RECEIVE_ALL_ATTRIBUTES } from '../event-source';
+import { RECEIVE_ANSWER_SLACK_MS } from '../poller';
 
 /** How a scan reads. */
 export interface ScanOptions {
@@ -190,6 +191,8 @@ export class DeadLetterScan {
             WaitTimeSeconds: waitSeconds,
             ...RECEIVE_ALL_ATTRIBUTES,
           }),
+          // The SDK waits for ever: a receive SQS took and never answers would hang the scan, and a Ctrl-C with it.
+          { abortSignal: AbortSignal.timeout(waitSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS) },
         );
         messages = output.Messages ?? [];
       } catch (error) {

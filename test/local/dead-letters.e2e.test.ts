@@ -180,6 +180,24 @@ describe.concurrent('summary', () => {
     });
   });
 
+  test('a receive SQS takes and never answers: one line and exit 1 within seconds, not a scan (and a Ctrl-C) hung for ever', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+    await fillDeadLetterQueue(emulator, refused(5, 404));
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    onTestFinished(() => proxy.close());
+    proxy.hung.add('ReceiveMessage');
+    const started = Date.now();
+    const result = await deadLetters(['summary', '--queue-url', emulator.queue.url], { AWS_ENDPOINT_URL_SQS: proxy.endpoint });
+    expect(result).toMatchObject({ status: 1, out: '' });
+    expect(result.err).toBe(
+      `sqs-webhook-relay dead-letters: no answer from SQS at ${emulator.dlq.url} while reading the dead-letter queue; is the endpoint right and running?\n`,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 5, inflight: 0, delayed: 0 });
+  });
+
   test('progress on a terminal; a DLQ with a redrive policy of its own is named, since every read counts a receive', async ({
     onTestFinished,
   }) => {
