@@ -20,6 +20,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { MAX_MESSAGES_PER_RECEIVE, MAX_WAIT_TIME_SECONDS } from '../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
+import { answerTimeout } from './answer-timeout';
 import { sleep } from './sleep';
 
 /** Lambda's handler signature as the poller calls it. */
@@ -152,14 +153,8 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
   let inFlight = 0;
 
   const receive = async (max: number, wait: number): Promise<Message[]> => {
-    // The SDK waits for ever: a receive SQS took and never answers would stall this poller for
-    // good. A timer of its own, not AbortSignal.any over AbortSignal.timeout, whose timeout signal
-    // only a weak reference keeps: collected as garbage, it never fires.
-    const overstayed = new AbortController();
-    const abort = (): void => overstayed.abort();
-    const timer = setTimeout(abort, wait * 1000 + RECEIVE_ANSWER_SLACK_MS);
-    if (abortReceives.signal.aborted) abort();
-    else abortReceives.signal.addEventListener('abort', abort, { once: true });
+    // The SDK waits for ever: a receive SQS took and never answers would stall this poller for good.
+    const timeout = answerTimeout(wait * 1000 + RECEIVE_ANSWER_SLACK_MS, abortReceives.signal, RECEIVE_ANSWER_SLACK_MS);
     try {
       const { Messages } = await options.sqs.send(
         new ReceiveMessageCommand({
@@ -168,12 +163,11 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
           WaitTimeSeconds: wait,
           ...RECEIVE_ALL_ATTRIBUTES,
         }),
-        { abortSignal: overstayed.signal },
+        { abortSignal: timeout.signal },
       );
       return Messages ?? [];
     } finally {
-      clearTimeout(timer);
-      abortReceives.signal.removeEventListener('abort', abort);
+      timeout.clear();
     }
   };
 
@@ -217,15 +211,20 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
 
   /** Deletes acknowledged records, ≤10 per call, calls in parallel; returns the ones not deleted. */
   const acknowledge = async (records: readonly SQSRecord[]): Promise<{ record: SQSRecord; reason: string }[]> => {
-    const failed = await sendInBatches(records, (chunk) =>
-      options.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: options.queueUrl,
-          Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })),
-        }),
-        { abortSignal: AbortSignal.timeout(options.deleteTimeoutMs ?? DELETE_TIMEOUT_MS) },
-      ),
-    );
+    const failed = await sendInBatches(records, async (chunk) => {
+      const timeout = answerTimeout(options.deleteTimeoutMs ?? DELETE_TIMEOUT_MS);
+      try {
+        return await options.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: options.queueUrl,
+            Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })),
+          }),
+          { abortSignal: timeout.signal },
+        );
+      } finally {
+        timeout.clear();
+      }
+    });
     return failed.map(({ item, reason }) => ({ record: item, reason }));
   };
 

@@ -31,6 +31,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { MAX_BATCH_CALL_ENTRIES, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../../lambda/sqs-util';
+import { answerTimeout } from '../answer-timeout';
 import { RECEIVE_ALL_ATTRIBUTES } from '../event-source';
 import { RECEIVE_ANSWER_SLACK_MS } from '../poller';
 
@@ -182,6 +183,8 @@ export class DeadLetterScan {
       if (want <= 0) return;
       this.claimed += want;
       let messages: Message[];
+      // The SDK waits for ever: a receive SQS took and never answers would hang the scan, and a Ctrl-C with it.
+      const timeout = answerTimeout(waitSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS);
       try {
         const output = await sqs.send(
           new ReceiveMessageCommand({
@@ -191,8 +194,7 @@ export class DeadLetterScan {
             WaitTimeSeconds: waitSeconds,
             ...RECEIVE_ALL_ATTRIBUTES,
           }),
-          // The SDK waits for ever: a receive SQS took and never answers would hang the scan, and a Ctrl-C with it.
-          { abortSignal: AbortSignal.timeout(waitSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS) },
+          { abortSignal: timeout.signal },
         );
         messages = output.Messages ?? [];
       } catch (error) {
@@ -203,6 +205,8 @@ export class DeadLetterScan {
           return;
         }
         throw error;
+      } finally {
+        timeout.clear();
       }
       const fresh = this.admit(messages);
       this.claimed -= want;

@@ -170,3 +170,33 @@ describe('a stop strands no message', () => {
     ).toBe(true);
   }, 30_000);
 });
+
+describe('a relay frozen and thawed (SIGSTOP, SIGCONT)', () => {
+  test('what its pending long poll received while frozen is relayed at once after, not given up and left for the visibility timeout', async () => {
+    const emulator = await emulatorForTest({ keepEnvironment: true, visibilityTimeout: 600 });
+    const webhook = await webhookForTest();
+    const relay = launch(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
+      QUEUE_URL: emulator.queue.url,
+      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+      WEBHOOK_URL: webhook.url,
+      LOG_FORMAT: 'json',
+    });
+    await readyOf(relay);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    process.kill(relay.pid, 'SIGSTOP');
+    try {
+      await emulator.send('{"sent":"while frozen"}');
+      // Longer than the daemon's 5 s long poll and the 2 s a receive may overstay it: its timer fires late on SIGCONT.
+      await new Promise((resolve) => setTimeout(resolve, 9_000));
+    } finally {
+      process.kill(relay.pid, 'SIGCONT');
+    }
+    await within(5_000, async () => webhook.requests.length > 0);
+    expect(webhook.requests).toHaveLength(1);
+    await within(2_000, async () => emulator.counts(emulator.queue).inflight === 0);
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    process.kill(relay.pid, 'SIGTERM');
+    expect(await relay.exited).toBe(0);
+  }, 40_000);
+});
