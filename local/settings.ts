@@ -112,6 +112,16 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
       read(env, 'WEBHOOK_URL_SECRET_ARN'),
     );
   }
+  // A near miss of QUEUE_URL switches the mode: the sandbox would start in its place and relay its own empty queue into
+  // WEBHOOK_URL, while the queue meant waits unrelayed behind a line of warning.
+  const queueUrlTypo = [...mistypedVariables(env)].find(([, variable]) => variable === 'QUEUE_URL')?.[0];
+  if (existingQueueUrl === undefined && queueUrlTypo !== undefined) {
+    throw new ConfigError(
+      'QUEUE_URL',
+      `set to relay an existing queue (${queueUrlTypo} is set: a typo? Without QUEUE_URL the relay runs its own sandbox queue)`,
+      undefined,
+    );
+  }
   // The demo webhook answers 200 to everything: relaying a real queue into it would delete every message.
   if (existingQueueUrl !== undefined && webhookUrl === undefined) {
     const typo = [...mistypedVariables(env)].find(([, variable]) => variable === 'WEBHOOK_URL')?.[0];

@@ -113,6 +113,22 @@ describe('local settings', () => {
       expect(() => loadLocalSettings({ ...WEBHOOK, ...env }, false)).not.toThrow();
     });
 
+    test.each(['queue_url', 'QUEUE_ULR', 'QUEUEURL'])(
+      'a near miss of QUEUE_URL (%s) refuses to start, naming it: the sandbox would run in its place',
+      (typo) => {
+        const url = 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders';
+        const env = { ...WEBHOOK, [typo]: url };
+        expect(() => loadLocalSettings(env, false)).toThrow(
+          expect.objectContaining({
+            variable: 'QUEUE_URL',
+            message: expect.stringContaining(`${typo} is set: a typo? Without QUEUE_URL the relay runs its own sandbox queue`),
+          }),
+        );
+        // Set as well, QUEUE_URL decides: the near miss is only warned about.
+        expect(() => loadLocalSettings({ ...env, QUEUE_URL: url }, false)).not.toThrow();
+      },
+    );
+
     test('ALLOW_INSECURE_HTTP is read strictly: a typo of its value is refused by name', () => {
       expect(() =>
         loadLocalSettings({ ...WEBHOOK, WEBHOOK_HEALTH_CHECK_URL: 'http://worker:8080/health', ALLOW_INSECURE_HTTP: 'ja' }, false),
