@@ -336,7 +336,13 @@ export function formatReplay(
   ];
   if (tally.fromAnotherQueue > 0)
     rows.push(['from another queue', tally.fromAnotherQueue, 'their reason names another source queue: left in the DLQ']);
-  if (tally.overLimit > 0) rows.push(['over --limit', tally.overLimit, 'matching, left in the DLQ for another run']);
+  // The scan stops at the limit: this counts what it had read past it, not all that is left.
+  if (tally.overLimit > 0)
+    rows.push([
+      'over --limit',
+      tally.overLimit,
+      'matching, read past the limit and left in the DLQ; the scan stopped there, so more may wait',
+    ]);
   rows.push(['failed', tally.failed, tally.failed > 0 ? 'not sent: still in the DLQ' : '']);
   if (tally.sentNotDeleted > 0)
     rows.push(['sent, not deleted', tally.sentNotDeleted, 'in both queues: delete them from the DLQ, or a rerun sends them again']);
