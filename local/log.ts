@@ -59,12 +59,16 @@ export const PLAIN: Styles = { green: String, yellow: String, red: String, dim: 
 const TERMINAL_SEQUENCE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
   /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|(?:\u001b[\]PX^_]|[\u0090\u0098\u009d\u009e\u009f])[^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)|\u001b[ -/]*[0-~]/g;
-/** Control characters: C0 (tab and line feed aside), DEL and C1. */
+/**
+ * Control characters: C0 (tab and line feed aside), DEL and C1; and Unicode's bidirectional
+ * embeddings, overrides and isolates, which reorder what follows them on the line (a status or id
+ * printed after a producer's text could read backwards, as in "Trojan Source").
+ */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 /** Any character {@link terminalSafe} may have to change: a quick test keeps plain text as it is. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f]/;
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * `text` as it may be printed to a terminal: escape sequences and control characters removed

@@ -311,6 +311,8 @@ describe('text from outside, on a terminal', () => {
     ['a hyperlink (OSC 8)', '\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007', 'click'],
     ['a lone ESC, backspaces, a bell, NUL, DEL', 'a\u001b\u0008\u0008\u0007\u0000\u007fb', 'ab'],
     ['an unterminated OSC', 'a\u001b]0;never ends', 'a0;never ends'],
+    ['a right-to-left override (bidi)', 'id=\u202edelivered\u202c ok', 'id=delivered ok'],
+    ['bidi isolates', 'a\u2066b\u2067c\u2068d\u2069e', 'abcde'],
   ] as const;
 
   test.each(HOSTILE)('terminalSafe removes %s', (_label, text, safe) => {
