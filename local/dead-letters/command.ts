@@ -63,9 +63,11 @@ const REPLAY_OPTIONS = {
 export function deadLettersHelp(): string {
   const command = subcommandPrefix('dead-letters');
   return [
-    `usage: ${command} summary [--queue-url URL | --dlq-url URL] [--limit N] [--json] [--region R] [--profile P]`,
+    `usage: ${command} summary [--queue-url URL | --dlq-url URL] [--limit N] [--parallel N] [--visibility-timeout N]`,
+    '                       [--json] [--region R] [--profile P]',
     `       ${command} replay  [--queue-url URL] [--dlq-url URL] [--cause C]... [--status S]... [--since T] [--until T]`,
-    '                       [--message-group G]... [--limit N] [--rate N] [--dry-run] [--json] [--region R] [--profile P]',
+    '                       [--message-group G]... [--limit N] [--rate N] [--dry-run] [--signing-secret-arn A]',
+    '                       [--parallel N] [--visibility-timeout N] [--json] [--region R] [--profile P]',
     '',
     'summary  what is in the dead-letter queue and why: counts by cause, last status and age, the oldest and',
     '         newest, when SQS deletes the first, a sample per group. Leaves the DLQ as it found it: what it reads',
@@ -96,7 +98,8 @@ export function deadLettersHelp(): string {
     '',
     'IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility on the DLQ',
     '(and GetQueueAttributes on the main queue); replay also sqs:SendMessage on the main queue and sqs:DeleteMessage',
-    'on the DLQ. docs/operations.md, "Redriving the dead-letter queue", walks through it.',
+    'on the DLQ; --dlq-url without --queue-url also sqs:ListDeadLetterSourceQueues on the DLQ. docs/operations.md,',
+    '"Redriving the dead-letter queue", walks through it.',
     '',
   ].join('\n');
 }
