@@ -101,7 +101,10 @@ function expectedType(setting: Setting, value: unknown): string | undefined {
   if (setting.unit !== undefined && DURATION_UNITS.has(setting.unit) && prop !== 'logRetention') {
     const example = `Duration.${setting.unit === 'ms' ? 'millis' : setting.unit}(${setting.default ?? 1})`;
     if (setting.kind === 'list')
-      return Array.isArray(value) && value.every(isDuration) ? undefined : `an array of Durations, such as [${example}]`;
+      // An empty list would write an empty variable, which the function reads as unset: its default schedule, silently.
+      return Array.isArray(value) && value.length > 0 && value.every(isDuration)
+        ? undefined
+        : `a non-empty array of Durations, such as [${example}]`;
     return isDuration(value) ? undefined : `a Duration, such as ${example}`;
   }
   switch (setting.kind) {
