@@ -115,7 +115,7 @@ export function createAlarms(
       threshold: thresholds.breakerAlarmSeconds,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       alarmDescription:
-        `The webhook of ${relay.name} has looked down for ${durationText(thresholds.breakerAlarmSeconds)} (connection errors, timeouts, 502/503/504): the circuit breaker is holding messages back, one probe per interval. ` +
+        `The webhook of ${relay.name} has looked down for ${durationText(thresholds.breakerAlarmSeconds)} (connection errors, timeouts, 502/503/504, or 500s to every request): the circuit breaker is holding messages back, one probe per interval. ` +
         (relay.retryWindow === undefined
           ? `Nothing is lost while messages have receives left (maxReceiveCount ${relay.maxReceiveCount}); restore the webhook before the DLQ alarm follows, or switch to a retry window (leave maxReceiveCount unset).`
           : `Nothing is dead-lettered for the outage within the retry window (${durationText(relay.retryWindow.toSeconds(), 'hours')}); restore the webhook before it runs out.`),
