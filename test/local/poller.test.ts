@@ -58,6 +58,32 @@ async function until(predicate: () => boolean | Promise<boolean>): Promise<void>
   while (!(await predicate())) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
+/**
+ * An SQS endpoint that takes the connection and the request, and says nothing: its sockets (one
+ * per request the client made), its port, a client for it, and how to close it all.
+ */
+async function silentSqs(): Promise<{ sockets: Set<Socket>; port: number; client: SQSClient; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const client = new SQSClient({
+    endpoint: `http://127.0.0.1:${port}`,
+    region: 'us-east-1',
+    credentials: EMULATOR_CREDENTIALS,
+    maxAttempts: 1,
+  });
+  const close = async (): Promise<void> => {
+    client.destroy();
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { sockets, port, client, close };
+}
+
 function start(
   handler: SqsHandler,
   overrides: {
@@ -262,19 +288,7 @@ describe('the event source mapping', () => {
 
 describe('an SQS that takes a receive and never answers', () => {
   test('the receive is given up past its long poll plus a slack, counted as failed, and polling goes on', async () => {
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    const silent = new SQSClient({
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      credentials: EMULATOR_CREDENTIALS,
-      maxAttempts: 1,
-    });
+    const { sockets, port, client: silent, close } = await silentSqs();
     const failed: number[] = [];
     const started = Date.now();
     const silentMapping = startEventSourceMapping({
@@ -297,29 +311,14 @@ describe('an SQS that takes a receive and never answers', () => {
       expect(failed[0]).toBeLessThan(1_000 + RECEIVE_ANSWER_SLACK_MS + 2_000);
     } finally {
       await silentMapping.stop();
-      silent.destroy();
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
     }
   }, 15_000);
 });
 
 describe('a stop that lets the pending receive answer (finishReceivesOnStop)', () => {
   test('is bounded by the long poll plus a slack even when SQS accepts and never answers', async () => {
-    // An endpoint that takes the connection and the request, and says nothing.
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    const silent = new SQSClient({
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      credentials: EMULATOR_CREDENTIALS,
-      maxAttempts: 1,
-    });
+    const { sockets, port, client: silent, close } = await silentSqs();
     const silentMapping = startEventSourceMapping({
       sqs: silent,
       queueUrl: `http://127.0.0.1:${port}/000000000000/q`,
@@ -339,9 +338,7 @@ describe('a stop that lets the pending receive answer (finishReceivesOnStop)', (
       // 1 s of long poll plus RECEIVE_ANSWER_SLACK_MS, with room for a slow machine.
       expect(Date.now() - asked).toBeLessThan(1_000 + RECEIVE_ANSWER_SLACK_MS + 2_000);
     } finally {
-      silent.destroy();
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
     }
   }, 15_000);
 });
