@@ -90,6 +90,25 @@ async function readyOf(relay: Launched): Promise<{ queueUrl: string; sqsEndpoint
 }
 
 /**
+ * A standalone relay (`QUEUE_URL`, the queue outliving it, its visibility timeout 600 s) on an
+ * emulator, delivering to a test webhook, ready and with its first long poll under way.
+ */
+async function standaloneRelayPolling() {
+  const emulator = await emulatorForTest({ keepEnvironment: true, visibilityTimeout: 600 });
+  const webhook = await webhookForTest();
+  const relay = launch(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
+    QUEUE_URL: emulator.queue.url,
+    AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+    WEBHOOK_URL: webhook.url,
+    LOG_FORMAT: 'json',
+  });
+  await readyOf(relay);
+  // The first long poll is under way once the relay is ready; let it reach the emulator.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return { emulator, webhook, relay };
+}
+
+/**
  * Starts the relay with `command`, puts a message in flight (the webhook holds it), sends SIGTERM
  * to the launcher's process only, and checks what a container or process manager would see.
  */
@@ -142,18 +161,7 @@ describe('SIGTERM to the launcher only', () => {
 
 describe('a stop strands no message', () => {
   test('a message a pending long poll receives after the stop is handed back at once, not after the visibility timeout', async () => {
-    // The queue outlives the relay: a standalone relay on an existing queue (QUEUE_URL).
-    const emulator = await emulatorForTest({ keepEnvironment: true, visibilityTimeout: 600 });
-    const webhook = await webhookForTest();
-    const relay = launch(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-      QUEUE_URL: emulator.queue.url,
-      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-      WEBHOOK_URL: webhook.url,
-      LOG_FORMAT: 'json',
-    });
-    await readyOf(relay);
-    // The first long poll is under way once the relay is ready; let it reach the emulator.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const { emulator, webhook, relay } = await standaloneRelayPolling();
 
     process.kill(relay.pid, 'SIGTERM');
     // Once it says so, the relay has stopped polling; its long poll is still pending.
@@ -173,16 +181,7 @@ describe('a stop strands no message', () => {
 
 describe('a relay frozen and thawed (SIGSTOP, SIGCONT)', () => {
   test('what its pending long poll received while frozen is relayed at once after, not given up and left for the visibility timeout', async () => {
-    const emulator = await emulatorForTest({ keepEnvironment: true, visibilityTimeout: 600 });
-    const webhook = await webhookForTest();
-    const relay = launch(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-      QUEUE_URL: emulator.queue.url,
-      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-      WEBHOOK_URL: webhook.url,
-      LOG_FORMAT: 'json',
-    });
-    await readyOf(relay);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const { emulator, webhook, relay } = await standaloneRelayPolling();
 
     process.kill(relay.pid, 'SIGSTOP');
     try {
