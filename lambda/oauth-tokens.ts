@@ -14,6 +14,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { checkClientSecret, type RelayConfig } from './config';
 import { type Connector, tokenEndpointConnector } from './connector';
 import type { SecretSource } from './config';
+import { withoutSecrets } from './scrub';
 import { CachedSecret, type CachedSecretOptions } from './secrets';
 import type { GrantedToken, TokenRequest } from './token-endpoint';
 import type { WebhookResult, WebhookTransmitter } from './transmitter';
@@ -316,16 +317,7 @@ function endpointOf(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
-/** `text` with every occurrence of each of `secrets` (4 characters or more) replaced by `…`. */
-export function scrub(text: string, secrets: readonly (string | undefined)[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret !== undefined && secret.length >= 4) out = out.split(secret).join('…');
-  return out;
-}
-
 /** `result` with `token` cut out of the webhook's answer, which is logged and may become a dead letter's reason. */
 function scrubbed(result: WebhookResult, token: AccessToken): WebhookResult {
-  if (result.kind !== 'response') return result;
-  const value = token.header.slice('Bearer '.length);
-  return result.excerpt.includes(value) ? { ...result, excerpt: scrub(result.excerpt, [value]) } : result;
+  return withoutSecrets(result, [token.header.slice('Bearer '.length)]);
 }

@@ -11,7 +11,7 @@
 import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { connectingAgent, type Connector } from './connector';
 import { isLegalHeaderValue } from './header-rules';
-import { scrub } from './oauth-tokens';
+import { scrub } from './scrub';
 import type { OAuthClientAuthentication } from './settings';
 import { PRIVATE_CA_HINT, UNTRUSTED_CERTIFICATE_CODES } from './tls-material';
 

@@ -15,6 +15,7 @@ import type { Agent as HttpAgent, ClientRequest, IncomingMessage, RequestOptions
 import type { Socket } from 'node:net';
 import { connectingAgent, type Connector } from './connector';
 import { RATE_LIMIT_HEADER_NAMES, type RateLimitHeaders } from './rate-limit-headers';
+import { withoutSecrets } from './scrub';
 
 /** Bytes of a response body kept for logs and dead-letter attributes. */
 export const RESPONSE_EXCERPT_BYTES = 512;
@@ -189,14 +190,6 @@ function answerHeadersOf(response: IncomingMessage): AnswerHeaders {
     }
   }
   return retryAfter === undefined && rateLimit === undefined ? NO_ANSWER_HEADERS : { retryAfter, rateLimit };
-}
-
-/** `result` with each of `hidden` cut out of its excerpt (replaced by `…`). */
-function withoutHidden(result: WebhookResult, hidden: readonly string[]): WebhookResult {
-  if (result.kind !== 'response' || !hidden.some((text) => result.excerpt.includes(text))) return result;
-  let excerpt = result.excerpt;
-  for (const text of hidden) excerpt = excerpt.split(text).join('…');
-  return { ...result, excerpt };
 }
 
 /**
@@ -401,7 +394,7 @@ export class WebhookTransmitter {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve(this.hidden.length === 0 ? result : withoutHidden(result, this.hidden));
+        resolve(this.hidden.length === 0 ? result : withoutSecrets(result, this.hidden));
       };
       const fail = (error: unknown): void => {
         if (!retried && !settled && isStaleConnectionFailure(request, error)) {
