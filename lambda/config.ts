@@ -18,7 +18,7 @@ import { FUNCTION_SETTINGS, type PermanentFailureMode } from './settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { isAttributeName } from './sqs-util';
 import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
-import { checkSendUrl, parseProxyUrl, redactUrl, type UrlProblem } from './url-rules';
+import { checkSendUrl, parseProxyUrl, percentDecoded, redactUrl, type UrlProblem } from './url-rules';
 
 /**
  * Where a secret comes from. Declared here, with the settings that choose it, rather than in
@@ -388,19 +388,9 @@ function proxyUrl(env: Env, name: 'HTTPS_PROXY' | 'HTTP_PROXY'): URL | undefined
   if (url === undefined)
     throw new ConfigError(variable, 'a proxy URL such as http://proxy.example.com:3128 (user:password@ allowed)', redactUrl(raw));
   // Decoded for Proxy-Authorization on the first connection: a stray % would fail there, every request, not here.
-  if (!isPercentDecodable(url.username) || !isPercentDecodable(url.password))
+  if (percentDecoded(url.username) === undefined || percentDecoded(url.password) === undefined)
     throw new ConfigError(variable, 'a proxy URL whose user:password is percent-encoded (a % written %25)', redactUrl(raw));
   return url;
-}
-
-/** Whether `text` decodes as a URL's percent-encoding does: every `%` starts a `%XX` of UTF-8. */
-function isPercentDecodable(text: string): boolean {
-  try {
-    decodeURIComponent(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY`, when a proxy is set. */

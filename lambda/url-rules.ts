@@ -113,13 +113,16 @@ export function urlSecretsOf(url: URL, urlIsSecret: boolean): string[] {
     parts.push(url.pathname);
     for (const segment of url.pathname.split('/')) if (segment.length >= TOKEN_SEGMENT_CHARS) parts.push(segment);
   }
-  const decoded = parts.map((part) => {
-    try {
-      return decodeURIComponent(part);
-    } catch {
-      return part;
-    }
-  });
+  const decoded = parts.map((part) => percentDecoded(part) ?? part);
   // The longest first: a value is cut out of the whole query before it could be cut out of it alone.
   return [...new Set([...parts, ...decoded])].filter((part) => part.length >= 4).sort((a, b) => b.length - a.length);
+}
+
+/** `text` with its percent-encoding decoded, or `undefined` when a `%` starts no `%XX` of UTF-8. */
+export function percentDecoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }
