@@ -44,3 +44,21 @@ export function answerTimeout(ms: number, also?: AbortSignal, graceMs = 2_000): 
     },
   };
 }
+
+/**
+ * `call` given an {@link answerTimeout}'s signal (`ms`, `also`, `graceMs` as there), its timer
+ * dropped once the call settles: one SQS call that may not wait for ever.
+ */
+export async function withAnswerTimeout<T>(
+  ms: number,
+  call: (signal: AbortSignal) => Promise<T>,
+  also?: AbortSignal,
+  graceMs?: number,
+): Promise<T> {
+  const timeout = answerTimeout(ms, also, graceMs);
+  try {
+    return await call(timeout.signal);
+  } finally {
+    timeout.clear();
+  }
+}

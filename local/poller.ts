@@ -20,7 +20,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { MAX_MESSAGES_PER_RECEIVE, MAX_WAIT_TIME_SECONDS } from '../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
-import { answerTimeout } from './answer-timeout';
+import { withAnswerTimeout } from './answer-timeout';
 import { sleep } from './sleep';
 
 /** Lambda's handler signature as the poller calls it. */
@@ -154,21 +154,22 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
 
   const receive = async (max: number, wait: number): Promise<Message[]> => {
     // The SDK waits for ever: a receive SQS took and never answers would stall this poller for good.
-    const timeout = answerTimeout(wait * 1000 + RECEIVE_ANSWER_SLACK_MS, abortReceives.signal, RECEIVE_ANSWER_SLACK_MS);
-    try {
-      const { Messages } = await options.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: options.queueUrl,
-          MaxNumberOfMessages: max,
-          WaitTimeSeconds: wait,
-          ...RECEIVE_ALL_ATTRIBUTES,
-        }),
-        { abortSignal: timeout.signal },
-      );
-      return Messages ?? [];
-    } finally {
-      timeout.clear();
-    }
+    const { Messages } = await withAnswerTimeout(
+      wait * 1000 + RECEIVE_ANSWER_SLACK_MS,
+      (abortSignal) =>
+        options.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: options.queueUrl,
+            MaxNumberOfMessages: max,
+            WaitTimeSeconds: wait,
+            ...RECEIVE_ALL_ATTRIBUTES,
+          }),
+          { abortSignal },
+        ),
+      abortReceives.signal,
+      RECEIVE_ANSWER_SLACK_MS,
+    );
+    return Messages ?? [];
   };
 
   /** One batch: a long poll, then more receives while the batch is not full and the window is open. */
@@ -211,20 +212,17 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
 
   /** Deletes acknowledged records, ≤10 per call, calls in parallel; returns the ones not deleted. */
   const acknowledge = async (records: readonly SQSRecord[]): Promise<{ record: SQSRecord; reason: string }[]> => {
-    const failed = await sendInBatches(records, async (chunk) => {
-      const timeout = answerTimeout(options.deleteTimeoutMs ?? DELETE_TIMEOUT_MS);
-      try {
-        return await options.sqs.send(
+    const failed = await sendInBatches(records, (chunk) =>
+      withAnswerTimeout(options.deleteTimeoutMs ?? DELETE_TIMEOUT_MS, (abortSignal) =>
+        options.sqs.send(
           new DeleteMessageBatchCommand({
             QueueUrl: options.queueUrl,
             Entries: chunk.map((record, index) => ({ Id: batchEntryId(index), ReceiptHandle: record.receiptHandle })),
           }),
-          { abortSignal: timeout.signal },
-        );
-      } finally {
-        timeout.clear();
-      }
-    });
+          { abortSignal },
+        ),
+      ),
+    );
     return failed.map(({ item, reason }) => ({ record: item, reason }));
   };
 

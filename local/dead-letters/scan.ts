@@ -31,7 +31,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { MAX_BATCH_CALL_ENTRIES, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../../lambda/sqs-util';
-import { answerTimeout } from '../answer-timeout';
+import { withAnswerTimeout } from '../answer-timeout';
 import { RECEIVE_ALL_ATTRIBUTES } from '../event-source';
 import { RECEIVE_ANSWER_SLACK_MS } from '../poller';
 
@@ -184,17 +184,18 @@ export class DeadLetterScan {
       this.claimed += want;
       let messages: Message[];
       // The SDK waits for ever: a receive SQS took and never answers would hang the scan, and a Ctrl-C with it.
-      const timeout = answerTimeout(waitSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS);
       try {
-        const output = await sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: want,
-            VisibilityTimeout: holdSeconds,
-            WaitTimeSeconds: waitSeconds,
-            ...RECEIVE_ALL_ATTRIBUTES,
-          }),
-          { abortSignal: timeout.signal },
+        const output = await withAnswerTimeout(waitSeconds * 1000 + RECEIVE_ANSWER_SLACK_MS, (abortSignal) =>
+          sqs.send(
+            new ReceiveMessageCommand({
+              QueueUrl: queueUrl,
+              MaxNumberOfMessages: want,
+              VisibilityTimeout: holdSeconds,
+              WaitTimeSeconds: waitSeconds,
+              ...RECEIVE_ALL_ATTRIBUTES,
+            }),
+            { abortSignal },
+          ),
         );
         messages = output.Messages ?? [];
       } catch (error) {
@@ -205,8 +206,6 @@ export class DeadLetterScan {
           return;
         }
         throw error;
-      } finally {
-        timeout.clear();
       }
       const fresh = this.admit(messages);
       this.claimed -= want;
