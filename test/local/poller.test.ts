@@ -14,6 +14,7 @@ import { type EmbeddedSqs, startEmbeddedSqs } from '../../local/sandbox/emulator
 import { startSqsProxy } from '../../testkit/sqs-proxy';
 import {
   type EventSourceMapping,
+  type EventSourceMappingOptions,
   type InvocationResult,
   interpretBatchResponse,
   RECEIVE_ANSWER_SLACK_MS,
@@ -60,9 +61,12 @@ async function until(predicate: () => boolean | Promise<boolean>): Promise<void>
 
 /**
  * An SQS endpoint that takes the connection and the request, and says nothing: its sockets (one
- * per request the client made), its port, a client for it, and how to close it all.
+ * per request made to it), a mapping polling it (1 s long polls, with `options`), and how to close
+ * it all (the mapping once stopped).
  */
-async function silentSqs(): Promise<{ sockets: Set<Socket>; port: number; client: SQSClient; close: () => Promise<void> }> {
+async function silentSqs(
+  options: Pick<EventSourceMappingOptions, 'pollers' | 'observer' | 'finishReceivesOnStop'>,
+): Promise<{ sockets: Set<Socket>; mapping: EventSourceMapping; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket);
@@ -76,12 +80,23 @@ async function silentSqs(): Promise<{ sockets: Set<Socket>; port: number; client
     credentials: EMULATOR_CREDENTIALS,
     maxAttempts: 1,
   });
+  const mapping = startEventSourceMapping({
+    sqs: client,
+    queueUrl: `http://127.0.0.1:${port}/000000000000/q`,
+    queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+    createHandler: () => async () => undefined,
+    batchSize: 10,
+    maxBatchingWindowMs: 0,
+    functionTimeoutMs: 30_000,
+    waitTimeSeconds: 1,
+    ...options,
+  });
   const close = async (): Promise<void> => {
     client.destroy();
     for (const socket of sockets) socket.destroy();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
-  return { sockets, port, client, close };
+  return { sockets, mapping, close };
 }
 
 function start(
@@ -288,19 +303,14 @@ describe('the event source mapping', () => {
 
 describe('an SQS that takes a receive and never answers', () => {
   test('the receive is given up past its long poll plus a slack, counted as failed, and polling goes on', async () => {
-    const { sockets, port, client: silent, close } = await silentSqs();
     const failed: number[] = [];
     const started = Date.now();
-    const silentMapping = startEventSourceMapping({
-      sqs: silent,
-      queueUrl: `http://127.0.0.1:${port}/000000000000/q`,
-      queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
-      createHandler: () => async () => undefined,
+    const {
+      sockets,
+      mapping: silentMapping,
+      close,
+    } = await silentSqs({
       pollers: 1,
-      batchSize: 10,
-      maxBatchingWindowMs: 0,
-      functionTimeoutMs: 30_000,
-      waitTimeSeconds: 1,
       observer: { receiveFailed: () => failed.push(Date.now() - started) },
     });
     try {
@@ -318,19 +328,7 @@ describe('an SQS that takes a receive and never answers', () => {
 
 describe('a stop that lets the pending receive answer (finishReceivesOnStop)', () => {
   test('is bounded by the long poll plus a slack even when SQS accepts and never answers', async () => {
-    const { sockets, port, client: silent, close } = await silentSqs();
-    const silentMapping = startEventSourceMapping({
-      sqs: silent,
-      queueUrl: `http://127.0.0.1:${port}/000000000000/q`,
-      queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
-      createHandler: () => async () => undefined,
-      pollers: 2,
-      batchSize: 10,
-      maxBatchingWindowMs: 0,
-      functionTimeoutMs: 30_000,
-      waitTimeSeconds: 1,
-      finishReceivesOnStop: true,
-    });
+    const { sockets, mapping: silentMapping, close } = await silentSqs({ pollers: 2, finishReceivesOnStop: true });
     try {
       await until(() => sockets.size > 0);
       const asked = Date.now();
