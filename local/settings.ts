@@ -114,8 +114,9 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   }
   // A near miss of QUEUE_URL switches the mode: the sandbox would start in its place and relay its own empty queue into
   // WEBHOOK_URL, while the queue meant waits unrelayed behind a line of warning.
-  const queueUrlTypo = [...mistypedVariables(env)].find(([, variable]) => variable === 'QUEUE_URL')?.[0];
-  if (existingQueueUrl === undefined && queueUrlTypo !== undefined) {
+  const typoOf = (variable: string): string | undefined => [...mistypedVariables(env)].find(([, meant]) => meant === variable)?.[0];
+  const queueUrlTypo = existingQueueUrl === undefined ? typoOf('QUEUE_URL') : undefined;
+  if (queueUrlTypo !== undefined) {
     throw new ConfigError(
       'QUEUE_URL',
       `set to relay an existing queue (${queueUrlTypo} is set: a typo? Without QUEUE_URL the relay runs its own sandbox queue)`,
@@ -124,7 +125,7 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   }
   // The demo webhook answers 200 to everything: relaying a real queue into it would delete every message.
   if (existingQueueUrl !== undefined && webhookUrl === undefined) {
-    const typo = [...mistypedVariables(env)].find(([, variable]) => variable === 'WEBHOOK_URL')?.[0];
+    const typo = typoOf('WEBHOOK_URL');
     const hint = typo === undefined ? '' : `; ${typo} is set: a typo?`;
     throw new ConfigError(
       'WEBHOOK_URL',
