@@ -20,6 +20,7 @@ import {
   type WebhookResult,
   WebhookTransmitter,
 } from '../../lambda/transmitter';
+import { freeze } from '../support/freeze';
 
 interface Received {
   readonly method: string;
@@ -449,14 +450,6 @@ describe('connections', () => {
   });
 });
 
-/** Blocks the event loop for `ms`, as a frozen process would: no timer fires meanwhile. */
-function freezeFor(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    /* busy */
-  }
-}
-
 /** Resolves `'closed'` once every connection the server accepted is closed, or `'open'` after `ms`. */
 function closedWithin(server: TestServer, ms: number): Promise<'closed' | 'open'> {
   return Promise.race([
@@ -553,7 +546,7 @@ describe('idle connections are bounded in time', () => {
     const server = await serve((_req, res) => res.writeHead(200).end('ok'));
     const transmitter = transmitterFor(server.url, 1, { idleConnectionMaxMs: IDLE_MAX_MS });
     expectResponse(await transmitter.post(HEADERS, BODY, 2000));
-    freezeFor(IDLE_MAX_MS + 50);
+    freeze(IDLE_MAX_MS + 50);
     expectResponse(await transmitter.post(HEADERS, BODY, 2000));
     expect(server.requests.map((request) => [request.connection, request.nthOnConnection])).toEqual([
       [1, 1],
@@ -565,7 +558,7 @@ describe('idle connections are bounded in time', () => {
     const server = await serve((_req, res) => res.writeHead(200).end('ok'));
     const transmitter = transmitterFor(server.url, 1, { idleConnectionMaxMs: 2000 });
     expectResponse(await transmitter.post(HEADERS, BODY, 2000));
-    freezeFor(50);
+    freeze(50);
     expectResponse(await transmitter.post(HEADERS, BODY, 2000));
     expect(server.connections).toBe(1);
   });

@@ -4,16 +4,9 @@
  */
 import { expect, test } from 'vitest';
 import { answerTimeout } from '../../local/answer-timeout';
+import { freeze } from '../support/freeze';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Holds the event loop as SIGSTOP or a suspended machine would: every timer fires late. */
-function freeze(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy: nothing else runs
-  }
-}
 
 test('aborts once its time is up, at once when the other signal aborts, and never once cleared', async () => {
   const timeout = answerTimeout(50);
