@@ -10,6 +10,7 @@ import { expectedUrl } from '../lambda/config';
 import { ConfigError, type Env, read, readSetting } from '../lambda/env';
 import { FUNCTION_SETTINGS } from '../lambda/settings';
 import { errorText, parseQueueArn, regionOfQueueHost } from '../lambda/sqs-util';
+import { withAnswerTimeout } from './answer-timeout';
 import { checkHttpsOrLoopback, isLoopbackHost, redactUrl } from '../lambda/url-rules';
 import { sqsStartupError } from './errors';
 
@@ -140,16 +141,13 @@ export const STARTUP_CALL_TIMEOUT_MS = 10_000;
  * @throws {StartupError} when SQS refuses, cannot be reached or does not answer in time
  */
 export async function describeExistingQueue(sqs: SQSClient, queueUrl: string, timeoutMs = STARTUP_CALL_TIMEOUT_MS): Promise<ExistingQueue> {
-  const bounded = () => ({ abortSignal: AbortSignal.timeout(timeoutMs) });
   let attributes: Record<string, string>;
   try {
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queueUrl,
-        AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'],
-      }),
-      bounded(),
-    );
+    const command = new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'],
+    });
+    const { Attributes } = await withAnswerTimeout(timeoutMs, (abortSignal) => sqs.send(command, { abortSignal }));
     attributes = Attributes ?? {};
   } catch (error) {
     throw sqsStartupError(error, "reading the queue's attributes", queueUrl);
@@ -183,7 +181,8 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string, ti
     return { ...base, dlqUrl: undefined, maxReceiveCount, dlqProblem: 'the redrive policy names no DLQ' };
   try {
     const { name, account } = parseQueueArn(policy.deadLetterTargetArn);
-    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }), bounded());
+    const command = new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account });
+    const { QueueUrl } = await withAnswerTimeout(timeoutMs, (abortSignal) => sqs.send(command, { abortSignal }));
     return {
       ...base,
       dlqUrl: QueueUrl,

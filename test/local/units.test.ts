@@ -3,6 +3,7 @@
  * answers, how the handler's log lines read on a terminal, the printed commands, and how the
  * standalone relay finds its way to SQS.
  */
+import { spawn } from 'node:child_process';
 import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import { runsFromSource, subcommandPrefix } from '../../local/invocation';
 import { demoReplyFor } from '../../local/sandbox/demo-webhook';
 import { PortInUseError } from '../../local/sandbox/emulator';
 import { PROJECT_ROOT } from '../../testkit/synth';
+import { freeze } from '../support/freeze';
 import { startSilentEndpoint } from '../support/silent-endpoint';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { readDeadLetter } from '../../local/dead-letters/dead-letter';
@@ -540,6 +542,30 @@ describe('the standalone relay (QUEUE_URL)', () => {
     const missing = Object.assign(new Error('The specified queue does not exist.'), { name: 'QueueDoesNotExist' });
     expect(sqsStartupError(missing, 'reading', 'u').message).toBe('no queue at u: The specified queue does not exist.');
     expect(oneLine(new TypeError('two\nlines'))).toBe('TypeError: two');
+  });
+
+  test("a start frozen past its calls' timeout (SIGSTOP, SIGCONT) reads the answer SQS gave meanwhile", async () => {
+    // Its timer fires over a second late on the thaw: taken for a frozen process, not a silent SQS, the call gets a grace
+    // in which the answer comes (from another process, which the freeze does not hold).
+    const server = spawn(process.execPath, [
+      '-e',
+      `require('node:http').createServer((request, response) => { request.resume(); request.on('end', () => setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+        response.end(JSON.stringify({ Attributes: { QueueArn: 'arn:aws:sqs:us-east-1:000000000000:orders', VisibilityTimeout: '45' } }));
+      }, 2_300)); }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`,
+    ]);
+    try {
+      const port = await new Promise<string>((resolve) => server.stdout.once('data', (data: Buffer) => resolve(data.toString().trim())));
+      const endpoint = `http://127.0.0.1:${port}`;
+      const sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 't', secretAccessKey: 't' } });
+      const described = describeExistingQueue(sqs, `${endpoint}/000000000000/orders`, 500);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      freeze(2_000);
+      await expect(described).resolves.toMatchObject({ visibilityTimeoutSeconds: 45, dlqUrl: undefined });
+      sqs.destroy();
+    } finally {
+      server.kill();
+    }
   });
 
   test('an SQS that takes the request and never answers fails the start in one line, in time, not for ever', async () => {
