@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { regionOfQueueHost } from '../../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand, shellQuote } from '../../local/banner';
 import { runsFromSource, subcommandPrefix } from '../../local/invocation';
@@ -21,6 +21,7 @@ import { freeze } from '../support/freeze';
 import { startSilentEndpoint } from '../support/silent-endpoint';
 import { networkErrorCode, oneLine, sqsStartupError } from '../../local/errors';
 import { readDeadLetter } from '../../local/dead-letters/dead-letter';
+import { Pace } from '../../local/dead-letters/pace';
 import { formatSummary, SummaryBuilder } from '../../local/dead-letters/summary';
 import { connectionFor, describeExistingQueue } from '../../local/existing-queue';
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
@@ -619,5 +620,60 @@ describe('the pause between attempts', () => {
     await pending;
     for (let round = 0; round < 3; round += 1) await sleep(1, kept.signal);
     expect(getEventListeners(kept.signal, 'abort')).toHaveLength(0);
+  });
+});
+
+describe('replay --rate', () => {
+  /** Readers taking batches of `batch` from `pace` on vitest's clock, as the command's do; each message's send time, ms after the first take, in order. */
+  async function sendTimes(pace: Pace, readers: number, batches: number, batch: number): Promise<number[]> {
+    const start = Date.now();
+    const sent: number[] = [];
+    const reader = async (): Promise<void> => {
+      for (let taken = 0; taken < batches; taken += 1) {
+        await pace.take(batch);
+        for (let message = 0; message < batch; message += 1) sent.push(Date.now() - start);
+      }
+    };
+    const all = Promise.all(Array.from({ length: readers }, reader));
+    await vi.runAllTimersAsync();
+    await all;
+    return sent;
+  }
+
+  test('N a second from the first message: message m goes no sooner than m/N s after it, batches of ten included', async () => {
+    vi.useFakeTimers();
+    try {
+      // 15 a second: the command's two readers of ten. Unfixed, ten went at once and twenty within the first second.
+      const sent = await sendTimes(new Pace(15), 2, 3, 10);
+      expect(sent).toHaveLength(60);
+      for (const [index, at] of sent.entries()) expect(index * (1000 / 15)).toBeLessThanOrEqual(at);
+      const firstSecond = sent.filter((at) => at < 1000).length;
+      expect(firstSecond).toBeLessThanOrEqual(15);
+      // And not slower: the last of 60 goes at the 59th message's turn.
+      expect(sent.at(-1)).toBe(Math.ceil(59 * (1000 / 15)));
+      // Under one a second, one at a time: the first at once, then one every 1/N s.
+      expect(await sendTimes(new Pace(0.5), 1, 3, 1)).toEqual([0, 2000, 4000]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('a pace that fell behind goes on from now, without a burst to catch up; an interrupted wait books nothing', async () => {
+    vi.useFakeTimers();
+    try {
+      const pace = new Pace(10);
+      expect(await sendTimes(pace, 1, 1, 10)).toEqual([900, 900, 900, 900, 900, 900, 900, 900, 900, 900]);
+      vi.advanceTimersByTime(5_000); // SQS was slow: the pace is far behind
+      expect((await sendTimes(pace, 1, 2, 5)).filter((_, index) => index % 5 === 0)).toEqual([400, 900]);
+      const stop = new AbortController();
+      const waiting = pace.take(10, stop.signal);
+      stop.abort();
+      expect(await waiting).toBe(false);
+      expect(await pace.take(1, stop.signal)).toBe(false);
+      // The aborted batch booked nothing: the next message's turn is still 100 ms after the last one sent.
+      expect(await sendTimes(pace, 1, 1, 1)).toEqual([100]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
