@@ -24,7 +24,9 @@ import { DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
 import { messageBytes } from '../../lambda/dead-letter';
 import { sealOriginalId } from '../../lambda/message-id';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
-import { batchEntryId, type FailedBatchItem, sendInBatches } from '../../lambda/sqs-util';
+import { type BatchCallOutput, batchEntryId, type FailedBatchItem, sendInBatches } from '../../lambda/sqs-util';
+import { withAnswerTimeout } from '../answer-timeout';
+import { DELETE_TIMEOUT_MS } from '../poller';
 import { type CauseOrUnreadable, type DeadLetter, readDeadLetter } from './dead-letter';
 import { describeFilters, type Filters, matches } from './filters';
 import type { Pace } from './pace';
@@ -77,6 +79,8 @@ export interface ReplayTally {
   readonly overLimit: number;
   /** Not sent (SQS refused, or the call failed): still in the DLQ. */
   readonly failed: number;
+  /** Sent, and SQS never answered: still in the DLQ, and perhaps on the queue too (a rerun may send them twice). */
+  readonly unanswered: number;
   /** Sent, but not deleted from the DLQ: they are in both queues (a rerun sends them again). */
   readonly sentNotDeleted: number;
   /** Replayed under a new message id: no sealed original id (signing off when dead-lettered, or moved by SQS with no key given). */
@@ -89,6 +93,30 @@ export interface ReplayTally {
 const FAILURES_KEPT = 10;
 /** Wait before a second try at deleting what SQS did not delete, ms. */
 const DELETE_RETRY_MS = 500;
+/**
+ * The longest a SendMessageBatch or DeleteMessageBatch may go unanswered, ms (the SDK waits for
+ * ever): an SQS that took the call and went quiet must not hang the replay, nor a Ctrl-C with it.
+ */
+const ANSWER_TIMEOUT_MS = DELETE_TIMEOUT_MS;
+
+/** A batch call SQS took and never answered: whether it acted is unknown. */
+class NoAnswerError extends Error {
+  override readonly name = 'NoAnswer';
+  constructor() {
+    super(`no answer from SQS within ${ANSWER_TIMEOUT_MS / 1000} s`);
+  }
+}
+
+/** `call` bounded by {@link ANSWER_TIMEOUT_MS}: past it, it rejects with a {@link NoAnswerError}. */
+async function answered<T extends BatchCallOutput>(call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+  return withAnswerTimeout(ANSWER_TIMEOUT_MS, async (abortSignal) => {
+    try {
+      return await call(abortSignal);
+    } catch (error) {
+      throw abortSignal.aborted ? new NoAnswerError() : error;
+    }
+  });
+}
 
 /** A dead letter's message attributes as SendMessage takes them (the list forms, which SQS does not implement, left out). */
 function sendableAttributes(attributes: Readonly<Record<string, MessageAttributeValue>>): Record<string, MessageAttributeValue> {
@@ -172,6 +200,7 @@ export class Replayer {
   private fromAnotherQueue = 0;
   private overLimit = 0;
   private failed = 0;
+  private unanswered = 0;
   private sentNotDeleted = 0;
   private newMessageId = 0;
   /** Matching dead letters taken so far (under `limit`). */
@@ -215,16 +244,29 @@ export class Replayer {
     const sent: typeof outgoing = [];
     await Promise.all(
       sendChunks(outgoing).map(async (chunk) => {
+        // One call per chunk (at most ten entries): a call that went unanswered leaves all of its entries in doubt.
+        let noAnswer = false;
         const failed = await sendInBatches(chunk, (entries) =>
-          this.options.sqs.send(
-            new SendMessageBatchCommand({
-              QueueUrl: target.queueUrl,
-              Entries: entries.map((item, index) => ({ Id: batchEntryId(index), ...item.entry })),
-            }),
-          ),
+          answered((abortSignal) =>
+            this.options.sqs.send(
+              new SendMessageBatchCommand({
+                QueueUrl: target.queueUrl,
+                Entries: entries.map((item, index) => ({ Id: batchEntryId(index), ...item.entry })),
+              }),
+              { abortSignal },
+            ),
+          ).catch((error: unknown) => {
+            noAnswer = error instanceof NoAnswerError;
+            throw error;
+          }),
         );
         const notSent = new Set(failed.map((failure) => failure.item));
-        for (const failure of failed) this.fail(failure.item.deadLetter, `not sent: ${failure.reason}`);
+        // Unanswered, it may have been sent: it stays in the DLQ all the same, where nothing is lost.
+        for (const failure of failed)
+          if (noAnswer) {
+            this.unanswered += 1;
+            this.note(failure.item.deadLetter, `sent, never answered (${failure.reason}): still in the DLQ, perhaps on the queue too`);
+          } else this.fail(failure.item.deadLetter, `not sent: ${failure.reason}`);
         sent.push(...chunk.filter((item) => !notSent.has(item)));
       }),
     );
@@ -237,15 +279,18 @@ export class Replayer {
   private async deleteFromDlq(deadLetters: readonly DeadLetter[]): Promise<Set<string>> {
     const remove = (items: readonly DeadLetter[]): Promise<FailedBatchItem<DeadLetter>[]> =>
       sendInBatches(items, (chunk) =>
-        this.options.sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: this.options.dlqUrl,
-            Entries: chunk.map((deadLetter, index) => ({
-              Id: batchEntryId(index),
-              // The handle of its latest receive: a second one (a lapsed hold) replaces the first.
-              ReceiptHandle: this.scan.receiptHandleOf(deadLetter.messageId) ?? deadLetter.receiptHandle,
-            })),
-          }),
+        answered((abortSignal) =>
+          this.options.sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: this.options.dlqUrl,
+              Entries: chunk.map((deadLetter, index) => ({
+                Id: batchEntryId(index),
+                // The handle of its latest receive: a second one (a lapsed hold) replaces the first.
+                ReceiptHandle: this.scan.receiptHandleOf(deadLetter.messageId) ?? deadLetter.receiptHandle,
+              })),
+            }),
+            { abortSignal },
+          ),
         ),
       );
     let failed = await remove(deadLetters);
@@ -292,6 +337,7 @@ export class Replayer {
       fromAnotherQueue: this.fromAnotherQueue,
       overLimit: this.overLimit,
       failed: this.failed,
+      unanswered: this.unanswered,
       sentNotDeleted: this.sentNotDeleted,
       newMessageId: this.newMessageId,
       failures: this.failures,
@@ -301,7 +347,7 @@ export class Replayer {
 
 /** Whether a tally has failures: the command then exits non-zero. */
 export function replayFailed(tally: ReplayTally): boolean {
-  return tally.failed > 0 || tally.sentNotDeleted > 0;
+  return tally.failed > 0 || tally.unanswered > 0 || tally.sentNotDeleted > 0;
 }
 
 /** The tally for a person. */
@@ -344,6 +390,8 @@ export function formatReplay(
       'matching, read past the limit and left in the DLQ; the scan stopped there, so more may wait',
     ]);
   rows.push(['failed', tally.failed, tally.failed > 0 ? 'not sent: still in the DLQ' : '']);
+  if (tally.unanswered > 0)
+    rows.push(['sent, no answer', tally.unanswered, 'still in the DLQ, and perhaps on the queue too: a rerun may send them twice']);
   if (tally.sentNotDeleted > 0)
     rows.push(['sent, not deleted', tally.sentNotDeleted, 'in both queues: delete them from the DLQ, or a rerun sends them again']);
   const width = Math.max(...rows.map(([label]) => label.length));

@@ -404,6 +404,107 @@ describe.concurrent('replay', () => {
     }
   });
 
+  test('a send SQS takes and never answers: given up, left in the DLQ and reported, exit 1; a rerun sends it once', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+    const specs = refused(15, 404);
+    await fillDeadLetterQueue(emulator, specs);
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    onTestFinished(() => proxy.close());
+    const env = { AWS_ENDPOINT_URL_SQS: proxy.endpoint };
+    proxy.hung.add('SendMessageBatch');
+    const unanswered = await deadLetters(['replay', '--queue-url', emulator.queue.url], env);
+    expect(unanswered.status).toBe(1);
+    expect(unanswered.out).toMatch(/^ {2}sent, no answer +15 {2}still in the DLQ, and perhaps on the queue too/m);
+    expect(unanswered.out).toMatch(/sent, never answered \(NoAnswer: no answer from SQS within 10 s\)/);
+    // SQS never saw the sends: every dead letter is in the DLQ, visible again, and nowhere else.
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 15, inflight: 0, delayed: 0 });
+    expect(emulator.counts(emulator.queue).ready).toBe(0);
+
+    proxy.hung.clear();
+    expect(JSON.parse((await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], env)).out)).toMatchObject({
+      replayed: 15,
+      unanswered: 0,
+    });
+    expect(await bodiesOf(emulator, emulator.queue)).toEqual(specs.map((spec) => spec.body).sort());
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+  }, 60_000);
+
+  test('a send SQS acts on and never answers: left in the DLQ too, so nothing is lost; on FIFO a rerun does not send it twice', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest({ ...EMULATOR, fifo: true }, { onTestFinished });
+    const specs = Array.from({ length: 6 }, (_, i) => ({
+      body: `g${i}`,
+      cause: DEAD_LETTER_CAUSES.refused,
+      status: 404,
+      groupId: `g${i % 2}`,
+    }));
+    await fillDeadLetterQueue(emulator, specs);
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    onTestFinished(() => proxy.close());
+    const env = { AWS_ENDPOINT_URL_SQS: proxy.endpoint };
+    proxy.answersWithheld.add('SendMessageBatch');
+    const unheard = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], env);
+    expect(unheard.status).toBe(1);
+    // A FIFO DLQ hands out the head of each group while it is held: two sends, each unanswered.
+    const first = JSON.parse(unheard.out);
+    expect(first).toMatchObject({ replayed: 0, failed: 0, sentNotDeleted: 0 });
+    expect(first.unanswered).toBeGreaterThan(0);
+    expect(emulator.counts(emulator.dlq)).toMatchObject({ ready: 6, inflight: 0 });
+
+    proxy.answersWithheld.clear();
+    expect(JSON.parse((await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], env)).out)).toMatchObject({
+      replayed: 6,
+      unanswered: 0,
+    });
+    // What SQS took unanswered is not sent again (its deduplication id): each dead letter once.
+    expect(await bodiesOf(emulator, emulator.queue)).toEqual(specs.map((spec) => spec.body).sort());
+    expect(emulator.counts(emulator.dlq)).toMatchObject({ ready: 0, inflight: 0 });
+  }, 60_000);
+
+  test.for([
+    ['never sees', 'hung', 'in both queues, as reported'],
+    ['acts on', 'answersWithheld', 'deleted after all'],
+  ] as const)(
+    'a delete SQS takes, %s and never answers: given up, reported as sent and not deleted, exit 1 (%s: %s)',
+    { timeout: 60_000 },
+    async ([, how], { onTestFinished }) => {
+      const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+      const specs = refused(15, 404);
+      await fillDeadLetterQueue(emulator, specs);
+      const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+      onTestFinished(() => proxy.close());
+      proxy[how].add('DeleteMessageBatch');
+      const result = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], { AWS_ENDPOINT_URL_SQS: proxy.endpoint });
+      expect(result.status).toBe(1);
+      expect(JSON.parse(result.out)).toMatchObject({ replayed: 0, failed: 0, unanswered: 0, sentNotDeleted: 15 });
+      // Sent once each; in the DLQ still (visible again) unless SQS did delete them.
+      expect(await bodiesOf(emulator, emulator.queue)).toEqual(specs.map((spec) => spec.body).sort());
+      expect(emulator.counts(emulator.dlq)).toEqual({ ready: how === 'hung' ? 15 : 0, inflight: 0, delayed: 0 });
+    },
+  );
+
+  test('Ctrl-C while a send hangs: it ends once the send is given up, exit 130, the dead letters in the DLQ', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+    await fillDeadLetterQueue(emulator, refused(15, 404));
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    onTestFinished(() => proxy.close());
+    proxy.hung.add('SendMessageBatch');
+    const interrupt = new AbortController();
+    const running = deadLetters(['replay', '--queue-url', emulator.queue.url], { AWS_ENDPOINT_URL_SQS: proxy.endpoint }, interrupt.signal);
+    while ((proxy.hangs.get('SendMessageBatch') ?? 0) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    interrupt.abort();
+    const result = await running;
+    expect(result.status).toBe(130);
+    expect(result.out).toMatch(/^Interrupted: what was not replayed is in the DLQ/m);
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 15, inflight: 0, delayed: 0 });
+    expect(emulator.counts(emulator.queue).ready).toBe(0);
+  }, 60_000);
+
   test('every attribute goes back as it was: binary, custom types, one named __proto__', async ({ onTestFinished }) => {
     const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const attributes = Object.fromEntries([
