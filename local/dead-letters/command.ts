@@ -11,12 +11,13 @@ import { MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS } from '../../lambda/a
 import { type SecretSource, signingSecret } from '../../lambda/config';
 import { parseSigningKeys } from '../../lambda/signing';
 import { errorText } from '../../lambda/sqs-util';
+import { withAnswerTimeout } from '../answer-timeout';
 import { shellQuote } from '../banner';
 import { type CommandIo, type ExitStatus, optionNumber } from '../command-io';
 import { AWS_OPTION_SPECS, checkQueueUrl, commandQueueUrl, commandSqsClient, queueNameOfUrl } from '../command-queue';
 import { sqsStartupError, StartupError, UsageError } from '../errors';
 import { keepProtoNamedAttributes } from '../event-source';
-import { describeExistingQueue } from '../existing-queue';
+import { describeExistingQueue, STARTUP_CALL_TIMEOUT_MS } from '../existing-queue';
 import { subcommandPrefix } from '../invocation';
 import { readDeadLetter } from './dead-letter';
 import { parseFilters } from './filters';
@@ -150,17 +151,20 @@ async function locate(
     const dlq = dlqUrl as string;
     let attributes: Record<string, string>;
     try {
-      const output = await sqs.send(
-        new GetQueueAttributesCommand({
-          QueueUrl: dlq,
-          AttributeNames: [
-            'ApproximateNumberOfMessages',
-            'ApproximateNumberOfMessagesNotVisible',
-            'MessageRetentionPeriod',
-            'FifoQueue',
-            'RedrivePolicy',
-          ],
-        }),
+      const output = await withAnswerTimeout(STARTUP_CALL_TIMEOUT_MS, (abortSignal) =>
+        sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: dlq,
+            AttributeNames: [
+              'ApproximateNumberOfMessages',
+              'ApproximateNumberOfMessagesNotVisible',
+              'MessageRetentionPeriod',
+              'FifoQueue',
+              'RedrivePolicy',
+            ],
+          }),
+          { abortSignal },
+        ),
       );
       attributes = output.Attributes ?? {};
     } catch (error) {
@@ -194,7 +198,12 @@ async function locate(
 async function onlySourceQueue(sqs: SQSClient, dlqUrl: string): Promise<string> {
   let sources: string[];
   try {
-    sources = (await sqs.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlqUrl }))).queueUrls ?? [];
+    sources =
+      (
+        await withAnswerTimeout(STARTUP_CALL_TIMEOUT_MS, (abortSignal) =>
+          sqs.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlqUrl }), { abortSignal }),
+        )
+      ).queueUrls ?? [];
   } catch (error) {
     throw new UsageError(
       `replay needs the main queue: give --queue-url (the source queues of ${dlqUrl} could not be listed: ${errorText(error)})`,

@@ -33,7 +33,7 @@ import { MAX_BATCH_CALL_ENTRIES, MAX_VISIBILITY_SECONDS } from '../../lambda/aws
 import { batchEntryId, errorText, sendInBatches } from '../../lambda/sqs-util';
 import { withAnswerTimeout } from '../answer-timeout';
 import { RECEIVE_ALL_ATTRIBUTES } from '../event-source';
-import { RECEIVE_ANSWER_SLACK_MS } from '../poller';
+import { DELETE_TIMEOUT_MS, RECEIVE_ANSWER_SLACK_MS, RELEASE_TIMEOUT_MS } from '../poller';
 
 /** How a scan reads. */
 export interface ScanOptions {
@@ -253,11 +253,14 @@ export class DeadLetterScan {
   private async deleteAgain(messages: readonly Message[]): Promise<void> {
     const { sqs, queueUrl } = this.options;
     const failed = await sendInBatches(messages, (chunk) =>
-      sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: chunk.map((message, index) => ({ Id: batchEntryId(index), ReceiptHandle: message.ReceiptHandle })),
-        }),
+      withAnswerTimeout(DELETE_TIMEOUT_MS, (abortSignal) =>
+        sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: chunk.map((message, index) => ({ Id: batchEntryId(index), ReceiptHandle: message.ReceiptHandle })),
+          }),
+          { abortSignal },
+        ),
       ),
     );
     for (const { item, reason } of failed)
@@ -280,11 +283,15 @@ export class DeadLetterScan {
       const extendable = entries.filter(({ hold }) => hold > 0);
       if (extendable.length === 0) return;
       try {
-        const { Failed } = await this.options.sqs.send(
-          new ChangeMessageVisibilityBatchCommand({
-            QueueUrl: this.options.queueUrl,
-            Entries: extendable.map(({ entry }) => entry),
-          }),
+        // Unanswered, it is given up like a refusal: the scan's end waits for it, and must come.
+        const { Failed } = await withAnswerTimeout(RELEASE_TIMEOUT_MS, (abortSignal) =>
+          this.options.sqs.send(
+            new ChangeMessageVisibilityBatchCommand({
+              QueueUrl: this.options.queueUrl,
+              Entries: extendable.map(({ entry }) => entry),
+            }),
+            { abortSignal },
+          ),
         );
         const failed = new Set((Failed ?? []).map((failure) => failure.Id));
         for (const { held, hold, entry } of extendable) if (!failed.has(entry.Id)) held.until = now + hold * 1000;
@@ -306,12 +313,16 @@ export class DeadLetterScan {
     let notReleased = 0;
     let firstReason: string | undefined;
     await inParallel(chunks(all), Math.max(readers, 4), async (chunk) => {
+      // An SQS that no longer answers must not hold up the end: the messages come back when their hold ends.
       const failed = await sendInBatches(chunk, (entries) =>
-        sqs.send(
-          new ChangeMessageVisibilityBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: entries.map((held, index) => ({ Id: batchEntryId(index), ReceiptHandle: held.receiptHandle, VisibilityTimeout: 0 })),
-          }),
+        withAnswerTimeout(RELEASE_TIMEOUT_MS, (abortSignal) =>
+          sqs.send(
+            new ChangeMessageVisibilityBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: entries.map((held, index) => ({ Id: batchEntryId(index), ReceiptHandle: held.receiptHandle, VisibilityTimeout: 0 })),
+            }),
+            { abortSignal },
+          ),
         ),
       );
       notReleased += failed.length;

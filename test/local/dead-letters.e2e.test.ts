@@ -198,6 +198,44 @@ describe.concurrent('summary', () => {
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 5, inflight: 0, delayed: 0 });
   });
 
+  test('a release SQS takes and never answers: the summary still ends, and says what stays hidden until its hold ends', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+    await fillDeadLetterQueue(emulator, refused(15, 404));
+    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+    onTestFinished(() => proxy.close());
+    proxy.hung.add('ChangeMessageVisibilityBatch');
+    const result = await deadLetters(['summary', '--queue-url', emulator.queue.url, '--json', '--visibility-timeout', '5'], {
+      AWS_ENDPOINT_URL_SQS: proxy.endpoint,
+    });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.out)).toMatchObject({ read: 15, notReleased: 15 });
+    // Hidden for the rest of their hold, then visible again: nothing deleted.
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 0, inflight: 15, delayed: 0 });
+  }, 60_000);
+
+  test.for([
+    ['summary', 'GetQueueAttributes', "reading the dead-letter queue's attributes"],
+    ['replay', 'ListDeadLetterSourceQueues', 'the source queues of'],
+  ] as const)(
+    '--dlq-url, and SQS never answers %s: one line and exit 1, not a command hung for ever (%s)',
+    { timeout: 60_000 },
+    async ([command, action, says], { onTestFinished }) => {
+      const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+      await fillDeadLetterQueue(emulator, refused(5, 404));
+      const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+      onTestFinished(() => proxy.close());
+      proxy.hung.add(action);
+      const result = await deadLetters([command, '--dlq-url', emulator.dlq.url], { AWS_ENDPOINT_URL_SQS: proxy.endpoint });
+      expect(result).toMatchObject({ out: '' });
+      expect(result.status).not.toBe(0);
+      expect(result.err).toContain(says);
+      expect(result.err.trim().split('\n')).toHaveLength(1);
+      expect(emulator.counts(emulator.dlq)).toEqual({ ready: 5, inflight: 0, delayed: 0 });
+    },
+  );
+
   test('progress on a terminal; a DLQ with a redrive policy of its own is named, since every read counts a receive', async ({
     onTestFinished,
   }) => {
