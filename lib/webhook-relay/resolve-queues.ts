@@ -226,9 +226,7 @@ function resolveExistingQueues(
         });
       }
     }
-    if (cfn instanceof sqs.CfnQueue && !Token.isUnresolved(cfn.messageRetentionPeriod)) {
-      knownRetention = cfn.messageRetentionPeriod ?? DEFAULT_RETENTION_SECONDS;
-    }
+    knownRetention = knownRetentionSeconds(queue);
   }
   check(
     deadLetterQueue !== undefined,
@@ -243,6 +241,14 @@ function resolveExistingQueues(
   );
   settingNumber(SETTINGS.MAX_RECEIVE_COUNT, maxReceiveCount);
   warnings.push(...protectionWarnings(queue, dlq));
+  // SQS's default is 4 days: a DLQ left at it deletes dead letters before the age alarm (10 days) fires.
+  const dlqRetention = dlq instanceof sqs.Queue ? knownRetentionSeconds(dlq) : undefined;
+  if (dlqRetention !== undefined && dlqRetention < DLQ_RETENTION.toSeconds()) {
+    warnings.push({
+      id: 'sqs-webhook-relay:deadLetterRetentionShort',
+      message: `The deadLetterQueue keeps a message ${durationText(dlqRetention)}, less than the ${durationText(DLQ_RETENTION.toSeconds())} of the DLQ the construct creates, which the dlq-oldest-message-age alarm counts on: a dead letter is deleted unseen ${durationText(dlqRetention)} after it arrives, before that alarm fires if its threshold is longer. Create it with retentionPeriod: Duration.days(${DLQ_RETENTION.toDays()}).`,
+    });
+  }
   const result = { queues: { kind: 'existing', queue, deadLetterQueue: dlq }, maxReceiveCount } as const;
   if (retryWindow === 0) return result; // SQS's count semantics: the queue's count is the rule, not a backstop
   // An imported queue's visibility timeout is unknown here: judge by the one it should have.
@@ -263,6 +269,13 @@ function resolveExistingQueues(
     });
   }
   return result;
+}
+
+/** How long a queue of this app keeps a message, seconds (SQS's default when unset); undefined when a token decides. */
+function knownRetentionSeconds(queue: sqs.Queue): number | undefined {
+  const cfn = queue.node.defaultChild;
+  if (!(cfn instanceof sqs.CfnQueue) || Token.isUnresolved(cfn.messageRetentionPeriod)) return undefined;
+  return cfn.messageRetentionPeriod ?? DEFAULT_RETENTION_SECONDS;
 }
 
 /**

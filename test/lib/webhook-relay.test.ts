@@ -997,7 +997,10 @@ describe('WebhookRelay outages', () => {
       relay({}, (stack) => ({
         queue: new sqs.Queue(stack, 'Own', {
           visibilityTimeout: Duration.seconds(180),
-          deadLetterQueue: { queue: new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true }), maxReceiveCount },
+          deadLetterQueue: {
+            queue: new sqs.Queue(stack, 'OwnDlq', { enforceSSL: true, retentionPeriod: Duration.days(14) }),
+            maxReceiveCount,
+          },
           enforceSSL: true,
         }),
       }));
@@ -1021,7 +1024,10 @@ describe('WebhookRelay outages', () => {
       queue: new sqs.Queue(s, 'Own', {
         visibilityTimeout: Duration.seconds(180),
         retentionPeriod: Duration.hours(1),
-        deadLetterQueue: { queue: new sqs.Queue(s, 'OwnDlq', { enforceSSL: true }), maxReceiveCount: 5 },
+        deadLetterQueue: {
+          queue: new sqs.Queue(s, 'OwnDlq', { enforceSSL: true, retentionPeriod: Duration.days(14) }),
+          maxReceiveCount: 5,
+        },
         enforceSSL: true,
       }),
     }));
@@ -1050,6 +1056,24 @@ describe('WebhookRelay outages', () => {
         'keeps a message 2 days, less than the retry window \\(48 hours\\) plus its margin \\(12 hours 3 minutes\\).*at least 2 days 12 hours 3 minutes',
       ),
     );
+  });
+
+  it("warns when an existing DLQ of this app keeps dead letters less than 14 days (SQS's default is 4): gone before the age alarm", () => {
+    const withDlq = (retentionPeriod?: Duration) =>
+      relay({}, (s) => ({
+        queue: new sqs.Queue(s, 'Own', {
+          visibilityTimeout: Duration.seconds(180),
+          deadLetterQueue: { queue: new sqs.Queue(s, 'OwnDlq', { enforceSSL: true, retentionPeriod }), maxReceiveCount: 483 },
+          enforceSSL: true,
+        }),
+      })).stack;
+    Annotations.fromStack(withDlq()).hasWarning(
+      '/Test/Relay',
+      Match.stringLikeRegexp(
+        'The deadLetterQueue keeps a message 4 days, less than the 14 days of the DLQ the construct creates, which the dlq-oldest-message-age alarm counts on.*retentionPeriod: Duration.days\\(14\\)',
+      ),
+    );
+    Annotations.fromStack(withDlq(Duration.days(14))).hasNoWarning('*', Match.anyValue());
   });
 
   it('alarms when the breaker has been open 5 minutes, from the metric the handler publishes', () => {
