@@ -2,7 +2,7 @@
  * The checks every prop goes through, by the kinds of the settings registry (`lambda/setting-kinds.ts`)
  * and its bounds; each failure is a {@link WebhookRelayConfigError} naming the prop.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Token } from 'aws-cdk-lib';
 import { Refusal, wholeNumber as wholeNumberOf } from '../../lambda/setting-kinds';
 import { SETTING_LIST, type Setting } from '../../lambda/settings';
 import { toPropValue } from './defaults';
@@ -91,6 +91,13 @@ function isDuration(value: unknown): value is Duration {
   );
 }
 
+/** Whether `value` is a number or Duration (or a list of them) that a token stands for. */
+function isUnresolvedQuantity(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(isUnresolvedQuantity);
+  if (typeof value === 'number') return Token.isUnresolved(value);
+  return isDuration(value) && value.isUnresolved();
+}
+
 /** What a prop of `setting` must be, when `value` is not that; `undefined` when it is. */
 function expectedType(setting: Setting, value: unknown): string | undefined {
   const prop = setting.prop ?? '';
@@ -132,6 +139,12 @@ export function checkPropTypes(props: WebhookRelayProps | undefined): asserts pr
     if (setting.prop === undefined || given[setting.prop] === undefined) continue;
     const expected = expectedType(setting, given[setting.prop]);
     if (expected !== undefined) throw new WebhookRelayConfigError(setting.prop, `must be ${expected}; got ${shown(given[setting.prop])}`);
+    // A number's token reads as a huge negative number: the bound's refusal would quote that.
+    if (isUnresolvedQuantity(given[setting.prop]))
+      throw new WebhookRelayConfigError(
+        setting.prop,
+        'must be a value known at synth, not a token (a CfnParameter, an attribute): the construct checks it and derives other settings from it',
+      );
   }
   if (given.alarmTopic !== undefined && (typeof given.alarmTopic !== 'object' || given.alarmTopic === null))
     throw new WebhookRelayConfigError('alarmTopic', `must be ${CONSTRUCT_PROPS.alarmTopic}; got ${shown(given.alarmTopic)}`);

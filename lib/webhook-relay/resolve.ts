@@ -90,7 +90,8 @@ export function resolveSettings(props: WebhookRelayProps, defaultName: string): 
 
   const ageThreshold = props.oldestMessageAgeThreshold ?? d.oldestMessageAgeThreshold;
   const ageThresholdSeconds = settingSeconds(SETTINGS.oldestMessageAgeAlarmMinutes, ageThreshold);
-  if (props.alarmEmail !== undefined) {
+  // A token (a parameter, an SSM value) is CloudFormation's to resolve, as SNS takes it.
+  if (props.alarmEmail !== undefined && !Token.isUnresolved(props.alarmEmail)) {
     check(
       /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(props.alarmEmail),
       'alarmEmail',

@@ -799,6 +799,28 @@ describe('WebhookRelay synth-time validation', () => {
     const url = new CfnParameter(stack, 'Url', { type: 'String' }).valueAsString;
     expect(() => new WebhookRelay(stack, 'Relay', { webhookUrl: url })).not.toThrow();
   });
+
+  it('an e-mail from a parameter goes to the subscription; a number or a Duration from one is refused in one line naming the prop', () => {
+    const stack = new Stack(testApp(), 'Test');
+    const email = new CfnParameter(stack, 'Email', { type: 'String' });
+    new WebhookRelay(stack, 'Relay', { webhookUrl: URL_, alarmEmail: email.valueAsString });
+    Template.fromStack(stack).hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: { Ref: 'Email' } });
+
+    const tokens = new Stack(testApp(), 'Tokens');
+    const count = new CfnParameter(tokens, 'Count', { type: 'Number' }).valueAsNumber;
+    for (const [prop, value] of [
+      ['batchSize', count],
+      ['maxConcurrency', count],
+      ['maxRequestsPerSecond', count],
+      ['timeout', Duration.seconds(count)],
+      ['retryWindow', Duration.millis(count)],
+      ['backoffSchedule', [Duration.seconds(60), Duration.seconds(count)]],
+    ] as const) {
+      expect(() => new WebhookRelay(tokens, `Relay-${prop}`, { webhookUrl: URL_, [prop]: value })).toThrow(
+        new RegExp(`^WebhookRelay: ${prop} must be a value known at synth, not a token \\(a CfnParameter, an attribute\\)`),
+      );
+    }
+  });
 });
 
 describe('WebhookRelay secrets', () => {
