@@ -77,6 +77,8 @@ export interface ReplayTally {
   readonly fromAnotherQueue: number;
   /** Matching, left in the DLQ by `--limit`. */
   readonly overLimit: number;
+  /** Left in the DLQ: sent back by this run and dead-lettered again while it ran (the webhook still refuses them). */
+  readonly deadLetteredAgain: number;
   /** Not sent (SQS refused, or the call failed): still in the DLQ. */
   readonly failed: number;
   /** Sent, and SQS never answered: still in the DLQ, and perhaps on the queue too (a rerun may send them twice). */
@@ -199,6 +201,7 @@ export class Replayer {
   private skipped = 0;
   private fromAnotherQueue = 0;
   private overLimit = 0;
+  private deadLetteredAgain = 0;
   private failed = 0;
   private unanswered = 0;
   private sentNotDeleted = 0;
@@ -207,6 +210,12 @@ export class Replayer {
   private taken = 0;
   private readonly groups = new Map<string, { cause: CauseOrUnreadable; status: number | undefined; count: number }>();
   private readonly failures: { messageId: string; reason: string }[] = [];
+  /**
+   * The ids the webhook sees for what this run sent back: the original id it keeps, or the new
+   * one SQS gave it. A dead letter naming one of them was refused again while the run went on:
+   * sent again, it would go round for as long as the relay runs and the webhook refuses it.
+   */
+  private readonly sentIds = new Set<string>();
 
   constructor(
     private readonly options: ReplayOptions,
@@ -220,7 +229,8 @@ export class Replayer {
     const chosen: DeadLetter[] = [];
     for (const message of messages) {
       const deadLetter = readDeadLetter(message, now);
-      if (!matches(deadLetter, filters)) this.skipped += 1;
+      if (this.sentIds.has(deadLetter.originalMessageId)) this.deadLetteredAgain += 1;
+      else if (!matches(deadLetter, filters)) this.skipped += 1;
       else if (deadLetter.sourceQueue !== undefined && deadLetter.sourceQueue !== target.queueName) this.fromAnotherQueue += 1;
       else if (limit !== undefined && this.taken >= limit) {
         this.overLimit += 1;
@@ -246,8 +256,9 @@ export class Replayer {
       sendChunks(outgoing).map(async (chunk) => {
         // One call per chunk (at most ten entries): a call that went unanswered leaves all of its entries in doubt.
         let noAnswer = false;
-        const failed = await sendInBatches(chunk, (entries) =>
-          answered((abortSignal) =>
+        const failed = await sendInBatches(chunk, async (entries) => {
+          for (const item of entries) this.sentIds.add(item.deadLetter.originalMessageId);
+          const output = await answered((abortSignal) =>
             this.options.sqs.send(
               new SendMessageBatchCommand({
                 QueueUrl: target.queueUrl,
@@ -258,8 +269,10 @@ export class Replayer {
           ).catch((error: unknown) => {
             noAnswer = error instanceof NoAnswerError;
             throw error;
-          }),
-        );
+          });
+          for (const { MessageId } of output.Successful ?? []) if (MessageId !== undefined) this.sentIds.add(MessageId);
+          return output;
+        });
         const notSent = new Set(failed.map((failure) => failure.item));
         // Unanswered, it may have been sent: it stays in the DLQ all the same, where nothing is lost.
         for (const failure of failed)
@@ -336,6 +349,7 @@ export class Replayer {
       skipped: this.skipped,
       fromAnotherQueue: this.fromAnotherQueue,
       overLimit: this.overLimit,
+      deadLetteredAgain: this.deadLetteredAgain,
       failed: this.failed,
       unanswered: this.unanswered,
       sentNotDeleted: this.sentNotDeleted,
@@ -389,6 +403,8 @@ export function formatReplay(
       tally.overLimit,
       'matching, read past the limit and left in the DLQ; the scan stopped there, so more may wait',
     ]);
+  if (tally.deadLetteredAgain > 0)
+    rows.push(['dead-lettered again', tally.deadLetteredAgain, 'sent back by this run and refused again: left in the DLQ']);
   rows.push(['failed', tally.failed, tally.failed > 0 ? 'not sent: still in the DLQ' : '']);
   if (tally.unanswered > 0)
     rows.push(['sent, no answer', tally.unanswered, 'still in the DLQ, and perhaps on the queue too: a rerun may send them twice']);

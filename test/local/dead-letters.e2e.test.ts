@@ -35,7 +35,7 @@ import { childEnv, ROOT } from '../../testkit/relay-process';
 import { startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook } from '../../testkit/webhook';
 import { emulatorForTest } from '../support/fixtures';
-import { capturedTelemetry, invoke, relayFor } from '../support/relay';
+import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -336,6 +336,36 @@ describe.concurrent('replay', () => {
       await webhook.close();
     }
     expect((await bodiesOf(emulator, emulator.dlq)).filter((body) => body.includes('"status":404'))).toEqual([]);
+  });
+
+  test('with the relay running and the webhook still refusing, each dead letter goes back once: its new dead letter stays in the DLQ', async ({
+    onTestFinished,
+  }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+    // Sealed ids (the webhook sees its id again) and messages SQS moved, replayed without the key (a new id).
+    const specs = [...refused(6, 404), ...backstop(4)];
+    await fillDeadLetterQueue(emulator, specs, { SIGNING_SECRET: SECRET });
+    const webhook = await startWebhook();
+    onTestFinished(() => webhook.close());
+    webhook.respondWith(() => ({ status: 404 }));
+    const relay = relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: SECRET }, { sqs: emulator.sqs, ...capturedTelemetry() });
+    const stop = new AbortController();
+    let settled = false;
+    const replay = deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], {}, stop.signal).finally(() => {
+      settled = true;
+    });
+    // The relay as it runs beside the command: what goes back is refused again, and dead-lettered again at once.
+    while (!settled || emulator.counts(emulator.queue).ready > 0) {
+      // A replay that takes its own dead letters back goes round for ever: stopped here, it fails below.
+      if (webhook.requests.length > 3 * specs.length) stop.abort();
+      const event = await emulator.receiveEvent(10, 1);
+      if (event.Records.length > 0) await acknowledge(emulator.sqs, emulator.queue.url, event, await invoke(relay, event));
+    }
+    const { status, out } = await replay;
+    expect(status).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ replayed: specs.length, failed: 0, newMessageId: 4 });
+    expect(webhook.requests.map((request) => request.body.toString()).sort()).toEqual(specs.map((spec) => spec.body).sort());
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: specs.length, inflight: 0, delayed: 0 });
   });
 
   test('messages SQS moved: with the signing key their id is sealed as the relay would have, without it they go under a new id', async ({
