@@ -118,18 +118,29 @@ interface Policy {
   readonly windowSeconds: number | undefined;
 }
 
+/** A `RateLimit-Policy` field, read: its quotas counted in requests, and the names of those counted in another unit. */
+interface Policies {
+  readonly requests: Policy[];
+  /** A `RateLimit` item naming one of these says what remains of bytes or the like, not of requests: it is left out too. */
+  readonly otherUnits: ReadonlySet<string>;
+}
+
 /** `RateLimit-Policy`: `"name";q=100;w=60` (current) or `100;w=60` (-07). */
-function policiesOf(field: string | undefined): Policy[] {
-  if (field === undefined) return [];
-  const policies: Policy[] = [];
+function policiesOf(field: string | undefined): Policies {
+  const requests: Policy[] = [];
+  const otherUnits = new Set<string>();
+  if (field === undefined) return { requests, otherUnits };
   for (const { item, params } of membersOf(field)) {
     const unit = params.get('qu');
-    if (unit !== undefined && unit !== 'requests' && unit !== 'request') continue;
+    if (unit !== undefined && unit !== 'requests' && unit !== 'request') {
+      otherUnits.add(unquote(item));
+      continue;
+    }
     const limit = count(params.get('q')) ?? count(item);
     if (limit === undefined) continue;
-    policies.push({ name: unquote(item), limit, windowSeconds: count(params.get('w')) });
+    requests.push({ name: unquote(item), limit, windowSeconds: count(params.get('w')) });
   }
-  return policies;
+  return { requests, otherUnits };
 }
 
 /** Requests per second a policy allows in the long run (Infinity without a window). */
@@ -152,7 +163,7 @@ function tighter(a: Quota | undefined, b: Quota): Quota {
  * @param nowMs the time a reset given as a Unix time is measured from
  */
 export function quotaOf(headers: RateLimitHeaders, nowMs: number): Quota | undefined {
-  const policies = policiesOf(headers['ratelimit-policy']);
+  const { requests: policies, otherUnits } = policiesOf(headers['ratelimit-policy']);
   let quota: Quota | undefined;
   const field = headers.ratelimit;
   if (field !== undefined) {
@@ -176,8 +187,8 @@ export function quotaOf(headers: RateLimitHeaders, nowMs: number): Quota | undef
     } else {
       for (const { item, params } of members) {
         const remaining = count(params.get('r'));
-        if (remaining === undefined) continue;
         const name = unquote(item);
+        if (remaining === undefined || otherUnits.has(name)) continue;
         const policy = policies.find((candidate) => candidate.name === name) ?? (policies.length === 1 ? policies[0] : undefined);
         quota = tighter(quota, {
           remaining,

@@ -28,6 +28,18 @@ describe('the IETF draft, current form (-08 onward): RateLimit and RateLimit-Pol
     expect(quotaOf({ 'ratelimit-policy': '"bytes";q=65535;qu="content-bytes";w=10' }, NOW)).toBeUndefined();
   });
 
+  test('what remains of a quota in other units is left out with its policy: bytes spent are not requests spent', () => {
+    const policy = '"req";q=1000;w=60, "bytes";q=100000;qu="content-bytes";w=60';
+    expect(quotaOf({ ratelimit: '"req";r=999;t=60, "bytes";r=0;t=60', 'ratelimit-policy': policy }, NOW)).toEqual({
+      remaining: 999,
+      resetSeconds: 60,
+      limit: 1000,
+      windowSeconds: 60,
+    });
+    const bytesOnly = '"bytes";q=100000;qu="content-bytes";w=60';
+    expect(quotaOf({ ratelimit: '"bytes";r=0;t=60', 'ratelimit-policy': bytesOnly }, NOW)).toBeUndefined();
+  });
+
   test('a partition key and other parameters are read past', () => {
     expect(quotaOf({ ratelimit: '"peruser";r=5;t=2;pk=:cHsdsRa894==:;acme-x=1' }, NOW)).toMatchObject({ remaining: 5, resetSeconds: 2 });
   });
