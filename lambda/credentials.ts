@@ -31,6 +31,28 @@ export function addCredentials(request: DeliveryRequest, { signingKeys, authoriz
   if (authorization !== undefined) headers.push('Authorization', authorization);
 }
 
+/**
+ * The secrets a request's headers carry, as an answer may quote them back: its `Authorization` value (and the
+ * credentials after its scheme) and each of its signatures. An answer is logged and may become a dead letter's reason.
+ * @param headers a request's headers in node:http's raw form, its credentials added
+ */
+export function secretsSentIn(headers: readonly string[]): string[] {
+  const secrets: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = (headers[i] as string).toLowerCase();
+    const value = headers[i + 1] as string;
+    if (name === 'authorization') {
+      secrets.push(value);
+      const credentials = value.slice(value.indexOf(' ') + 1).trim();
+      if (credentials !== value) secrets.push(credentials);
+    } else if (name === 'webhook-signature') {
+      // `v1,<base64>`, space-separated: the base64 is the secret part.
+      for (const signature of value.split(' ')) secrets.push(signature.slice(signature.indexOf(',') + 1));
+    }
+  }
+  return secrets;
+}
+
 /** The configured request secrets of one container, cached and refreshed. */
 export class RequestCredentials {
   private readonly signingKeys: CachedSecret<Buffer[]> | undefined;

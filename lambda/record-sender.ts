@@ -10,7 +10,7 @@ import type { BatchReporter } from './batch-report';
 import { type CircuitBreaker, isServerFailure } from './breaker';
 import { classify, type Verdict } from './classify';
 import type { RelayConfig } from './config';
-import { addCredentials, type Credentials, type RequestCredentials } from './credentials';
+import { addCredentials, type Credentials, type RequestCredentials, secretsSentIn } from './credentials';
 import type { DeadLetterWriter } from './dead-letter';
 import type { Deadline } from './deadline';
 import { type AccessToken, type OAuthTokens, type TokenUnavailable, tokenRetry } from './oauth-tokens';
@@ -19,6 +19,7 @@ import { quotaOf } from './rate-limit-headers';
 import type { AttemptOutcome, RetryOutcome } from './record-outcome';
 import { buildDeliveryRequest, type DeliveryRequest } from './request';
 import { backoffDelay } from './retry-timing';
+import { withoutSecrets } from './scrub';
 import { errorText } from './sqs-util';
 import type { WebhookResult, WebhookTransmitter } from './transmitter';
 import type { WebhookTarget } from './webhook-target';
@@ -208,8 +209,11 @@ export class RecordSender {
 
   /** The outcome of an answered request: delivered, back to the queue, or dead-lettered (refused for good, or past its window). */
   private async conclude(record: SQSRecord, answer: JudgedAnswer, requestsEnd: Deadline): Promise<AttemptOutcome> {
-    const { result, verdict } = answer;
-    const outage = isServerFailure(result);
+    const { verdict } = answer;
+    const outage = isServerFailure(answer.result);
+    // An answer quoting the request's Authorization or signature would pass it on to the log and the dead letter.
+    const result =
+      verdict.kind === 'delivered' ? answer.result : withoutSecrets(answer.result, secretsSentIn(answer.ready.request.headers));
     if (result.kind === 'transport-error') {
       const retry: RetryOutcome = {
         kind: 'retry',

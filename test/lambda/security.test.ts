@@ -266,6 +266,37 @@ describe('secrets never reach the logs', () => {
     expect(logged).not.toContain(SECRET.slice(6));
     expect(logged).not.toContain(String(webhook.requests[0]?.headers['webhook-signature']).slice(3));
   });
+
+  test.each([
+    ['AUTH_HEADER', { AUTH_HEADER: 'Bearer qu0ted-t0ken' }],
+    ['AUTH_SECRET_ARN', { AUTH_SECRET_ARN: 'quoted-authorization' }],
+  ] as const)(
+    'a webhook answer quoting the Authorization and signature it was sent keeps them out of the log and the dead letter (%s)',
+    async (_variable, auth) => {
+      secretsManager.secrets.set('quoted-authorization', 'Bearer qu0ted-t0ken');
+      // As a debugging endpoint does: what it was sent, echoed in its refusal.
+      webhook.respondWith((request) => ({
+        status: 401,
+        body: `rejected: authorization=${request.headers.authorization} signature=${request.headers['webhook-signature']}`,
+      }));
+      const telemetry = capturedTelemetry();
+      await emulator.send('quoted');
+      const response = await invoke(
+        relayFor({ WEBHOOK_URL: webhook.url, SIGNING_SECRET: `${SECRET} ${ROTATED}`, ...auth }, telemetry),
+        await emulator.receiveEvent(),
+      );
+      expect(response.batchItemFailures).toEqual([]);
+      const signatures = String(webhook.requests[0]?.headers['webhook-signature']).split(' ');
+      expect(signatures).toHaveLength(2);
+      const [deadLetter] = emulator.messages(emulator.dlq);
+      const reason = deadLetter?.attributes[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue;
+      expect(reason).toContain('rejected: authorization=');
+      for (const text of [reason, JSON.stringify(telemetry.lines)]) {
+        expect(text).not.toContain('qu0ted-t0ken');
+        for (const signature of signatures) expect(text).not.toContain(signature.slice('v1,'.length));
+      }
+    },
+  );
 });
 
 describe('hostile webhooks', () => {
