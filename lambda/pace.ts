@@ -143,6 +143,9 @@ export class Pace {
   /** What rate-limit headers allow, requests per second, and until when (ms). */
   private quotaRate = Number.POSITIVE_INFINITY;
   private quotaUntil = 0;
+  /** What remains of the quota spread over the time to its reset, which binds until then only: the quota renews there. */
+  private spreadRate = Number.POSITIVE_INFINITY;
+  private spreadUntil = 0;
   /** The rate in a dip (Infinity outside one). */
   private dipRate = Number.POSITIVE_INFINITY;
   private tokens: number;
@@ -196,7 +199,12 @@ export class Pace {
 
   /** The rate in force: the adaptive one under the ceiling, what rate-limit headers allow, and a dip's. */
   private effectiveRate(): number {
-    return Math.min(this.rate, this.quotaRate, this.dipRate, this.limits.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
+    return Math.min(this.rate, this.quotaInForce(), this.dipRate, this.limits.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** The rate rate-limit headers allow this container now (Infinity: none binds). */
+  private quotaInForce(): number {
+    return Math.min(this.quotaRate, this.spreadRate);
   }
 
   private capacity(): number {
@@ -208,7 +216,7 @@ export class Pace {
 
   /** True when the rate in force is one given from outside, the same in every container: the owner's ceiling, or a quota. */
   private givenRateBinds(): boolean {
-    const given = Math.min(this.quotaRate, this.limits.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
+    const given = Math.min(this.quotaInForce(), this.limits.maxRequestsPerSecond ?? Number.POSITIVE_INFINITY);
     return given !== Number.POSITIVE_INFINITY && given <= Math.min(this.rate, this.dipRate);
   }
 
@@ -236,6 +244,7 @@ export class Pace {
   /** Ms until a request may start (0: now), ignoring the in-flight limit. */
   waitMs(now: number): number {
     if (this.quotaRate !== Number.POSITIVE_INFINITY && now >= this.quotaUntil) this.expireQuota(now);
+    if (this.spreadRate !== Number.POSITIVE_INFINITY && now >= this.spreadUntil) this.expireSpread(now);
     if (this.doubt !== undefined || this.dipRate !== Number.POSITIVE_INFINITY) this.followDips(now);
     const heldMs = this.hold.waitMs(now);
     if (heldMs !== undefined) return heldMs;
@@ -476,7 +485,7 @@ export class Pace {
     const calm = now - Math.max(this.lastCutAt, this.hold.endsAt) >= CALM_MS;
     // Cut lately, with no floor, every refusal is congestion, as TCP takes every loss. Over a floor, on a calm pace, or paced
     // to what rate-limit headers allow (a window's edge refuses a few), only a share beyond the margin and its noise.
-    const tolerant = floor > 0 || calm || this.quotaRate !== Number.POSITIVE_INFINITY;
+    const tolerant = floor > 0 || calm || this.quotaInForce() !== Number.POSITIVE_INFINITY;
     const expected = tolerant ? this.floor.explained() : 0;
     // A floor a doubt measured on a few dozen answers is that noisy itself: a tenth refused at random was now and then learned
     // as 5 %, and every bunch of refusals after it cut the pace, which then crawled back (docs/pacing.md, "Doubts and floors").
@@ -736,7 +745,8 @@ export class Pace {
 
   /**
    * Paces to what rate-limit headers allow this container: its part ({@link PaceLimits.sharedBy}) of the quota per window and,
-   * over a long reset, of what remains of it; none of it left, nothing until the reset.
+   * over a long reset, of what remains of it until the reset; none of it left, nothing until the reset, then the quota per
+   * window again (what remained was of the window that ended: spread past it, a spent quota kept the pace at a request an hour).
    */
   private applyQuota(quota: Quota, now: number): void {
     const shares = this.limits.sharedBy;
@@ -744,19 +754,29 @@ export class Pace {
     let rate = Number.POSITIVE_INFINITY;
     if (limit !== undefined && windowSeconds !== undefined && windowSeconds > 0) rate = limit / windowSeconds;
     else if (limit !== undefined && resetSeconds !== undefined && resetSeconds >= QUOTA_SPREAD_MIN_SECONDS) rate = limit / resetSeconds;
-    if (remaining !== undefined && resetSeconds !== undefined && resetSeconds >= QUOTA_SPREAD_MIN_SECONDS)
-      rate = Math.min(rate, remaining / resetSeconds);
-    if (rate !== Number.POSITIVE_INFINITY) {
-      this.refill(now);
-      // Kept to even below the adaptive pace's slowest: an hourly quota nearly spent may allow a request a minute.
-      this.quotaRate = Math.max(1 / 3600, (QUOTA_HEADROOM * rate) / shares);
-      this.quotaUntil = now + Math.max(QUOTA_KEPT_MS, 2000 * (windowSeconds ?? resetSeconds ?? 0));
-      this.tokens = Math.min(this.tokens, this.capacity());
-    }
     // This container's part of what is left is under one request: nothing more until the reset (less the second a whole
     // number of seconds may round up: the window may end sooner than it says, never later).
-    if (remaining !== undefined && resetSeconds !== undefined && remaining < shares && resetSeconds > 1)
-      this.hold.extendTo(now + (resetSeconds - 1) * 1000);
+    const spent = remaining !== undefined && resetSeconds !== undefined && remaining < shares;
+    const spread =
+      !spent && remaining !== undefined && resetSeconds !== undefined && resetSeconds >= QUOTA_SPREAD_MIN_SECONDS
+        ? remaining / resetSeconds
+        : Number.POSITIVE_INFINITY;
+    this.refill(now);
+    // Kept to even below the adaptive pace's slowest: an hourly quota nearly spent may allow a request a minute.
+    if (rate !== Number.POSITIVE_INFINITY) {
+      this.quotaRate = Math.max(1 / 3600, (QUOTA_HEADROOM * rate) / shares);
+      this.quotaUntil = now + Math.max(QUOTA_KEPT_MS, 2000 * (windowSeconds ?? resetSeconds ?? 0));
+    }
+    this.spreadRate = spread === Number.POSITIVE_INFINITY ? spread : Math.max(1 / 3600, (QUOTA_HEADROOM * spread) / shares);
+    this.spreadUntil = resetSeconds === undefined ? 0 : now + resetSeconds * 1000;
+    this.tokens = Math.min(this.tokens, this.capacity());
+    if (spent && resetSeconds > 1) this.hold.extendTo(now + (resetSeconds - 1) * 1000);
+  }
+
+  /** The reset that what remained was spread to has come: the quota per window, if any, binds alone. */
+  private expireSpread(now: number): void {
+    this.refill(now);
+    this.spreadRate = Number.POSITIVE_INFINITY;
   }
 
   /** The answers stopped carrying rate-limit headers long enough ago: what they said no longer binds. */

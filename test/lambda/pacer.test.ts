@@ -1022,6 +1022,23 @@ describe('rate-limit headers: a webhook that says its limit is paced before it r
     expect(pacer.holdEndsAt()).toBe(Date.now() + 9000);
   });
 
+  test('what remains, spread to the reset, binds until the reset only: the quota per window after it', async () => {
+    const pacer = pacerOf({ sharedBy: 1 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 90, resetSeconds: 900, limit: 5000, windowSeconds: undefined } }));
+    vi.advanceTimersByTime(900_000);
+    expect(pacer.acquire(Infinity)).toBe(true);
+    expect(pacer.snapshot().requestsPerSecond).toBeCloseTo((QUOTA_HEADROOM * 5000) / 900, 10);
+  });
+
+  test('a spent quota holds until its reset, and the pace after it is the quota per window, not a request an hour', async () => {
+    const pacer = pacerOf({ sharedBy: 1 });
+    await exchange(pacer, answer('accepted', { quota: { remaining: 0, resetSeconds: 20, limit: 10, windowSeconds: undefined } }));
+    expect(pacer.holdEndsAt()).toBe(Date.now() + 19_000);
+    vi.advanceTimersByTime(19_000);
+    expect(pacer.snapshot().requestsPerSecond).toBeCloseTo((QUOTA_HEADROOM * 10) / 20, 10);
+    expect(pacer.acquire(Infinity)).toBe(true);
+  });
+
   test('what they said stops binding 10 s after the last answer that carried them; PACING=false reads none', async () => {
     const pacer = pacerOf();
     await exchange(pacer, answer('accepted', { quota: { remaining: 5, resetSeconds: 1, limit: 10, windowSeconds: 1 } }));
@@ -1091,6 +1108,10 @@ describe('per-key paces', () => {
     expect(pacer.snapshot().requestsPerSecond).toBeUndefined();
     expect(pacer.acquire(Infinity, 'tenant-b')).toBe(true);
     expect(pacer.retryInSeconds('tenant-a')).toBeGreaterThan(0);
+    // Its quota is back at the reset: a request a second, not the hour a pace of nothing left would ask of its records.
+    vi.advanceTimersByTime(59_000);
+    expect(pacer.acquire(Infinity, 'tenant-a')).toBe(true);
+    expect(pacer.retryInSeconds('tenant-a')).toBeLessThanOrEqual(2);
   });
 
   test(`at most ${MAX_KEYS} keys: the least recently used is forgotten`, () => {
