@@ -13,7 +13,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig, type RelayConfig } from '../lambda/config';
 import { redactUrl } from '../lambda/url-rules';
-import { type Env, readSetting } from '../lambda/env';
+import { type Env, read, readSetting } from '../lambda/env';
 import { createRelayHandler } from '../lambda/relay';
 import { FUNCTION_SETTINGS } from '../lambda/settings';
 import { errorText } from '../lambda/sqs-util';
@@ -104,7 +104,9 @@ export function prepareLocalStart(env: Env, io: RunnerIo): LocalStart {
   const settings = loadLocalSettings(env, io.isTerminal);
   const log = createLocalLog(settings.logFormat, settings.logLevel, io.out, settings.logFormat === 'pretty' ? io.styles : PLAIN);
   for (const [typo, variable] of mistypedVariables(env)) {
-    log.line('WARN', `${typo} is not a setting of the relay; did you mean ${variable}? (${variable} keeps its default)`);
+    // Both may be set (`webhook_url` beside `WEBHOOK_URL`): then the setting has the value it was given, not its default.
+    const outcome = read(env, variable) === undefined ? `${variable} keeps its default` : `the value of ${variable} is used`;
+    log.line('WARN', `${typo} is not a setting of the relay; did you mean ${variable}? (${typo} is ignored: ${outcome})`);
   }
   const functionEnv: Env = { ...env, CONCURRENT_INVOCATIONS: String(settings.pollers) };
   const preliminary = loadConfig({ ...functionEnv, WEBHOOK_URL: settings.webhookUrl ?? 'http://127.0.0.1/webhook' });

@@ -27,6 +27,7 @@ import { connectionFor, describeExistingQueue } from '../../local/existing-queue
 import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } from '../../local/log';
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import { loadLocalSettings, mistypedVariables } from '../../local/settings';
+import { prepareLocalStart } from '../../local/runner';
 import { sleep } from '../../local/sleep';
 
 describe('local settings', () => {
@@ -158,6 +159,21 @@ describe('local settings', () => {
       LOG_LEVLE: 'LOG_LEVEL',
       BATCH_SIZES: 'BATCH_SIZE',
     });
+  });
+
+  test('the warning for a mistyped variable says whether the setting it resembles keeps its default or has a value of its own', () => {
+    const warnings = (env: Record<string, string>): string[] => {
+      const lines: string[] = [];
+      prepareLocalStart(env, { out: { write: (text: string) => lines.push(text) }, isTerminal: false, styles: PLAIN });
+      return lines.map((line) => (JSON.parse(line) as { message: string }).message);
+    };
+    expect(warnings({ WEBHOOK_ULR: 'http://127.0.0.1:3000/hook' })).toEqual([
+      'WEBHOOK_ULR is not a setting of the relay; did you mean WEBHOOK_URL? (WEBHOOK_ULR is ignored: WEBHOOK_URL keeps its default)',
+    ]);
+    // The same setting given twice in different case: the upper-case one is read, so it is no default.
+    expect(warnings({ WEBHOOK_URL: 'http://127.0.0.1:3000/a', webhook_url: 'http://127.0.0.1:3000/b' })).toEqual([
+      'webhook_url is not a setting of the relay; did you mean WEBHOOK_URL? (webhook_url is ignored: the value of WEBHOOK_URL is used)',
+    ]);
   });
 
   test('the visibility timeout is 6 times the function timeout plus the batching window, as in the stack, within SQS limits', () => {
