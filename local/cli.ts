@@ -149,7 +149,7 @@ export async function runSubcommand(name: string, run: () => Promise<ExitStatus>
   try {
     return await run();
   } catch (error) {
-    // node:util's parseArgs: an unknown option, a missing value.
+    // node:util's parseArgs: a missing value, an argument where none is taken (an unknown option is a UsageError).
     const usage =
       error instanceof UsageError ||
       (error instanceof TypeError && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS'));

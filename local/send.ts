@@ -10,10 +10,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { text } from 'node:stream/consumers';
-import { parseArgs } from 'node:util';
 import { type MessageAttributeValue, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { MAX_BATCH_CALL_ENTRIES } from '../lambda/aws-limits';
-import { type CommandIo, type ExitStatus, optionNumber } from './command-io';
+import { type CommandIo, type ExitStatus, optionNumber, parseCommandLine } from './command-io';
 import { AWS_OPTION_SPECS, commandQueueUrl, commandSqsClient, isFifoUrl } from './command-queue';
 import { sqsStartupError, StartupError, UsageError } from './errors';
 import { subcommandPrefix } from './invocation';
@@ -45,7 +44,7 @@ function sendHelp(): string {
  * @returns the exit status; errors are written to `io.err` as one line
  */
 export async function runSend(args: readonly string[], io: CommandIo): Promise<ExitStatus> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine('send', {
     args: [...args],
     allowPositionals: true,
     options: {

@@ -4,7 +4,6 @@
  * queue from the DLQ's source queues), and what is printed. The reading is `scan.ts`'s, the
  * counting `summary.ts`'s, the sending `replay.ts`'s. docs/operations.md, "Redriving", is the guide.
  */
-import { parseArgs } from 'node:util';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, ListDeadLetterSourceQueuesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { MAX_MESSAGES_PER_RECEIVE, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
@@ -13,7 +12,7 @@ import { parseSigningKeys } from '../../lambda/signing';
 import { errorText } from '../../lambda/sqs-util';
 import { withAnswerTimeout } from '../answer-timeout';
 import { shellQuote } from '../banner';
-import { type CommandIo, type ExitStatus, optionNumber } from '../command-io';
+import { type CommandIo, type ExitStatus, optionNumber, parseCommandLine } from '../command-io';
 import { AWS_OPTION_SPECS, checkQueueUrl, commandQueueUrl, commandSqsClient, queueNameOfUrl } from '../command-queue';
 import { sqsStartupError, StartupError, UsageError } from '../errors';
 import { keepProtoNamedAttributes } from '../event-source';
@@ -294,7 +293,7 @@ export async function runDeadLetters(args: readonly string[], io: CommandIo): Pr
 }
 
 async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitStatus> {
-  const { values } = parseArgs({ args: [...args], options: COMMON_OPTIONS, allowPositionals: false });
+  const { values } = parseCommandLine('dead-letters', { args: [...args], options: COMMON_OPTIONS, allowPositionals: false });
   if (values.help === true) {
     io.out.write(deadLettersHelp());
     return 0;
@@ -353,7 +352,7 @@ async function runSummary(args: readonly string[], io: CommandIo): Promise<ExitS
 }
 
 async function runReplay(args: readonly string[], io: CommandIo): Promise<ExitStatus> {
-  const { values } = parseArgs({ args: [...args], options: REPLAY_OPTIONS, allowPositionals: false });
+  const { values } = parseCommandLine('dead-letters', { args: [...args], options: REPLAY_OPTIONS, allowPositionals: false });
   if (values.help === true) {
     io.out.write(deadLettersHelp());
     return 0;

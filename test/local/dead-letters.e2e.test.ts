@@ -162,6 +162,11 @@ describe.concurrent('summary', () => {
     expect(unknown.status).toBe(2);
     expect(unknown.err.trim().split('\n')).toHaveLength(1);
     expect(unknown.err).toContain('--statuss');
+    // replay has --status: the refusal names it.
+    expect(await deadLetters(['replay', '--queue-url', emulator.queue.url, '--statuss', '404'])).toMatchObject({
+      status: 2,
+      err: 'sqs-webhook-relay dead-letters: unknown option --statuss; did you mean --status? (npm run dead-letters -- --help)\n',
+    });
     expect(await deadLetters(['summary', '--queue-url', 'orders'])).toMatchObject({
       status: 2,
       err: expect.stringContaining('--queue-url must be an SQS queue URL'),

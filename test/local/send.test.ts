@@ -82,7 +82,12 @@ test('what it cannot send: one line, exit 2 for the command line, 1 for SQS', as
     [['--queue-url', emulator.queue.url, '--count', '0', 'x'], 2, /--count must be a whole number from 1 to 100000; got 0/],
     [['--queue-url', emulator.queue.url, '--attribute', 'novalue', 'x'], 2, /--attribute wants Name=Value; got novalue/],
     [['--queue-url', emulator.queue.url, 'a', 'b'], 2, /one BODY at most/],
-    [['--queue-url', emulator.queue.url, '--bogus', 'x'], 2, /Unknown option '--bogus'.*\(npm run send -- --help\)/],
+    [['--queue-url', emulator.queue.url, '--bogus', 'x'], 2, /unknown option --bogus \(npm run send -- --help\)\n/],
+    [
+      ['--queue-url', emulator.queue.url, '--coutn', '2', 'x'],
+      2,
+      /unknown option --coutn; did you mean --count\? \(npm run send -- --help\)\n/,
+    ],
     [['--queue-url', emulator.queue.url, ''], 2, /the body is empty/],
     [['--queue-url', 'not a url', 'x'], 2, /--queue-url must be an SQS queue URL/],
     [['--queue-url', `${emulator.queue.url}-missing`, 'x'], 1, /no queue at/],
