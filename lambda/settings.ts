@@ -94,7 +94,8 @@ export const FUNCTION_SETTINGS = group('function', {
     prop: 'webhookUrl',
     context: 'webhookUrl',
     kind: 'url',
-    defaultText: '(required, or `WEBHOOK_URL_SECRET_ARN`; the stack: parameter `WebhookUrl`)',
+    defaultText:
+      '(required, or `WEBHOOK_URL_SECRET_ARN`; the stack: parameter `WebhookUrl`; local mode: required with `QUEUE_URL`, else the demo webhook)',
   },
   WEBHOOK_URL_SECRET_ARN: { prop: 'webhookUrlSecret', context: 'webhookUrlSecretArn', kind: 'arn' },
   ALLOW_INSECURE_HTTP: { prop: 'allowInsecureHttp', context: 'allowInsecureHttp', kind: 'boolean', default: false },
@@ -182,7 +183,8 @@ export const FUNCTION_SETTINGS = group('function', {
     default: 5,
     min: 1,
     max: MAX_REDRIVE_RECEIVE_COUNT,
-    defaultText: 'the stack: derived from the retry window; `5` with the window off',
+    defaultText:
+      "the stack: derived from the retry window; `5` with the window off; local mode: derived from the retry window (`5` with the window off), with `QUEUE_URL` the queue's redrive policy",
   },
   RETRY_WINDOW_HOURS: {
     prop: 'retryWindow',

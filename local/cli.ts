@@ -29,25 +29,48 @@ function plain(markdown: string): string {
     .trim();
 }
 
-/**
- * Up to the first `;` or `.` outside parentheses: what fits a terminal line (the docs have the rest).
- */
-function firstClause(text: string): string {
+/** The clauses of `text`, split at each `;` (and, with `atFullStop`, `.`) outside parentheses that ends one. */
+function clauses(text: string, atFullStop: boolean): string[] {
+  const found: string[] = [];
   let depth = 0;
+  let start = 0;
   for (let i = 0; i < text.length; i += 1) {
     const char = text[i];
     if (char === '(') depth += 1;
     else if (char === ')') depth = Math.max(0, depth - 1);
-    else if (depth === 0 && (char === ';' || char === '.') && (text[i + 1] === ' ' || i + 1 === text.length)) return text.slice(0, i);
+    else if (depth === 0 && (char === ';' || (atFullStop && char === '.')) && (text[i + 1] === ' ' || i + 1 === text.length)) {
+      found.push(text.slice(start, i));
+      start = i + 2;
+    }
   }
-  return text;
+  return start < text.length ? [...found, text.slice(start)] : found;
+}
+
+/** Up to the first `;` or `.` outside parentheses: what fits a terminal line (the docs have the rest). */
+function firstClause(text: string): string {
+  return clauses(text, true)[0] ?? text;
+}
+
+/**
+ * The default this process has, from the registry's words (`the stack: …; local mode: …`): its
+ * `local mode:` clause, else those that are not the stack's; `undefined` when only the stack has one
+ * (`SIGNING_SECRET_ARN`: the stack creates a key, the daemon signs nothing unless given one).
+ */
+function localDefault(text: string): string | undefined {
+  const remark = text.startsWith('(') && text.endsWith(')');
+  const all = clauses(remark ? text.slice(1, -1) : text, false);
+  const local = all.find((clause) => clause.startsWith('local mode: '));
+  const kept = local === undefined ? all.filter((clause) => !clause.startsWith('the stack:')) : [local.slice('local mode: '.length)];
+  if (kept.length === 0) return undefined;
+  return remark ? `(${kept.join('; ')})` : kept.join('; ');
 }
 
 /** A variable's help line, from the settings registry: its meaning and, when it has one, its default. */
 function describe(name: SettingName): string {
   const setting: Setting = SETTINGS[name];
   const value = setting.default;
-  const fallback = setting.defaultText ?? (value === undefined ? undefined : Array.isArray(value) ? value.join(',') : String(value));
+  const written = value === undefined ? undefined : Array.isArray(value) ? value.join(',') : String(value);
+  const fallback = setting.defaultText === undefined ? written : localDefault(setting.defaultText);
   // A default in parentheses is already a remark ("(required; …)"), not a value.
   const shown =
     fallback === undefined ? '' : fallback.startsWith('(') ? ` ${plain(fallback)}` : ` (default: ${firstClause(plain(fallback))})`;

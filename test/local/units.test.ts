@@ -28,6 +28,7 @@ import { createLocalLog, PLAIN, RelayLogger, renderHandlerEntry, terminalSafe } 
 import { visibilityTimeoutSecondsFor } from '../../lambda/aws-limits';
 import { loadLocalSettings, mistypedVariables } from '../../local/settings';
 import { prepareLocalStart } from '../../local/runner';
+import { helpText } from '../../local/cli';
 import { sleep } from '../../local/sleep';
 
 describe('local settings', () => {
@@ -174,6 +175,19 @@ describe('local settings', () => {
     expect(warnings({ WEBHOOK_URL: 'http://127.0.0.1:3000/a', webhook_url: 'http://127.0.0.1:3000/b' })).toEqual([
       'webhook_url is not a setting of the relay; did you mean WEBHOOK_URL? (webhook_url is ignored: the value of WEBHOOK_URL is used)',
     ]);
+  });
+
+  test("--help states the daemon's defaults, not the stack's", () => {
+    const help = helpText();
+    expect(help).not.toMatch(/\(default: the stack:/);
+    expect(help).toMatch(/^ {2}CONCURRENT_INVOCATIONS +.*\(default: POLLERS\)$/m);
+    expect(help).toMatch(/^ {2}WEBHOOK_URL +where each message is POSTed \(required with QUEUE_URL, else the demo webhook\)$/m);
+    expect(help).toMatch(
+      /^ {2}MAX_RECEIVE_COUNT +.*\(default: derived from the retry window .*with QUEUE_URL the queue's redrive policy\)$/m,
+    );
+    // The stack creates a signing key; the daemon signs only with one it is given.
+    expect(help).toMatch(/^ {2}SIGNING_SECRET_ARN +.*\(Standard Webhooks\)$/m);
+    expect(help).toMatch(/^ {2}POWERTOOLS_SERVICE_NAME +.*\(default: sqs-webhook-relay\)$/m);
   });
 
   test('the visibility timeout is 6 times the function timeout plus the batching window, as in the stack, within SQS limits', () => {
