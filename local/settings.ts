@@ -77,12 +77,19 @@ const VARIABLES: readonly string[] = SETTING_LIST.flatMap((setting) =>
 );
 
 /**
+ * Variables with a meaning of their own that are a typo away from a setting's: the AWS SDK's
+ * endpoint for another service (`AWS_ENDPOINT_URL_STS`, which the SDK reads), the FTP proxy
+ * (set beside `http_proxy` on many machines), and a queue's ARN kept beside its URL (`QUEUE_ARN`).
+ */
+const NOT_TYPOS = /^(AWS_ENDPOINT_URL_\w+|FTP_PROXY|QUEUE_ARN|DLQ_ARN)$/i;
+
+/**
  * The environment's variables that look like a mistyped setting (`WEBHOOK_ULR`, `webhook_url`),
  * each with the setting's variable: the setting itself then silently keeps its default.
  */
 export function mistypedVariables(env: Env): Map<string, string> {
   return likelyTypos(
-    Object.keys(env).filter((name) => read(env, name) !== undefined),
+    Object.keys(env).filter((name) => read(env, name) !== undefined && !NOT_TYPOS.test(name)),
     VARIABLES,
   );
 }

@@ -153,6 +153,13 @@ describe('local settings', () => {
       HOSTNAME: 'box',
       NODE_OPTIONS: '--enable-source-maps',
       QUEUE_ULR: ' ',
+      // Others' variables a typo away from a setting's: the SDK's endpoints of other services, the FTP proxy, a queue's ARN.
+      AWS_ENDPOINT_URL_STS: 'https://sts.eu-west-1.amazonaws.com',
+      AWS_ENDPOINT_URL_KMS: 'https://kms.eu-west-1.amazonaws.com',
+      ftp_proxy: 'http://proxy.corp:3128',
+      FTP_PROXY: 'http://proxy.corp:3128',
+      QUEUE_ARN: 'arn:aws:sqs:eu-west-1:123456789012:orders',
+      DLQ_ARN: 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq',
     };
     expect(Object.fromEntries(mistypedVariables(env))).toEqual({
       WEBHOOK_ULR: 'WEBHOOK_URL',
