@@ -47,6 +47,18 @@ export const UNTRUSTED_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
 /** Where a private CA the relay should trust goes, for messages. */
 export const PRIVATE_CA_HINT = "CA_CERTIFICATE_FILE or the client certificate secret's caCertificate";
 
+/**
+ * A connection's error as a message: its code and Node.js's words, and where a private CA goes
+ * when the server's certificate has an issuer the relay does not know (the webhook's, the token
+ * endpoint's). An expired or rejected certificate is the server's to fix, and says nothing more.
+ */
+export function connectionErrorText(error: NodeJS.ErrnoException): string {
+  const { code } = error;
+  if (code === undefined || code === '') return error.message;
+  const unknownIssuer = UNTRUSTED_CERTIFICATE_CODES.has(code) && !code.startsWith('CERT_');
+  return `${code}: ${error.message}${unknownIssuer ? ` (its TLS certificate's CA is not trusted: a private CA belongs in ${PRIVATE_CA_HINT})` : ''}`;
+}
+
 /** The first line of what a JSON secret must look like, for messages. */
 const EXPECTED_JSON = '{"certificate": "<PEM>", "privateKey": "<PEM>"} (and optionally "caCertificate")';
 

@@ -13,7 +13,7 @@ import { connectingAgent, type Connector } from './connector';
 import { isLegalHeaderValue } from './header-rules';
 import { scrub } from './scrub';
 import type { OAuthClientAuthentication } from './settings';
-import { PRIVATE_CA_HINT, UNTRUSTED_CERTIFICATE_CODES } from './tls-material';
+import { connectionErrorText } from './tls-material';
 
 /** The grant's parameters, but for the client secret (read from its own source, see oauth-tokens.ts). */
 export interface TokenRequest {
@@ -168,19 +168,10 @@ export function requestToken(
       fail(error instanceof Error ? error.message : String(error));
       return;
     }
-    http.on('error', (error: NodeJS.ErrnoException) => fail(connectionError(error)));
+    http.on('error', (error: NodeJS.ErrnoException) => fail(connectionErrorText(error)));
     http.on('response', (response: IncomingMessage) => readGrant(response, hidden, succeed, fail));
     http.end(body);
   });
-}
-
-/** A connection's error as the message says it: its code, and where a missing CA goes when the endpoint's issuer is unknown. */
-function connectionError(error: NodeJS.ErrnoException): string {
-  const { code } = error;
-  if (code === undefined) return error.message;
-  // An expired or rejected certificate is the endpoint's to fix; an unknown issuer is a CA to add here.
-  const unknownIssuer = UNTRUSTED_CERTIFICATE_CODES.has(code) && !code.startsWith('CERT_');
-  return `${code}: ${error.message}${unknownIssuer ? ` (its TLS certificate's CA is not trusted: a private CA belongs in ${PRIVATE_CA_HINT})` : ''}`;
 }
 
 /** The agent that reaches the endpoint through `connector` (one per connector, kept), or none for a direct connection. */

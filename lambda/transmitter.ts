@@ -16,6 +16,7 @@ import type { Socket } from 'node:net';
 import { connectingAgent, type Connector } from './connector';
 import { RATE_LIMIT_HEADER_NAMES, type RateLimitHeaders } from './rate-limit-headers';
 import { withoutSecrets } from './scrub';
+import { connectionErrorText } from './tls-material';
 
 /** Bytes of a response body kept for logs and dead-letter attributes. */
 export const RESPONSE_EXCERPT_BYTES = 512;
@@ -133,7 +134,8 @@ function classifyError(error: unknown): { error: TransportErrorKind; message: st
   if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { error: 'timeout', message };
   // The relay's own certificate could not be read (connector.ts): nothing was sent, and the webhook is not to blame.
   if (code === 'ERR_CLIENT_CERTIFICATE_UNAVAILABLE') return { error: 'invalid-request', message };
-  return { error: 'connection', message: code === '' ? message : `${code}: ${message}` };
+  // An untrusted certificate's message says where a private CA goes (Node.js's words suggest only a flag of its own).
+  return { error: 'connection', message: code === '' ? message : connectionErrorText(error as NodeJS.ErrnoException) };
 }
 
 /**

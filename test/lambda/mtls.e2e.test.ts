@@ -200,6 +200,24 @@ describe('a webhook that refuses the certificate', () => {
   });
 });
 
+describe('a webhook behind a private CA, without mutual TLS', () => {
+  test("its CA not given: the record's error says where the CA goes, not Node.js's flags alone", async () => {
+    const plain = await startWebhook(() => ({ status: 200 }), { tls: ca.server(TEST_HOSTS) });
+    try {
+      const telemetry = capturedTelemetry();
+      const handler = relayFor({ WEBHOOK_URL: plain.url, ...FAST }, telemetry);
+      await emulator.send('private CA not given');
+      expect((await invoke(handler, await emulator.receiveEvent())).batchItemFailures).toHaveLength(1);
+      expect(plain.requests).toHaveLength(0);
+      expect(telemetry.lines.find((line) => line.message === 'Message not delivered; returned to the queue')?.error).toMatch(
+        /(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN).*a private CA belongs in CA_CERTIFICATE_FILE or the client certificate secret's caCertificate/,
+      );
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
 describe('an OAuth token endpoint behind the same private CA', () => {
   const OAUTH = { OAUTH_TOKEN_URL: tokens.url, OAUTH_CLIENT_ID: 'relay', OAUTH_CLIENT_SECRET: 'client-secret' };
 
