@@ -63,6 +63,14 @@ const stop = (signal: NodeJS.Signals): void => {
 // the runner, and a signal before these handlers would kill the process mid-receive.
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
+// The output's reader is gone (`npm start | jq`, whose jq the same Ctrl-C ended, or `| head`): stop as for a
+// signal, finishing the batches in flight, rather than die of EPIPE with delivered messages left undeleted.
+for (const output of [process.stdout, process.stderr]) {
+  output.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') fail(error);
+    else if (firstSignalAt === undefined) stop('SIGPIPE');
+  });
+}
 
 try {
   // QUEUE_URL names an existing queue (the daemon); without it, the sandbox makes one.

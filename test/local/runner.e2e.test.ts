@@ -243,4 +243,26 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
     expect(webhook.requests).toHaveLength(1);
   }, 60_000);
+
+  test('Ctrl-C of `npm start | jq` (the reader of its output ends too): the batch in flight finishes, exit 0', async () => {
+    const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
+    const webhook = await webhookForTest(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 1_500)));
+    const { relay } = await localRelayForTest({
+      QUEUE_URL: emulator.queue.url,
+      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
+      AWS_REGION: emulator.region,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      WEBHOOK_URL: webhook.url,
+    });
+    await emulator.send('piped one');
+    await until(() => webhook.requests.length === 1);
+    // The pipe's reader is gone first: the relay's next line ("Stopping") finds no one to read it.
+    relay.child.stdout?.destroy();
+    expect(await stopRelay(relay, 'SIGINT')).toBe(0);
+    expect(relay.errors()).not.toMatch(/EPIPE/);
+    // Delivered and deleted before the exit: not sent again after its visibility timeout.
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+    expect(webhook.requests).toHaveLength(1);
+  }, 60_000);
 });
