@@ -10,7 +10,7 @@
  * dies of SIGTERM without passing it on, orphaning this process: not for containers.
  */
 import { checkSandboxAvailable, handleCommandLine, runAndExit } from '../local/cli';
-import { oneLine } from '../local/errors';
+import { oneLine, StartupStopped } from '../local/errors';
 import { COLOR, PLAIN } from '../local/log';
 import { read } from '../lambda/env';
 import { startDaemon } from '../local/daemon';
@@ -39,6 +39,8 @@ process.on('unhandledRejection', fail);
 
 let relay: LocalRelay | undefined;
 let firstSignalAt: number | undefined;
+/** Aborted by a stop during the start: the daemon's calls to an SQS that does not answer end at once, not in 10 s. */
+const startupStop = new AbortController();
 
 function stopAndExit(running: LocalRelay): void {
   running.stop().then(
@@ -58,6 +60,7 @@ const stop = (signal: NodeJS.Signals): void => {
   firstSignalAt = Date.now();
   // During start-up the stop waits for the relay to be up (below): its pollers may be receiving already.
   if (relay !== undefined) stopAndExit(relay);
+  else startupStop.abort();
 };
 // Installed before the relay starts: the ready line is printed and polling begins inside
 // the runner, and a signal before these handlers would kill the process mid-receive.
@@ -75,8 +78,12 @@ for (const output of [process.stdout, process.stderr]) {
 try {
   // QUEUE_URL names an existing queue (the daemon); without it, the sandbox makes one.
   const start = read(process.env, 'QUEUE_URL') === undefined ? startSandbox : startDaemon;
-  relay = await start({ out: process.stdout, isTerminal, styles });
+  relay = await start({ out: process.stdout, isTerminal, styles, startupStop: startupStop.signal });
 } catch (error) {
+  if (error instanceof StartupStopped) {
+    process.stderr.write(`sqs-webhook-relay: ${error.message}\n`);
+    process.exit(0);
+  }
   fail(error);
 }
 if (firstSignalAt !== undefined) stopAndExit(relay);

@@ -26,7 +26,7 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
   const probe = new SQSClient(clientConfig(connection));
   let described: ExistingQueue;
   try {
-    described = await describeExistingQueue(probe, queueUrl);
+    described = await describeExistingQueue(probe, queueUrl, undefined, io.startupStop);
   } finally {
     probe.destroy();
   }

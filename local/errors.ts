@@ -13,6 +13,14 @@ export class StartupError extends Error {
   }
 }
 
+/** A stop asked for (SIGINT, SIGTERM) while the relay was starting: it gave up its start, as asked. */
+export class StartupStopped extends StartupError {
+  constructor() {
+    super('stopped while starting, before polling began');
+    this.name = 'StartupStopped';
+  }
+}
+
 /** A command line a command cannot run with (exit status 2, as for any usage error). */
 export class UsageError extends StartupError {
   constructor(message: string) {

@@ -12,7 +12,7 @@ import { FUNCTION_SETTINGS } from '../lambda/settings';
 import { errorText, parseQueueArn, regionOfQueueHost } from '../lambda/sqs-util';
 import { withAnswerTimeout } from './answer-timeout';
 import { checkHttpsOrLoopback, isLoopbackHost, redactUrl } from '../lambda/url-rules';
-import { sqsStartupError } from './errors';
+import { StartupStopped, sqsStartupError } from './errors';
 
 /** How the runner's SQS client (and the handler's, through the same environment) reaches SQS. */
 export interface SqsConnection {
@@ -138,18 +138,26 @@ export const STARTUP_CALL_TIMEOUT_MS = 10_000;
 /**
  * Reads the queue's ARN, visibility timeout and redrive policy, and finds its DLQ's URL.
  * @param timeoutMs how long each call may take ({@link STARTUP_CALL_TIMEOUT_MS})
+ * @param stop gives the calls up at once (a stop asked for during the start)
  * @throws {StartupError} when SQS refuses, cannot be reached or does not answer in time
+ * @throws {StartupStopped} when `stop` aborted a call
  */
-export async function describeExistingQueue(sqs: SQSClient, queueUrl: string, timeoutMs = STARTUP_CALL_TIMEOUT_MS): Promise<ExistingQueue> {
+export async function describeExistingQueue(
+  sqs: SQSClient,
+  queueUrl: string,
+  timeoutMs = STARTUP_CALL_TIMEOUT_MS,
+  stop?: AbortSignal,
+): Promise<ExistingQueue> {
   let attributes: Record<string, string>;
   try {
     const command = new GetQueueAttributesCommand({
       QueueUrl: queueUrl,
       AttributeNames: ['QueueArn', 'VisibilityTimeout', 'RedrivePolicy', 'FifoQueue'],
     });
-    const { Attributes } = await withAnswerTimeout(timeoutMs, (abortSignal) => sqs.send(command, { abortSignal }));
+    const { Attributes } = await withAnswerTimeout(timeoutMs, (abortSignal) => sqs.send(command, { abortSignal }), stop);
     attributes = Attributes ?? {};
   } catch (error) {
+    if (stop?.aborted === true) throw new StartupStopped();
     throw sqsStartupError(error, "reading the queue's attributes", queueUrl);
   }
   const queueArn = attributes.QueueArn;
@@ -182,7 +190,7 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string, ti
   try {
     const { name, account } = parseQueueArn(policy.deadLetterTargetArn);
     const command = new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account });
-    const { QueueUrl } = await withAnswerTimeout(timeoutMs, (abortSignal) => sqs.send(command, { abortSignal }));
+    const { QueueUrl } = await withAnswerTimeout(timeoutMs, (abortSignal) => sqs.send(command, { abortSignal }), stop);
     return {
       ...base,
       dlqUrl: QueueUrl,
@@ -190,6 +198,7 @@ export async function describeExistingQueue(sqs: SQSClient, queueUrl: string, ti
       dlqProblem: QueueUrl === undefined ? 'GetQueueUrl returned no URL for the DLQ' : undefined,
     };
   } catch (error) {
+    if (stop?.aborted === true) throw new StartupStopped();
     return {
       ...base,
       dlqUrl: undefined,

@@ -32,6 +32,8 @@ export interface RunnerIo {
   readonly isTerminal: boolean;
   /** Colours for pretty output. */
   readonly styles: Styles;
+  /** Aborts when a stop is asked for before the relay is up: the daemon gives up its start-up calls to SQS. */
+  readonly startupStop?: AbortSignal;
 }
 
 /** A running local relay. */

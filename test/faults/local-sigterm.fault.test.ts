@@ -11,6 +11,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { childEnv, closedPort, ROOT, sqsClientFor, until } from '../../testkit/relay-process';
 import { emulatorForTest, webhookForTest } from '../support/fixtures';
+import { startSilentEndpoint } from '../support/silent-endpoint';
 
 /** A launcher (npm, npx, node) in a process group of its own, so the test can always clean up. */
 interface Launched {
@@ -198,4 +199,27 @@ describe('a relay frozen and thawed (SIGSTOP, SIGCONT)', () => {
     process.kill(relay.pid, 'SIGTERM');
     expect(await relay.exited).toBe(0);
   }, 40_000);
+});
+
+describe('a stop while the daemon starts', () => {
+  test('at an SQS that takes the start-up call and never answers, the stop ends the start at once, as asked: exit 0', async () => {
+    const silent = await startSilentEndpoint();
+    try {
+      const relay = launch(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
+        QUEUE_URL: `${silent.endpoint}/000000000000/orders`,
+        AWS_ENDPOINT_URL_SQS: silent.endpoint,
+        AWS_REGION: 'us-east-1',
+        WEBHOOK_URL: 'http://127.0.0.1:9/webhook',
+      });
+      await within(10_000, async () => silent.connections.count > 0);
+      expect(silent.connections.count).toBeGreaterThan(0);
+      process.kill(relay.pid, 'SIGINT');
+      // Without the stop passed to the start-up calls, this was exit 1 with "no answer from SQS" once their 10 s were up.
+      expect(await relay.exited).toBe(0);
+      expect(relay.output()).toContain('stopped while starting, before polling began');
+      expect(relay.output()).not.toContain('no answer from SQS');
+    } finally {
+      await silent.close();
+    }
+  }, 30_000);
 });
