@@ -397,7 +397,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   MAX_REQUESTS_PER_SECOND:
     "the webhook's known capacity: a ceiling on the whole relay's requests per second, shared evenly by the concurrent invocations (a token bucket in each); at a webhook of a few dozen requests a second, about 95 % of its rate (see [Back-pressure](webhook-owners.md#back-pressure)); `0` leaves the pace to `PACING` alone",
   CONCURRENT_INVOCATIONS:
-    'how many invocations share `MAX_REQUESTS_PER_SECOND`, each taking its share; set for you by the stack and by local mode',
+    "how many invocations share `MAX_REQUESTS_PER_SECOND` and a webhook's rate-limit quota, each taking its share; set for you by the stack (`maxConcurrency`). Local mode takes `POLLERS` unless given: daemons that share one webhook set it to the pollers of all of them (at least `POLLERS`)",
   PACING:
     "adapt each container's pace (requests per second and in flight) to the webhook's capacity: slower when refusals (`429`, `503`, `504`, `408`, timeouts) grow with the pace, not for refusals of single messages that persist at any pace; paced before it refuses when its answers carry rate-limit headers (`RateLimit`, `X-RateLimit-*`); held, nothing sent, for the shortest `Retry-After` (6 s at most, probed) when many different messages are refused with few taken. `false`: only `MAX_CONCURRENCY` and `MAX_REQUESTS_PER_SECOND` apply (see [Back-pressure](webhook-owners.md#back-pressure))",
   PACE_KEY:

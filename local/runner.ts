@@ -79,8 +79,8 @@ export interface Telemetry {
 export interface LocalStart {
   /**
    * The environment as the handler reads it here: the given one, with `CONCURRENT_INVOCATIONS` set
-   * to `POLLERS` (each poller is a container of its own, sharing `MAX_REQUESTS_PER_SECOND` as
-   * concurrent invocations do).
+   * to `POLLERS` unless given (each poller is a container of its own, sharing `MAX_REQUESTS_PER_SECOND`
+   * as concurrent invocations do).
    */
   readonly functionEnv: Env;
   readonly settings: LocalSettings;
@@ -110,7 +110,7 @@ export function prepareLocalStart(env: Env, io: RunnerIo): LocalStart {
     const outcome = read(env, variable) === undefined ? `${variable} keeps its default` : `the value of ${variable} is used`;
     log.line('WARN', `${typo} is not a setting of the relay; did you mean ${variable}? (${typo} is ignored: ${outcome})`);
   }
-  const functionEnv: Env = { ...env, CONCURRENT_INVOCATIONS: String(settings.pollers) };
+  const functionEnv: Env = { ...env, CONCURRENT_INVOCATIONS: String(settings.concurrentInvocations) };
   const preliminary = loadConfig({ ...functionEnv, WEBHOOK_URL: settings.webhookUrl ?? 'http://127.0.0.1/webhook' });
   // EMF lines are for CloudWatch; here they would bury the log. POWERTOOLS_METRICS_DISABLED=false brings them back.
   // Powertools' Metrics reads this only from process.env (no constructor option), hence the one write.

@@ -31,6 +31,11 @@ export interface LocalSettings {
   readonly maxBatchingWindowSeconds: number;
   /** `POLLERS`: concurrent poll-and-invoke loops (Lambda's concurrent invocations). */
   readonly pollers: number;
+  /**
+   * `CONCURRENT_INVOCATIONS`: the pollers that share `MAX_REQUESTS_PER_SECOND` and a webhook's quota, `POLLERS` unless
+   * given: several daemons at one webhook count all of theirs.
+   */
+  readonly concurrentInvocations: number;
   /** `FUNCTION_TIMEOUT_SECONDS`: the deadline each invocation's context counts down from. */
   readonly functionTimeoutSeconds: number;
   /** `WEBHOOK_URL`, or `undefined` to start the demo webhook (the sandbox only: with `QUEUE_URL` it is required). */
@@ -140,6 +145,15 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
       undefined,
     );
   }
+  const pollers = setting('POLLERS');
+  const sharing = read(env, 'CONCURRENT_INVOCATIONS') === undefined ? pollers : readSetting(env, FUNCTION_SETTINGS.CONCURRENT_INVOCATIONS);
+  if (sharing < pollers) {
+    throw new ConfigError(
+      'CONCURRENT_INVOCATIONS',
+      `at least POLLERS (${pollers}): the pollers of every relay that shares the webhook, this one's included`,
+      read(env, 'CONCURRENT_INVOCATIONS'),
+    );
+  }
   return {
     queueUrl: existingQueueUrl,
     sqsPort: setting('SQS_PORT'),
@@ -147,7 +161,8 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
     maxReceiveCount,
     batchSize: setting('BATCH_SIZE'),
     maxBatchingWindowSeconds: setting('MAX_BATCHING_WINDOW_SECONDS'),
-    pollers: setting('POLLERS'),
+    pollers,
+    concurrentInvocations: sharing,
     functionTimeoutSeconds: setting('FUNCTION_TIMEOUT_SECONDS'),
     webhookUrl,
     demoWebhookPort: setting('DEMO_WEBHOOK_PORT'),

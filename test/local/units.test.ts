@@ -41,6 +41,7 @@ describe('local settings', () => {
       batchSize: 10,
       maxBatchingWindowSeconds: 0,
       pollers: 1,
+      concurrentInvocations: 1,
       functionTimeoutSeconds: 30,
       webhookUrl: undefined,
       demoWebhookPort: 0,
@@ -71,6 +72,8 @@ describe('local settings', () => {
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders' }, 'WEBHOOK_URL'],
     [{ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders', WEBHOOK_URL: '  ' }, 'WEBHOOK_URL'],
     [{ WEBHOOK_URL_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:url' }, 'WEBHOOK_URL_SECRET_ARN'],
+    [{ POLLERS: '3', CONCURRENT_INVOCATIONS: '2' }, 'CONCURRENT_INVOCATIONS'],
+    [{ CONCURRENT_INVOCATIONS: 'all' }, 'CONCURRENT_INVOCATIONS'],
   ])('%j is refused, naming the variable', (env, variable) => {
     expect(() => loadLocalSettings(env, true)).toThrow(expect.objectContaining({ name: 'ConfigError', variable }));
   });
@@ -167,6 +170,14 @@ describe('local settings', () => {
       LOG_LEVLE: 'LOG_LEVEL',
       BATCH_SIZES: 'BATCH_SIZE',
     });
+  });
+
+  test('the pollers sharing the ceiling and a quota: POLLERS, or CONCURRENT_INVOCATIONS for daemons that share one webhook', () => {
+    const io = { out: { write: () => true }, isTerminal: false, styles: PLAIN };
+    const sharing = (env: Record<string, string>): string | undefined => prepareLocalStart(env, io).functionEnv.CONCURRENT_INVOCATIONS;
+    expect(sharing({ POLLERS: '3' })).toBe('3');
+    // Three daemons of two pollers each at one webhook: each poller takes a sixth of MAX_REQUESTS_PER_SECOND.
+    expect(sharing({ POLLERS: '2', CONCURRENT_INVOCATIONS: '6' })).toBe('6');
   });
 
   test('the warning for a mistyped variable says whether the setting it resembles keeps its default or has a value of its own', () => {
