@@ -13,6 +13,7 @@ import { runDeadLetters } from './dead-letters/command';
 import { oneLine, StartupError, UsageError } from './errors';
 import { COMMAND, subcommandPrefix } from './invocation';
 import { runSend } from './send';
+import { STACK_ONLY_SETTINGS } from './settings';
 
 /** The subcommands, by the word that names them. */
 const SUBCOMMANDS: Readonly<Record<string, (args: readonly string[], io: CommandIo) => Promise<ExitStatus>>> = {
@@ -80,7 +81,8 @@ function describe(name: SettingName): string {
 /** The `--help` text: every variable of the function and of the daemon, as the settings registry declares them. */
 export function helpText(): string {
   const names = Object.keys(SETTINGS) as SettingName[];
-  const of = (scope: Setting['scope']): string[] => names.filter((name) => SETTINGS[name].scope === scope).map(describe);
+  const of = (scope: Setting['scope']): string[] =>
+    names.filter((name) => SETTINGS[name].scope === scope && STACK_ONLY_SETTINGS[name] === undefined).map(describe);
   return [
     `${COMMAND} ${version}: relays every message of an SQS queue to an HTTP webhook, as the`,
     `relay's Lambda function does, from this process (a daemon beside a worker).`,

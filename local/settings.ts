@@ -6,7 +6,7 @@
 import { expectedUrl } from '../lambda/config';
 import { ConfigError, type Env, read, readSetting } from '../lambda/env';
 import { likelyTypos } from '../lambda/nearest-name';
-import { FUNCTION_SETTINGS, LOCAL_SETTINGS, SETTING_LIST } from '../lambda/settings';
+import { FUNCTION_SETTINGS, LOCAL_SETTINGS, SETTING_LIST, type SettingName } from '../lambda/settings';
 import { MAX_QUEUE_NAME_LENGTH } from '../lambda/aws-limits';
 import { DEAD_LETTER_SUFFIX, deadLetterQueueName, isQueueName, isQueueUrl, QUEUE_URL_EXAMPLE } from '../lambda/sqs-util';
 import { checkHttpsOrLoopback, redactUrl } from '../lambda/url-rules';
@@ -86,6 +86,13 @@ const VARIABLES: readonly string[] = SETTING_LIST.flatMap((setting) =>
  * endpoint for another service (`AWS_ENDPOINT_URL_STS`, which the SDK reads), the FTP proxy
  * (set beside `http_proxy` on many machines), and a queue's ARN kept beside its URL (`QUEUE_ARN`).
  */
+/**
+ * The function's settings local runs refuse, and why: the deployed function's alone. Left out of the daemon's `--help`.
+ */
+export const STACK_ONLY_SETTINGS: Readonly<Partial<Record<SettingName, string>>> = {
+  WEBHOOK_URL_SECRET_ARN: "unset here: it is the deployed function's; local runs and the daemon take the URL in WEBHOOK_URL",
+};
+
 const NOT_TYPOS = /^(AWS_ENDPOINT_URL_\w+|FTP_PROXY|QUEUE_ARN|DLQ_ARN)$/i;
 
 /**
@@ -117,12 +124,8 @@ export function loadLocalSettings(env: Env, isTerminal: boolean): LocalSettings 
   const maxReceiveCount = read(env, 'MAX_RECEIVE_COUNT') === undefined ? undefined : readSetting(env, FUNCTION_SETTINGS.MAX_RECEIVE_COUNT);
   const existingQueueUrl = queueUrl(env);
   const webhookUrl = read(env, 'WEBHOOK_URL');
-  if (read(env, 'WEBHOOK_URL_SECRET_ARN') !== undefined) {
-    throw new ConfigError(
-      'WEBHOOK_URL_SECRET_ARN',
-      "unset here: it is the deployed function's; local runs and the daemon take the URL in WEBHOOK_URL",
-      read(env, 'WEBHOOK_URL_SECRET_ARN'),
-    );
+  for (const [name, expected] of Object.entries(STACK_ONLY_SETTINGS)) {
+    if (read(env, name) !== undefined) throw new ConfigError(name, expected, read(env, name));
   }
   // A near miss of QUEUE_URL switches the mode: the sandbox would start in its place and relay its own empty queue into
   // WEBHOOK_URL, while the queue meant waits unrelayed behind a line of warning.

@@ -206,6 +206,8 @@ describe('local settings', () => {
     // The stack creates a signing key; the daemon signs only with one it is given.
     expect(help).toMatch(/^ {2}SIGNING_SECRET_ARN +.*\(Standard Webhooks\)$/m);
     expect(help).toMatch(/^ {2}POWERTOOLS_SERVICE_NAME +.*\(default: sqs-webhook-relay\)$/m);
+    // The deployed function's alone: refused here, so not offered either.
+    expect(help).not.toContain('WEBHOOK_URL_SECRET_ARN');
   });
 
   test('the visibility timeout is 6 times the function timeout plus the batching window, as in the stack, within SQS limits', () => {
