@@ -273,6 +273,17 @@ new WebhookRelay(stack, 'InVpc', { webhookUrl: 'https://example.com', vpc: new e
     expect(await typecheckApp(app, { skipLibCheck: true, types: [] }, ['stack.mts', 'stack.cts', 'hook.cts'])).toBe('');
   }, 90_000);
 
+  test("the webhook kit's declarations resolve for an older TypeScript setup too: module CommonJS, moduleResolution node10", async () => {
+    const older = join(app, 'older');
+    mkdirSync(older);
+    writeFileSync(
+      join(older, 'hook.ts'),
+      "import { verifySignature } from 'sqs-webhook-relay/webhook';\nconst ok: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, '{}');\n// @ts-expect-error the body is a string or bytes\nverifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', {}, 42);\nexport { ok };\n",
+    );
+    const options = { module: 'CommonJS', moduleResolution: 'node10', typeRoots: [], types: [], skipLibCheck: true };
+    expect(await typecheckApp(older, options, ['hook.ts'])).toBe('');
+  }, 90_000);
+
   test('a strict TypeScript app without skipLibCheck type-checks against its declarations', async () => {
     // The construct's declarations reach only the CDK's, never the function's runtime types
     // (Powertools, whose declarations import `aws-lambda`, which a CDK app does not install).
