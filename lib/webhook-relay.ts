@@ -134,7 +134,9 @@ export class WebhookRelay extends Construct {
     // on its DLQ besides (for dead-lettering permanent failures at once). Not grantSendMessages:
     // it adds GetQueueAttributes and GetQueueUrl, and the function has the DLQ's URL (DLQ_URL).
     deadLetterQueue.grant(this.function, 'sqs:SendMessage');
-    deadLetterQueue.encryptionMasterKey?.grantEncryptDecrypt(this.function);
+    // A DLQ encrypted with a KMS key of the app: what SQS asks of a producer, not grantEncryptDecrypt's
+    // kms:Encrypt and kms:ReEncrypt* besides (SQS encrypts with the data key it generates).
+    deadLetterQueue.encryptionMasterKey?.grant(this.function, 'kms:GenerateDataKey', 'kms:Decrypt');
     // The value of exactly the secrets it sends with, nothing else in Secrets Manager.
     for (const secret of [
       this.signingSecret,

@@ -584,6 +584,34 @@ describe('WebhookRelay on an existing queue', () => {
     expect(JSON.stringify(environmentOf(template).DLQ_URL)).toContain('orders-dlq');
   });
 
+  it("a DLQ encrypted with the app's KMS key: the function may generate a data key and decrypt with it, nothing more", () => {
+    const { template } = relay({}, (stack) => {
+      const key = new kms.Key(stack, 'DlqKey');
+      const dlq = new sqs.Queue(stack, 'TheirDlq', {
+        enforceSSL: true,
+        encryption: sqs.QueueEncryption.KMS,
+        encryptionMasterKey: key,
+        retentionPeriod: Duration.days(14),
+      });
+      return {
+        queue: new sqs.Queue(stack, 'TheirQueue', {
+          visibilityTimeout: Duration.minutes(3),
+          enforceSSL: true,
+          deadLetterQueue: { queue: dlq, maxReceiveCount: 500 },
+        }),
+      };
+    });
+    const keyId = Object.keys(resourcesOf(template, 'AWS::KMS::Key'))[0];
+    const statements = (onlyResource(template, 'AWS::IAM::Policy').properties.PolicyDocument as { Statement: { Action: unknown }[] })
+      .Statement;
+    const onKey = statements.filter((statement) => JSON.stringify(statement.Action).includes('kms:'));
+    // What SQS asks of a producer to an SSE-KMS queue; no kms:Encrypt or kms:ReEncrypt*, in the role or the key's policy.
+    expect(onKey).toEqual([
+      { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [keyId, 'Arn'] } },
+    ]);
+    expect(JSON.stringify(template.toJSON())).not.toMatch(/kms:Encrypt|kms:ReEncrypt|kms:GenerateDataKey\*/);
+  });
+
   it('an imported FIFO queue: FIFO batch limits apply', () => {
     expect(() =>
       relay({ batchSize: 20, maxBatchingWindow: Duration.seconds(1) }, (stack) => ({
