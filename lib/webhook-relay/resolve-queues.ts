@@ -333,7 +333,8 @@ function deniesPlainHttp(queue: sqs.Queue): boolean {
 /**
  * Warnings about queues passed in that are not protected as the created ones are (encrypted at
  * rest, TLS only): messages carry what producers send, and the function signs and delivers them.
- * A queue of this app is checked; an imported one cannot be, which is said once for both.
+ * A queue of this app is checked; an imported one cannot be, which is said once for both, with
+ * an imported DLQ's retention, which the dead-letter age alarm counts on.
  */
 function protectionWarnings(queue: sqs.IQueue, deadLetterQueue: sqs.IQueue): ResolvedWarning[] {
   const warnings: ResolvedWarning[] = [];
@@ -365,9 +366,21 @@ function protectionWarnings(queue: sqs.IQueue, deadLetterQueue: sqs.IQueue): Res
     }
   }
   if (imported.length > 0) {
+    // An imported DLQ's retention is unseen too: at SQS's default of 4 days, dead letters go before the age alarm fires.
+    const dlqImported = !(deadLetterQueue instanceof sqs.Queue);
+    const attributes = ['SqsManagedSseEnabled', 'KmsMasterKeyId', 'Policy', ...(dlqImported ? ['MessageRetentionPeriod'] : [])];
+    const wanted = [
+      'SSE-SQS or KMS',
+      'a policy denying aws:SecureTransport false',
+      ...(dlqImported
+        ? [
+            `a MessageRetentionPeriod of ${DLQ_RETENTION.toSeconds()} (${durationText(DLQ_RETENTION.toSeconds())}) on the deadLetterQueue, which the dlq-oldest-message-age alarm counts on`,
+          ]
+        : []),
+    ];
     warnings.push({
       id: 'sqs-webhook-relay:importedQueueProtection',
-      message: `The construct cannot see whether the imported ${imported.join(' and ')} ${imported.length > 1 ? 'are' : 'is'} encrypted at rest and refuse${imported.length > 1 ? '' : 's'} requests without TLS, as the queues it creates do. Check (aws sqs get-queue-attributes --attribute-names SqsManagedSseEnabled KmsMasterKeyId Policy): SSE-SQS or KMS, and a policy denying aws:SecureTransport false; then acknowledge this warning.`,
+      message: `The construct cannot see whether the imported ${imported.join(' and ')} ${imported.length > 1 ? 'are' : 'is'} encrypted at rest and refuse${imported.length > 1 ? '' : 's'} requests without TLS, as the queues it creates do${dlqImported ? ', nor how long the deadLetterQueue keeps a dead letter' : ''}. Check (aws sqs get-queue-attributes --attribute-names ${attributes.join(' ')}): ${wanted.slice(0, -1).join(', ')}, and ${wanted.at(-1)}; then acknowledge this warning.`,
     });
   }
   return warnings;

@@ -525,6 +525,25 @@ describe('WebhookRelay on an existing queue: its protection is checked', () => {
     expect(warnings[0]?.text).toContain('the imported queue (orders) and deadLetterQueue (orders-dlq) are encrypted at rest and refuse');
     expect(warnings[0]?.text).toContain('aws sqs get-queue-attributes');
   });
+
+  it("an imported DLQ: the same warning asks for its retention, 14 days, which the dead-letter age alarm counts on; a DLQ of the app's is checked instead", () => {
+    const importedDlq = protection((stack) => ({
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:111122223333:orders'),
+      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'D', 'arn:aws:sqs:eu-west-1:111122223333:orders-dlq'),
+    }));
+    expect(importedDlq.map((warning) => warning.id)).toEqual(['sqs-webhook-relay:importedQueueProtection']);
+    expect(importedDlq[0]?.text).toContain('nor how long the deadLetterQueue keeps a dead letter');
+    expect(importedDlq[0]?.text).toContain('--attribute-names SqsManagedSseEnabled KmsMasterKeyId Policy MessageRetentionPeriod)');
+    expect(importedDlq[0]?.text).toContain(
+      'a MessageRetentionPeriod of 1209600 (14 days) on the deadLetterQueue, which the dlq-oldest-message-age alarm counts on',
+    );
+    const ownDlq = protection((stack) => ({
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:111122223333:orders'),
+      deadLetterQueue: new sqs.Queue(stack, 'D', { enforceSSL: true, retentionPeriod: Duration.days(14) }),
+    }));
+    expect(ownDlq.map((warning) => warning.id)).toEqual(['sqs-webhook-relay:importedQueueProtection']);
+    expect(ownDlq[0]?.text).not.toContain('MessageRetentionPeriod');
+  });
 });
 
 describe('WebhookRelay secrets: the value, nothing more', () => {
