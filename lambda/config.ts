@@ -229,19 +229,9 @@ function breakerSettings(env: Env): BreakerSettings {
   return { threshold: setting(env, 'OUTAGE_THRESHOLD'), probeIntervalSeconds, maxHoldSeconds };
 }
 
-/** The shortest retry window but 0 (off), seconds: the construct's bound too. */
-const MIN_RETRY_WINDOW_SECONDS = 60;
-
-/** `RETRY_WINDOW_HOURS` in whole seconds (0: off), from 1 minute to the registry's longest. */
+/** `RETRY_WINDOW_HOURS` in whole seconds (0: off); its kind refused anything between 0 and 1 minute as typed. */
 function retryWindowSeconds(env: Env): number {
-  const hours = setting(env, 'RETRY_WINDOW_HOURS');
-  const seconds = Math.round(hours * 3600);
-  // A sliver of an hour must not round to 0, switching the window off unasked, nor give up before the first retry.
-  if (hours > 0 && seconds < MIN_RETRY_WINDOW_SECONDS) {
-    const expected = `0 (off) or a number of hours from 0.0167 (1 minute) to ${FUNCTION_SETTINGS.RETRY_WINDOW_HOURS.max}`;
-    throw new ConfigError('RETRY_WINDOW_HOURS', expected, read(env, 'RETRY_WINDOW_HOURS'));
-  }
-  return seconds;
+  return Math.round(setting(env, 'RETRY_WINDOW_HOURS') * 3600);
 }
 
 /**

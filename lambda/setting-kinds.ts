@@ -5,9 +5,11 @@
  * command line alike. A parser returns the value, or a {@link Refusal} saying what was expected;
  * each caller words the error in its own voice (a `ConfigError` for a variable, a `ContextError`
  * for a `-c` key, a `WebhookRelayConfigError` for a prop). Import-free but for the registry's
- * types, so the function's bundle, the CDK app and the daemon all load it.
+ * types and `duration-text.ts` (itself import-free), so the function's bundle, the CDK app and
+ * the daemon all load it.
  */
-import type { Setting } from './settings';
+import { durationText } from './duration-text';
+import type { Setting, SettingUnit } from './settings';
 
 /** A value refused: what it must be instead, the words that follow "must be" in every caller's message. */
 export class Refusal {
@@ -48,12 +50,38 @@ export function wholeNumber(raw: unknown, min?: number, max?: number): number | 
   return new Refusal(min === undefined || max === undefined ? 'a whole number' : `a whole number from ${min} to ${max}`);
 }
 
-/** Digits with an optional decimal part (`0.5`; no exponent, no sign), or a number, within bounds. */
-export function decimalNumber(raw: unknown, min: number, max: number): number | Refusal {
+/** The least value but 0 of a decimal setting that 0 switches off, and how a refusal words it (`0.0167 (1 minute)`). */
+export interface LeastAboveZero {
+  readonly value: number;
+  readonly text: string;
+}
+
+/**
+ * Digits with an optional decimal part (`0.5`; no exponent, no sign), or a number, within bounds;
+ * with `aboveZero`, 0 (off) or from its value, never anything between.
+ */
+export function decimalNumber(raw: unknown, min: number, max: number, aboveZero?: LeastAboveZero): number | Refusal {
   const value =
     typeof raw === 'number' ? raw : typeof raw === 'string' && /^[0-9]+(\.[0-9]+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-  if (Number.isFinite(value) && value >= min && value <= max) return value;
-  return new Refusal(`a number from ${min} to ${max} (decimals allowed, e.g. 0.5)`);
+  const inGap = aboveZero !== undefined && value > 0 && value < aboveZero.value;
+  if (Number.isFinite(value) && value >= min && value <= max && !inGap) return value;
+  const range = aboveZero === undefined ? `a number from ${min}` : `0 (off) or a number from ${aboveZero.text}`;
+  return new Refusal(`${range} to ${max} (decimals allowed, e.g. 0.5)`);
+}
+
+/** Seconds in each time unit, to word a bound as a duration too. */
+const UNIT_SECONDS: Readonly<Partial<Record<SettingUnit, number>>> = { ms: 0.001, seconds: 1, minutes: 60, hours: 3_600, days: 86_400 };
+
+/**
+ * A setting's {@link Setting.minAboveZero} as a refusal states it: rounded up to four decimals, so
+ * the number shown is itself accepted, and as a duration for a time unit (`0.0167 (1 minute)`).
+ */
+export function leastAboveZero(setting: Setting): LeastAboveZero | undefined {
+  const value = setting.minAboveZero;
+  if (value === undefined) return undefined;
+  const unitSeconds = setting.unit === undefined ? undefined : UNIT_SECONDS[setting.unit];
+  const shown = Math.ceil(value * 10_000) / 10_000;
+  return { value, text: unitSeconds === undefined ? String(shown) : `${shown} (${durationText(value * unitSeconds)})` };
 }
 
 /** The words a variable may say true or false with, as shells and container platforms write them. */
@@ -101,7 +129,7 @@ export function settingValue(setting: Setting, raw: unknown, source: ValueSource
     case 'integer':
       return wholeNumber(raw, setting.min, setting.max);
     case 'decimal':
-      return decimalNumber(raw, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER);
+      return decimalNumber(raw, setting.min ?? 0, setting.max ?? Number.MAX_SAFE_INTEGER, leastAboveZero(setting));
     case 'boolean':
       return trueOrFalse(raw, source);
   }

@@ -63,6 +63,11 @@ export interface Setting {
   readonly max?: number;
   /** The prop's lower bound, seconds, where its `Duration` may be finer than `unit` (an hour of a setting in days). */
   readonly propMinSeconds?: number;
+  /**
+   * The least value but 0, in `unit`, where 0 switches the setting off: a value between is
+   * refused as it was typed, never rounded to 0 (off) or up to this.
+   */
+  readonly minAboveZero?: number;
   readonly choices?: readonly string[];
 }
 
@@ -193,6 +198,8 @@ export const FUNCTION_SETTINGS = group('function', {
     unit: 'hours',
     default: 24,
     min: 0,
+    // 1 minute: a shorter window would give up before a first retry.
+    minAboveZero: 1 / 60,
     // SQS's longest retention (14 days) less the window's margin at the default visibility timeout (12 hours + 180 s):
     // retry-window.ts's retryWindowMarginSeconds, as a literal (a test holds them together).
     max: 323.95,

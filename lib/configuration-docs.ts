@@ -2,6 +2,7 @@
  * The settings tables of docs/configuration.md, rendered from the registry (`lambda/settings.ts`)
  * and written between markers by `npx tsx bin/docs.ts`; a test fails when the file is stale.
  */
+import { leastAboveZero } from '../lambda/setting-kinds';
 import { type Setting, SETTING_DOCS, SETTINGS, type SettingName, type SettingScope } from '../lambda/settings';
 
 /** The markers around each generated table. */
@@ -13,7 +14,13 @@ const code = (value: string): string => `\`${value}\``;
 
 function typeOf(setting: Setting): string {
   const unit = setting.unit === undefined ? '' : `, ${setting.unit}`;
-  const range = setting.min === undefined || setting.max === undefined ? '' : `, ${setting.min}–${setting.max}`;
+  const above = leastAboveZero(setting);
+  const range =
+    setting.min === undefined || setting.max === undefined
+      ? ''
+      : above === undefined
+        ? `, ${setting.min}–${setting.max}`
+        : `, 0 (off) or ${above.text} to ${setting.max}`;
   switch (setting.kind) {
     case 'integer':
       return `whole number${unit}${range}`;

@@ -147,12 +147,12 @@ export function resolveQueues(
 }
 
 /**
- * The retry window in whole seconds, 1 minute to the registry's longest (13 days 11 hours 57 minutes), or 0 (off).
+ * The retry window in whole seconds, within the registry's bounds (1 minute to 13 days 11 hours 57 minutes), or 0 (off).
  * @param zeroMeansOff an existing queue's window may be 0, leaving its own count to decide; a
  *   created queue's is switched off by `maxReceiveCount` instead, and 0 is refused
  */
 function retryWindowOf(window: Duration, zeroMeansOff: boolean): number {
-  const { max } = SETTINGS.RETRY_WINDOW_HOURS;
+  const { max, minAboveZero } = SETTINGS.RETRY_WINDOW_HOURS;
   if (window.toMilliseconds({ integral: false }) === 0) {
     check(
       zeroMeansOff,
@@ -161,13 +161,13 @@ function retryWindowOf(window: Duration, zeroMeansOff: boolean): number {
     );
     return 0;
   }
-  const longest = Math.round(max * 3600);
+  const [least, longest] = [Math.round(minAboveZero * 3600), Math.round(max * 3600)];
   // Whole seconds first (any amount); then the bounds, the longest to the minute (Duration's own text rounds it away).
   const result = seconds(window, 'retryWindow', Duration.seconds(0), Duration.seconds(Number.MAX_SAFE_INTEGER));
   check(
-    result >= 60 && result <= longest,
+    result >= least && result <= longest,
     'retryWindow',
-    `must be from 1 minute to ${durationText(longest)} (${max} hours); got ${window.toHumanString()}`,
+    `must be from ${durationText(least)} to ${durationText(longest)} (${max} hours); got ${window.toHumanString()}`,
   );
   return result;
 }

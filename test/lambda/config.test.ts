@@ -215,14 +215,16 @@ describe('a bad value names its variable', () => {
     expect(load({ CONCURRENT_INVOCATIONS: '5' }).pacing.sharedBy).toBe(5);
   });
 
-  test('RETRY_WINDOW_HOURS: 0 (off) or from 1 minute, as the construct takes it; less never rounds to off', () => {
+  test('RETRY_WINDOW_HOURS: 0 (off) or from 1 minute, the documented 0.0167 included; less is refused as typed, never rounded', () => {
     expect(load({ RETRY_WINDOW_HOURS: '0' }).retryWindowSeconds).toBe(0);
     expect(load({ RETRY_WINDOW_HOURS: '0.016667' }).retryWindowSeconds).toBe(60);
-    for (const raw of ['0.0001', '0.001', '0.016']) {
+    expect(load({ RETRY_WINDOW_HOURS: '0.0167' }).retryWindowSeconds).toBe(60);
+    // 0.0166 hours is 59.76 s, which rounds to the minute it is short of.
+    for (const raw of ['0.0001', '0.001', '0.016', '0.0166']) {
       const error = configErrorOf(() => load({ RETRY_WINDOW_HOURS: raw }));
       expect(error.variable).toBe('RETRY_WINDOW_HOURS');
       expect(error.message).toBe(
-        `Invalid configuration: RETRY_WINDOW_HOURS must be 0 (off) or a number of hours from 0.0167 (1 minute) to 323.95; got "${raw}"`,
+        `Invalid configuration: RETRY_WINDOW_HOURS must be 0 (off) or a number from 0.0167 (1 minute) to 323.95 (decimals allowed, e.g. 0.5); got "${raw}"`,
       );
     }
   });

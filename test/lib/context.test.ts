@@ -191,6 +191,11 @@ describe('context keys', () => {
     expect(stackName).toBe(DEFAULT_STACK_NAME);
   });
 
+  it('retryWindowHours takes its documented lower bound, 0.0167: a window of 1 minute', () => {
+    const stack = buildApp(testApp({ webhookUrl: 'https://hooks.example.com/x', retryWindowHours: '0.0167' }));
+    expect(stack.relay.retryWindow?.toSeconds()).toBe(60);
+  });
+
   it('values the construct rejects name the key, not the prop', () => {
     expect(() => synth({ webhookUrl: 'http://hooks.example.com/x' })).toThrow(
       /^Context webhookUrl \(-c webhookUrl=…\) must be https:\/\/ \(plain http only with allowInsecureHttp, -c allowInsecureHttp=true\)/,
@@ -255,15 +260,22 @@ describe('context keys', () => {
       'outageToleranceHours',
       /^Context outageToleranceHours \(-c outageToleranceHours=…\) was replaced by retryWindowHours: /,
     ],
-    [{ retryWindowHours: '400' }, 'retryWindowHours', /must be a number from 0 to 323.95 \(decimals allowed, e.g. 0.5\); got "400"/],
+    [
+      { retryWindowHours: '400' },
+      'retryWindowHours',
+      /must be 0 \(off\) or a number from 0.0167 \(1 minute\) to 323.95 \(decimals allowed, e.g. 0.5\); got "400"/,
+    ],
     [{ retryWindowHours: '1e2' }, 'retryWindowHours', /decimals allowed/],
     [{ retryWindowHours: '-1' }, 'retryWindowHours', /decimals allowed/],
     [{ retryWindowHours: '0' }, 'retryWindowHours', /cannot be 0: .*leave retryWindowHours unset and set maxReceiveCount/],
-    [
-      { retryWindowHours: '0.001' },
+    // Under the documented bound, as typed: never rounded to 0 ("cannot be 0") or up to 1 minute.
+    ...['0.0001', '0.001', '0.0166'].map((hours): [Record<string, string>, string, RegExp] => [
+      { retryWindowHours: hours },
       'retryWindowHours',
-      /must be from 1 minute to 13 days 11 hours 57 minutes \(323.95 hours\); got 4 seconds/,
-    ],
+      new RegExp(
+        `must be 0 \\(off\\) or a number from 0\\.0167 \\(1 minute\\) to 323\\.95 \\(decimals allowed, e\\.g\\. 0\\.5\\); got "${hours}"$`,
+      ),
+    ]),
     [
       { retryWindowHours: '24', maxReceiveCount: '10' },
       'retryWindowHours',
