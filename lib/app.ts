@@ -5,6 +5,7 @@
 import { type App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { contextErrorFor, stackFromContext } from './context';
+import { PROPS_FROM_CONTEXT } from './webhook-relay/defaults';
 import { WebhookRelayConfigError } from './webhook-relay/props';
 import { WebhookRelayStack } from './webhook-relay-stack';
 
@@ -14,6 +15,8 @@ import { WebhookRelayStack } from './webhook-relay-stack';
  */
 export function buildApp(app: App): WebhookRelayStack {
   const { stackName, props } = stackFromContext((key) => app.node.tryGetContext(key), Object.keys(app.node.getAllContext()));
+  // Every prop here came from a context key: the construct's warnings name the key the operator typed.
+  app.node.setContext(PROPS_FROM_CONTEXT, true);
   let stack: WebhookRelayStack;
   try {
     stack = new WebhookRelayStack(app, stackName, props);

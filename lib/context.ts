@@ -11,7 +11,7 @@ import { editDistance, nearestName, TYPO_DISTANCE } from '../lambda/nearest-name
 import { Refusal, type SettingValue, settingValue } from '../lambda/setting-kinds';
 import { type Setting, SETTING_DOCS, SETTING_LIST, type SettingName, SETTINGS } from '../lambda/settings';
 import { FIFO_SUFFIX, isQueueArn } from '../lambda/sqs-util';
-import { type Entry, toPropValue } from './webhook-relay/defaults';
+import { type Entry, inContextKeys, KEY_OF_PROP, toPropValue } from './webhook-relay/defaults';
 import type { WebhookRelayConfigError } from './webhook-relay/props';
 import type { WebhookRelayStackProps } from './webhook-relay-stack';
 
@@ -94,11 +94,6 @@ function arn(key: keyof typeof ARN_EXAMPLES, value: string | undefined): string 
   return value;
 }
 
-/** Each construct prop the context sets, and the key that sets it (where the names differ). */
-const KEY_OF_PROP: Readonly<Record<string, ContextKeyName>> = Object.fromEntries(
-  SETTING_LIST.filter((s) => s.context !== undefined && s.prop !== undefined && s.prop !== s.context).map((s) => [s.prop, s.context]),
-) as Record<string, ContextKeyName>;
-
 /**
  * Keys the app read once and no longer does, with what took their place: a leftover in a command
  * line or cdk.json fails synth rather than being ignored (the app ignores keys it does not know).
@@ -150,15 +145,7 @@ const READ_BY_HAND: ReadonlySet<string> = new Set(['stackName', ...Object.keys(A
  */
 export function contextErrorFor(error: WebhookRelayConfigError): ContextError {
   const key = KEY_OF_PROP[error.prop] ?? error.prop;
-  let text = error.message.slice(`WebhookRelay: ${error.prop} `.length);
-  for (const [prop, propKey] of Object.entries(KEY_OF_PROP)) {
-    // Props named in the text as identifiers only: "6 × timeout + …", "shorter than timeout (30 s)",
-    // never the words of a sentence ("the function timeout", "a visibility timeout").
-    if (prop === 'name' || prop === 'queue') continue; // plain words in messages
-    const pattern = prop === 'timeout' ? /(?<!(function|visibility) )\btimeout\b(?= \(| \+)/g : new RegExp(`\\b${prop}\\b`, 'g');
-    text = text.replace(pattern, propKey);
-  }
-  return new ContextError(key, text);
+  return new ContextError(key, inContextKeys(error.message.slice(`WebhookRelay: ${error.prop} `.length)));
 }
 
 /** The keys that list ids, each id's pattern, and an example for the message. */

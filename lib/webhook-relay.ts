@@ -22,6 +22,7 @@ import { Construct } from 'constructs';
 import { functionCode, HANDLER_MODULE } from './bundle';
 import { createAlarms, type RelayAlarms } from './webhook-relay/alarms';
 import { createDashboard } from './webhook-relay/dashboard';
+import { inContextKeys, PROPS_FROM_CONTEXT } from './webhook-relay/defaults';
 import { functionEnvironment } from './webhook-relay/environment';
 import { RelayMetricFactory } from './webhook-relay/metrics';
 import type { WebhookRelayProps } from './webhook-relay/props';
@@ -70,7 +71,9 @@ export class WebhookRelay extends Construct {
     super(scope, id);
     // Every check and derived value, before anything is created.
     const resolved = resolveSettings(props, `${Stack.of(this).stackName}-${id}`);
-    for (const warning of resolved.warnings) Annotations.of(this).addWarningV2(warning.id, warning.message);
+    // Warnings name the props, or the -c keys when the app set every prop from one (this repository's app).
+    const worded = this.node.tryGetContext(PROPS_FROM_CONTEXT) === true ? inContextKeys : (message: string) => message;
+    for (const warning of resolved.warnings) Annotations.of(this).addWarningV2(warning.id, worded(warning.message));
     this.name = resolved.name;
     this.serviceName = resolved.serviceName;
     this.maxReceiveCount = resolved.maxReceiveCount;

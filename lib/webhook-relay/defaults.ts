@@ -57,6 +57,33 @@ export const PROP_OF_VARIABLE: Readonly<Record<string, string>> = Object.fromEnt
   SETTING_LIST.filter((s) => s.variable !== undefined && s.prop !== undefined).map((s) => [s.variable, s.prop]),
 );
 
+/** Each construct prop a context key sets, and that key (where the names differ: `timeout`, `timeoutSeconds`). */
+export const KEY_OF_PROP: Readonly<Record<string, string>> = Object.fromEntries(
+  SETTING_LIST.filter((s) => s.context !== undefined && s.prop !== undefined && s.prop !== s.context).map((s) => [s.prop, s.context]),
+);
+
+/**
+ * A message of the construct as an operator who set the props by `-c` keys reads it: each prop
+ * named as its key (`shorten retryWindowHours`, not `retryWindow`).
+ */
+export function inContextKeys(message: string): string {
+  let text = message;
+  for (const [prop, key] of Object.entries(KEY_OF_PROP)) {
+    // Props named in the text as identifiers only: "6 × timeout + …", "shorter than timeout (30 s)",
+    // never the words of a sentence ("the function timeout", "a visibility timeout").
+    if (prop === 'name' || prop === 'queue') continue; // plain words in messages
+    const pattern = prop === 'timeout' ? /(?<!(function|visibility) )\btimeout\b(?= \(| \+)/g : new RegExp(`\\b${prop}\\b`, 'g');
+    text = text.replace(pattern, key);
+  }
+  return text;
+}
+
+/**
+ * The context value an app sets (`true`) when every prop it gives comes from a `-c` key, as this
+ * repository's app does: the construct's warnings then name those keys ({@link inContextKeys}).
+ */
+export const PROPS_FROM_CONTEXT = 'sqs-webhook-relay:propsFromContext';
+
 /** The dead-letter queue's retention: the SQS maximum, so a message outlives any main-queue retention. */
 export const DLQ_RETENTION = Duration.days(MAX_RETENTION_DAYS);
 

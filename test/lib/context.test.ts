@@ -313,6 +313,22 @@ describe('context keys', () => {
     expect(text).not.toContain('WebhookRelay:');
   });
 
+  it("the construct's warnings name the keys typed, not the props they set", () => {
+    const warningsOf = (stack: Stack): string[] =>
+      Annotations.fromStack(stack)
+        .findWarning('*', Match.anyValue())
+        .map((warning) => String(warning.entry.data));
+    const backstop = warningsOf(synth({ ...WEBHOOK, ...QUEUE, retryWindowHours: '100' }).stack).find((text) =>
+      text.includes('backstopBelowWindow'),
+    );
+    expect(backstop).toContain("Raise the redrive policy's maxReceiveCount to 1000, shorten retryWindowHours, or set it to 0");
+    const cut = warningsOf(synth({ ...WEBHOOK, timeoutSeconds: '5', requestTimeoutMs: '10000' }).stack).find((text) =>
+      text.includes('requestTimeoutCut'),
+    );
+    expect(cut).toMatch(/^requestTimeoutMs \(10 seconds\) plus deadlineMarginMs exceeds the function timeout \(5 seconds\)/);
+    for (const text of [backstop, cut]) expect(text).not.toMatch(/\b(retryWindow|requestTimeout|deadlineMargin)\b/);
+  });
+
   it('a webhook URL is named without its query string or credentials', () => {
     expect(() => synth({ webhookUrl: 'http://hooks.example.com/x?token=abc123' })).toThrow(/got "http:\/\/hooks\.example\.com\/x\?…"/);
     expect(() => synth({ webhookUrl: 'ftp://user:hunter2@hooks.example.com/x' })).toThrow(/got "ftp:\/\/…@hooks\.example\.com\/x"/);

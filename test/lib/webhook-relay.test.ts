@@ -1081,6 +1081,11 @@ describe('WebhookRelay outages', () => {
         'after 5 receives, fewer than the 483 a retry window of 24 hours takes at a visibility timeout of 180 s: the window may end at the backstop first',
       ),
     );
+    // In an app of one's own, the props by their names.
+    Annotations.fromStack(small.stack).hasWarning(
+      '/Test/Relay',
+      Match.stringLikeRegexp('Raise .* to 483, shorten retryWindow, or set it to 0'),
+    );
     Annotations.fromStack(existing(483).stack).hasNoWarning('*', Match.anyValue());
   });
 
