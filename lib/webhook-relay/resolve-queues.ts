@@ -126,10 +126,13 @@ export function resolveQueues(
       'retryWindow',
       `(${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it) is longer than SQS keeps a message (${MAX_RETENTION_DAYS} days): at most ${durationText(longest, 'hours')} (${Number((longest / 3600).toFixed(2))} hours) with a visibility timeout of ${visibility} s`,
     );
+    const needed = retryWindow + margin;
+    // In whole days first: -c retentionPeriodDays takes nothing finer.
+    const neededDays = Math.ceil(needed / 86_400) * 86_400;
     check(
-      retentionSeconds >= retryWindow + margin,
+      retentionSeconds >= needed,
       'retentionPeriod',
-      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(retryWindow + margin)} (up to ${MAX_RETENTION_DAYS} days) or shorten retryWindow`,
+      `(${durationText(retentionSeconds)}) is shorter than retryWindow (${durationText(retryWindow, 'hours')}) plus its margin of ${durationText(margin)} (a last Retry-After may park a message for SQS's longest ${durationText(MAX_VISIBILITY_SECONDS)}, then one visibility timeout for the attempt that gives up on it): messages could expire before they are dead-lettered. Raise retentionPeriod to at least ${durationText(neededDays)} (the whole days covering ${durationText(needed)}; up to ${MAX_RETENTION_DAYS} days) or shorten retryWindow`,
     );
   } else {
     const span = countedRetrySpanSeconds(props, maxReceiveCount, visibility, breaker);

@@ -284,7 +284,13 @@ describe('context keys', () => {
     [
       { retryWindowHours: '90' },
       'retentionPeriodDays',
-      /\(4 days\) is shorter than retryWindowHours \(90 hours\) plus its margin of 12 hours 3 minutes .*Raise retentionPeriodDays to at least 4 days 6 hours 3 minutes/,
+      /\(4 days\) is shorter than retryWindowHours \(90 hours\) plus its margin of 12 hours 3 minutes .*Raise retentionPeriodDays to at least 5 days \(/,
+    ],
+    // A key in whole days is asked for whole days.
+    [
+      { retentionPeriodDays: '1' },
+      'retentionPeriodDays',
+      /\(1 day\) is shorter than retryWindowHours \(24 hours\) .*Raise retentionPeriodDays to at least 2 days \(the whole days covering 1 day 12 hours 3 minutes; up to 14 days\) or shorten retryWindowHours$/,
     ],
     [{ maxRequestsPerSecond: '1.5' }, 'maxRequestsPerSecond', /must be a whole number from 0 to 1000000/],
     [{ breakerOpenAlarmMinutes: '0' }, 'breakerOpenAlarmMinutes', /from 1 to 1440/],

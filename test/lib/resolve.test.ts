@@ -109,7 +109,9 @@ describe('resolveSettings', () => {
     expect(error.message).toContain(
       'is shorter than retryWindow (24 hours) plus its margin of 12 hours 3 minutes (a last Retry-After may park a message',
     );
-    expect(error.message).toContain('Raise retentionPeriod to at least 1 day 12 hours 3 minutes (up to 14 days) or shorten retryWindow');
+    expect(error.message).toContain(
+      'Raise retentionPeriod to at least 2 days (the whole days covering 1 day 12 hours 3 minutes; up to 14 days) or shorten retryWindow',
+    );
     expect(24 * 3600 + retryWindowMarginSeconds(180)).toBe(36 * 3600 + 180);
   });
 

@@ -1028,7 +1028,7 @@ describe('WebhookRelay outages', () => {
     [
       'a retention shorter than the window plus its margin',
       { retryWindow: Duration.hours(90) },
-      /^WebhookRelay: retentionPeriod \(4 days\) is shorter than retryWindow \(90 hours\) plus its margin of 12 hours 3 minutes .* Raise retentionPeriod to at least 4 days 6 hours 3 minutes \(up to 14 days\) or shorten retryWindow$/,
+      /^WebhookRelay: retentionPeriod \(4 days\) is shorter than retryWindow \(90 hours\) plus its margin of 12 hours 3 minutes .* Raise retentionPeriod to at least 5 days \(the whole days covering 4 days 6 hours 3 minutes; up to 14 days\) or shorten retryWindow$/,
     ],
     [
       'with maxReceiveCount, a retention shorter than its receives can take',
