@@ -25,7 +25,7 @@ import { createDashboard } from './webhook-relay/dashboard';
 import { inContextKeys, PROPS_FROM_CONTEXT } from './webhook-relay/defaults';
 import { functionEnvironment } from './webhook-relay/environment';
 import { RelayMetricFactory } from './webhook-relay/metrics';
-import type { WebhookRelayProps } from './webhook-relay/props';
+import { type WebhookRelayProps, WebhookRelayConfigError } from './webhook-relay/props';
 import { createQueries, type RelayQueries } from './webhook-relay/queries';
 import { relayQueues } from './webhook-relay/queues';
 import { resolveSettings } from './webhook-relay/resolve';
@@ -66,6 +66,8 @@ export class WebhookRelay extends Construct {
   readonly maxReceiveCount: number;
   /** How long a message's failures may go on before it is dead-lettered; `undefined` when `maxReceiveCount` decides instead. */
   readonly retryWindow: Duration | undefined;
+  /** The queue and DLQ names it creates, when `queueName` gives them (SQS's names are the account's, per region). */
+  private readonly createdQueueNames: readonly string[];
 
   constructor(scope: Construct, id: string, props: WebhookRelayProps) {
     super(scope, id);
@@ -75,6 +77,9 @@ export class WebhookRelay extends Construct {
     const worded = this.node.tryGetContext(PROPS_FROM_CONTEXT) === true ? inContextKeys : (message: string) => message;
     for (const warning of resolved.warnings) Annotations.of(this).addWarningV2(warning.id, worded(warning.message));
     this.name = resolved.name;
+    const { queues } = resolved;
+    this.createdQueueNames = queues.kind === 'create' && queues.names !== undefined ? [queues.names.queue, queues.names.dlq] : [];
+    this.refuseNamesTaken();
     this.serviceName = resolved.serviceName;
     this.maxReceiveCount = resolved.maxReceiveCount;
     this.retryWindow = resolved.retryWindowSeconds > 0 ? Duration.seconds(resolved.retryWindowSeconds) : undefined;
@@ -159,6 +164,29 @@ export class WebhookRelay extends Construct {
     this.queries = createQueries(this, this.name, this.logGroup);
     this.alarms = createAlarms(this, this, metrics, this.alarmTopic, resolved);
     this.dashboard = createDashboard(this, this, metrics, this.alarms, resolved);
+  }
+
+  /**
+   * A relay of the same stack with this `name` (its alarms, dashboard and queries) or a queue name
+   * of this one would synthesize, then fail at deploy: those names are unique in an account and
+   * region. Refused here, naming the prop and the other relay.
+   * @throws {WebhookRelayConfigError}
+   */
+  private refuseNamesTaken(): void {
+    for (const other of Stack.of(this).node.findAll()) {
+      if (!(other instanceof WebhookRelay) || other === this) continue;
+      if (other.name === this.name)
+        throw new WebhookRelayConfigError(
+          'name',
+          `${JSON.stringify(this.name)} is already the name of the WebhookRelay at ${other.node.path} in this stack: its alarms, dashboard and queries would take the same names, which a deploy refuses; give each relay its own name`,
+        );
+      const taken = this.createdQueueNames.find((queueName) => other.createdQueueNames.includes(queueName));
+      if (taken !== undefined)
+        throw new WebhookRelayConfigError(
+          'queueName',
+          `gives a queue the name ${taken}, which the WebhookRelay at ${other.node.path} in this stack creates too; a deploy would refuse the second: give each relay its own queueName`,
+        );
+    }
   }
 
   /**

@@ -546,6 +546,58 @@ describe('WebhookRelay on an existing queue: its protection is checked', () => {
   });
 });
 
+describe('WebhookRelay: two in one stack', () => {
+  /** Two relays in one stack, the second's error if it is refused. */
+  function twoRelays(first: Partial<WebhookRelayProps>, second: Partial<WebhookRelayProps>): Error | undefined {
+    const stack = new Stack(testApp(), 'Test');
+    new WebhookRelay(stack, 'Orders', { webhookUrl: URL_, ...first });
+    try {
+      new WebhookRelay(stack, 'Invoices', { webhookUrl: URL_, ...second });
+    } catch (error) {
+      return error as Error;
+    }
+    Template.fromStack(stack);
+    return undefined;
+  }
+
+  it('each with its own name and queue names: both synthesize', () => {
+    expect(twoRelays({}, {})).toBeUndefined();
+    expect(twoRelays({ name: 'orders', queueName: 'orders' }, { name: 'invoices', queueName: 'invoices' })).toBeUndefined();
+  });
+
+  it.each<[string, Partial<WebhookRelayProps>, Partial<WebhookRelayProps>, string]>([
+    [
+      'the same name',
+      { name: 'orders' },
+      { name: 'orders' },
+      'WebhookRelay: name "orders" is already the name of the WebhookRelay at Test/Orders in this stack: its alarms, dashboard and queries would take the same names, which a deploy refuses; give each relay its own name',
+    ],
+    [
+      'a name the other has by default',
+      {},
+      { name: 'Test-Orders' },
+      'WebhookRelay: name "Test-Orders" is already the name of the WebhookRelay at Test/Orders in this stack',
+    ],
+    [
+      'the same queueName',
+      { name: 'orders', queueName: 'orders' },
+      { name: 'invoices', queueName: 'orders' },
+      'WebhookRelay: queueName gives a queue the name orders, which the WebhookRelay at Test/Orders in this stack creates too; a deploy would refuse the second: give each relay its own queueName',
+    ],
+    [
+      "a queueName that is the other's DLQ",
+      { name: 'orders', queueName: 'orders' },
+      { name: 'invoices', queueName: 'orders-dlq' },
+      'WebhookRelay: queueName gives a queue the name orders-dlq, which the WebhookRelay at Test/Orders in this stack creates too',
+    ],
+  ])('%s: refused at synth in one line naming the prop and the other relay', (_, first, second, message) => {
+    const error = twoRelays(first, second);
+    expect(error).toBeInstanceOf(WebhookRelayConfigError);
+    expect(error?.message.startsWith(message)).toBe(true);
+    expect(error?.message).not.toContain('\n');
+  });
+});
+
 describe('WebhookRelay secrets: the value, nothing more', () => {
   it('a secret by partial ARN, with a KMS key: GetSecretValue on the ARN and its suffix, and decrypt through Secrets Manager only', () => {
     const { template } = relay({}, (stack) => ({
