@@ -54,6 +54,11 @@ export function networkErrorCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** Whether `error` is the AWS SDK's for a call given up by its abort signal: the endpoint took the request and never answered. */
+export function givenUp(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
 /**
  * Explains an SQS call that failed during start-up.
  * @param action what was being done ("reading the queue's attributes")
@@ -65,8 +70,7 @@ export function sqsStartupError(error: unknown, action: string, endpointOrUrl: s
   if (code !== undefined)
     return new StartupError(`cannot reach SQS at ${where} (${code}) while ${action}; is the endpoint right and running?`, { cause: error });
   const name = error instanceof Error ? error.name : '';
-  // The SDK's error for a call given up by its abort signal: the endpoint took the request and never answered.
-  if (name === 'AbortError' || name === 'TimeoutError')
+  if (givenUp(error))
     return new StartupError(`no answer from SQS at ${where} while ${action}; is the endpoint right and running?`, { cause: error });
   const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
   if (name === 'CredentialsProviderError' || /credential/i.test(message)) {

@@ -14,7 +14,7 @@ import { withAnswerTimeout } from '../answer-timeout';
 import { shellQuote } from '../banner';
 import { type CommandIo, type ExitStatus, optionNumber, parseCommandLine } from '../command-io';
 import { AWS_OPTION_SPECS, checkQueueUrl, commandQueueUrl, commandSqsClient, queueNameOfUrl } from '../command-queue';
-import { sqsStartupError, StartupError, UsageError } from '../errors';
+import { givenUp, sqsStartupError, StartupError, UsageError } from '../errors';
 import { keepProtoNamedAttributes } from '../event-source';
 import { describeExistingQueue, STARTUP_CALL_TIMEOUT_MS } from '../existing-queue';
 import { subcommandPrefix } from '../invocation';
@@ -231,9 +231,16 @@ async function signingKeysFor(
   if (secretArn !== undefined) {
     const secrets = new SecretsManagerClient({ region: await sqs.config.region(), ...(profile === undefined ? {} : { profile }) });
     try {
-      text = (await secrets.send(new GetSecretValueCommand({ SecretId: secretArn }))).SecretString;
+      // Bounded as the SQS look-ups are: the SDK would wait for ever on an endpoint that takes the call and never answers.
+      const output = await withAnswerTimeout(STARTUP_CALL_TIMEOUT_MS, (abortSignal) =>
+        secrets.send(new GetSecretValueCommand({ SecretId: secretArn }), { abortSignal }),
+      );
+      text = output.SecretString;
     } catch (error) {
-      throw new StartupError(`${name}: the signing secret ${secretArn} could not be read: ${errorText(error)}`);
+      const why = givenUp(error)
+        ? `no answer from Secrets Manager in ${STARTUP_CALL_TIMEOUT_MS / 1000} s; is its endpoint right and running?`
+        : errorText(error);
+      throw new StartupError(`${name}: the signing secret ${secretArn} could not be read: ${why}`);
     } finally {
       secrets.destroy();
     }

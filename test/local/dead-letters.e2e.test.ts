@@ -21,7 +21,7 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import type { CommandIo, ExitStatus } from '../../local/command-io';
@@ -36,6 +36,7 @@ import { startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook } from '../../testkit/webhook';
 import { emulatorForTest } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
+import { startSilentEndpoint } from '../support/silent-endpoint';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -411,6 +412,31 @@ describe.concurrent('replay', () => {
     expect(both.status).not.toBe(0);
     expect(both.err).toMatch(/SIGNING_SECRET_ARN must be unset when SIGNING_SECRET is set \(give the secret one way\)/);
     expect(both.err.trim().split('\n')).toHaveLength(1);
+    expect(emulator.counts(emulator.dlq)).toEqual({ ready: 2, inflight: 0, delayed: 0 });
+    expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
+  });
+
+  test('--signing-secret-arn, and Secrets Manager takes the call and never answers: one line and exit 1, nothing moved, not a replay hung for ever', {
+    timeout: 60_000,
+  }, async ({ onTestFinished }) => {
+    const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
+    await fillDeadLetterQueue(emulator, backstop(2));
+    const silent = await startSilentEndpoint();
+    onTestFinished(() => silent.close());
+    // The SDK takes Secrets Manager's endpoint and credentials from the process's environment, not the command's.
+    vi.stubEnv('AWS_ENDPOINT_URL_SECRETS_MANAGER', silent.endpoint);
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
+    onTestFinished(() => {
+      vi.unstubAllEnvs();
+    });
+    const arn = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-signing-AbCdEf';
+    const result = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--signing-secret-arn', arn]);
+    expect(result).toMatchObject({ status: 1, out: '' });
+    expect(result.err).toBe(
+      `sqs-webhook-relay dead-letters: --signing-secret-arn: the signing secret ${arn} could not be read: no answer from Secrets Manager in 10 s; is its endpoint right and running?\n`,
+    );
+    expect(silent.connections.count).toBeGreaterThan(0);
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 2, inflight: 0, delayed: 0 });
     expect(emulator.counts(emulator.queue)).toEqual({ ready: 0, inflight: 0, delayed: 0 });
   });
