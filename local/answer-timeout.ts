@@ -3,6 +3,20 @@
  * endpoint that takes a request and never answers must not stall a poller or a command for good.
  */
 
+/**
+ * How long past its own WaitTimeSeconds a ReceiveMessage may take before it is given up (an
+ * endpoint that stopped answering): the poller counts it as failed and retries it, a scan ends,
+ * and a stop is not held up.
+ */
+export const RECEIVE_ANSWER_SLACK_MS = 2_000;
+/** The longest a ChangeMessageVisibilityBatch that hands messages back may take (a stop, a scan's release). */
+export const RELEASE_TIMEOUT_MS = 5_000;
+/**
+ * The longest a DeleteMessageBatch may take: past it, the poller counts its records as not deleted
+ * (they come back after their visibility timeout) and goes on.
+ */
+export const DELETE_TIMEOUT_MS = 10_000;
+
 /** How late a timer may fire before it is taken for a frozen process rather than a slow answer. */
 const FROZEN_AFTER_MS = 1_000;
 

@@ -20,25 +20,13 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { MAX_MESSAGES_PER_RECEIVE, MAX_WAIT_TIME_SECONDS } from '../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
-import { withAnswerTimeout } from './answer-timeout';
+import { DELETE_TIMEOUT_MS, RECEIVE_ANSWER_SLACK_MS, RELEASE_TIMEOUT_MS, withAnswerTimeout } from './answer-timeout';
 import { sleep } from './sleep';
 
 /** Lambda's handler signature as the poller calls it. */
 // biome-ignore lint/suspicious/noConfusingVoidType: a Lambda handler may return nothing (every record succeeded), as Lambda's own type says
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
 
-/**
- * How long past its own WaitTimeSeconds a receive may take before it is given up (an endpoint
- * that stopped answering): it then counts as failed and is retried, and a stop is not held up.
- */
-export const RECEIVE_ANSWER_SLACK_MS = 2_000;
-/** The longest a stop waits for a ChangeMessageVisibilityBatch that hands messages back. */
-export const RELEASE_TIMEOUT_MS = 5_000;
-/**
- * The longest a DeleteMessageBatch of acknowledged records may take: past it they count as not
- * deleted (they come back after their visibility timeout) and the poller goes on.
- */
-export const DELETE_TIMEOUT_MS = 10_000;
 /** The pause after a failed receive doubles from the first to the last of these. */
 export const RECEIVE_RETRY_MS = { first: 1_000, max: 20_000 } as const;
 

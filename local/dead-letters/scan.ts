@@ -31,9 +31,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { MAX_BATCH_CALL_ENTRIES, MAX_VISIBILITY_SECONDS } from '../../lambda/aws-limits';
 import { batchEntryId, errorText, sendInBatches } from '../../lambda/sqs-util';
-import { withAnswerTimeout } from '../answer-timeout';
+import { DELETE_TIMEOUT_MS, RECEIVE_ANSWER_SLACK_MS, RELEASE_TIMEOUT_MS, withAnswerTimeout } from '../answer-timeout';
 import { RECEIVE_ALL_ATTRIBUTES } from '../event-source';
-import { DELETE_TIMEOUT_MS, RECEIVE_ANSWER_SLACK_MS, RELEASE_TIMEOUT_MS } from '../poller';
 
 /** How a scan reads. */
 export interface ScanOptions {

@@ -9,6 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { RECEIVE_ANSWER_SLACK_MS } from '../../local/answer-timeout';
 import { EMULATOR_CREDENTIALS } from '../../local/existing-queue';
 import { type EmbeddedSqs, startEmbeddedSqs } from '../../local/sandbox/emulator';
 import { startSqsProxy } from '../../testkit/sqs-proxy';
@@ -17,7 +18,6 @@ import {
   type EventSourceMappingOptions,
   type InvocationResult,
   interpretBatchResponse,
-  RECEIVE_ANSWER_SLACK_MS,
   type SqsHandler,
   startEventSourceMapping,
 } from '../../local/poller';
