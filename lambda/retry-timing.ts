@@ -34,6 +34,12 @@ export interface BackoffSettings {
 export const RECEIVE_TO_INVOKE_SLACK_SECONDS = 300;
 
 /**
+ * The least delay a refusal's `Retry-After` gives its record, seconds: the smallest visibility SQS can set above "at once".
+ * A `Retry-After: 0` (or a date in the past) would otherwise bring the message straight back, receive after receive.
+ */
+export const MIN_RETRY_AFTER_SECONDS = 1;
+
+/**
  * The default `BACKOFF_SCHEDULE`: 1 min, 10 min, 1 h, 10 h, 12 h. With the default
  * `maxReceiveCount` of 5 a message is retried for about a day (83,460 s) before the DLQ,
  * like the schedules webhook services publish.

@@ -3,7 +3,7 @@
  * what happened to it, the circuit breaker, the endpoint's hold and its retry window. Pure: the relay gathers the
  * circumstances and applies the result (visibility.ts, held-records.ts).
  *
- * - A failure comes back after its delay: the webhook's `Retry-After` (honoured), else the backoff policy's.
+ * - A failure comes back after its delay: the webhook's `Retry-After` (honoured, 1 s at least), else the backoff policy's.
  * - While the breaker is open, a record it held unsent, or whose own failure looked like an outage, comes back after
  *   the breaker's hold, and is remembered so that it can be released when the breaker closes. A record held in a
  *   batch during which the breaker closed comes back at once.
@@ -13,7 +13,7 @@
  *   cut to the window's end; past the window nothing is cut (retry-window.ts).
  */
 import type { RecordOutcome } from './record-outcome';
-import { clampVisibility } from './retry-timing';
+import { clampVisibility, MIN_RETRY_AFTER_SECONDS } from './retry-timing';
 import { delayInWindow, spacingSeconds } from './retry-window';
 
 /** Where a record stands in its retry window. */
@@ -66,10 +66,12 @@ function requestedDelay(
   switch (outcome.kind) {
     case 'retry': {
       const honoured = outcome.delaySource === 'retry-after';
+      // A refusal asking for its message at once would get it back at once, again and again: a receive each time.
+      const delaySeconds = honoured ? Math.max(outcome.delaySeconds ?? 0, MIN_RETRY_AFTER_SECONDS) : outcome.delaySeconds;
       // Coming back sooner than the held ones would only spend a receive on a webhook known to be down.
       if (breakerOpen && outcome.outage === true)
-        return { delaySeconds: Math.max(outcome.delaySeconds ?? 0, breakerHoldSeconds), honoured, breakerHold: true };
-      return { delaySeconds: outcome.delaySeconds, honoured, breakerHold: false };
+        return { delaySeconds: Math.max(delaySeconds ?? 0, breakerHoldSeconds), honoured, breakerHold: true };
+      return { delaySeconds, honoured, breakerHold: false };
     }
     case 'held':
       return breakerOpen

@@ -52,13 +52,32 @@ describe('delivery', () => {
     expect(again[0]?.Attributes?.ApproximateReceiveCount).toBe('2');
   });
 
-  test('429 with Retry-After: 0 makes the message visible at once', async () => {
-    webhook.respondWith(() => ({ status: 429, headers: { 'Retry-After': '0' } }));
+  test.each([
+    ['429 with Retry-After: 0', 429, '0'],
+    ['503 with a Retry-After date in the past', 503, 'Sun, 06 Nov 1994 08:49:37 GMT'],
+  ])('%s hides the message for 1 s, not at once: one receive a second at most', async (_, status, retryAfter) => {
+    webhook.respondWith(() => ({ status, headers: { 'Retry-After': retryAfter } }));
     await emulator.send('now');
     const event = await emulator.receiveEvent();
-    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }), event);
-    expect(response.batchItemFailures).toHaveLength(1);
-    expect(ready()).toBe(1);
+    const telemetry = capturedTelemetry();
+    const invokedAt = Date.now();
+    const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }, telemetry), event);
+    const returnedAt = Date.now();
+    const messageId = event.Records[0]?.messageId;
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: messageId }]);
+    expect(telemetry.lines.find((line) => line.messageId === messageId && 'visibilitySeconds' in line)).toMatchObject({
+      delaySeconds: 0,
+      visibilitySeconds: 1,
+    });
+    // Set between the invocation's start and its end: exact bounds, not a timing guess.
+    const [entry] = emulator.server.inspectQueue(emulator.queue.name)?.messages.inflight ?? [];
+    expect(entry?.message.messageId).toBe(messageId);
+    expect(entry?.visibilityDeadline).toBeGreaterThanOrEqual(invokedAt + 1_000);
+    expect(entry?.visibilityDeadline).toBeLessThanOrEqual(returnedAt + 1_000);
+    await sleep((entry?.visibilityDeadline ?? 0) - Date.now() + 100);
+    const again = await emulator.receive(emulator.queue);
+    expect(again.map((message) => message.MessageId)).toEqual([messageId]);
+    expect(again[0]?.Attributes?.ApproximateReceiveCount).toBe('2');
   });
 
   test('a mixed batch reports exactly the records that got no 2xx', async () => {
@@ -134,7 +153,7 @@ describe('when SQS refuses', () => {
     const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url }, { sqs: proxy.sqs, ...telemetry }), event);
     expect(proxy.refusals.get('ChangeMessageVisibilityBatch')).toBeGreaterThan(0);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
-    // Retry-After: 0 would have made it visible at once; refused, it keeps the 30 s default.
+    // Retry-After: 0 would have hidden it for 1 s; refused, it keeps the 30 s default.
     expect(emulator.counts(emulator.queue)).toMatchObject({ ready: 0, inflight: 1 });
     expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({
       messageId: event.Records[0]?.messageId,

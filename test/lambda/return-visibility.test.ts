@@ -80,6 +80,8 @@ const TABLE: Row[] = [
   // A failure's own delay: the backoff may be cut to the window's end, a Retry-After never; past the window neither.
   ...regardless('backoff 30 s', backoff(30), { off: 30, spare: 30, ending: 30, nearBackstop: 18_000, past: '30!' }),
   ...regardless('Retry-After 600 s', retryAfter(600), { off: 600, spare: 600, ending: '600!', nearBackstop: 18_000, past: '600!' }),
+  // A Retry-After of 0 (or a date in the past) is 1 s: at once, the message would come straight back, receive after receive.
+  ...regardless('Retry-After 0 s', retryAfter(0), { off: 1, spare: 1, ending: 1, nearBackstop: 18_000, past: '1!' }),
   ...regardless('no delay (BACKOFF=none)', backoff(undefined), { off: '-', spare: '-', ending: '-', nearBackstop: 18_000, past: '-' }),
   // A failure that looked like an outage: its own delay while the breaker is closed; at least the hold while open.
   ...[false, true].flatMap((endpointHeld): Row[] => [
@@ -217,7 +219,7 @@ describe('returnVisibility, every combination', () => {
       const key = JSON.stringify(outcome);
       combos.set(key, (combos.get(key) ?? new Set()).add(`${breakerOpen}/${endpointHeld}`));
     }
-    expect(combos.size).toBe(15);
+    expect(combos.size).toBe(16);
     for (const [outcome, seen] of combos) expect(seen.size, outcome).toBe(4);
   });
 
@@ -286,7 +288,9 @@ describe('returnVisibility, any input', () => {
         }
         const asked =
           o.kind === 'retry'
-            ? o.delaySeconds
+            ? o.delaySource === 'retry-after'
+              ? Math.max(o.delaySeconds ?? 0, 1)
+              : o.delaySeconds
             : o.kind === 'held'
               ? c.breakerHoldSeconds
               : o.kind === 'not-attempted' && o.reason === 'paced'
@@ -301,9 +305,9 @@ describe('returnVisibility, any input', () => {
             c.window !== undefined && c.window.timeLeftSeconds > 0 ? Math.ceil(c.window.timeLeftSeconds) : Number.POSITIVE_INFINITY;
           expect(visibilitySeconds).toBeGreaterThanOrEqual(Math.min(c.breakerHoldSeconds ?? 0, windowEnd, ceiling));
         }
-        // A webhook's Retry-After is never shortened but by SQS's own limit.
+        // A webhook's Retry-After is never shortened but by SQS's own limit, and never brings its record back at once.
         if (o.kind === 'retry' && o.delaySource === 'retry-after' && o.delaySeconds !== undefined)
-          expect(visibilitySeconds).toBe(Math.min(Math.max(visibilitySeconds ?? 0, o.delaySeconds), ceiling));
+          expect(visibilitySeconds).toBe(Math.min(Math.max(visibilitySeconds ?? 0, o.delaySeconds, 1), ceiling));
       }),
       { numRuns: 2_000 },
     );
