@@ -228,6 +228,11 @@ test('its declarations type-check a strict TypeScript app with no Node.js types,
   mkdirSync(app);
   const body = `const delivery: VerifiedDelivery | undefined = verifyDelivery('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { 'webhook-id': 'x' }, new Uint8Array());
 export const id: string | undefined = delivery?.id;
+// A Fetch-style handler's body, \`await request.arrayBuffer()\`, and any other view of the bytes.
+export const fromFetch: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', {}, new ArrayBuffer(0));
+export const fromView: boolean = verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', {}, new DataView(new ArrayBuffer(0)));
+// @ts-expect-error a parsed body is no raw body
+verifySignature('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', {}, { order: 1 });
 export const wait: string = retryAfter({ 'x-carrier-receive-count': '2' }, cappedExponential(2, 300, { jitter: true }));
 // Were the declarations unresolved, everything would be \`any\` and these would not be errors.
 // @ts-expect-error the strategies take numbers

@@ -29,6 +29,30 @@ function signedBy(secret: string, id: string, body: string, at = new Date()): Re
   return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature };
 }
 
+/** The request the relay, signing with {@link SECRET}, sends for one message of `body`: its headers and raw body. */
+async function sentByRelay(body: string): Promise<{ headers: Record<string, string>; body: Buffer }> {
+  const captured: { headers: Record<string, string>; body: Buffer }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      captured.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const handler = relayFor({ WEBHOOK_URL: url, SIGNING_SECRET: SECRET }, { sqs: unreachableSqs() });
+    await invoke(handler, { Records: [sqsRecord(1, { body })] });
+  } finally {
+    server.close();
+  }
+  const [sent] = captured;
+  if (sent === undefined) throw new Error('the relay sent nothing');
+  return sent;
+}
+
 describe('verifySignature', () => {
   test('accepts what standardwebhooks signs, for unicode and binary-looking bodies', () => {
     for (const body of ['{"a":"ünïcödé ✓ 🚀"}', '\u0001\u0002\u00ff binary-ish', '']) {
@@ -90,14 +114,53 @@ describe('verifySignature', () => {
     const headers = signedBy(SECRET, 'm', 'x');
     expect(verifySignature(SECRET, undefined as unknown as Record<string, string>, 'x')).toBe(false);
     expect(verifySignature(SECRET, null as unknown as Record<string, string>, 'x')).toBe(false);
-    expect(verifySignature(SECRET, headers, undefined as unknown as string)).toBe(false);
-    expect(verifySignature(SECRET, headers, null as unknown as string)).toBe(false);
-    expect(verifySignature(SECRET, headers, 42 as unknown as string)).toBe(false);
     expect(verifySignature(SECRET, { ...headers, 'webhook-id': 7 } as unknown as Record<string, string>, 'x')).toBe(false);
     expect(verifySignature(SECRET, { ...headers, 'webhook-timestamp': '-1' }, 'x')).toBe(false);
     expect(verifySignature(SECRET, { ...headers, 'webhook-timestamp': '1e9' }, 'x')).toBe(false);
     // Repeated headers as Node gives them: the first counts.
     expect(verifySignature(SECRET, { ...headers, 'webhook-id': ['m', 'other'] }, 'x')).toBe(true);
+  });
+
+  test('the relay’s signature verifies over the body as any runtime gives it: a Fetch Request’s ArrayBuffer, a Buffer, any view of the bytes', async () => {
+    const sent = await sentByRelay('{"name":"Zoë ✓"}');
+    // A Fetch-style handler (Hono, Next.js, Deno, Bun, Workers) reads the body so.
+    const request = new Request('http://webhook.example/', { method: 'POST', headers: sent.headers, body: sent.body });
+    const arrayBuffer = await request.arrayBuffer();
+    const id = sent.headers['webhook-id'];
+    expect(verifyDelivery(SECRET, request.headers, arrayBuffer)?.id).toBe(id);
+    // Views that start part-way into a larger buffer, as a pooled Buffer does: only the viewed bytes count.
+    const padded = new Uint8Array(sent.body.length + 8);
+    padded.set(sent.body, 5);
+    const views = [
+      sent.body,
+      new Uint8Array(arrayBuffer),
+      padded.subarray(5, 5 + sent.body.length),
+      new DataView(padded.buffer, 5, sent.body.length),
+    ];
+    for (const view of views) expect(verifyDelivery(SECRET, sent.headers, view)?.id, view.constructor.name).toBe(id);
+    // The same bytes and one more are not what was signed.
+    expect(verifySignature(SECRET, sent.headers, padded.subarray(5, 6 + sent.body.length))).toBe(false);
+    expect(verifySignature(SECRET, sent.headers, new DataView(padded.buffer, 4, sent.body.length))).toBe(false);
+  });
+
+  test('a body that is not a string or bytes (parsed JSON, none read) throws, naming the argument, rather than fail every request in silence', async () => {
+    const sent = await sentByRelay('{"order":1}');
+    const request = new Request('http://webhook.example/', { method: 'POST', body: sent.body });
+    const notBytes: [unknown, string][] = [
+      [JSON.parse(sent.body.toString('utf8')), 'Object'],
+      [undefined, 'undefined'],
+      [null, 'null'],
+      [42, 'number'],
+      [await request.blob(), 'Blob'],
+      [[...sent.body], 'Array'],
+    ];
+    for (const [body, got] of notBytes) {
+      const message = `body (the third argument) must be the raw request body, a string or bytes (Buffer, Uint8Array, ArrayBuffer); got ${got}: verify before any parsing`;
+      expect(() => verifyDelivery(SECRET, sent.headers, body as string)).toThrow(new TypeError(message));
+      expect(() => verifySignature(SECRET, sent.headers, body as string)).toThrow(new TypeError(message));
+      // Even without headers to verify: the mistake shows on the first request, whatever it carries.
+      expect(() => verifySignature(SECRET, {}, body as string)).toThrow(TypeError);
+    }
   });
 
   test('options that would switch the time check off throw, naming the option; a request an hour old is never accepted for them', () => {
@@ -150,25 +213,8 @@ describe('verifyDelivery: the signed id, for deduplication', () => {
   });
 
   test('a captured request replayed within the tolerance, X-Carrier-Message-Id and Content-Type changed: it still verifies, with the same signed id, so a deduplication on it catches the replay', async () => {
-    const server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        captured.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
-        res.writeHead(204).end();
-      });
-    });
-    const captured: { headers: Record<string, string>; body: string }[] = [];
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-      const handler = relayFor({ WEBHOOK_URL: url, SIGNING_SECRET: SECRET }, { sqs: unreachableSqs() });
-      await invoke(handler, { Records: [sqsRecord(1, { body: '{"pay":10}' })] });
-    } finally {
-      server.close();
-    }
-    const [original] = captured;
-    if (original === undefined) throw new Error('the relay sent nothing');
+    const sent = await sentByRelay('{"pay":10}');
+    const original = { headers: sent.headers, body: sent.body.toString('utf8') };
     const replay = {
       ...original.headers,
       'x-carrier-message-id': 'a-fresh-id-the-attacker-chose',

@@ -12,6 +12,7 @@
  * refuses any other from outside this package, so the kit needs nothing but Node.js.
  */
 import { timingSafeEqual } from 'node:crypto';
+import { isAnyArrayBuffer } from 'node:util/types';
 import { MAX_VISIBILITY_SECONDS } from '../../../lambda/aws-limits';
 import { growingBackoffSeconds } from '../../../lambda/backoff-formula';
 import { parseSigningKeys, signDelivery } from '../../../lambda/signing';
@@ -31,6 +32,24 @@ function header(headers: HeaderSource, name: string): string | undefined {
   }
   if (Array.isArray(value)) value = value[0];
   return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * A request's raw body, exactly as received: text, or its bytes as Node (`Buffer`) or the Fetch API
+ * (`await request.arrayBuffer()`) gives them, or any other view of them (`Uint8Array`, `DataView`).
+ */
+export type RawBody = string | ArrayBuffer | ArrayBufferView;
+
+/** The bytes of `body`; throws for anything else, the caller's bug (a parsed body, or none read), never echoing it. */
+function bytesOf(body: unknown): Buffer {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (isAnyArrayBuffer(body)) return Buffer.from(body);
+  // The kind of value only: a body is the sender's data, not the error's.
+  const got = body === null ? 'null' : typeof body === 'object' ? Object.prototype.toString.call(body).slice(8, -1) : typeof body;
+  throw new TypeError(
+    `body (the third argument) must be the raw request body, a string or bytes (Buffer, Uint8Array, ArrayBuffer); got ${got}: verify before any parsing`,
+  );
 }
 
 /** Options of {@link verifyDelivery} and {@link verifySignature}. */
@@ -87,33 +106,35 @@ function keysOf(secrets: string | readonly string[]): Buffer[] {
  * Verifies a delivery's Standard Webhooks signature and hands back what it signs: the message's
  * `id` (deduplicate on it) and this attempt's timestamp. `undefined` when the request is not
  * signed by one of `secrets` (each `whsec_…`; pass several while rotating) over this `body`, or
- * its `webhook-timestamp` is further from now than the tolerance, or headers or body are missing.
+ * its `webhook-timestamp` is further from now than the tolerance, or its headers are missing.
  *
  * The signature covers `webhook-id`, `webhook-timestamp` and the body, nothing else: not
  * `Content-Type`, not the `X-Carrier-*` headers. A request captured in transit can be replayed
  * within the tolerance with those changed, and still verify; its `id` is the same, so a webhook
  * that remembers the ids it has processed turns the replay away.
  *
- * Never throws for a bad request; throws only for a missing or malformed secret or option.
- * @param body the raw request body, exactly as received (verify before parsing JSON)
+ * Never throws for a bad request; throws a `TypeError` or `RangeError` for the caller's own mistakes: a missing or
+ * malformed secret or option, or a `body` that is not a string or bytes (a parsed JSON object, `undefined`).
+ * @param body the raw request body, exactly as received (verify before parsing JSON): a string, a `Buffer` or any other
+ *   `ArrayBufferView` (`Uint8Array`, `DataView`), or the `ArrayBuffer` of a Fetch `Request` (`await request.arrayBuffer()`)
  */
 export function verifyDelivery(
   secrets: string | readonly string[],
   headers: HeaderSource,
-  body: string | Uint8Array,
+  body: RawBody,
   options?: VerifyOptions,
 ): VerifiedDelivery | undefined {
   const { toleranceSeconds, nowMs } = checkedOptions(options);
   const keys = keysOf(secrets);
+  // Before the headers: a body of the wrong kind would otherwise fail every request in silence.
+  const bytes = bytesOf(body);
   if (typeof headers !== 'object' || headers === null) return undefined;
-  if (typeof body !== 'string' && !(body instanceof Uint8Array)) return undefined;
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
   if (id === undefined || timestamp === undefined || signatures === undefined || !/^[0-9]{1,15}$/.test(timestamp)) return undefined;
   const timestampSeconds = Number(timestamp);
   if (Math.abs(Math.floor(nowMs / 1000) - timestampSeconds) > toleranceSeconds) return undefined;
-  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
   const offered = signatures
     .split(' ')
     .filter((candidate) => candidate.startsWith('v1,'))
@@ -129,12 +150,13 @@ export function verifyDelivery(
  * True when the request carries a valid signature: {@link verifyDelivery} without what it
  * hands back. Deduplicate on the signed `webhook-id` (`verifyDelivery(…).id`), never on an
  * unsigned header.
- * @param body the raw request body, exactly as received (verify before parsing JSON)
+ * @param body the raw request body, exactly as received (verify before parsing JSON): a string or bytes, as for
+ *   {@link verifyDelivery}
  */
 export function verifySignature(
   secrets: string | readonly string[],
   headers: HeaderSource,
-  body: string | Uint8Array,
+  body: RawBody,
   options?: VerifyOptions,
 ): boolean {
   return verifyDelivery(secrets, headers, body, options) !== undefined;
