@@ -47,16 +47,23 @@ export const UNTRUSTED_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
 /** Where a private CA the relay should trust goes, for messages. */
 export const PRIVATE_CA_HINT = "CA_CERTIFICATE_FILE or the client certificate secret's caCertificate";
 
+/** Of {@link UNTRUSTED_CERTIFICATE_CODES}, an issuer the relay does not know: a CA to add here, not a certificate to fix there. */
+const UNKNOWN_ISSUER_CODES: ReadonlySet<string> = new Set([...UNTRUSTED_CERTIFICATE_CODES].filter((code) => !code.startsWith('CERT_')));
+
 /**
- * A connection's error as a message: its code and Node.js's words, and where a private CA goes
- * when the server's certificate has an issuer the relay does not know (the webhook's, the token
- * endpoint's). An expired or rejected certificate is the server's to fix, and says nothing more.
+ * A failed connection (to the webhook, to the token endpoint) as the relay's lines quote it: its code and message. A
+ * certificate of an issuer the relay does not know (self-signed, or from a private CA) says where such a CA goes, in place
+ * of the advice Node.js adds to some (`--use-system-ca`), which is no setting of the relay's; an expired or rejected
+ * certificate is the server's to fix, and is quoted as it is.
  */
-export function connectionErrorText(error: NodeJS.ErrnoException): string {
-  const { code } = error;
-  if (code === undefined || code === '') return error.message;
-  const unknownIssuer = UNTRUSTED_CERTIFICATE_CODES.has(code) && !code.startsWith('CERT_');
-  return `${code}: ${error.message}${unknownIssuer ? ` (its TLS certificate's CA is not trusted: a private CA belongs in ${PRIVATE_CA_HINT})` : ''}`;
+export function connectionErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === undefined || code === '') return message;
+  if (!UNKNOWN_ISSUER_CODES.has(code)) return `${code}: ${message}`;
+  // OpenSSL's reason ("unable to verify the first certificate"), then Node.js's advice after a ';'.
+  const reason = message.split(';', 1)[0];
+  return `${code}: ${reason} (its TLS certificate's CA is not trusted: a private CA belongs in ${PRIVATE_CA_HINT})`;
 }
 
 /** The first line of what a JSON secret must look like, for messages. */

@@ -134,8 +134,7 @@ function classifyError(error: unknown): { error: TransportErrorKind; message: st
   if (code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { error: 'timeout', message };
   // The relay's own certificate could not be read (connector.ts): nothing was sent, and the webhook is not to blame.
   if (code === 'ERR_CLIENT_CERTIFICATE_UNAVAILABLE') return { error: 'invalid-request', message };
-  // An untrusted certificate's message says where a private CA goes (Node.js's words suggest only a flag of its own).
-  return { error: 'connection', message: code === '' ? message : connectionErrorText(error as NodeJS.ErrnoException) };
+  return { error: 'connection', message: connectionErrorText(error) };
 }
 
 /**

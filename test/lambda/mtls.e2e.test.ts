@@ -200,20 +200,26 @@ describe('a webhook that refuses the certificate', () => {
   });
 });
 
-describe('a webhook behind a private CA, without mutual TLS', () => {
-  test("its CA not given: the record's error says where the CA goes, not Node.js's flags alone", async () => {
-    const plain = await startWebhook(() => ({ status: 200 }), { tls: ca.server(TEST_HOSTS) });
+describe('a webhook whose certificate is self-signed or from a private CA, no CA given (no mutual TLS)', () => {
+  const server = ca.server(TEST_HOSTS);
+  test.each([
+    ['its certificate alone', server.certificate],
+    ['its certificate and the self-signed root', `${server.certificate}${ca.certificate}`],
+  ])("%s: the record's line names the relay's CA settings, not Node.js's --use-system-ca", async (_, certificate) => {
+    const untrusted = await startWebhook(() => ({ status: 200 }), { tls: { certificate, privateKey: server.privateKey } });
     try {
       const telemetry = capturedTelemetry();
-      const handler = relayFor({ WEBHOOK_URL: plain.url, ...FAST }, telemetry);
-      await emulator.send('private CA not given');
+      const handler = relayFor({ WEBHOOK_URL: untrusted.url, ...FAST }, telemetry);
+      await emulator.send('private CA, none given');
       expect((await invoke(handler, await emulator.receiveEvent())).batchItemFailures).toHaveLength(1);
-      expect(plain.requests).toHaveLength(0);
-      expect(telemetry.lines.find((line) => line.message === 'Message not delivered; returned to the queue')?.error).toMatch(
-        /(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN).*a private CA belongs in CA_CERTIFICATE_FILE or the client certificate secret's caCertificate/,
+      const error = String(telemetry.lines.find((line) => line.message === 'Message not delivered; returned to the queue')?.error);
+      expect(error).toMatch(
+        /^connection: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN): [^;(]+ \(its TLS certificate's CA is not trusted: a private CA belongs in CA_CERTIFICATE_FILE or the client certificate secret's caCertificate\)$/,
       );
+      expect(error).not.toContain('--use-system-ca');
+      expect(untrusted.requests).toEqual([]);
     } finally {
-      await plain.close();
+      await untrusted.close();
     }
   });
 });
