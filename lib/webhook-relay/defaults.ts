@@ -75,7 +75,8 @@ export function inContextKeys(message: string): string {
     const pattern = prop === 'timeout' ? /(?<!(function|visibility) )\btimeout\b(?= \(| \+)/g : new RegExp(`\\b${prop}\\b`, 'g');
     text = text.replace(pattern, key);
   }
-  return text;
+  // "webhookUrlSecret (-c webhookUrlSecretArn=…)" would now name the key twice: once is enough.
+  return text.replace(/\b(\w+) \(-c (\1\b[^)]*)\)/g, '-c $2');
 }
 
 /**

@@ -300,7 +300,11 @@ describe('context keys', () => {
     [{ ...QUEUE, queueArn: 'arn:aws:sqs:eu-west-1:111122223333:q.fifo' }, 'deadLetterQueueArn', /same kind as the queue \(FIFO\)/],
     [{ ...QUEUE, queueName: 'x' }, 'queueName', /applies to a queue the construct creates/],
     [{ queueName: 'bad name' }, 'queueName', /letters, digits/],
-    [{ queueName: 'orders.fifo' }, 'queueName', /ends in \.fifo, a FIFO queue's name, but fifo is not true: set fifo \(-c fifo=true\)/],
+    [
+      { queueName: 'orders.fifo' },
+      'queueName',
+      /ends in \.fifo, a FIFO queue's name, but fifo is not true: set -c fifo=true for FIFO queues/,
+    ],
     [{ alarmEmail: 'nope' }, 'alarmEmail', /e-mail address/],
     [{ webhookUrl: 'nope' }, 'webhookUrl', /absolute URL/],
     [{ webhookUrl: 'https://localhost/' }, 'webhookUrl', /the function itself/],
@@ -366,7 +370,7 @@ describe('the webhook URL and its secrets', () => {
     expect(warnings).toHaveLength(1);
     const text = JSON.stringify(warnings[0]?.entry.data);
     expect(text).toContain('webhookUrl https://hooks.example.com/x?… has a query string');
-    expect(text).toContain('-c webhookUrlSecretArn=');
+    expect(text).toContain('instead: -c webhookUrlSecretArn=…');
     expect(text).not.toContain('abc123');
     // As documented: the URL itself is in the template.
     expect(environmentOf(template).WEBHOOK_URL).toBe('https://hooks.example.com/x?token=abc123');
