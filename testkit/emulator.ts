@@ -32,6 +32,8 @@ export interface Emulator {
   readonly sqs: SQSClient;
   readonly queue: QueueRef;
   readonly dlq: QueueRef;
+  /** What a standalone relay (the daemon) is given to relay the main queue: its URL, this endpoint, region and credentials. */
+  readonly daemonEnv: Readonly<Record<string, string>>;
   /** Sends one message to the main queue; returns its message id. */
   send(body: string, options?: { attributes?: Record<string, MessageAttributeValue>; groupId?: string }): Promise<string>;
   /** Receives up to `max` messages from a queue, as SQS returns them (all attributes). */
@@ -88,6 +90,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     sqs,
     queue,
     dlq,
+    daemonEnv: {
+      QUEUE_URL: queue.url,
+      AWS_ENDPOINT_URL_SQS: endpoint,
+      AWS_REGION: TEST_REGION,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+    },
     async send(body, sendOptions = {}) {
       const { MessageId } = await sqs.send(
         new SendMessageCommand({

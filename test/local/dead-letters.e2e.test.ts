@@ -21,7 +21,7 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, type TestContext, test, vi } from 'vitest';
 import { DEAD_LETTER_CAUSES } from '../../lambda/dead-letter-causes';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import type { CommandIo, ExitStatus } from '../../local/command-io';
@@ -32,7 +32,7 @@ import { runSubcommand } from '../../local/cli';
 import { type DeadLetterSpec, fillDeadLetterQueue } from '../../testkit/dead-letters';
 import { type Emulator, type EmulatorOptions, type QueueRef, startEmulator } from '../../testkit/emulator';
 import { childEnv, ROOT } from '../../testkit/relay-process';
-import { startSqsProxy } from '../../testkit/sqs-proxy';
+import { type SqsProxy, startSqsProxy } from '../../testkit/sqs-proxy';
 import { startWebhook } from '../../testkit/webhook';
 import { emulatorForTest } from '../support/fixtures';
 import { acknowledge, capturedTelemetry, invoke, relayFor } from '../support/relay';
@@ -191,11 +191,10 @@ describe.concurrent('summary', () => {
   }) => {
     const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(5, 404));
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    onTestFinished(() => proxy.close());
+    const { proxy, env } = await proxied(emulator, onTestFinished);
     proxy.hung.add('ReceiveMessage');
     const started = Date.now();
-    const result = await deadLetters(['summary', '--queue-url', emulator.queue.url], { AWS_ENDPOINT_URL_SQS: proxy.endpoint });
+    const result = await deadLetters(['summary', '--queue-url', emulator.queue.url], env);
     expect(result).toMatchObject({ status: 1, out: '' });
     expect(result.err).toBe(
       `sqs-webhook-relay dead-letters: no answer from SQS at ${emulator.dlq.url} while reading the dead-letter queue; is the endpoint right and running?\n`,
@@ -209,12 +208,9 @@ describe.concurrent('summary', () => {
   }) => {
     const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(15, 404));
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    onTestFinished(() => proxy.close());
+    const { proxy, env } = await proxied(emulator, onTestFinished);
     proxy.hung.add('ChangeMessageVisibilityBatch');
-    const result = await deadLetters(['summary', '--queue-url', emulator.queue.url, '--json', '--visibility-timeout', '5'], {
-      AWS_ENDPOINT_URL_SQS: proxy.endpoint,
-    });
+    const result = await deadLetters(['summary', '--queue-url', emulator.queue.url, '--json', '--visibility-timeout', '5'], env);
     expect(result.status).toBe(0);
     expect(JSON.parse(result.out)).toMatchObject({ read: 15, notReleased: 15 });
     // Hidden for the rest of their hold, then visible again: nothing deleted.
@@ -230,10 +226,9 @@ describe.concurrent('summary', () => {
     async ([command, action, says], { onTestFinished }) => {
       const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
       await fillDeadLetterQueue(emulator, refused(5, 404));
-      const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-      onTestFinished(() => proxy.close());
+      const { proxy, env } = await proxied(emulator, onTestFinished);
       proxy.hung.add(action);
-      const result = await deadLetters([command, '--dlq-url', emulator.dlq.url], { AWS_ENDPOINT_URL_SQS: proxy.endpoint });
+      const result = await deadLetters([command, '--dlq-url', emulator.dlq.url], env);
       expect(result).toMatchObject({ out: '' });
       expect(result.status).not.toBe(0);
       expect(result.err).toContain(says);
@@ -268,6 +263,16 @@ describe.concurrent('summary', () => {
     expect(emulator.counts(emulator.dlq)).toEqual({ ready: 25, inflight: 0, delayed: 0 });
   });
 });
+
+/** A proxy in front of `emulator` for this test, closed after it, and the environment that routes a command's SQS calls through it. */
+async function proxied(
+  emulator: Emulator,
+  onTestFinished: TestContext['onTestFinished'],
+): Promise<{ proxy: SqsProxy; env: Record<string, string> }> {
+  const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
+  onTestFinished(() => proxy.close());
+  return { proxy, env: { AWS_ENDPOINT_URL_SQS: proxy.endpoint } };
+}
 
 /** The relay's handler, signing with SECRET, relays every message on the main queue to `webhookUrl` once. */
 async function relayMainQueue(emulator: Emulator, webhookUrl: string, expected: number): Promise<void> {
@@ -509,9 +514,7 @@ describe.concurrent('replay', () => {
     const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     const specs = refused(15, 404);
     await fillDeadLetterQueue(emulator, specs);
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    onTestFinished(() => proxy.close());
-    const env = { AWS_ENDPOINT_URL_SQS: proxy.endpoint };
+    const { proxy, env } = await proxied(emulator, onTestFinished);
     proxy.hung.add('SendMessageBatch');
     const unanswered = await deadLetters(['replay', '--queue-url', emulator.queue.url], env);
     expect(unanswered.status).toBe(1);
@@ -541,9 +544,7 @@ describe.concurrent('replay', () => {
       groupId: `g${i % 2}`,
     }));
     await fillDeadLetterQueue(emulator, specs);
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    onTestFinished(() => proxy.close());
-    const env = { AWS_ENDPOINT_URL_SQS: proxy.endpoint };
+    const { proxy, env } = await proxied(emulator, onTestFinished);
     proxy.answersWithheld.add('SendMessageBatch');
     const unheard = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], env);
     expect(unheard.status).toBe(1);
@@ -573,10 +574,9 @@ describe.concurrent('replay', () => {
       const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
       const specs = refused(15, 404);
       await fillDeadLetterQueue(emulator, specs);
-      const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-      onTestFinished(() => proxy.close());
+      const { proxy, env } = await proxied(emulator, onTestFinished);
       proxy[how].add('DeleteMessageBatch');
-      const result = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], { AWS_ENDPOINT_URL_SQS: proxy.endpoint });
+      const result = await deadLetters(['replay', '--queue-url', emulator.queue.url, '--json'], env);
       expect(result.status).toBe(1);
       expect(JSON.parse(result.out)).toMatchObject({ replayed: 0, failed: 0, unanswered: 0, sentNotDeleted: 15 });
       // Sent once each; in the DLQ still (visible again) unless SQS did delete them.
@@ -590,11 +590,10 @@ describe.concurrent('replay', () => {
   }) => {
     const emulator = await emulatorForTest(EMULATOR, { onTestFinished });
     await fillDeadLetterQueue(emulator, refused(15, 404));
-    const proxy = await startSqsProxy(emulator.endpoint, emulator.region);
-    onTestFinished(() => proxy.close());
+    const { proxy, env } = await proxied(emulator, onTestFinished);
     proxy.hung.add('SendMessageBatch');
     const interrupt = new AbortController();
-    const running = deadLetters(['replay', '--queue-url', emulator.queue.url], { AWS_ENDPOINT_URL_SQS: proxy.endpoint }, interrupt.signal);
+    const running = deadLetters(['replay', '--queue-url', emulator.queue.url], env, interrupt.signal);
     while ((proxy.hangs.get('SendMessageBatch') ?? 0) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     interrupt.abort();
     const result = await running;

@@ -83,11 +83,7 @@ describe('the daemon (QUEUE_URL)', () => {
     const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
     const { relay } = await localRelayForTest({
       ...ENTERPRISE,
-      QUEUE_URL: emulator.queue.url,
-      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-      AWS_REGION: emulator.region,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...emulator.daemonEnv,
       POLLERS: '2',
     });
     await sendMessages(emulator.sqs, emulator.queue.url, 30);

@@ -129,11 +129,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
       const emulator = await emulatorForTest({ keepEnvironment: true });
       const messageId = await emulator.send('{"order":42}');
       const relay = startRelayProcess({
-        QUEUE_URL: emulator.queue.url,
-        AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-        AWS_REGION: emulator.region,
-        AWS_ACCESS_KEY_ID: 'test',
-        AWS_SECRET_ACCESS_KEY: 'test',
+        ...emulator.daemonEnv,
         ...extra,
       });
       expect(await relay.exited).toBe(1);
@@ -158,11 +154,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
     const webhook = await webhookForTest((request) => ({ status: request.body.toString() === 'refuse me' ? 400 : 200 }));
     const { relay } = await localRelayForTest({
-      QUEUE_URL: emulator.queue.url,
-      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-      AWS_REGION: emulator.region,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...emulator.daemonEnv,
       WEBHOOK_URL: webhook.url,
     });
     // As a producer would send them (JSON.parse: own properties, `__proto__` included).
@@ -213,11 +205,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
         ),
     );
     const { relay, ready } = await localRelayForTest({
-      QUEUE_URL: emulator.queue.url,
-      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-      AWS_REGION: emulator.region,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...emulator.daemonEnv,
       WEBHOOK_URL: webhook.url,
     });
     // What Lambda's mapping knows from its configuration, read from the queue itself.
@@ -248,11 +236,7 @@ describe('npm start with QUEUE_URL (standalone relay)', () => {
     const emulator = await emulatorForTest({ keepEnvironment: true, maxReceiveCount: 5 });
     const webhook = await webhookForTest(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 1_500)));
     const { relay } = await localRelayForTest({
-      QUEUE_URL: emulator.queue.url,
-      AWS_ENDPOINT_URL_SQS: emulator.endpoint,
-      AWS_REGION: emulator.region,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...emulator.daemonEnv,
       WEBHOOK_URL: webhook.url,
     });
     await emulator.send('piped one');
