@@ -51,10 +51,12 @@ export async function startDaemon(io: RunnerIo, env: Env = process.env): Promise
     );
   }
   if (described.dlqProblem !== undefined) log.line('WARN', `No dead-letter queue: ${described.dlqProblem}`);
-  if (described.visibilityTimeoutSeconds < settings.functionTimeoutSeconds) {
+  if (described.visibilityTimeoutSeconds < settings.functionTimeoutSeconds + settings.maxBatchingWindowSeconds) {
+    const window =
+      settings.maxBatchingWindowSeconds > 0 ? ` plus MAX_BATCHING_WINDOW_SECONDS (${settings.maxBatchingWindowSeconds} s)` : '';
     log.line(
       'WARN',
-      `The queue's visibility timeout (${described.visibilityTimeoutSeconds} s) is shorter than FUNCTION_TIMEOUT_SECONDS (${settings.functionTimeoutSeconds} s): a slow batch can be received twice (Lambda refuses this; the stack uses 6 times the function timeout)`,
+      `The queue's visibility timeout (${described.visibilityTimeoutSeconds} s) is shorter than FUNCTION_TIMEOUT_SECONDS (${settings.functionTimeoutSeconds} s)${window}: a slow batch has its visibility extended as it is invoked, one more SQS call (the stack uses 6 times the function timeout plus the window)`,
     );
   }
   // DLQ_URL and MAX_RECEIVE_COUNT as set win; otherwise the queue's redrive policy fills them in.

@@ -27,6 +27,14 @@ import { sleep } from './sleep';
 // biome-ignore lint/suspicious/noConfusingVoidType: a Lambda handler may return nothing (every record succeeded), as Lambda's own type says
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined | void>;
 
+/**
+ * A batch whose queue visibility timeout would run out with less than this left of the function
+ * timeout has its visibility extended before it is invoked; the same margin ends a batching
+ * window that early before the visibility timeout. It covers the answer's trip from SQS.
+ */
+export const VISIBILITY_SLACK_MS = 1_000;
+/** Seconds beyond the function timeout a batch is kept invisible for when extended: the deletes after the handler answers. */
+export const EXTENSION_RESERVE_SECONDS = 5;
 /** The pause after a failed receive doubles from the first to the last of these. */
 export const RECEIVE_RETRY_MS = { first: 1_000, max: 20_000 } as const;
 
@@ -45,6 +53,8 @@ export interface MappingObserver {
   receiveFailed?(poller: number, error: unknown, retryInMs: number): void;
   /** Messages received after stop() was called, handed straight back (visibility 0), never invoked. */
   released?(poller: number, messages: number): void;
+  /** The visibility of these records could not be extended to the function timeout: they may be received again while in flight. */
+  extensionFailed?(poller: number, failures: readonly { readonly record: Message; readonly reason: string }[]): void;
 }
 
 /** The outcome of one successful invocation. */
@@ -73,6 +83,14 @@ export interface EventSourceMappingOptions {
   readonly maxBatchingWindowMs: number;
   /** The function timeout: the invocation's deadline, and the limit after which it counts as failed. */
   readonly functionTimeoutMs: number;
+  /**
+   * The queue's visibility timeout, seconds. When a batch would become visible again before its
+   * invocation could end (a queue of someone else's, with a shorter one than the function timeout
+   * plus the batching window), the batching window ends early and the batch's visibility is
+   * extended before it is invoked: else another poller receives it while it is sent, and the
+   * deletes, made with receipt handles SQS has replaced, leave each message to be sent again.
+   */
+  readonly visibilityTimeoutSeconds?: number;
   /** Awaited before every receive: polling pauses while it is pending (the health check). */
   readonly beforeReceive?: (signal: AbortSignal) => Promise<void>;
   /** Long-poll wait, seconds (default 20, as Lambda). */
@@ -160,11 +178,19 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
     return Messages ?? [];
   };
 
-  /** One batch: a long poll, then more receives while the batch is not full and the window is open. */
-  const gather = async (): Promise<Message[]> => {
+  /** When messages received now become visible again, ms since the epoch (never, without the queue's visibility timeout). */
+  const visibleAgainAt = (): number =>
+    options.visibilityTimeoutSeconds === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.visibilityTimeoutSeconds * 1000;
+
+  /**
+   * One batch: a long poll, then more receives while the batch is not full and the window is open.
+   * `visibleAt`: when its first messages become visible again.
+   */
+  const gather = async (): Promise<{ batch: Message[]; visibleAt: number }> => {
     const batch = await receive(Math.min(MAX_MESSAGES_PER_RECEIVE, options.batchSize), waitTimeSeconds);
-    if (batch.length === 0) return batch;
-    const windowEnds = Date.now() + options.maxBatchingWindowMs;
+    const visibleAt = visibleAgainAt();
+    if (batch.length === 0) return { batch, visibleAt };
+    const windowEnds = Math.min(Date.now() + options.maxBatchingWindowMs, visibleAt - VISIBILITY_SLACK_MS);
     while (batch.length < options.batchSize && !stopping.signal.aborted) {
       const wanted = Math.min(MAX_MESSAGES_PER_RECEIVE, options.batchSize - batch.length);
       const leftMs = windowEnds - Date.now();
@@ -181,7 +207,37 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       if (more.length === 0 && options.maxBatchingWindowMs === 0) break;
       batch.push(...more);
     }
-    return batch;
+    return { batch, visibleAt };
+  };
+
+  /**
+   * Keeps a batch invisible for the whole invocation when its visibility timeout would run out
+   * first; SQS's answer is awaited no longer than a receive's slack. What was not extended is
+   * invoked all the same (it may then be received again: at least once).
+   */
+  const keepInvisible = async (poller: number, messages: readonly Message[], visibleAt: number): Promise<void> => {
+    if (visibleAt - Date.now() >= options.functionTimeoutMs - VISIBILITY_SLACK_MS) return;
+    const seconds = Math.ceil(options.functionTimeoutMs / 1000) + EXTENSION_RESERVE_SECONDS;
+    const failed = await sendInBatches(messages, (chunk) =>
+      withAnswerTimeout(RECEIVE_ANSWER_SLACK_MS, (abortSignal) =>
+        options.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: options.queueUrl,
+            Entries: chunk.map((message, index) => ({
+              Id: batchEntryId(index),
+              ReceiptHandle: message.ReceiptHandle,
+              VisibilityTimeout: seconds,
+            })),
+          }),
+          { abortSignal },
+        ),
+      ),
+    );
+    if (failed.length > 0)
+      observer.extensionFailed?.(
+        poller,
+        failed.map(({ item, reason }) => ({ record: item, reason })),
+      );
   };
 
   /** Hands messages back to the queue at once (visibility 0); what SQS does not take comes back after the visibility timeout anyway. */
@@ -254,8 +310,9 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       await options.beforeReceive?.(stopping.signal);
       if (stopping.signal.aborted) break;
       let messages: Message[];
+      let visibleAt: number;
       try {
-        messages = await gather();
+        ({ batch: messages, visibleAt } = await gather());
         retryMs = RECEIVE_RETRY_MS.first;
       } catch (error) {
         if (stopping.signal.aborted) break;
@@ -274,6 +331,7 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
       }
       inFlight += 1;
       try {
+        await keepInvisible(poller, messages, visibleAt);
         await invoke(poller, handler, messages);
       } finally {
         inFlight -= 1;

@@ -183,6 +183,13 @@ function mappingObserver(log: LocalLog, deadLettered: readonly Set<string>[], vi
     released(poller, messages) {
       log.line('INFO', `Handed ${messages} message(s) received during shutdown back to the queue`, { poller, messages });
     },
+    extensionFailed(poller, failures) {
+      log.line(
+        'WARN',
+        `Could not keep ${failures.length} message(s) invisible for the function timeout (the queue's visibility timeout is ${visibilityTimeoutSeconds} s): they may be received again while in flight`,
+        { poller, messageIds: failures.map(({ record }) => record.MessageId), error: failures[0]?.reason },
+      );
+    },
   };
 }
 
@@ -229,6 +236,7 @@ export function startRunner(options: RunnerOptions): LocalRelay {
     batchSize: settings.batchSize,
     maxBatchingWindowMs: settings.maxBatchingWindowSeconds * 1000,
     functionTimeoutMs: settings.functionTimeoutSeconds * 1000,
+    visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
     // The emulator's queue ends with this process: nothing to strand, and Ctrl-C stops at once.
     ...(queue.mode === 'existing' ? { waitTimeSeconds: STANDALONE_WAIT_TIME_SECONDS, finishReceivesOnStop: true } : {}),
     observer: mappingObserver(log, deadLettered, queue.visibilityTimeoutSeconds),
