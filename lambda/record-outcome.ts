@@ -35,6 +35,7 @@ export interface RetryOutcome {
   readonly delaySeconds: number | undefined;
   /** Whether the delay is the webhook's own `Retry-After` (honoured even past the retry window). */
   readonly delaySource: 'retry-after' | 'backoff';
+  /** The webhook's status; 0 when the request got no HTTP answer (a timeout, a refused connection). */
   readonly status?: number;
   /** The start of the webhook's response. */
   readonly response?: string;

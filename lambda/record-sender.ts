@@ -219,6 +219,8 @@ export class RecordSender {
         kind: 'retry',
         delaySeconds: verdict.kind === 'retry' ? verdict.delaySeconds : undefined,
         delaySource: 'backoff',
+        // No HTTP answer: 0, as a dead letter's reason says it, so the refusals query counts timeouts and refused connections.
+        status: 0,
         error: `${result.error}: ${result.message}`,
         outage,
       };

@@ -136,7 +136,8 @@ export function renderHandlerEntry(
   const message = terminalSafe(String(attributes.message));
   const messageId = terminalSafe(String(attributes.messageId));
   const tail = (parts: (string | undefined)[]): string => parts.filter((part) => part !== undefined && part !== '').join(' · ');
-  const http = typeof status === 'number' ? `HTTP ${status}` : undefined;
+  // 0 is the relay's "no HTTP answer" (a timeout, a refused connection), not a status a webhook sent.
+  const http = typeof status !== 'number' ? undefined : status === 0 ? 'no answer' : `HTTP ${status}`;
   const receive = typeof receiveCount === 'number' ? `receive ${receiveCount}` : undefined;
   if (outcome === 'retry' || outcome === 'not-attempted') {
     // The visibility the record was handed back with, not the delay asked for (delaySeconds):

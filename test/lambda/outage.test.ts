@@ -98,6 +98,19 @@ test('records whose own failure tripped the breaker are parked at least for its 
   for (const entry of inflight) expect(entry.visibilityDeadline - invokedAt).toBeGreaterThanOrEqual(39_000);
 });
 
+test('a request with no HTTP answer is logged with status 0, which the saved query "refusals by status over time" counts', async () => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ resetBeforeResponse: true }));
+  await emulator.send('no answer');
+  const telemetry = capturedTelemetry();
+  await invoke(relayFor({ WEBHOOK_URL: webhook.url, OUTAGE_THRESHOLD: '0' }, telemetry), await emulator.receiveEvent(1));
+  expect(webhook.requests).toHaveLength(1);
+  const retried = telemetry.lines.filter((line) => line.outcome === 'retry');
+  expect(retried).toHaveLength(1);
+  expect(retried[0]).toMatchObject({ status: 0, error: expect.any(String) });
+});
+
 test('when the probe succeeds, the records waiting beside it go out in the same invocation', async () => {
   emulator.server.reset();
   webhook.requests.length = 0;

@@ -256,8 +256,15 @@ describe("the handler's lines on a terminal", () => {
       }),
     ).toBe('↻ retry in 5 s  m-1  receive 1 · HTTP 429');
     expect(
-      render('WARN', { messageId: 'm-2', outcome: 'retry', receiveCount: 5, error: 'connection: ECONNREFUSED', visibilitySeconds: 16 }),
-    ).toBe('↻ retry in 16 s  m-2  receive 5 · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
+      render('WARN', {
+        messageId: 'm-2',
+        outcome: 'retry',
+        receiveCount: 5,
+        status: 0,
+        error: 'connection: ECONNREFUSED',
+        visibilitySeconds: 16,
+      }),
+    ).toBe('↻ retry in 16 s  m-2  receive 5 · no answer · connection: ECONNREFUSED · last receive: SQS moves it to the DLQ next');
     expect(
       render('WARN', {
         message: 'Message not delivered; its next attempt is the last in its retry window',
