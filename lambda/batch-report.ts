@@ -15,6 +15,7 @@ import type { PaceSnapshot } from './pace';
 import type { Pacer } from './pacer';
 import type { RecordOutcome } from './record-outcome';
 import type { DeliveryRequest } from './request';
+import type { TransportFailure, WebhookResult } from './transmitter';
 
 /** The batch line's counts of records, by outcome. */
 interface OutcomeCounts {
@@ -149,13 +150,19 @@ export class BatchReporter {
     for (const latencyMs of latencySample(latenciesMs)) metrics.addMetric(METRIC_NAMES.webhookLatency, MetricUnit.Milliseconds, latencyMs);
   }
 
-  /** One WARN line when the breaker opens, one INFO when it closes (with the time it was open, as a metric too). */
-  announceBreaker(transition: BreakerTransition | undefined): void {
+  /**
+   * One WARN line when the breaker opens, one INFO when it closes (with the time it was open, as a metric too).
+   * @param result the answer that changed it: an opening or a failed probe names its status (0: no answer) and error
+   */
+  announceBreaker(transition: BreakerTransition | undefined, result?: WebhookResult): void {
     const { logger, metrics } = this.parts;
+    // The status alone of an answer: its body may quote what the request carried.
+    const failure =
+      result === undefined ? {} : result.kind === 'response' ? { status: result.status } : { status: 0, error: transportErrorText(result) };
     if (transition?.kind === 'opened') {
-      logger.warn('Webhook looks down: circuit breaker opened; holding records back', { ...transition });
+      logger.warn('Webhook looks down: circuit breaker opened; holding records back', { ...transition, ...failure });
     } else if (transition?.kind === 'reopened') {
-      logger.info('Circuit breaker probe failed; still open', { ...transition });
+      logger.info('Circuit breaker probe failed; still open', { ...transition, ...failure });
     } else if (transition?.kind === 'closed') {
       logger.info('Webhook answered again: circuit breaker closed', { ...transition });
       metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, transition.openSeconds);
@@ -192,4 +199,9 @@ export class BatchReporter {
       });
     }
   }
+}
+
+/** How a request that got no HTTP answer failed, as a record's line and the breaker's say it. */
+export function transportErrorText(result: TransportFailure): string {
+  return `${result.error}: ${result.message}`;
 }

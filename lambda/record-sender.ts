@@ -6,7 +6,7 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import { type NotAttempted, receiveCountOf } from './batch';
-import type { BatchReporter } from './batch-report';
+import { type BatchReporter, transportErrorText } from './batch-report';
 import { type CircuitBreaker, isServerFailure } from './breaker';
 import { classify, type Verdict } from './classify';
 import type { RelayConfig } from './config';
@@ -135,7 +135,7 @@ export class RecordSender {
       if (answer.kind !== 'answered') return answer;
       bounds.latenciesMs.push(Math.round(answer.result.latencyMs));
       judged = true;
-      this.parts.reporter.announceBreaker(this.parts.breaker.record(answer.result, probe, answer.answeredAt));
+      this.parts.reporter.announceBreaker(this.parts.breaker.record(answer.result, probe, answer.answeredAt), answer.result);
       return answer;
     } finally {
       if (probe && !judged) this.parts.breaker.abandonProbe(Date.now());
@@ -221,7 +221,7 @@ export class RecordSender {
         delaySource: 'backoff',
         // No HTTP answer: 0, as a dead letter's reason says it, so the refusals query counts timeouts and refused connections.
         status: 0,
-        error: `${result.error}: ${result.message}`,
+        error: transportErrorText(result),
         outage,
       };
       return this.parts.windowEnd.ended(record, retry, requestsEnd);

@@ -111,6 +111,27 @@ test('a request with no HTTP answer is logged with status 0, which the saved que
   expect(retried[0]).toMatchObject({ status: 0, error: expect.any(String) });
 });
 
+test("the breaker's opening line and a failed probe's name the failure: the status, 0 and the error for no answer", async () => {
+  emulator.server.reset();
+  webhook.requests.length = 0;
+  webhook.respondWith(() => ({ status: 503 }));
+  for (let i = 0; i < 3; i += 1) await emulator.send(`d${i}`);
+  const telemetry = capturedTelemetry();
+  const env = { WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', OUTAGE_THRESHOLD: '2', OUTAGE_BACKOFF_SECONDS: '1' };
+  const handler = relayFor(env, telemetry);
+  await invoke(handler, await emulator.receiveEvent(3));
+  const opened = telemetry.lines.filter((line) => String(line.message).startsWith('Webhook looks down: circuit breaker opened'));
+  expect(opened).toHaveLength(1);
+  expect(opened[0]).toMatchObject({ level: 'WARN', failures: 2, status: 503 });
+
+  webhook.respondWith(() => ({ resetBeforeResponse: true }));
+  await sleep(1_100);
+  await invoke(handler, await emulator.receiveEvent(3));
+  const probeFailed = telemetry.lines.filter((line) => line.message === 'Circuit breaker probe failed; still open');
+  expect(probeFailed).toHaveLength(1);
+  expect(probeFailed[0]).toMatchObject({ status: 0, error: expect.any(String) });
+});
+
 test('when the probe succeeds, the records waiting beside it go out in the same invocation', async () => {
   emulator.server.reset();
   webhook.requests.length = 0;
