@@ -16,7 +16,7 @@ import { MAX_BACKSTOP_RECEIVES } from './retry-window';
 import type { SettingValueOf } from './setting-kinds';
 import { FUNCTION_SETTINGS, type PermanentFailureMode } from './settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
-import { isAttributeName } from './sqs-util';
+import { isAttributeName, isQueueUrl, QUEUE_URL_EXAMPLE } from './sqs-util';
 import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
 import { checkSendUrl, parseProxyUrl, percentDecoded, redactUrl, type UrlProblem } from './url-rules';
 
@@ -396,6 +396,17 @@ function proxySettings(env: Env): ProxySettings | undefined {
   return { httpsProxy, httpProxy, noProxy };
 }
 
+/**
+ * `DLQ_URL`, when set: a queue URL. Anything else (the DLQ's name, its ARN) would fail every dead-letter copy, so that
+ * every refused record would come back, never dead-lettered, until SQS moved it at the backstop without its reason.
+ */
+function deadLetterQueueUrl(env: Env): string | undefined {
+  const raw = read(env, 'DLQ_URL');
+  if (raw !== undefined && !isQueueUrl(raw))
+    throw new ConfigError('DLQ_URL', `an SQS queue URL such as ${QUEUE_URL_EXAMPLE}`, redactUrl(raw));
+  return raw;
+}
+
 /** `HEADER_PREFIX` or `DEFAULT_CONTENT_TYPE`, checked as what a request may carry (header-rules.ts). */
 function headerSetting(env: Env, name: 'HEADER_PREFIX' | 'DEFAULT_CONTENT_TYPE'): string {
   const value = setting(env, name);
@@ -455,7 +466,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
       schedule: setting(env, 'BACKOFF_SCHEDULE'),
     },
     permanentFailure: setting(env, 'PERMANENT_FAILURE'),
-    deadLetterQueueUrl: read(env, 'DLQ_URL'),
+    deadLetterQueueUrl: deadLetterQueueUrl(env),
     // Not told the queue's count, with the retry window on: SQS's largest, a backstop only.
     maxReceiveCount:
       read(env, 'MAX_RECEIVE_COUNT') === undefined && windowSeconds > 0 ? MAX_BACKSTOP_RECEIVES : setting(env, 'MAX_RECEIVE_COUNT'),

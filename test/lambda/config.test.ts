@@ -194,6 +194,10 @@ describe('a bad value names its variable', () => {
     ['PACE_KEY', 'AWS.tenant'],
     ['PACE_KEY', '.tenant'],
     ['PACE_KEY', 'tenant..id'],
+    // The DLQ's name or ARN where its URL goes: every dead-letter copy would fail.
+    ['DLQ_URL', 'orders-dlq'],
+    ['DLQ_URL', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq'],
+    ['DLQ_URL', 'https://sqs.eu-west-1.amazonaws.com/orders-dlq'],
   ])('%s=%j', (variable, raw) => {
     const error = configErrorOf(() => load({ [variable]: raw }));
     expect(error.variable).toBe(variable);

@@ -148,7 +148,7 @@ describe('WebhookRelay with default props', () => {
   it('states exactly the configuration the handler would use without those variables', () => {
     // A drift detector: the construct's defaults and the handler's must not disagree.
     const deployTime: Record<string, string> = {
-      DLQ_URL: 'https://sqs.example/dlq',
+      DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq',
       SIGNING_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:signing-AbCdEf',
     };
     const stated = Object.fromEntries(
