@@ -31,6 +31,10 @@ describe("the benchmark's figures in the documentation", () => {
     }
   });
 
+  it('docs/configuration.md quotes no size of the bundle of its own: the measured one is in docs/performance.md', () => {
+    expect(readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8')).not.toMatch(/\d\s*KB\b/);
+  });
+
   // Before the first published run there are no figures to compare with: the first full `npm run bench` writes them.
   it.skipIf(published === undefined)(
     `BENCHMARKS.md and the figures of docs/performance.md, docs/operations.md and README.md are rendered from ${PUBLISHED_RESULTS}`,
