@@ -63,10 +63,14 @@ export class BatchReporter {
     records.forEach((record, index) => {
       this.reportRecord(record, outcomes[index] as RecordOutcome, visibility, failedVisibility, counts);
     });
-    for (const failure of visibility.failures) {
+    // One line for the batch, not one per record: SQS refusing every change (throttled, access denied) would
+    // otherwise write as many ERROR lines as the batch has records. Each record's own line names its error.
+    const [firstFailure] = visibility.failures;
+    if (firstFailure !== undefined) {
       this.parts.logger.error('Visibility change failed; SQS will use the queue default', {
-        messageId: failure.messageId,
-        error: failure.reason,
+        failed: visibility.failures.length,
+        messageId: firstFailure.messageId,
+        error: firstFailure.reason,
       });
     }
     this.publishMetrics(batch, counts);

@@ -41,3 +41,20 @@ test('10,000 records: each delivered exactly once, at most MAX_CONCURRENCY in fl
   expect(latencies).toHaveLength(99);
   expect(latencies).toEqual([...latencies].sort((a, b) => a - b));
 }, 120_000);
+
+test('visibility changes SQS refuses for a whole batch: one ERROR line for the batch, not one per record', async () => {
+  webhook.respondWith(() => ({ status: 500 }));
+  const records = Array.from({ length: 100 }, (_, index) => sqsRecord(index));
+  const telemetry = capturedTelemetry();
+  const response = await invoke(relayFor({ WEBHOOK_URL: webhook.url, OUTAGE_THRESHOLD: '0' }, { ...telemetry, sqs: unreachableSqs() }), {
+    Records: records,
+  });
+  expect(response.batchItemFailures).toHaveLength(100);
+  const errors = telemetry.lines.filter((line) => line.level === 'ERROR');
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toMatchObject({ message: 'Visibility change failed; SQS will use the queue default', failed: 100 });
+  // Each record's own line still says what became of its change.
+  const returned = telemetry.lines.filter((line) => line.outcome === 'retry');
+  expect(returned).toHaveLength(100);
+  for (const line of returned) expect(line.visibilityError).toEqual(expect.any(String));
+});
