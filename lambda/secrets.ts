@@ -57,14 +57,24 @@ async function readFiles(files: Readonly<Record<string, string>>): Promise<strin
   return JSON.stringify(Object.fromEntries(entries));
 }
 
+/** An error of Node.js's own (a file's, a socket's): its message names a path or an address, never data read. */
+function isSystemError(error: unknown): error is NodeJS.ErrnoException {
+  return (
+    error instanceof Error &&
+    typeof (error as NodeJS.ErrnoException).code === 'string' &&
+    (error as NodeJS.ErrnoException).syscall !== undefined
+  );
+}
+
 /** The name of what went wrong with a read, never anything the secret might hold. */
 function describeReadError(error: unknown): string {
   if (error instanceof DeadlineExceededError || error instanceof BinarySecretError) return error.message;
   // A file's error (ENOENT, EACCES) names the path, never its contents.
-  if (typeof (error as NodeJS.ErrnoException | undefined)?.code === 'string' && (error as NodeJS.ErrnoException).syscall !== undefined)
-    return (error as Error).message;
-  // Powertools wraps the SDK's error (GetParameterError); the cause names what happened.
+  if (isSystemError(error)) return error.message;
+  // Powertools wraps the SDK's error (GetParameterError); the cause names what happened. A network failure's
+  // (ECONNREFUSED, ENOTFOUND) names the endpoint, where its name alone would be a bare "Error".
   const cause = (error as { cause?: unknown } | undefined)?.cause;
+  if (isSystemError(cause)) return cause.message;
   if (cause instanceof Error) return cause.name;
   return error instanceof Error ? error.name : 'error';
 }

@@ -121,6 +121,18 @@ describe('the last good value is kept', () => {
     expect(await secret.get()).toBe('GOOD-1');
   });
 
+  test("a network failure under Powertools' error names what failed and where, not a bare Error", async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), {
+      code: 'ECONNREFUSED',
+      syscall: 'connect',
+    });
+    const log = logger();
+    const secret = secretFrom(reader(Object.assign(new Error(refused.message), { name: 'GetParameterError', cause: refused })), log);
+    const expected = `could not read the test secret from Secrets Manager (${ID}): connect ECONNREFUSED 10.0.0.1:443`;
+    await expect(secret.get()).rejects.toThrow(expected);
+    expect(log.error).toHaveBeenCalledWith(expect.any(String), expect.objectContaining({ error: expected }));
+  });
+
   test('callers finding the value due share one read', async () => {
     let release: (value: string) => void = () => {};
     let reads = 0;
