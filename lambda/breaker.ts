@@ -12,9 +12,11 @@
  *
  * What opens it: `OUTAGE_THRESHOLD` outage signs in a row (connection errors, DNS, timeouts,
  * garbage instead of HTTP, 502/503/504 without `Retry-After`); or as many server errors in a row
- * (a `500` too) that go on for {@link FAILING_SPAN_MS} with nothing else answered in between. A
- * `500` alone may be one message's fault, so it takes the time as well as the count: a burst of
- * one tenant's failing messages is over long before, while a webhook failing everything is not. A
+ * (a `500` too) that go on for {@link FAILING_SPAN_MS} with nothing else answered in between, from
+ * two different messages at least. A `500` alone may be one message's fault, so it takes the time
+ * and another message as well as the count: a burst of one tenant's failing messages is over long
+ * before, one message back every second with its `500` is that message's alone, while a webhook
+ * failing everything fails every message. A
  * webhook that answers otherwise (2xx, 3xx, 4xx, 429 or 503 with `Retry-After`) is up, whatever it
  * thinks of the message, and closes it.
  *
@@ -87,6 +89,8 @@ export class CircuitBreaker {
   /** Server failures (outage signs included) in a row, and when the first of them was answered. */
   private failuresInARow = 0;
   private failingSince = 0;
+  /** Of the messages those failures were answered for, the first two different ones (two are enough to tell). */
+  private readonly failingMessages = new Set<string>();
   private openedAt = 0;
   private nextProbeAt = 0;
   private probe: { readonly settled: Promise<void>; readonly settle: () => void } | undefined;
@@ -156,8 +160,9 @@ export class CircuitBreaker {
   /**
    * Records a request's result; returns the transition it caused, if any.
    * @param wasProbe whether the request was the half-open probe
+   * @param messageId the message it was for (each request counts as a different message when not given)
    */
-  record(result: WebhookResult, wasProbe: boolean, nowMs: number): BreakerTransition | undefined {
+  record(result: WebhookResult, wasProbe: boolean, nowMs: number, messageId?: string): BreakerTransition | undefined {
     if (this.settings.threshold === 0) return undefined;
     if (!isServerFailure(result)) {
       this.outagesInARow = 0;
@@ -170,11 +175,15 @@ export class CircuitBreaker {
       return { kind: 'closed', openSeconds };
     }
     this.outagesInARow = isOutage(result) ? this.outagesInARow + 1 : 0;
-    if (this.failuresInARow === 0) this.failingSince = nowMs;
+    if (this.failuresInARow === 0) {
+      this.failingSince = nowMs;
+      this.failingMessages.clear();
+    }
     this.failuresInARow += 1;
+    if (this.failingMessages.size < 2) this.failingMessages.add(messageId ?? `request ${this.failuresInARow}`);
     if (this.state === 'closed') {
       const { threshold } = this.settings;
-      const failing = this.failuresInARow >= threshold && nowMs - this.failingSince >= FAILING_SPAN_MS;
+      const failing = this.failuresInARow >= threshold && nowMs - this.failingSince >= FAILING_SPAN_MS && this.failingMessages.size >= 2;
       if (this.outagesInARow < threshold && !failing) return undefined;
       this.state = 'open';
       this.openedAt = nowMs;

@@ -135,7 +135,8 @@ export class RecordSender {
       if (answer.kind !== 'answered') return answer;
       bounds.latenciesMs.push(Math.round(answer.result.latencyMs));
       judged = true;
-      this.parts.reporter.announceBreaker(this.parts.breaker.record(answer.result, probe, answer.answeredAt), answer.result);
+      const transition = this.parts.breaker.record(answer.result, probe, answer.answeredAt, record.messageId);
+      this.parts.reporter.announceBreaker(transition, answer.result);
       return answer;
     } finally {
       if (probe && !judged) this.parts.breaker.abandonProbe(Date.now());

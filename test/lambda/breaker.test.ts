@@ -155,6 +155,20 @@ describe('state machine', () => {
     expect(breaker.record(answered(404), true, probeAt + 10_000)).toMatchObject({ kind: 'closed' });
   });
 
+  test("one message's 500s, however long it keeps coming back, are its own: a second message's among them open it", () => {
+    const breaker = new CircuitBreaker(settings);
+    // The only message in the queue, back every second with its 500, for a minute.
+    for (let t = 0; t <= 60_000; t += 1_000) expect(breaker.record(answered(500), false, t, 'poison')).toBeUndefined();
+    expect(breaker.permit(60_000)).toBe('send');
+    // Another message failing too: the webhook fails what it is sent.
+    expect(breaker.record(answered(500), false, 61_000, 'another')).toMatchObject({ kind: 'opened' });
+    // Outage signs need no second message: nothing answered at all is no message's fault.
+    const down = new CircuitBreaker(settings);
+    let opened: unknown;
+    for (let i = 0; i < settings.threshold; i += 1) opened = down.record(refused, false, i, 'poison');
+    expect(opened).toMatchObject({ kind: 'opened' });
+  });
+
   test('fewer server errors than the threshold never open it, however long they go on', () => {
     const breaker = new CircuitBreaker(settings);
     expect(breaker.record(answered(500), false, 0)).toBeUndefined();
