@@ -141,8 +141,9 @@ export class BatchReporter {
     const { metrics, breaker, pacer } = this.parts;
     metrics.addMetric(METRIC_NAMES.delivered, MetricUnit.Count, counts.delivered);
     metrics.addMetric(METRIC_NAMES.retried, MetricUnit.Count, counts.retried + counts.notAttempted + counts.held);
-    const openSeconds = breaker.openSeconds(Date.now());
-    if (openSeconds !== undefined) metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, openSeconds);
+    // 0 while closed: the alarm keeps its state through the minutes an outage's long holds leave without an invocation,
+    // and goes back to OK on the first batch after the webhook's return.
+    metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, breaker.openSeconds(Date.now()) ?? 0);
     metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
     publishDeadLettersByCause(metrics, METRIC_NAMES.deadLettered, deadLettersByCause(records, outcomes, this.maxReceiveCount));
     const pace = pacer.snapshot();
@@ -155,11 +156,11 @@ export class BatchReporter {
   }
 
   /**
-   * One WARN line when the breaker opens, one INFO when it closes (with the time it was open, as a metric too).
+   * One WARN line when the breaker opens, one INFO when it closes (with the time it was open).
    * @param result the answer that changed it: an opening or a failed probe names its status (0: no answer) and error
    */
   announceBreaker(transition: BreakerTransition | undefined, result?: WebhookResult): void {
-    const { logger, metrics } = this.parts;
+    const { logger } = this.parts;
     // The status alone of an answer: its body may quote what the request carried.
     const failure =
       result === undefined ? {} : result.kind === 'response' ? { status: result.status } : { status: 0, error: transportErrorText(result) };
@@ -169,7 +170,6 @@ export class BatchReporter {
       logger.info('Circuit breaker probe failed; still open', { ...transition, ...failure });
     } else if (transition?.kind === 'closed') {
       logger.info('Webhook answered again: circuit breaker closed', { ...transition });
-      metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, transition.openSeconds);
     }
   }
 

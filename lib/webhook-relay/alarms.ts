@@ -60,13 +60,14 @@ export function createAlarms(
     id: string,
     suffix: string,
     props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'treatMissingData' | 'evaluationPeriods'>,
+    // No data means no messages and no invocations: nothing is wrong.
+    treatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
   ): cloudwatch.Alarm => {
     const created = new cloudwatch.Alarm(scope, id, {
       ...props,
       alarmName: `${relay.name}-${suffix}`,
       evaluationPeriods: 1,
-      // No data means no messages and no invocations: nothing is wrong.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      treatMissingData,
     });
     created.addAlarmAction(action);
     // Tell the operator when it is over, too (after a redrive, or when the webhook is back).
@@ -110,15 +111,22 @@ export function createAlarms(
         `The relay function of ${relay.name} failed whole batches (invalid configuration, a crash or a timeout): every record of those batches is retried. ` +
         `Read the function logs for the error (Logs Insights: "${queries.messageAttempts}" for one message).`,
     }),
-    breakerOpen: alarm('BreakerOpenAlarm', 'breaker-open', {
-      metric: metrics.relay(METRIC_NAMES.breakerOpenSeconds, cloudwatch.Stats.MAXIMUM),
-      threshold: thresholds.breakerAlarmSeconds,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      alarmDescription:
-        `The webhook of ${relay.name} has looked down for ${durationText(thresholds.breakerAlarmSeconds)} (connection errors, timeouts, 502/503/504, or 500s to every request): the circuit breaker is holding messages back, one probe per interval. ` +
-        (relay.retryWindow === undefined
-          ? `Nothing is lost while messages have receives left (maxReceiveCount ${relay.maxReceiveCount}); restore the webhook before the DLQ alarm follows, or switch to a retry window (leave maxReceiveCount unset).`
-          : `Nothing is dead-lettered for the outage within the retry window (${durationText(relay.retryWindow.toSeconds(), 'hours')}); restore the webhook before it runs out.`),
-    }),
+    breakerOpen: alarm(
+      'BreakerOpenAlarm',
+      'breaker-open',
+      {
+        metric: metrics.relay(METRIC_NAMES.breakerOpenSeconds, cloudwatch.Stats.MAXIMUM),
+        threshold: thresholds.breakerAlarmSeconds,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        alarmDescription:
+          `The webhook of ${relay.name} has looked down for ${durationText(thresholds.breakerAlarmSeconds)} (connection errors, timeouts, 502/503/504, or 500s to every request): the circuit breaker is holding messages back, one probe per interval. ` +
+          (relay.retryWindow === undefined
+            ? `Nothing is lost while messages have receives left (maxReceiveCount ${relay.maxReceiveCount}); restore the webhook before the DLQ alarm follows, or switch to a retry window (leave maxReceiveCount unset).`
+            : `Nothing is dead-lettered for the outage within the retry window (${durationText(relay.retryWindow.toSeconds(), 'hours')}); restore the webhook before it runs out.`),
+      },
+      // An outage's holds grow to 15 minutes, and minutes pass with no invocation to publish the metric: the alarm keeps its
+      // state through them (not OK, then ALARM again) until a batch publishes 0 after the webhook's return.
+      cloudwatch.TreatMissingData.IGNORE,
+    ),
   };
 }

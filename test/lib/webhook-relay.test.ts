@@ -1212,7 +1212,8 @@ describe('WebhookRelay outages', () => {
       Period: 60,
       Threshold: 300,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-      TreatMissingData: 'notBreaching',
+      // The minutes an outage leaves without an invocation keep it in ALARM, not OK then ALARM again.
+      TreatMissingData: 'ignore',
     });
   });
 
