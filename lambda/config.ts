@@ -14,7 +14,7 @@ import type { ProxySettings } from './proxy';
 import type { BackoffSettings } from './retry-timing';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
 import type { SettingValueOf } from './setting-kinds';
-import { FUNCTION_SETTINGS, type PermanentFailureMode } from './settings';
+import { FUNCTION_SETTINGS, type LogLevel, type PermanentFailureMode } from './settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { isAttributeName, isQueueUrl, QUEUE_URL_EXAMPLE } from './sqs-util';
 import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
@@ -36,6 +36,11 @@ export type SecretSource =
 
 /** The validated configuration the handler runs with. */
 export interface RelayConfig {
+  /**
+   * `POWERTOOLS_LOG_LEVEL`, as Powertools reads it (itself, from the environment): checked here because Powertools takes a
+   * level it does not know for INFO, silently, and a hand edit of the function's environment deserves one line at start.
+   */
+  readonly logLevel: LogLevel;
   /** `WEBHOOK_URL`: where every record is POSTed; `undefined` when it is read from Secrets Manager ({@link webhookUrlSecret}). */
   readonly webhookUrl: URL | undefined;
   /**
@@ -450,6 +455,7 @@ export function loadConfig(env: Env = process.env): RelayConfig {
   const urlSecretId = read(env, 'WEBHOOK_URL_SECRET_ARN');
   const { authorization, oauth } = authorizationSettings(env);
   return {
+    logLevel: setting(env, 'POWERTOOLS_LOG_LEVEL'),
     webhookUrl: url,
     webhookUrlSecret: url === undefined && urlSecretId !== undefined ? { kind: 'secrets-manager', secretId: urlSecretId } : undefined,
     allowInsecureHttp: setting(env, 'ALLOW_INSECURE_HTTP'),

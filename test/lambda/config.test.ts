@@ -152,6 +152,8 @@ describe('every variable is read', () => {
 
 describe('a bad value names its variable', () => {
   test.each([
+    // Powertools would take it for INFO, silently.
+    ['POWERTOOLS_LOG_LEVEL', 'VERBOSE'],
     ['REQUEST_TIMEOUT_MS', '0'],
     ['REQUEST_TIMEOUT_MS', '900001'],
     ['REQUEST_TIMEOUT_MS', '1.5'],
