@@ -18,7 +18,7 @@ import { FUNCTION_SETTINGS, type LogLevel, type PermanentFailureMode } from './s
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { isAttributeName, isQueueUrl, QUEUE_URL_EXAMPLE } from './sqs-util';
 import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
-import { checkHttpsOrLoopback, checkSendUrl, parseProxyUrl, percentDecoded, redactUrl, type UrlProblem } from './url-rules';
+import { checkSendUrl, parseProxyUrl, percentDecoded, redactUrl, type UrlProblem } from './url-rules';
 
 /**
  * Where a secret comes from. Declared here, with the settings that choose it, rather than in
@@ -407,15 +407,8 @@ function proxySettings(env: Env): ProxySettings | undefined {
  */
 function deadLetterQueueUrl(env: Env): string | undefined {
   const raw = read(env, 'DLQ_URL');
-  if (raw === undefined) return undefined;
-  if (!isQueueUrl(raw)) throw new ConfigError('DLQ_URL', `an SQS queue URL such as ${QUEUE_URL_EXAMPLE}`, redactUrl(raw));
-  // With no endpoint configured, the SDK sends a queue's calls to its URL's host (SigV4-signed, with session tokens): the
-  // webhook URL's rule holds for it, as for the daemon's SQS endpoint.
-  if (read(env, 'AWS_ENDPOINT_URL_SQS') === undefined && read(env, 'AWS_ENDPOINT_URL') === undefined) {
-    const checked = checkHttpsOrLoopback(raw, setting(env, 'ALLOW_INSECURE_HTTP'));
-    if (typeof checked === 'string')
-      throw new ConfigError('DLQ_URL', `${expectedUrl(checked)} (signed SQS calls go there)`, redactUrl(raw));
-  }
+  if (raw !== undefined && !isQueueUrl(raw))
+    throw new ConfigError('DLQ_URL', `an SQS queue URL such as ${QUEUE_URL_EXAMPLE}`, redactUrl(raw));
   return raw;
 }
 
