@@ -16,9 +16,8 @@
  * two different messages at least. A `500` alone may be one message's fault, so it takes the time
  * and another message as well as the count: a burst of one tenant's failing messages is over long
  * before, one message back every second with its `500` is that message's alone, while a webhook
- * failing everything fails every message. A
- * webhook that answers otherwise (2xx, 3xx, 4xx, 429 or 503 with `Retry-After`) is up, whatever it
- * thinks of the message, and closes it.
+ * failing everything fails every message. A webhook that answers otherwise (2xx, 3xx, 4xx, 429 or
+ * 503 with `Retry-After`) is up, whatever it thinks of the message, and closes it.
  *
  * The probe interval is fixed (`OUTAGE_BACKOFF_SECONDS`), so the webhook's return is noticed within
  * one; the records held back stay away longer as the outage goes on (a quarter of its length so
