@@ -685,8 +685,8 @@ export class Pace {
     const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
     const base = Math.min(current, Math.max(OFFERED_HEADROOM * offered, current === Number.POSITIVE_INFINITY ? 0 : current / 2));
     // The most the webhook took in a second of late, less what it refuses at any rate: at a token bucket, this container's part
-    // of its rate. A cut goes no lower (as BBR's bandwidth estimate): refusals that do not fall with the pace can cost their
-    // share at most, never send the pace down and down while the doubts tell what they are.
+    // of its rate. A cut goes to it (as BBR's bandwidth estimate), by 15 % at least and half at most: refusals that do not fall
+    // with the pace can cost their share at most, never send the pace down and down while the doubts tell what they are.
     const lastSecond = this.meter.read(now, 1000);
     const took =
       (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds)) / (1 - this.floor.share);
