@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { MAX_MESSAGES_PER_RECEIVE, MAX_WAIT_TIME_SECONDS } from '../lambda/aws-limits';
-import { batchEntryId, errorText, sendInBatches } from '../lambda/sqs-util';
+import { batchEntryId, errorText, type FailedBatchItem, sendInBatches } from '../lambda/sqs-util';
 import { createLambdaContext, RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from './event-source';
 import { DELETE_TIMEOUT_MS, RECEIVE_ANSWER_SLACK_MS, RELEASE_TIMEOUT_MS, withAnswerTimeout } from './answer-timeout';
 import { sleep } from './sleep';
@@ -211,15 +211,16 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
   };
 
   /**
-   * Keeps a batch invisible for the whole invocation when its visibility timeout would run out
-   * first; SQS's answer is awaited no longer than a receive's slack. What was not extended is
-   * invoked all the same (it may then be received again: at least once).
+   * Sets the visibility of `messages` to `seconds`, ≤10 per call, calls in parallel, each bounded by `bounded` (SQS's
+   * answer may never come); returns what SQS did not change.
    */
-  const keepInvisible = async (poller: number, messages: readonly Message[], visibleAt: number): Promise<void> => {
-    if (visibleAt - Date.now() >= options.functionTimeoutMs - VISIBILITY_SLACK_MS) return;
-    const seconds = Math.ceil(options.functionTimeoutMs / 1000) + EXTENSION_RESERVE_SECONDS;
-    const failed = await sendInBatches(messages, (chunk) =>
-      withAnswerTimeout(RECEIVE_ANSWER_SLACK_MS, (abortSignal) =>
+  const changeVisibility = (
+    messages: readonly Message[],
+    seconds: number,
+    bounded: <T>(call: (abortSignal: AbortSignal) => Promise<T>) => Promise<T>,
+  ): Promise<FailedBatchItem<Message>[]> =>
+    sendInBatches(messages, (chunk) =>
+      bounded((abortSignal) =>
         options.sqs.send(
           new ChangeMessageVisibilityBatchCommand({
             QueueUrl: options.queueUrl,
@@ -233,6 +234,16 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
         ),
       ),
     );
+
+  /**
+   * Keeps a batch invisible for the whole invocation when its visibility timeout would run out
+   * first; SQS's answer is awaited no longer than a receive's slack. What was not extended is
+   * invoked all the same (it may then be received again: at least once).
+   */
+  const keepInvisible = async (poller: number, messages: readonly Message[], visibleAt: number): Promise<void> => {
+    if (visibleAt - Date.now() >= options.functionTimeoutMs - VISIBILITY_SLACK_MS) return;
+    const seconds = Math.ceil(options.functionTimeoutMs / 1000) + EXTENSION_RESERVE_SECONDS;
+    const failed = await changeVisibility(messages, seconds, (call) => withAnswerTimeout(RECEIVE_ANSWER_SLACK_MS, call));
     if (failed.length > 0)
       observer.extensionFailed?.(
         poller,
@@ -242,16 +253,8 @@ export function startEventSourceMapping(options: EventSourceMappingOptions): Eve
 
   /** Hands messages back to the queue at once (visibility 0); what SQS does not take comes back after the visibility timeout anyway. */
   const release = async (messages: readonly Message[]): Promise<void> => {
-    await sendInBatches(messages, (chunk) =>
-      options.sqs.send(
-        new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: options.queueUrl,
-          Entries: chunk.map((message, index) => ({ Id: batchEntryId(index), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
-        }),
-        // A stop must end: an SQS that no longer answers gets the messages back after their visibility timeout.
-        { abortSignal: AbortSignal.timeout(RELEASE_TIMEOUT_MS) },
-      ),
-    );
+    // A stop must end: an SQS that no longer answers gets the messages back after their visibility timeout.
+    await changeVisibility(messages, 0, (call) => call(AbortSignal.timeout(RELEASE_TIMEOUT_MS)));
   };
 
   /** Deletes acknowledged records, ≤10 per call, calls in parallel; returns the ones not deleted. */
