@@ -18,6 +18,7 @@ import {
   refusingAtRandom,
   restDrains,
   type SimOptions,
+  type SimResult,
   type SimWebhook,
   simulate,
   tenantRefused,
@@ -126,6 +127,36 @@ function outage(latencyMs: number): SweepCase {
   };
 }
 
+/**
+ * A webhook that refuses nothing, whose latency depends on the requests in flight at it (`latencyOf`, as the simulation's): N
+ * messages with pacing and with `PACING=false`. The drain against `PACING=false`'s, and the requests that outlived the 10 s
+ * request timeout (the webhook took them all the same: each is a duplicate once the message comes back).
+ */
+function loaded(name: string, count: number, latencyOf: (inFlight: number, draw: number) => number): SweepCase {
+  return {
+    name: `${name}, ${count} queued`,
+    run: async (seed) => {
+      const [paced, unpaced] = await Promise.all(
+        [true, false].map((adaptive) =>
+          simulate({
+            messages: messagesOf(count),
+            webhook: () => ({ status: 200 }),
+            maxMs: 600_000,
+            latencyOf,
+            seed,
+            pacing: { adaptive },
+          }),
+        ),
+      );
+      return {
+        'speed × PACING=false': { value: (unpaced as SimResult).doneMs / (paced as SimResult).doneMs, higherIsBetter: true },
+        timeouts: { value: (paced as SimResult).timeouts, higherIsBetter: false },
+        'timeouts, PACING=false': { value: (unpaced as SimResult).timeouts, higherIsBetter: false },
+      };
+    },
+  };
+}
+
 const CASES: readonly SweepCase[] = [
   // At 1,000/s, 50 ms answers would let five containers of ten in flight send no more than that.
   ...[20, 50, 100, 200].flatMap((rate) => [5, 50, 200].map((latencyMs) => capacity(rate, latencyMs))),
@@ -168,6 +199,12 @@ const CASES: readonly SweepCase[] = [
   // The hold's own neighbours: a webhook refusing everything is asked little, and drained soon once it takes requests again.
   ...[5, 50].map(refusingEverything),
   ...[5, 100].map(outage),
+  // Webhooks that slow down rather than refuse: more in flight only queues at one that takes 4/s (250 ms a request, one at a
+  // time) or 160/s (eight workers of 50 ms); none at one that is slow, or uneven, whatever the load.
+  loaded('one at a time, 250 ms each', 150, (inFlight, draw) => (inFlight + 1) * 250 + 20 * draw),
+  loaded('eight workers of 50 ms', 2_000, (inFlight, draw) => Math.ceil((inFlight + 1) / 8) * 50 + 10 * draw),
+  loaded('1 s, whatever the load', 1_000, (_, draw) => 900 + 200 * draw),
+  loaded('50 to 950 ms, whatever the load', 1_000, (_, draw) => 50 + 900 * draw),
 ];
 
 async function main(): Promise<void> {

@@ -251,6 +251,7 @@ function pacingSettings(env: Env): PacingSettings {
     maxInFlight: setting(env, 'MAX_CONCURRENCY'),
     maxRequestsPerSecond: ceiling === 0 ? undefined : ceiling / shares,
     sharedBy: shares,
+    requestTimeoutMs: setting(env, 'REQUEST_TIMEOUT_MS'),
   };
 }
 

@@ -23,7 +23,8 @@
  * its own business: only refusals of messages received for the first time are evidence for a long hold, so a tenant's backlog
  * coming back every `Retry-After` does not hold everyone else's; nor is a run of them a quick hold while the messages received
  * for the first time are taken.
- * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything.
+ * A webhook that announces its limit in rate-limit headers is paced to it before it refuses anything. One that queues rather
+ * than refuses is read from its latency: requests in flight stop being added once answers take twice as long as they did.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
 import { CUTS_TRIED_MS, CutSeries } from './cut-series';
@@ -49,6 +50,8 @@ export interface PacedAnswer {
   readonly quota?: Quota;
   /** The message had been received before (`ApproximateReceiveCount` over 1): refused, or kept back by a hold, already. */
   readonly receivedBefore?: boolean;
+  /** No answer came within the request's timeout. */
+  readonly timedOut?: boolean;
 }
 
 /** How a pace may go. */
@@ -61,6 +64,8 @@ export interface PaceLimits {
   readonly maxRequestsPerSecond: number | undefined;
   /** How many containers share what the webhook's rate-limit headers announce (`CONCURRENT_INVOCATIONS`). */
   readonly sharedBy: number;
+  /** How long a request may take (`REQUEST_TIMEOUT_MS`), ms. */
+  readonly requestTimeoutMs: number;
   /** Start with {@link INITIAL_IN_FLIGHT} in flight (the endpoint's pace; a key's starts at `maxInFlight`). */
   readonly slowStart?: boolean;
 }
@@ -89,6 +94,22 @@ const NEAR_LAST_CUT = 0.9;
 export const RECOVERY_MS = 10_000;
 /** Requests in flight a fresh adaptive pace starts with. */
 export const INITIAL_IN_FLIGHT = 2;
+/**
+ * The in-flight limit grows only while the mean latency of the latest {@link BLOCK_ANSWERS} answers stays within this many
+ * times the lowest such mean seen, and {@link QUEUEING_SLACK_MS} more: beyond, more requests in flight only wait in the
+ * webhook's queue (as TCP Vegas).
+ */
+export const QUEUEING_FACTOR = 2;
+/** … so that a fast webhook's few ms of jitter read as no queue. */
+const QUEUEING_SLACK_MS = 20;
+/** Answers a block's mean latency is taken over: the lowest of many means of a few would be mostly noise. */
+const BLOCK_ANSWERS = 8;
+/** A slow start's round is the in-flight limit's answers, and at least this many. */
+const ROUND_ANSWERS = 4;
+/** A round is judged at each answer, not only at its end, once its fastest answer takes this share of the request timeout. */
+const EARLY_EXIT_TIMEOUT_SHARE = 0.1;
+/** The slow start ends when a round's fastest answer takes this many times the last round's and {@link QUEUEING_SLACK_MS} more (as TCP's HyStart). */
+const SLOW_START_EXIT_FACTOR = 2;
 /** The slowest pace adaptation goes to, requests per second. */
 export const MIN_REQUESTS_PER_SECOND = 0.5;
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt (lambda/doubt.ts). */
@@ -165,6 +186,18 @@ export class Pace {
   /** The rate the last cut came from (Infinity before any): growth slows near it. */
   private cutFrom = Number.POSITIVE_INFINITY;
   private latencyMs = 0;
+  /** The slow start's current round (its fastest answer, its answers, its size) and the last round's fastest answer, ms. */
+  private roundLowestMs = Number.POSITIVE_INFINITY;
+  private roundAnswers = 0;
+  private roundSize = INITIAL_IN_FLIGHT;
+  private lastRoundLowestMs = 0;
+  /** The current block of latencies (sum, count), the last block's mean and the lowest block mean seen, ms. */
+  private blockLatencySumMs = 0;
+  private blockAnswers = 0;
+  private blockMeanMs = 0;
+  private lowestBlockMeanMs = Number.POSITIVE_INFINITY;
+  /** When a timeout last cut the in-flight limit. */
+  private timeoutCutAt = Number.NEGATIVE_INFINITY;
   private readonly meter = new AnswerMeter();
   /** The refused share that persists whatever the pace, as learned, and the share of messages back from the queue over it. */
   private readonly floor = new RefusalFloor();
@@ -320,6 +353,8 @@ export class Pace {
   answered(answer: PacedAnswer, now: number): number | undefined {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
+    this.noteLatency(answer.latencyMs);
+    if (answer.timedOut === true) this.cutInFlightForTimeout(now);
     if (answer.signal === 'slow-down' && this.givenRateBinds()) this.shiftPhase(now);
     if (!this.limits.adaptive) return undefined;
     // A probe taken ends the hold, and the pace is what it was before it (the refusals were the refused messages' own business,
@@ -717,8 +752,64 @@ export class Pace {
     this.floor.followDown(this.meter.read(now, MEASURE_MS, MIN_ANSWERS_OVER_FLOOR));
   }
 
-  /** One more in flight per answer in the slow start, one more per round trip's worth of answers after it. */
+  /**
+   * Adds an answer's latency to the round (a round trip's answers: the in-flight limit's) and to the block of
+   * {@link BLOCK_ANSWERS}; ends either once it has its answers.
+   */
+  private noteLatency(latencyMs: number): void {
+    this.blockLatencySumMs += latencyMs;
+    this.blockAnswers += 1;
+    if (this.blockAnswers >= BLOCK_ANSWERS) {
+      this.blockMeanMs = this.blockLatencySumMs / this.blockAnswers;
+      this.lowestBlockMeanMs = Math.min(this.lowestBlockMeanMs, this.blockMeanMs);
+      this.blockLatencySumMs = 0;
+      this.blockAnswers = 0;
+    }
+    if (!this.slowStart) return;
+    this.roundLowestMs = Math.min(this.roundLowestMs, latencyMs);
+    this.roundAnswers += 1;
+    // The in-flight limit doubled since the last round: its fastest answer twice the last round's says requests now queue at
+    // the webhook (a slow answer or two of a webhook whose latency only varies does not move the fastest). Judged at the
+    // round's end; at each answer from its second (as HyStart++) once answers take a tenth of the request timeout: by the
+    // round's end the limit has doubled again, and a doubling or two more would time out.
+    const judged =
+      this.roundAnswers >= Math.max(ROUND_ANSWERS, this.roundSize) ||
+      (this.roundAnswers >= 2 && this.roundLowestMs > EARLY_EXIT_TIMEOUT_SHARE * this.limits.requestTimeoutMs);
+    if (!judged) return;
+    if (this.lastRoundLowestMs > 0 && this.roundLowestMs > SLOW_START_EXIT_FACTOR * this.lastRoundLowestMs + QUEUEING_SLACK_MS)
+      this.slowStart = false;
+    if (this.roundAnswers < Math.max(ROUND_ANSWERS, this.roundSize)) return;
+    this.lastRoundLowestMs = this.roundLowestMs;
+    this.roundLowestMs = Number.POSITIVE_INFINITY;
+    this.roundAnswers = 0;
+    this.roundSize = this.limit;
+  }
+
+  /** True when the latest answers' latency says requests queue at the webhook: more in flight would only wait longer. */
+  private queueing(): boolean {
+    return this.blockMeanMs > Math.min(QUEUEING_FACTOR * this.lowestBlockMeanMs + QUEUEING_SLACK_MS, this.limits.requestTimeoutMs / 2);
+  }
+
+  /**
+   * A request timed out: the webhook takes fewer at once than are sent, and goes on with those the relay gave up on. The
+   * in-flight limit halves, once per round trip, and the slow start ends.
+   */
+  private cutInFlightForTimeout(now: number): void {
+    if (!this.limits.adaptive || now - this.timeoutCutAt < this.latencyMs) return;
+    this.timeoutCutAt = now;
+    this.slowStart = false;
+    this.limit = Math.max(1, this.limit / 2);
+  }
+
+  /**
+   * One more in flight per answer in the slow start, one more per round trip's worth of answers after it; none while requests
+   * queue at the webhook, which ends the slow start.
+   */
   private growInFlight(): void {
+    if (this.queueing()) {
+      this.slowStart = false;
+      return;
+    }
     this.limit = Math.min(this.limits.maxInFlight, this.limit + (this.slowStart ? 1 : 1 / this.limit));
   }
 

@@ -5,6 +5,7 @@
  * has no room within {@link KEY_WAIT_MS}, or whose wait would outlast its deadline, is not sent at all (`false`): its record goes
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
+import { FUNCTION_SETTINGS } from './settings';
 import type { SQSRecord } from 'aws-lambda';
 import { isLongWait, KEPT_BACK_MS } from './endpoint-hold';
 import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
@@ -20,6 +21,8 @@ export interface PacingSettings {
   readonly maxRequestsPerSecond: number | undefined;
   /** `CONCURRENT_INVOCATIONS`: the containers that share what the webhook's rate-limit headers announce. @default 1 */
   readonly sharedBy?: number;
+  /** `REQUEST_TIMEOUT_MS`: how long a request may take. @default 10 s */
+  readonly requestTimeoutMs?: number;
 }
 
 /** The clock, timers and random draws a pacer runs on: the process's, or a simulation's. */
@@ -92,6 +95,7 @@ export class Pacer {
       maxInFlight: settings.maxInFlight,
       maxRequestsPerSecond: settings.maxRequestsPerSecond,
       sharedBy: settings.sharedBy ?? 1,
+      requestTimeoutMs: settings.requestTimeoutMs ?? FUNCTION_SETTINGS.REQUEST_TIMEOUT_MS.default,
     };
     this.endpoint = new Pace(this.limits, clock.now(), () => clock.random());
   }

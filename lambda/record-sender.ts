@@ -179,6 +179,7 @@ export class RecordSender {
           retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
           messageId: record.messageId,
           receivedBefore: receiveCount > 1,
+          timedOut: result.kind === 'transport-error' && result.error === 'timeout',
           // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
           quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
         },

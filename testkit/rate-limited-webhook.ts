@@ -38,6 +38,11 @@ export interface RateLimitedWebhookOptions {
   readonly announce?: boolean;
   /** Answers this long after each request arrives, ms, as a production webhook does (50–200 ms); default at once. */
   readonly answerAfterMs?: number;
+  /**
+   * … and this much longer for each request already in flight at it, ms: a webhook that queues rather than refuses. It takes
+   * (and counts) a request the relay has stopped waiting for all the same.
+   */
+  readonly answerAfterPerInFlightMs?: number;
 }
 
 /** A {@link rateLimitedResponder}: give `respond` to `startWebhook`; the rest tells what it answered. */
@@ -152,8 +157,21 @@ export function rateLimitedResponder(options: RateLimitedWebhookOptions = {}): R
     return announced === undefined ? { status: 200 } : { status: 200, headers: announced };
   };
   const delayMs = options.answerAfterMs ?? 0;
+  const perInFlightMs = options.answerAfterPerInFlightMs ?? 0;
+  let inFlight = 0;
   const respond: Responder =
-    delayMs === 0 ? answer : (request, index) => new Promise((resolve) => setTimeout(() => resolve(answer(request, index)), delayMs));
+    delayMs === 0 && perInFlightMs === 0
+      ? answer
+      : (request, index) => {
+          const afterMs = delayMs + perInFlightMs * inFlight;
+          inFlight += 1;
+          return new Promise((resolve) =>
+            setTimeout(() => {
+              inFlight -= 1;
+              resolve(answer(request, index));
+            }, afterMs),
+          );
+        };
   return {
     respond,
     burst,

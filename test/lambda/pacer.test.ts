@@ -220,6 +220,87 @@ describe('a fresh pacer', () => {
   });
 });
 
+describe('a webhook that slows down rather than refuses', () => {
+  /** `count` acceptances one after another, each taking `latencyMs` (or a draw of it). */
+  async function takenIn(pacer: Pacer, count: number, latencyMs: () => number): Promise<void> {
+    for (let i = 0; i < count; i += 1) await exchange(pacer, answer('accepted', { latencyMs: latencyMs() }));
+  }
+
+  test('the slow start ends once a round trip takes twice as long as the one before: requests queue at the webhook', async () => {
+    // Rounds of the in-flight limit's answers (4 at least, the limit as the last ended), judged on their fastest answer at
+    // their end: 4 answers, then 5. One more in flight per answer until then.
+    const pacer = pacerOf({ maxInFlight: 50 });
+    await takenIn(pacer, 4, () => 300);
+    await takenIn(pacer, 5, () => 700);
+    expect(pacer.snapshot().inFlightLimit).toBe(INITIAL_IN_FLIGHT + 8);
+    await takenIn(pacer, 12, () => 700);
+    expect(pacer.snapshot().inFlightLimit).toBe(INITIAL_IN_FLIGHT + 9);
+    // Answers over a tenth of the request timeout (10 s): judged from a round's second answer, before the limit doubles again.
+    const slow = pacerOf({ maxInFlight: 50 });
+    await takenIn(slow, 4, () => 1_500);
+    await takenIn(slow, 2, () => 3_100);
+    expect(slow.snapshot().inFlightLimit).toBe(INITIAL_IN_FLIGHT + 5);
+    await takenIn(slow, 4, () => 3_100);
+    expect(slow.snapshot().inFlightLimit).toBe(INITIAL_IN_FLIGHT + 5);
+    // A latency that only varies, even threefold, is no queue: the limit grows on to MAX_CONCURRENCY (a round of lucky fast
+    // answers may end the slow start: seed 7's first two take 154 and 169 ms, the next two 443 and 360).
+    for (const seed of [1, 2, 7]) {
+      const draw = seeded(seed);
+      const uneven = pacerOf();
+      await takenIn(uneven, 50, () => 150 + 300 * draw());
+      expect(uneven.snapshot().inFlightLimit, `seed ${seed}`).toBe(10);
+    }
+  });
+
+  test('after the slow start, the in-flight limit grows only while the latest answers take under twice the fastest so far', async () => {
+    const pacer = pacerOf();
+    // A timeout ends the slow start (halving the limit): growth is one per round trip from there.
+    await takenIn(pacer, 8, () => 100);
+    pacer.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    const after = pacer.snapshot().inFlightLimit;
+    await takenIn(pacer, 16, () => 100);
+    const grown = pacer.snapshot().inFlightLimit;
+    expect(grown).toBeGreaterThan(after);
+    // Eight answers at over twice the fastest eight's mean: requests queue, the limit stays where it is.
+    await takenIn(pacer, 8, () => 250);
+    const queued = pacer.snapshot().inFlightLimit;
+    await takenIn(pacer, 40, () => 250);
+    expect(pacer.snapshot().inFlightLimit).toBe(queued);
+    // Back near the fastest: it grows again.
+    await takenIn(pacer, 40, () => 150);
+    expect(pacer.snapshot().inFlightLimit).toBeGreaterThan(queued);
+  });
+
+  test('nor while the latest answers take over half the request timeout, however slow the fastest were', async () => {
+    const pacer = pacerOf({ requestTimeoutMs: 10_000 });
+    await takenIn(pacer, 8, () => 4_000);
+    pacer.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    await takenIn(pacer, 8, () => 5_500);
+    const near = pacer.snapshot().inFlightLimit;
+    await takenIn(pacer, 40, () => 5_500);
+    expect(pacer.snapshot().inFlightLimit).toBe(near);
+    await takenIn(pacer, 40, () => 4_500);
+    expect(pacer.snapshot().inFlightLimit).toBeGreaterThan(near);
+  });
+
+  test('a timeout halves the in-flight limit, once per round trip; with PACING=false it changes nothing', async () => {
+    const pacer = pacerOf();
+    await takenIn(pacer, 20, () => 100);
+    expect(pacer.snapshot().inFlightLimit).toBe(10);
+    pacer.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    expect(pacer.snapshot().inFlightLimit).toBe(5);
+    // The others sent with it time out together: one halving for them all.
+    pacer.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    expect(pacer.snapshot().inFlightLimit).toBe(5);
+    await vi.advanceTimersByTimeAsync(10_000);
+    pacer.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    expect(pacer.snapshot().inFlightLimit).toBe(2);
+    const unpaced = pacerOf({ adaptive: false });
+    unpaced.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    expect(unpaced.snapshot().inFlightLimit).toBe(10);
+  });
+});
+
 describe('cuts', () => {
   /** `count` answers, `refusedEvery`-th a refusal (0: none), the clock moving `gapMs` before each. */
   async function answers(pacer: Pacer, count: number, refusedEvery: number, gapMs: number, retryAfterSeconds?: number): Promise<void> {
@@ -337,7 +418,10 @@ const PACE_START = 1_000_000;
 
 /** A fresh adaptive pace driven by hand, and `reply`: a request started at `startedAt` and answered at `at`. */
 function drivenPace(): { pace: Pace; reply: (refused: boolean, startedAt: number, at: number, receivedBefore?: boolean) => void } {
-  const pace = new Pace({ adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1 }, PACE_START);
+  const pace = new Pace(
+    { adaptive: true, maxInFlight: 10, maxRequestsPerSecond: undefined, sharedBy: 1, requestTimeoutMs: 10_000 },
+    PACE_START,
+  );
   const reply = (refused: boolean, startedAt: number, at: number, receivedBefore = false): void => {
     pace.take(startedAt);
     pace.answered({ signal: refused ? 'slow-down' : 'accepted', latencyMs: at - startedAt, receivedBefore }, at);

@@ -75,6 +75,15 @@ describe('a webhook that takes 50 requests/s and answers 429 + Retry-After: 1 ab
   }, 180_000);
 });
 
+describe('a webhook that slows down under load rather than refusing: 20 ms, and 60 ms more for each request in flight at it', () => {
+  test('100 messages, REQUEST_TIMEOUT_MS=2500: the relay stops adding requests in flight before any times out; each sent once', async () => {
+    // Five slow starts to MAX_CONCURRENCY would keep 50 in flight: 3 s answers, every request timed out and sent again.
+    const run = await start(100, { answerAfterMs: 20, answerAfterPerInFlightMs: 60 }, { REQUEST_TIMEOUT_MS: '2500' });
+    await refusedOnceSettled(run);
+    expect(run.webhook.requests.length).toBe(100);
+  }, 180_000);
+});
+
 describe('MAX_REQUESTS_PER_SECOND=20, shared by 2 pollers as by 2 concurrent invocations', () => {
   test('120 messages to a webhook that takes everything: no second sees more than the ceiling (and a request of burst per poller)', async () => {
     const open = await webhookForTest();

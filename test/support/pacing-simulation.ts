@@ -10,7 +10,7 @@
  */
 import { type PaceClock, Pacer, type PacingSettings, paceSignalOf } from '../../lambda/pacer';
 import { type Quota, quotaOf } from '../../lambda/rate-limit-headers';
-import type { WebhookResponse } from '../../lambda/transmitter';
+import type { WebhookResponse, WebhookResult } from '../../lambda/transmitter';
 import { seeded } from '../../testkit/seeded-random';
 
 /** Where the simulation's clock starts, ms. */
@@ -118,8 +118,10 @@ export interface SimMessage {
   /** When it is next visible (this clock's ms). */
   visibleAt: number;
   receiveCount: number;
-  /** When it was first accepted, if it was. */
+  /** When the webhook first took it, if it did (an answer the relay timed out on included). */
   deliveredAt: number | undefined;
+  /** The relay saw it taken, and deleted it from the queue. */
+  deleted?: boolean;
   /** Accepted requests for it. */
   accepted: number;
   /** Requests for it answered with a slow-down signal. */
@@ -149,6 +151,13 @@ export interface SimOptions {
   readonly pacing?: Partial<PacingSettings>;
   /** The webhook's latency, ms: each request takes 0.5–1.5 × this. @default 5 */
   readonly latencyMs?: number;
+  /**
+   * A webhook whose latency depends on its load: the time, ms, a request takes when it arrives with `inFlight` others already
+   * in flight at the webhook (from every container), given a uniform draw in [0, 1). Replaces `latencyMs`.
+   */
+  readonly latencyOf?: (inFlight: number, draw: number) => number;
+  /** The relay's bound on one request (`REQUEST_TIMEOUT_MS`): a request longer than this times out, though the webhook goes on. @default 10 s */
+  readonly requestTimeoutMs?: number;
   /** An invocation's time, ms, and the margin the relay keeps before it. @default 30 s, 1 s */
   readonly functionTimeoutMs?: number;
   readonly deadlineMarginMs?: number;
@@ -180,6 +189,10 @@ export interface SimResult {
   readonly refused: number;
   /** Records handed back unsent because the pace (a hold, a key's pace) kept them from starting. */
   readonly notAttempted: number;
+  /** Requests that timed out on the relay's side (the webhook finished them all the same). */
+  readonly timeouts: number;
+  /** Deliveries of a message after its first. */
+  readonly duplicates: number;
   /** Requests per second over the run, from the webhook's side, by 1 s bins. */
   readonly requestsBySecond: readonly number[];
   /** The pacers, for their state at the end. */
@@ -218,7 +231,7 @@ class OldestVisibleFirst {
     for (let top = this.heap[0]; top !== undefined && top[0] <= now; top = this.heap[0]) {
       this.pop();
       const message = this.messages[top[1]] as SimMessage;
-      if (message.deliveredAt === undefined && message.visibleAt === top[0]) return message;
+      if (message.deleted !== true && message.visibleAt === top[0]) return message;
     }
     return undefined;
   }
@@ -272,6 +285,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   const containers = options.containers ?? 5;
   const batchSize = options.batchSize ?? 10;
   const latencyMs = options.latencyMs ?? 5;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   const timeoutMs = options.functionTimeoutMs ?? 30_000;
   const marginMs = options.deadlineMarginMs ?? 1_000;
   const done = options.done ?? ((all: readonly SimMessage[]) => all.every((message) => message.deliveredAt !== undefined));
@@ -280,11 +294,15 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     maxInFlight: 10,
     maxRequestsPerSecond: undefined,
     sharedBy: containers,
+    requestTimeoutMs,
     ...options.pacing,
   };
   let requests = 0;
   let refused = 0;
   let notAttempted = 0;
+  let timeouts = 0;
+  /** Requests the webhook is working on: those the relay gave up on included. */
+  let atWebhook = 0;
   let doneAt = Number.NaN;
   const bySecond: number[] = [];
   /** The first undelivered message's index: messages before it need no look. */
@@ -314,10 +332,10 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
         take(message);
       return batch;
     }
-    while (firstOpen < messages.length && (messages[firstOpen] as SimMessage).deliveredAt !== undefined) firstOpen += 1;
+    while (firstOpen < messages.length && (messages[firstOpen] as SimMessage).deleted === true) firstOpen += 1;
     for (let i = firstOpen; i < messages.length && batch.length < batchSize; i += 1) {
       const message = messages[i] as SimMessage;
-      if (message.deliveredAt === undefined && message.visibleAt <= now) take(message);
+      if (message.deleted !== true && message.visibleAt <= now) take(message);
     }
     return batch;
   };
@@ -330,13 +348,40 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       setVisibleAt(message, clock.now() + pacer.retryInSeconds(key, message.receiveCount) * 1000);
       return;
     }
-    const took = latencyMs * (0.5 + random());
+    const took = options.latencyOf?.(atWebhook, random()) ?? latencyMs * (0.5 + random());
+    atWebhook += 1;
+    if (took > requestTimeoutMs) {
+      // The relay gives up; the webhook takes the request all the same, to no one: a delivery the relay will make again.
+      void clock.sleep(took / 2).then(async () => {
+        const answer = options.webhook(message, clock.now());
+        requests += 1;
+        await clock.sleep(took / 2);
+        atWebhook -= 1;
+        if (answer.status < 200 || answer.status > 299) return;
+        message.accepted += 1;
+        message.deliveredAt ??= clock.now();
+        if (Number.isNaN(doneAt) && done(messages)) doneAt = clock.now();
+      });
+      await clock.sleep(requestTimeoutMs);
+      timeouts += 1;
+      const failure: WebhookResult = { kind: 'transport-error', error: 'timeout', message: 'timed out', latencyMs: requestTimeoutMs };
+      const answer = {
+        signal: paceSignalOf(failure),
+        latencyMs: requestTimeoutMs,
+        messageId: message.id,
+        receivedBefore: message.receiveCount > 1,
+      };
+      pacer.release(answer, key, clock.now());
+      setVisibleAt(message, clock.now() + backoffSeconds(message.receiveCount) * 1000);
+      return;
+    }
     await clock.sleep(took / 2);
     const answer = options.webhook(message, clock.now());
     requests += 1;
     const second = Math.floor((clock.now() - start) / 1000);
     bySecond[second] = (bySecond[second] ?? 0) + 1;
     await clock.sleep(took / 2);
+    atWebhook -= 1;
     const now = clock.now();
     const response: WebhookResponse = {
       kind: 'response',
@@ -367,6 +412,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     if (answer.status >= 200 && answer.status <= 299) {
       message.accepted += 1;
       message.deliveredAt ??= now;
+      message.deleted = true;
       if (Number.isNaN(doneAt) && done(messages)) doneAt = now;
       return;
     }
@@ -402,6 +448,8 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     requests,
     refused,
     notAttempted,
+    timeouts,
+    duplicates: messages.reduce((sum, message) => sum + Math.max(0, message.accepted - 1), 0),
     requestsBySecond: Array.from(bySecond, (count) => count ?? 0),
     pacers,
   };
