@@ -1,9 +1,10 @@
 /**
  * The pacing sweep: the pacer (lambda/pace.ts) in the deterministic simulation of test/support/pacing-simulation.ts, against
- * token buckets, webhooks that refuse some messages for their own sake, and webhooks that refuse everything for a while, at
- * several latencies, each on several seeds. A minute or two of CPU for what the bench measures in half an hour through
- * `npm start`, and the same every time: a change to the pace is tried here against all these neighbours first, then confirmed
- * by `npm run bench`. Nothing here is a goal (the tests hold the goals): it prints figures to compare.
+ * token buckets and windows of requests per second, webhooks that refuse some messages for their own sake, and webhooks that
+ * refuse everything for a while, at several latencies, each on several seeds. A minute or two of CPU for what the bench
+ * measures in half an hour through `npm start`, and the same every time: a change to the pace is tried here against all these
+ * neighbours first, then confirmed by `npm run bench`. Nothing here is a goal (the tests hold the goals): it prints figures to
+ * compare.
  *
  *   npx tsx bench/pacing-sweep.ts [--seeds=N] [--only=<part of a case's name>,…]
  *
@@ -12,6 +13,7 @@
  */
 import {
   bucketWebhook,
+  fixedWindowWebhook,
   messagesOf,
   outageOf,
   overQuota,
@@ -21,6 +23,7 @@ import {
   type SimResult,
   type SimWebhook,
   simulate,
+  slidingWindowWebhook,
   tenantRefused,
 } from '../test/support/pacing-simulation';
 
@@ -43,27 +46,45 @@ function capacity(
   latencyMs: number,
   { randomShare = 0, ceiling }: { randomShare?: number; ceiling?: { share: number; adaptive: boolean } } = {},
 ): SweepCase {
-  const count = 15 * rate;
   const refusing = randomShare > 0 ? `, ${100 * randomShare} % refused at random too` : '';
   return {
     name:
       ceiling === undefined
         ? `capacity ${rate}/s at ${latencyMs} ms${refusing}`
         : `ceiling at ${100 * ceiling.share} % of a bucket of ${rate}/s at ${latencyMs} ms${ceiling.adaptive ? '' : ', PACING=false'}`,
-    run: async (seed) => {
-      const result = await simulate({
-        messages: messagesOf(count),
-        webhook: bucketWebhook(rate, randomShare, seed),
-        maxMs: 600_000,
+    run: (seed) =>
+      drain(rate, bucketWebhook(rate, randomShare, seed), {
         latencyMs,
         seed,
         ...(ceiling === undefined ? {} : { pacing: { adaptive: ceiling.adaptive, maxRequestsPerSecond: (ceiling.share * rate) / 5 } }),
-      });
-      return {
-        'refused %': { value: (100 * result.refused) / result.requests, higherIsBetter: false },
-        'drain × N/R': { value: result.doneMs / 1000 / (count / rate), higherIsBetter: false },
-      };
-    },
+      }),
+  };
+}
+
+/** 15 s of messages at `rate`/s to `webhook` from a standing start: the share of requests refused (%) and the drain against N/R. */
+async function drain(rate: number, webhook: SimWebhook, run: Pick<SimOptions, 'latencyMs' | 'seed' | 'pacing'>): Promise<Figures> {
+  const count = 15 * rate;
+  const result = await simulate({ messages: messagesOf(count), webhook, maxMs: 600_000, ...run });
+  return {
+    'refused %': { value: (100 * result.refused) / result.requests, higherIsBetter: false },
+    'drain × N/R': { value: result.doneMs / 1000 / (count / rate), higherIsBetter: false },
+  };
+}
+
+/**
+ * A window of `rate` requests a second (`429` + `Retry-After: 1` over it) from a standing start, 15 s of messages, as
+ * {@link capacity}: a fixed one takes a second's worth at once at each whole second of the clock, a sliding one no more than
+ * that in any second. With pacing or without.
+ */
+function rateWindow(kind: 'fixed' | 'sliding', rate: number, latencyMs: number, adaptive = true): SweepCase {
+  return {
+    name: `${kind} window of ${rate}/s at ${latencyMs} ms${adaptive ? '' : ', PACING=false'}`,
+    run: (seed) =>
+      drain(rate, kind === 'fixed' ? fixedWindowWebhook(rate) : slidingWindowWebhook(rate), {
+        latencyMs,
+        seed,
+        pacing: { adaptive },
+      }),
   };
 }
 
@@ -196,6 +217,13 @@ const CASES: readonly SweepCase[] = [
   ...[10, 20].flatMap((rate) =>
     [5, 200].flatMap((latencyMs) => [true, false].map((adaptive) => capacity(rate, latencyMs, { ceiling: { share: 0.9, adaptive } }))),
   ),
+  // Other capacity limiters: windows of requests per second, fixed to the clock or sliding (5 containers of 10 in flight at
+  // 200 ms send no more than 250/s: 1,000/s at 5 ms only).
+  ...(['fixed', 'sliding'] as const).flatMap((kind) => [
+    ...[50, 200].flatMap((rate) => [5, 200].map((latencyMs) => rateWindow(kind, rate, latencyMs))),
+    rateWindow(kind, 1_000, 5),
+    rateWindow(kind, 200, 5, false),
+  ]),
   // The hold's own neighbours: a webhook refusing everything is asked little, and drained soon once it takes requests again.
   ...[5, 50].map(refusingEverything),
   ...[5, 100].map(outage),

@@ -8,6 +8,7 @@ import { describe, expect, test } from 'vitest';
 import {
   announcedWindow,
   bucketWebhook,
+  fixedWindowWebhook,
   messagesOf,
   outageOf,
   overQuota,
@@ -348,15 +349,7 @@ describe('rate-limit headers: a webhook that says its limit', () => {
       expect(result.doneMs / 1000, `seed ${seed}`).toBeLessThanOrEqual((1.25 * count) / rate);
     }
     // Read, not guessed: without the headers the same webhook is refused more than a percent of the time.
-    const window = announcedWindow(200);
-    const silent = await simulate({
-      messages: messagesOf(3_000),
-      webhook: (_m, now) => {
-        const { status, retryAfterSeconds } = window(now);
-        return { status, retryAfterSeconds };
-      },
-      maxMs: 600_000,
-    });
+    const silent = await simulate({ messages: messagesOf(3_000), webhook: fixedWindowWebhook(200), maxMs: 600_000 });
     expect(refusedShare(silent)).toBeGreaterThan(0.01);
   });
 });

@@ -561,6 +561,35 @@ export const bucketWebhook = (rate: number, randomShare = 0, seed = 1): SimWebho
     (randomShare === 0 || random() >= randomShare) && take(now) ? { status: 200 } : { status: 429, retryAfterSeconds: 1 };
 };
 
+/**
+ * A fixed window of `limit` requests per whole second of the clock, announced nowhere ({@link announcedWindow} without its
+ * headers): `429` + `Retry-After: 1` over it. Unlike a token bucket it takes a second's worth at once at the start of each
+ * second, and refuses everything after that until the next.
+ */
+export const fixedWindowWebhook = (limit: number): SimWebhook => {
+  const window = announcedWindow(limit);
+  return (_message, now) => {
+    const { status, retryAfterSeconds } = window(now);
+    return { status, retryAfterSeconds };
+  };
+};
+
+/**
+ * A sliding window (a log of what it took): at most `limit` requests taken in any second, announced nowhere; `429` +
+ * `Retry-After: 1` over it. Refused requests do not count toward it.
+ */
+export const slidingWindowWebhook = (limit: number): SimWebhook => {
+  // When each of the latest `limit` requests taken was taken: a ring, the oldest at `next`.
+  const takenAt = new Array<number>(limit).fill(Number.NEGATIVE_INFINITY);
+  let next = 0;
+  return (_message, now) => {
+    if (now - (takenAt[next] as number) < 1000) return { status: 429, retryAfterSeconds: 1 };
+    takenAt[next] = now;
+    next = (next + 1) % limit;
+    return { status: 200 };
+  };
+};
+
 /** One tenant in `every` always refused with `retryAfterSeconds` (`'any'`: 1 s to an hour, drawn from `seeded(seed)`), the others taken: tenant of message i, and the webhook. */
 export const tenantRefused = (
   every: number,
