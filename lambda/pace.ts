@@ -30,6 +30,7 @@ import { AnswerMeter, type MeterReading } from './answer-meter';
 import { CUTS_TRIED_MS, CutSeries } from './cut-series';
 import { DIP_DEPTH, Doubt, type Verdict } from './doubt';
 import { EndpointHold, isLongWait } from './endpoint-hold';
+import { LatencyWatch } from './latency-watch';
 import type { Quota } from './rate-limit-headers';
 import { RecentRefusals, RefusalRun } from './refusal-run';
 import { RefusalFloor } from './refusal-floor';
@@ -94,22 +95,6 @@ const NEAR_LAST_CUT = 0.9;
 export const RECOVERY_MS = 10_000;
 /** Requests in flight a fresh adaptive pace starts with. */
 export const INITIAL_IN_FLIGHT = 2;
-/**
- * The in-flight limit grows only while the mean latency of the latest {@link BLOCK_ANSWERS} answers stays within this many
- * times the lowest such mean seen, and {@link QUEUEING_SLACK_MS} more: beyond, more requests in flight only wait in the
- * webhook's queue (as TCP Vegas).
- */
-export const QUEUEING_FACTOR = 2;
-/** … so that a fast webhook's few ms of jitter read as no queue. */
-const QUEUEING_SLACK_MS = 20;
-/** Answers a block's mean latency is taken over: the lowest of many means of a few would be mostly noise. */
-const BLOCK_ANSWERS = 8;
-/** A slow start's round is the in-flight limit's answers, and at least this many. */
-const ROUND_ANSWERS = 4;
-/** A round is judged at each answer, not only at its end, once its fastest answer takes this share of the request timeout. */
-const EARLY_EXIT_TIMEOUT_SHARE = 0.1;
-/** The slow start ends when a round's fastest answer takes this many times the last round's and {@link QUEUEING_SLACK_MS} more (as TCP's HyStart). */
-const SLOW_START_EXIT_FACTOR = 2;
 /** The slowest pace adaptation goes to, requests per second. */
 export const MIN_REQUESTS_PER_SECOND = 0.5;
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt (lambda/doubt.ts). */
@@ -186,16 +171,8 @@ export class Pace {
   /** The rate the last cut came from (Infinity before any): growth slows near it. */
   private cutFrom = Number.POSITIVE_INFINITY;
   private latencyMs = 0;
-  /** The slow start's current round (its fastest answer, its answers, its size) and the last round's fastest answer, ms. */
-  private roundLowestMs = Number.POSITIVE_INFINITY;
-  private roundAnswers = 0;
-  private roundSize = INITIAL_IN_FLIGHT;
-  private lastRoundLowestMs = 0;
-  /** The current block of latencies (sum, count), the last block's mean and the lowest block mean seen, ms. */
-  private blockLatencySumMs = 0;
-  private blockAnswers = 0;
-  private blockMeanMs = 0;
-  private lowestBlockMeanMs = Number.POSITIVE_INFINITY;
+  /** Whether requests queue at the webhook, by its latency: the in-flight limit stops growing when they do. */
+  private readonly latency: LatencyWatch;
   /** When a timeout last cut the in-flight limit. */
   private timeoutCutAt = Number.NEGATIVE_INFINITY;
   private readonly meter = new AnswerMeter();
@@ -224,6 +201,7 @@ export class Pace {
     // container does not send MAX_CONCURRENCY requests at once into a webhook whose capacity it does not know yet.
     this.slowStart = limits.adaptive && limits.slowStart !== false;
     this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
+    this.latency = new LatencyWatch(limits.requestTimeoutMs, this.limit);
     this.refilledAt = now;
     // Containers given the same ceiling start together: each takes its first request at a random moment of its first
     // interval, so they do not start in step either (see shiftPhase).
@@ -353,7 +331,7 @@ export class Pace {
   answered(answer: PacedAnswer, now: number): number | undefined {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
-    this.noteLatency(answer.latencyMs);
+    if (this.latency.answered(answer.latencyMs, this.limit, this.slowStart)) this.slowStart = false;
     if (answer.timedOut === true) this.cutInFlightForTimeout(now);
     if (answer.signal === 'slow-down' && this.givenRateBinds()) this.shiftPhase(now);
     if (!this.limits.adaptive) return undefined;
@@ -753,44 +731,6 @@ export class Pace {
   }
 
   /**
-   * Adds an answer's latency to the round (a round trip's answers: the in-flight limit's) and to the block of
-   * {@link BLOCK_ANSWERS}; ends either once it has its answers.
-   */
-  private noteLatency(latencyMs: number): void {
-    this.blockLatencySumMs += latencyMs;
-    this.blockAnswers += 1;
-    if (this.blockAnswers >= BLOCK_ANSWERS) {
-      this.blockMeanMs = this.blockLatencySumMs / this.blockAnswers;
-      this.lowestBlockMeanMs = Math.min(this.lowestBlockMeanMs, this.blockMeanMs);
-      this.blockLatencySumMs = 0;
-      this.blockAnswers = 0;
-    }
-    if (!this.slowStart) return;
-    this.roundLowestMs = Math.min(this.roundLowestMs, latencyMs);
-    this.roundAnswers += 1;
-    // The in-flight limit doubled since the last round: its fastest answer twice the last round's says requests now queue at
-    // the webhook (a slow answer or two of a webhook whose latency only varies does not move the fastest). Judged at the
-    // round's end; at each answer from its second (as HyStart++) once answers take a tenth of the request timeout: by the
-    // round's end the limit has doubled again, and a doubling or two more would time out.
-    const judged =
-      this.roundAnswers >= Math.max(ROUND_ANSWERS, this.roundSize) ||
-      (this.roundAnswers >= 2 && this.roundLowestMs > EARLY_EXIT_TIMEOUT_SHARE * this.limits.requestTimeoutMs);
-    if (!judged) return;
-    if (this.lastRoundLowestMs > 0 && this.roundLowestMs > SLOW_START_EXIT_FACTOR * this.lastRoundLowestMs + QUEUEING_SLACK_MS)
-      this.slowStart = false;
-    if (this.roundAnswers < Math.max(ROUND_ANSWERS, this.roundSize)) return;
-    this.lastRoundLowestMs = this.roundLowestMs;
-    this.roundLowestMs = Number.POSITIVE_INFINITY;
-    this.roundAnswers = 0;
-    this.roundSize = this.limit;
-  }
-
-  /** True when the latest answers' latency says requests queue at the webhook: more in flight would only wait longer. */
-  private queueing(): boolean {
-    return this.blockMeanMs > Math.min(QUEUEING_FACTOR * this.lowestBlockMeanMs + QUEUEING_SLACK_MS, this.limits.requestTimeoutMs / 2);
-  }
-
-  /**
    * A request timed out: the webhook takes fewer at once than are sent, and goes on with those the relay gave up on. The
    * in-flight limit halves, once per round trip, and the slow start ends.
    */
@@ -806,7 +746,7 @@ export class Pace {
    * queue at the webhook, which ends the slow start.
    */
   private growInFlight(): void {
-    if (this.queueing()) {
+    if (this.latency.queueing) {
       this.slowStart = false;
       return;
     }

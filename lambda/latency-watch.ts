@@ -1,0 +1,89 @@
+/**
+ * What the webhook's latency says of the requests in flight (docs/pacing.md, "A container's pace and its slow start"): whether
+ * they queue at it, so that more in flight would only wait longer. lambda/pace.ts ends its slow start and stops adding requests
+ * in flight when they do; refusals and timeouts are its own business.
+ */
+
+/** A round's fastest answer this many times the last round's, and {@link SLACK_MS} more, ends the slow start (as TCP's HyStart). */
+const SLOW_START_EXIT_FACTOR = 2;
+/**
+ * Requests queue while the mean latency of the latest {@link BLOCK_ANSWERS} answers is over this many times the lowest such mean
+ * seen, and {@link SLACK_MS} more (as TCP Vegas), …
+ */
+const QUEUEING_FACTOR = 2;
+/** … or over this share of the request timeout: a doubling more would time out. */
+const QUEUEING_TIMEOUT_SHARE = 0.5;
+/** A fast webhook's few ms of jitter are no queue. */
+const SLACK_MS = 20;
+/** Answers a block's mean latency is taken over: the lowest of many means of a few would be mostly noise. */
+const BLOCK_ANSWERS = 8;
+/** A slow start's round is the in-flight limit's answers (as its last round ended), and at least this many. */
+const ROUND_ANSWERS = 4;
+/** A round is judged from its second answer, not only at its end, once its fastest answer takes this share of the request timeout. */
+const EARLY_EXIT_TIMEOUT_SHARE = 0.1;
+
+/** The latency of one pace's answers, in the slow start's rounds and in blocks of {@link BLOCK_ANSWERS}. */
+export class LatencyWatch {
+  /** The slow start's current round (its fastest answer, its answers, its size) and the last round's fastest answer, ms. */
+  private roundLowestMs = Number.POSITIVE_INFINITY;
+  private roundAnswers = 0;
+  private roundSize: number;
+  private lastRoundLowestMs = 0;
+  /** The current block of latencies (sum, count), the last block's mean and the lowest block mean seen, ms. */
+  private blockSumMs = 0;
+  private blockAnswers = 0;
+  private blockMeanMs = 0;
+  private lowestBlockMeanMs = Number.POSITIVE_INFINITY;
+
+  /**
+   * @param requestTimeoutMs how long a request may take (`REQUEST_TIMEOUT_MS`)
+   * @param inFlightLimit the in-flight limit the slow start begins with
+   */
+  constructor(
+    private readonly requestTimeoutMs: number,
+    inFlightLimit: number,
+  ) {
+    this.roundSize = inFlightLimit;
+  }
+
+  /**
+   * Adds an answer's latency.
+   * @param inFlightLimit the pace's in-flight limit now
+   * @param inSlowStart whether the pace is in its slow start (its rounds are watched only then)
+   * @returns true when the slow start is to end: the in-flight limit doubled since the last round, and the round's fastest answer
+   * took twice the last round's (a slow answer or two of a webhook whose latency only varies does not move the fastest; a queue
+   * moves it with the rest)
+   */
+  answered(latencyMs: number, inFlightLimit: number, inSlowStart: boolean): boolean {
+    this.blockSumMs += latencyMs;
+    this.blockAnswers += 1;
+    if (this.blockAnswers >= BLOCK_ANSWERS) {
+      this.blockMeanMs = this.blockSumMs / this.blockAnswers;
+      this.lowestBlockMeanMs = Math.min(this.lowestBlockMeanMs, this.blockMeanMs);
+      this.blockSumMs = 0;
+      this.blockAnswers = 0;
+    }
+    if (!inSlowStart) return false;
+    this.roundLowestMs = Math.min(this.roundLowestMs, latencyMs);
+    this.roundAnswers += 1;
+    const roundEnds = this.roundAnswers >= Math.max(ROUND_ANSWERS, this.roundSize);
+    // Judged at the round's end; from its second answer (as HyStart++) once answers take a tenth of the request timeout: by the
+    // round's end the limit has doubled again, and a doubling or two more would time out.
+    const early = this.roundAnswers >= 2 && this.roundLowestMs > EARLY_EXIT_TIMEOUT_SHARE * this.requestTimeoutMs;
+    const queued =
+      (roundEnds || early) && this.lastRoundLowestMs > 0 && this.roundLowestMs > SLOW_START_EXIT_FACTOR * this.lastRoundLowestMs + SLACK_MS;
+    if (roundEnds) {
+      this.lastRoundLowestMs = this.roundLowestMs;
+      this.roundLowestMs = Number.POSITIVE_INFINITY;
+      this.roundAnswers = 0;
+      this.roundSize = inFlightLimit;
+    }
+    return queued;
+  }
+
+  /** True when the latest answers' latency says requests queue at the webhook: more in flight would only wait longer. */
+  get queueing(): boolean {
+    const bound = Math.min(QUEUEING_FACTOR * this.lowestBlockMeanMs + SLACK_MS, QUEUEING_TIMEOUT_SHARE * this.requestTimeoutMs);
+    return this.blockMeanMs > bound;
+  }
+}
