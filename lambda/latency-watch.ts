@@ -17,6 +17,11 @@ const QUEUEING_TIMEOUT_SHARE = 0.5;
 const SLACK_MS = 20;
 /** Answers a block's mean latency is taken over: the lowest of many means of a few would be mostly noise. */
 const BLOCK_ANSWERS = 8;
+/**
+ * The lowest block mean is that of the last one to two of these windows, ms: a webhook slower for good (another region, a
+ * heavier release) is its new self after a while, not a queue for ever (the in-flight limit cut once would never grow again).
+ */
+export const LOWEST_KEPT_MS = 60_000;
 /** A slow start's round is the in-flight limit's answers (as its last round ended), and at least this many. */
 const ROUND_ANSWERS = 4;
 /** A round is judged from its second answer, not only at its end, once its fastest answer takes this share of the request timeout. */
@@ -33,7 +38,10 @@ export class LatencyWatch {
   private blockSumMs = 0;
   private blockAnswers = 0;
   private blockMeanMs = 0;
+  /** The lowest block mean of the current window and of the one before, and when the current one began, ms. */
   private lowestBlockMeanMs = Number.POSITIVE_INFINITY;
+  private lowestBeforeMs = Number.POSITIVE_INFINITY;
+  private windowStartedAt: number;
 
   /**
    * @param requestTimeoutMs how long a request may take (`REQUEST_TIMEOUT_MS`)
@@ -42,22 +50,31 @@ export class LatencyWatch {
   constructor(
     private readonly requestTimeoutMs: number,
     inFlightLimit: number,
+    now: number,
   ) {
     this.roundSize = inFlightLimit;
+    this.windowStartedAt = now;
   }
 
   /**
    * Adds an answer's latency.
    * @param inFlightLimit the pace's in-flight limit now
    * @param inSlowStart whether the pace is in its slow start (its rounds are watched only then)
+   * @param now when it came, ms
    * @returns true when the slow start is to end: the in-flight limit doubled since the last round, and the round's fastest answer
    * took twice the last round's (a slow answer or two of a webhook whose latency only varies does not move the fastest; a queue
    * moves it with the rest)
    */
-  answered(latencyMs: number, inFlightLimit: number, inSlowStart: boolean): boolean {
+  answered(latencyMs: number, inFlightLimit: number, inSlowStart: boolean, now: number): boolean {
     this.blockSumMs += latencyMs;
     this.blockAnswers += 1;
     if (this.blockAnswers >= BLOCK_ANSWERS) {
+      if (now - this.windowStartedAt >= LOWEST_KEPT_MS) {
+        // After a quiet spell of two windows or more, the lowest before it is as old.
+        this.lowestBeforeMs = now - this.windowStartedAt >= 2 * LOWEST_KEPT_MS ? Number.POSITIVE_INFINITY : this.lowestBlockMeanMs;
+        this.lowestBlockMeanMs = Number.POSITIVE_INFINITY;
+        this.windowStartedAt = now;
+      }
       this.blockMeanMs = this.blockSumMs / this.blockAnswers;
       this.lowestBlockMeanMs = Math.min(this.lowestBlockMeanMs, this.blockMeanMs);
       this.blockSumMs = 0;
@@ -83,7 +100,8 @@ export class LatencyWatch {
 
   /** True when the latest answers' latency says requests queue at the webhook: more in flight would only wait longer. */
   get queueing(): boolean {
-    const bound = Math.min(QUEUEING_FACTOR * this.lowestBlockMeanMs + SLACK_MS, QUEUEING_TIMEOUT_SHARE * this.requestTimeoutMs);
+    const lowest = Math.min(this.lowestBlockMeanMs, this.lowestBeforeMs);
+    const bound = Math.min(QUEUEING_FACTOR * lowest + SLACK_MS, QUEUEING_TIMEOUT_SHARE * this.requestTimeoutMs);
     return this.blockMeanMs > bound;
   }
 }

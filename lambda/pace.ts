@@ -201,7 +201,7 @@ export class Pace {
     // container does not send MAX_CONCURRENCY requests at once into a webhook whose capacity it does not know yet.
     this.slowStart = limits.adaptive && limits.slowStart !== false;
     this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
-    this.latency = new LatencyWatch(limits.requestTimeoutMs, this.limit);
+    this.latency = new LatencyWatch(limits.requestTimeoutMs, this.limit, now);
     this.refilledAt = now;
     // Containers given the same ceiling start together: each takes its first request at a random moment of its first
     // interval, so they do not start in step either (see shiftPhase).
@@ -331,7 +331,7 @@ export class Pace {
   answered(answer: PacedAnswer, now: number): number | undefined {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
-    if (this.latency.answered(answer.latencyMs, this.limit, this.slowStart)) this.slowStart = false;
+    if (this.latency.answered(answer.latencyMs, this.limit, this.slowStart, now)) this.slowStart = false;
     if (answer.timedOut === true) this.cutInFlightForTimeout(now);
     if (answer.signal === 'slow-down' && this.givenRateBinds()) this.shiftPhase(now);
     if (!this.limits.adaptive) return undefined;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
 import { UNMOVED_VERDICT_ANSWERS, VERDICT_ANSWERS } from '../../lambda/doubt';
+import { LOWEST_KEPT_MS } from '../../lambda/latency-watch';
 import {
   DECREASE_FACTOR,
   Pace,
@@ -269,6 +270,23 @@ describe('a webhook that slows down rather than refuses', () => {
     // Back near the fastest: it grows again.
     await takenIn(pacer, 40, () => 150);
     expect(pacer.snapshot().inFlightLimit).toBeGreaterThan(queued);
+  });
+
+  test(`a webhook slower for good is its new self after ${LOWEST_KEPT_MS / 1000} s to twice that: the limit grows again`, async () => {
+    const pacer = pacerOf();
+    await takenIn(pacer, 16, () => 5);
+    pacer.release(answer('slow-down', { latencyMs: 10_000, timedOut: true }));
+    // Twelve times slower from here: once a block of 8 says so, no more in flight.
+    await takenIn(pacer, 8, () => 60);
+    const cut = pacer.snapshot().inFlightLimit;
+    await takenIn(pacer, 40, () => 60);
+    expect(pacer.snapshot().inFlightLimit).toBe(cut);
+    await vi.advanceTimersByTimeAsync(LOWEST_KEPT_MS);
+    await takenIn(pacer, 40, () => 60);
+    expect(pacer.snapshot().inFlightLimit).toBe(cut);
+    await vi.advanceTimersByTimeAsync(LOWEST_KEPT_MS);
+    await takenIn(pacer, 40, () => 60);
+    expect(pacer.snapshot().inFlightLimit).toBeGreaterThan(cut);
   });
 
   test('nor while the latest answers take over half the request timeout, however slow the fastest were', async () => {
