@@ -232,6 +232,7 @@ const CASES: readonly SweepCase[] = [
   loaded('one at a time, 250 ms each', 150, (inFlight, draw) => (inFlight + 1) * 250 + 20 * draw),
   loaded('eight workers of 50 ms', 2_000, (inFlight, draw) => Math.ceil((inFlight + 1) / 8) * 50 + 10 * draw),
   loaded('1 s, whatever the load', 1_000, (_, draw) => 900 + 200 * draw),
+  loaded('5 s, whatever the load', 300, (_, draw) => 4_500 + 1_000 * draw),
   loaded('50 to 950 ms, whatever the load', 1_000, (_, draw) => 50 + 900 * draw),
 ];
 

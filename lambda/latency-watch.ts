@@ -8,11 +8,10 @@
 const SLOW_START_EXIT_FACTOR = 2;
 /**
  * Requests queue while the mean latency of the latest {@link BLOCK_ANSWERS} answers is over this many times the lowest such mean
- * seen, and {@link SLACK_MS} more (as TCP Vegas), …
+ * seen, and {@link SLACK_MS} more (as TCP Vegas). Not near the request timeout as such: a webhook answering in 5 s whatever its
+ * load (a model's inference) takes more at once as well as fewer, and held to 9 in flight drained at half `PACING=false`'s speed.
  */
 const QUEUEING_FACTOR = 2;
-/** … or over this share of the request timeout: a doubling more would time out. */
-const QUEUEING_TIMEOUT_SHARE = 0.5;
 /** A fast webhook's few ms of jitter are no queue. */
 const SLACK_MS = 20;
 /** Answers a block's mean latency is taken over: the lowest of many means of a few would be mostly noise. */
@@ -100,8 +99,6 @@ export class LatencyWatch {
 
   /** True when the latest answers' latency says requests queue at the webhook: more in flight would only wait longer. */
   get queueing(): boolean {
-    const lowest = Math.min(this.lowestBlockMeanMs, this.lowestBeforeMs);
-    const bound = Math.min(QUEUEING_FACTOR * lowest + SLACK_MS, QUEUEING_TIMEOUT_SHARE * this.requestTimeoutMs);
-    return this.blockMeanMs > bound;
+    return this.blockMeanMs > QUEUEING_FACTOR * Math.min(this.lowestBlockMeanMs, this.lowestBeforeMs) + SLACK_MS;
   }
 }
