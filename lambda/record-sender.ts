@@ -43,12 +43,16 @@ interface JudgedAnswer {
   readonly verdict: Verdict;
   readonly answeredAt: number;
   readonly ready: ReadyRequest;
+  /** The request's timeout: `REQUEST_TIMEOUT_MS`, or less when cut to the time the invocation had left. */
+  readonly timeoutMs: number;
 }
 
 /** The batch's bounds on one record's attempt. */
 export interface AttemptBounds {
   /** The request's timeout as of now (it shrinks while waiting on a probe, a secret, the pace). */
   readonly timeoutMs: () => number;
+  /** The timeout a request started with the invocation got: `REQUEST_TIMEOUT_MS`, or less when the invocation was shorter. */
+  readonly longestTimeoutMs: number;
   /** The batch's request latencies, to which this one's is added. */
   readonly latenciesMs: number[];
   /** When requests, secret reads and dead-letter copies are abandoned (the record is then retried). */
@@ -134,6 +138,9 @@ export class RecordSender {
       const answer = await this.sendInSlot(record, { request, credentials: secrets, transmitter, token }, key, bounds);
       if (answer.kind !== 'answered') return answer;
       bounds.latenciesMs.push(Math.round(answer.result.latencyMs));
+      // No answer within a timeout the deadline cut says nothing of a webhook that had less than REQUEST_TIMEOUT_MS: no outage
+      // sign (a probe so cut never reached a verdict, and is abandoned below).
+      if (this.cutShortByDeadline(answer, bounds)) return answer;
       judged = true;
       const transition = this.parts.breaker.record(answer.result, probe, answer.answeredAt, record.messageId);
       this.parts.reporter.announceBreaker(transition, answer.result);
@@ -141,6 +148,20 @@ export class RecordSender {
     } finally {
       if (probe && !judged) this.parts.breaker.abandonProbe(Date.now());
     }
+  }
+
+  /**
+   * True when the request timed out within a timeout the invocation's deadline cut below `REQUEST_TIMEOUT_MS`, when the
+   * invocation had room for the whole of it (with less, every request is cut, and a webhook that never answers must still count).
+   */
+  private cutShortByDeadline({ result, timeoutMs }: JudgedAnswer, { longestTimeoutMs }: AttemptBounds): boolean {
+    const { requestTimeoutMs } = this.config;
+    return (
+      result.kind === 'transport-error' &&
+      result.error === 'timeout' &&
+      timeoutMs < requestTimeoutMs &&
+      longestTimeoutMs >= requestTimeoutMs
+    );
   }
 
   /** A record the pace kept from starting: back for what is left of the endpoint's hold or its key's wait, or dead-lettered. */
@@ -187,7 +208,7 @@ export class RecordSender {
         answeredAt,
       );
       paced = false;
-      return { kind: 'answered', result, verdict, answeredAt, ready };
+      return { kind: 'answered', result, verdict, answeredAt, ready, timeoutMs: requestTimeoutMs };
     } finally {
       if (paced) pacer.giveBack(key);
     }

@@ -159,7 +159,7 @@ export class BatchRelay {
     const latenciesMs: number[] = [];
     // One function for the batch, not one per record.
     const timeoutMs = (): number => Math.min(this.config.requestTimeoutMs, timeLeftForRequests());
-    const bounds = { timeoutMs, latenciesMs, requestsEnd };
+    const bounds = { timeoutMs, longestTimeoutMs: timeoutMs(), latenciesMs, requestsEnd };
     const outcomes = await runBatch<RecordOutcome>(
       records,
       {

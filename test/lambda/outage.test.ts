@@ -103,6 +103,36 @@ test('records whose own failure tripped the breaker are parked at least for its 
   for (const entry of inflight) expect(entry.visibilityDeadline - invokedAt).toBeGreaterThanOrEqual(39_000);
 });
 
+test("a request cut short by the invocation's deadline is no outage sign: it had less than REQUEST_TIMEOUT_MS", async () => {
+  // A webhook that answers everything within REQUEST_TIMEOUT_MS (2 s): the first five in 1.2 s, the rest in 1.8 s. The
+  // invocation has 2.5 s for requests: the last five start 1.2 s in, with 1.3 s left, and time out at the deadline.
+  webhook.respondWith((_, index) => ({ status: 200, delayMs: index < 5 ? 1_200 : 1_800 }));
+  for (let i = 0; i < 10; i += 1) await emulator.send(`late${i}`);
+  const telemetry = capturedTelemetry();
+  const env = { WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '5', REQUEST_TIMEOUT_MS: '2000', OUTAGE_THRESHOLD: '3', PACING: 'false' };
+  const handler = relayFor(env, telemetry);
+  const cut = await invoke(handler, await emulator.receiveEvent(10), 3_500);
+  expect(webhook.requests).toHaveLength(10);
+  expect(cut.batchItemFailures).toHaveLength(5);
+  expect(telemetry.lines.filter((line) => String(line.message).includes('circuit breaker opened'))).toEqual([]);
+  // The next invocation sends what it receives rather than holding it back.
+  await sleep(3_000);
+  webhook.respondWith(() => ({ status: 200 }));
+  for (let i = 0; i < 5; i += 1) await emulator.send(`next${i}`);
+  const next = await emulator.receiveEvent(10);
+  expect(next.Records.length).toBeGreaterThan(0);
+  expect((await invoke(handler, next)).batchItemFailures).toEqual([]);
+});
+
+test('an invocation shorter than REQUEST_TIMEOUT_MS cuts every request: a webhook that never answers still opens the breaker', async () => {
+  webhook.respondWith(() => ({ hang: true }));
+  for (let i = 0; i < 5; i += 1) await emulator.send(`short${i}`);
+  const telemetry = capturedTelemetry();
+  const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '5', OUTAGE_THRESHOLD: '3', PACING: 'false' }, telemetry);
+  await invoke(handler, await emulator.receiveEvent(10), 1_600);
+  expect(telemetry.lines.filter((line) => String(line.message).includes('circuit breaker opened'))).toHaveLength(1);
+});
+
 test('a request with no HTTP answer is logged with status 0, which the saved query "refusals by status over time" counts', async () => {
   emulator.server.reset();
   webhook.requests.length = 0;
