@@ -51,7 +51,10 @@ export interface PacedAnswer {
   readonly quota?: Quota;
   /** The message had been received before (`ApproximateReceiveCount` over 1): refused, or kept back by a hold, already. */
   readonly receivedBefore?: boolean;
-  /** No answer came within the request's timeout. */
+  /**
+   * No answer came within the request's timeout: `REQUEST_TIMEOUT_MS`, or all the invocation had (one its deadline cut below
+   * that, in an invocation that had room for it, says less of the webhook than it says of when the request started).
+   */
   readonly timedOut?: boolean;
 }
 
@@ -95,8 +98,6 @@ const NEAR_LAST_CUT = 0.9;
 export const RECOVERY_MS = 10_000;
 /** Requests in flight a fresh adaptive pace starts with. */
 export const INITIAL_IN_FLIGHT = 2;
-/** A timeout halves the in-flight limit when the request had this share of `REQUEST_TIMEOUT_MS` at least. */
-const WHOLE_TIMEOUT_SHARE = 0.95;
 /** The slowest pace adaptation goes to, requests per second. */
 export const MIN_REQUESTS_PER_SECOND = 0.5;
 /** A pace is calm when it has not been cut nor held for this long: only then may it doubt (lambda/doubt.ts). */
@@ -334,8 +335,7 @@ export class Pace {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.latencyMs = this.latencyMs === 0 ? answer.latencyMs : this.latencyMs * 0.8 + answer.latencyMs * 0.2;
     if (this.latency.answered(answer.latencyMs, this.limit, this.slowStart, now)) this.slowStart = false;
-    // A request cut short by the invocation's deadline says less of the webhook than one given the whole request timeout.
-    if (answer.timedOut === true && answer.latencyMs >= WHOLE_TIMEOUT_SHARE * this.limits.requestTimeoutMs) this.cutInFlightForTimeout(now);
+    if (answer.timedOut === true) this.cutInFlightForTimeout(now);
     if (answer.signal === 'slow-down' && this.givenRateBinds()) this.shiftPhase(now);
     if (!this.limits.adaptive) return undefined;
     // A probe taken ends the hold, and the pace is what it was before it (the refusals were the refused messages' own business,

@@ -43,8 +43,8 @@ interface JudgedAnswer {
   readonly verdict: Verdict;
   readonly answeredAt: number;
   readonly ready: ReadyRequest;
-  /** The request's timeout: `REQUEST_TIMEOUT_MS`, or less when cut to the time the invocation had left. */
-  readonly timeoutMs: number;
+  /** No answer came within a timeout the invocation's deadline cut (see {@link RecordSender.cutShortByDeadline}). */
+  readonly cutShort: boolean;
 }
 
 /** The batch's bounds on one record's attempt. */
@@ -140,7 +140,7 @@ export class RecordSender {
       bounds.latenciesMs.push(Math.round(answer.result.latencyMs));
       // No answer within a timeout the deadline cut says nothing of a webhook that had less than REQUEST_TIMEOUT_MS: no outage
       // sign (a probe so cut never reached a verdict, and is abandoned below).
-      if (this.cutShortByDeadline(answer, bounds)) return answer;
+      if (answer.cutShort) return answer;
       judged = true;
       const transition = this.parts.breaker.record(answer.result, probe, answer.answeredAt, record.messageId);
       this.parts.reporter.announceBreaker(transition, answer.result);
@@ -154,7 +154,7 @@ export class RecordSender {
    * True when the request timed out within a timeout the invocation's deadline cut below `REQUEST_TIMEOUT_MS`, when the
    * invocation had room for the whole of it (with less, every request is cut, and a webhook that never answers must still count).
    */
-  private cutShortByDeadline({ result, timeoutMs }: JudgedAnswer, { longestTimeoutMs }: AttemptBounds): boolean {
+  private cutShortByDeadline(result: WebhookResult, timeoutMs: number, { longestTimeoutMs }: AttemptBounds): boolean {
     const { requestTimeoutMs } = this.config;
     return (
       result.kind === 'transport-error' &&
@@ -193,6 +193,7 @@ export class RecordSender {
       const answeredAt = Date.now();
       const receiveCount = receiveCountOf(record);
       const verdict = classify(result, this.config, receiveCount, answeredAt, this.parts.random);
+      const cutShort = this.cutShortByDeadline(result, requestTimeoutMs, bounds);
       pacer.release(
         {
           signal: paceSignalOf(result),
@@ -200,7 +201,7 @@ export class RecordSender {
           retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
           messageId: record.messageId,
           receivedBefore: receiveCount > 1,
-          timedOut: result.kind === 'transport-error' && result.error === 'timeout',
+          timedOut: result.kind === 'transport-error' && result.error === 'timeout' && !cutShort,
           // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
           quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
         },
@@ -208,7 +209,7 @@ export class RecordSender {
         answeredAt,
       );
       paced = false;
-      return { kind: 'answered', result, verdict, answeredAt, ready, timeoutMs: requestTimeoutMs };
+      return { kind: 'answered', result, verdict, answeredAt, ready, cutShort };
     } finally {
       if (paced) pacer.giveBack(key);
     }

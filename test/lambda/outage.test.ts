@@ -124,6 +124,21 @@ test("a request cut short by the invocation's deadline is no outage sign: it had
   expect((await invoke(handler, next)).batchItemFailures).toEqual([]);
 });
 
+test("nor does it halve the pace's requests in flight, as a timeout the webhook took the whole REQUEST_TIMEOUT_MS over does", async () => {
+  // Paced: 2 in flight, answered in 1.5 s, make 4; those start with 1 s of the invocation's 2.5 s left, and time out then.
+  webhook.respondWith(() => ({ status: 200, delayMs: 1_500 }));
+  for (let i = 0; i < 6; i += 1) await emulator.send(`paced${i}`);
+  const telemetry = capturedTelemetry();
+  const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '5', REQUEST_TIMEOUT_MS: '2000' }, telemetry);
+  const event = await emulator.receiveEvent(10);
+  expect(event.Records).toHaveLength(6);
+  const cut = await invoke(handler, event, 3_500);
+  expect(cut.batchItemFailures).toHaveLength(4);
+  expect(telemetry.emf.at(-1)).toMatchObject({ PaceInFlightLimit: 4 });
+  await sleep(3_000);
+  webhook.respondWith(() => ({ status: 200 }));
+});
+
 test('an invocation shorter than REQUEST_TIMEOUT_MS cuts every request: a webhook that never answers still opens the breaker', async () => {
   webhook.respondWith(() => ({ hang: true }));
   for (let i = 0; i < 5; i += 1) await emulator.send(`short${i}`);
