@@ -825,6 +825,11 @@ export class Pace {
     return { requestsPerSecond: rate === Number.POSITIVE_INFINITY ? undefined : rate, inFlightLimit: Math.floor(this.limit) };
   }
 
+  /** What the answers take of late, ms (a moving average of the latest; 0 before the first). */
+  get typicalLatencyMs(): number {
+    return this.latencyMs;
+  }
+
   /** The refused share learned to persist whatever the pace (0 to 1). */
   get refusalFloor(): number {
     return this.floor.share;

@@ -269,6 +269,11 @@ export class Pacer {
     return this.endpoint.snapshot();
   }
 
+  /** What the webhook's answers take of late, ms (a moving average; 0 before the first). */
+  typicalLatencyMs(): number {
+    return this.endpoint.typicalLatencyMs;
+  }
+
   /** The endpoint pace's learned floor of refusals that persist whatever the pace (0 to 1). */
   refusalFloor(): number {
     return this.endpoint.refusalFloor;

@@ -188,6 +188,11 @@ export class RecordSender {
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = bounds.timeoutMs();
       if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'not-attempted', reason: 'deadline' };
+      // Later in the invocation, time left under what the webhook's answers take of late: the request would time out, and
+      // the webhook, taking it all the same, would see it again. The batch's first requests always go (a webhook slower than
+      // the whole invocation would otherwise never be asked).
+      if (requestTimeoutMs < bounds.longestTimeoutMs && requestTimeoutMs < pacer.typicalLatencyMs())
+        return { kind: 'not-attempted', reason: 'deadline' };
       const result = await this.send(ready, requestTimeoutMs, bounds);
       if (result.kind === 'unavailable') return tokenRetry(result, this.backoff(record));
       const answeredAt = Date.now();

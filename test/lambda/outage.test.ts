@@ -125,8 +125,9 @@ test("a request cut short by the invocation's deadline is no outage sign: it had
 });
 
 test("nor does it halve the pace's requests in flight, as a timeout the webhook took the whole REQUEST_TIMEOUT_MS over does", async () => {
-  // Paced: 2 in flight, answered in 1.5 s, make 4; those start with 1 s of the invocation's 2.5 s left, and time out then.
-  webhook.respondWith(() => ({ status: 200, delayMs: 1_500 }));
+  // Paced: 2 in flight, answered in 1 s, make 4; those start with 1.5 s of the invocation's 2.5 s left, take 1.8 s, and time
+  // out at the deadline.
+  webhook.respondWith((_, index) => ({ status: 200, delayMs: index < 2 ? 1_000 : 1_800 }));
   for (let i = 0; i < 6; i += 1) await emulator.send(`paced${i}`);
   const telemetry = capturedTelemetry();
   const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '5', REQUEST_TIMEOUT_MS: '2000' }, telemetry);
@@ -136,6 +137,21 @@ test("nor does it halve the pace's requests in flight, as a timeout the webhook 
   expect(cut.batchItemFailures).toHaveLength(4);
   expect(telemetry.emf.at(-1)).toMatchObject({ PaceInFlightLimit: 4 });
   await sleep(3_000);
+  webhook.respondWith(() => ({ status: 200 }));
+});
+
+test('no request starts, late in an invocation, with less time left than the webhook takes: it would time out, a duplicate', async () => {
+  // One at a time, answered in 1.5 s, in 2.5 s for requests: the second would start with 1 s left.
+  webhook.respondWith(() => ({ status: 200, delayMs: 1_500 }));
+  webhook.requests.length = 0;
+  for (let i = 0; i < 3; i += 1) await emulator.send(`late-start${i}`);
+  const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', PACING: 'false' });
+  const event = await emulator.receiveEvent(10);
+  expect(event.Records).toHaveLength(3);
+  const result = await invoke(handler, event, 3_500);
+  expect(webhook.requests).toHaveLength(1);
+  expect(result.batchItemFailures).toHaveLength(2);
+  await sleep(1_000);
   webhook.respondWith(() => ({ status: 200 }));
 });
 
