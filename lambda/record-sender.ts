@@ -27,6 +27,8 @@ import type { RetryWindowEnd } from './window-end';
 
 /** No request starts with less than this left before the deadline margin: it could not finish. */
 export const MIN_REQUEST_TIME_MS = 100;
+/** An invocation with this many times the webhook's latency of late, or more, starts no request with less time than that left. */
+const ROOM_FOR_A_REQUEST = 1.25;
 
 /** A record's request, ready to send: its secrets added, its target and OAuth token (when configured) known. */
 interface ReadyRequest {
@@ -188,10 +190,11 @@ export class RecordSender {
       // Worked out once (each call reads the clock), after any wait: on a probe, a secret, the pace.
       const requestTimeoutMs = bounds.timeoutMs();
       if (requestTimeoutMs < MIN_REQUEST_TIME_MS) return { kind: 'not-attempted', reason: 'deadline' };
-      // Later in the invocation, time left under what the webhook's answers take of late: the request would time out, and
-      // the webhook, taking it all the same, would see it again. The batch's first requests always go (a webhook slower than
-      // the whole invocation would otherwise never be asked).
-      if (requestTimeoutMs < bounds.longestTimeoutMs && requestTimeoutMs < pacer.typicalLatencyMs())
+      // Time left under what the webhook's answers take of late: the request would time out, and the webhook, taking it all
+      // the same, would see it again. Unless the invocation never had much more than that (its requests all cut, what they
+      // took is about what it had): the webhook would never be asked again.
+      const typicalMs = pacer.typicalLatencyMs();
+      if (requestTimeoutMs < typicalMs && bounds.longestTimeoutMs > ROOM_FOR_A_REQUEST * typicalMs)
         return { kind: 'not-attempted', reason: 'deadline' };
       const result = await this.send(ready, requestTimeoutMs, bounds);
       if (result.kind === 'unavailable') return tokenRetry(result, this.backoff(record));

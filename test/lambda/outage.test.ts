@@ -155,6 +155,21 @@ test('no request starts, late in an invocation, with less time left than the web
   webhook.respondWith(() => ({ status: 200 }));
 });
 
+test('an invocation with little more time than the webhook takes still asks it: its first request goes', async () => {
+  webhook.respondWith(() => ({ status: 200, delayMs: 2_000 }));
+  webhook.requests.length = 0;
+  for (let i = 0; i < 3; i += 1) await emulator.send(`short-room${i}`);
+  const handler = relayFor({ WEBHOOK_URL: webhook.url, MAX_CONCURRENCY: '1', PACING: 'false' });
+  // 3 s for requests: one answered in 2 s; the next would have 1 s, and waits.
+  await invoke(handler, await emulator.receiveEvent(10), 4_000);
+  expect(webhook.requests).toHaveLength(1);
+  // 1.5 s for requests, under the 2 s the webhook takes: asked all the same (else never again), and timed out.
+  await invoke(handler, await emulator.receiveEvent(10), 2_500);
+  expect(webhook.requests).toHaveLength(2);
+  await sleep(2_000);
+  webhook.respondWith(() => ({ status: 200 }));
+});
+
 test('an invocation shorter than REQUEST_TIMEOUT_MS cuts every request: a webhook that never answers still opens the breaker', async () => {
   webhook.respondWith(() => ({ hang: true }));
   for (let i = 0; i < 5; i += 1) await emulator.send(`short${i}`);
