@@ -399,7 +399,8 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     "`true` allows a plain `http://` URL to a non-loopback host (a private network, a compose stack): the webhook, and in the daemon the health check and the SQS endpoint (the `send` and `dead-letters` commands' too)",
   HEADER_PREFIX: "prefix of the relay's own headers",
   DEFAULT_CONTENT_TYPE: '`Content-Type` when a message has no `Body.ContentType` attribute',
-  REQUEST_TIMEOUT_MS: 'bound on one webhook request, response included; also cut to the time the function has left',
+  REQUEST_TIMEOUT_MS:
+    'bound on one webhook request, response included; also cut to the time the function has left. A request never answered holds its batch this long: keep it near your slowest answers',
   MAX_CONCURRENCY: 'webhook requests in flight at once per invocation (not `maxConcurrency`, the concurrent invocations)',
   MAX_REQUESTS_PER_SECOND:
     "the webhook's known capacity: a ceiling on the whole relay's requests per second, shared evenly by the concurrent invocations (a token bucket in each); at a webhook of a few dozen requests a second, about 95 % of its rate (see [Back-pressure](webhook-owners.md#back-pressure)); `0` leaves the pace to `PACING` alone",
