@@ -17,7 +17,7 @@ import type { SettingValueOf } from './setting-kinds';
 import { FUNCTION_SETTINGS, type LogLevel, type PermanentFailureMode } from './settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { isAttributeName, isQueueUrl, QUEUE_URL_EXAMPLE } from './sqs-util';
-import { type ClientCertificateSettings, parseTlsMaterial } from './tls-material';
+import { type ClientCertificateSettings, DECRYPT_KEY_COMMAND, EncryptedKeyError, parseTlsMaterial } from './tls-material';
 import { checkSendUrl, parseProxyUrl, percentDecoded, redactUrl, type UrlProblem } from './url-rules';
 
 /**
@@ -328,11 +328,20 @@ function pemFile(name: string, path: string): string {
   }
 }
 
-/** Checks PEM texts read from files as a secret's would be; the message names `name` and the files, never their text. */
-function checkPemFiles(texts: Record<string, string>, name: string, given: string): void {
+/**
+ * Checks PEM texts read from files as a secret's would be; the message names `name` and the files, never their text.
+ * An encrypted key is the key file's fault alone: `keyFile` then names it.
+ */
+function checkPemFiles(texts: Record<string, string>, name: string, given: string, keyFile?: string): void {
   try {
     parseTlsMaterial(JSON.stringify(texts));
   } catch (error) {
+    if (error instanceof EncryptedKeyError && keyFile !== undefined)
+      throw new ConfigError(
+        'CLIENT_KEY_FILE',
+        `an unencrypted PEM private key (this one is passphrase-protected: ${DECRYPT_KEY_COMMAND} decrypts it)`,
+        keyFile,
+      );
     throw new ConfigError(name, `PEM that OpenSSL accepts (${(error as Error).message})`, given);
   }
 }
@@ -361,7 +370,7 @@ function clientCertificate(env: Env): ClientCertificateSettings | undefined {
   // The pair and the CA checked apart (OpenSSL reads them apart too), so that an error names the file at fault.
   if (certificateFile !== undefined && keyFile !== undefined) {
     const pair = { certificate: pemFile('CLIENT_CERTIFICATE_FILE', certificateFile), privateKey: pemFile('CLIENT_KEY_FILE', keyFile) };
-    checkPemFiles(pair, 'CLIENT_CERTIFICATE_FILE', `${certificateFile} with the key ${keyFile}`);
+    checkPemFiles(pair, 'CLIENT_CERTIFICATE_FILE', `${certificateFile} with the key ${keyFile}`, keyFile);
   }
   if (caFile !== undefined) checkPemFiles({ caCertificate: pemFile('CA_CERTIFICATE_FILE', caFile) }, 'CA_CERTIFICATE_FILE', caFile);
   const sources: SecretSource[] = [];

@@ -85,6 +85,23 @@ export function secureContextOf(material: TlsMaterial): SecureContext {
   });
 }
 
+/** A private key protected by a passphrase: PKCS #8's form, or OpenSSL's traditional one (`Proc-Type: 4,ENCRYPTED`). */
+const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type:\s*4,ENCRYPTED/;
+
+/** How to make an encrypted key one the relay takes, for messages. */
+export const DECRYPT_KEY_COMMAND = 'openssl pkey -in <key> -out <unencrypted key>';
+
+/**
+ * A private key given encrypted: the relay has no passphrase to open it with, and OpenSSL's own word for it
+ * ("bad decrypt") says neither which text is at fault nor what to do.
+ */
+export class EncryptedKeyError extends Error {
+  constructor() {
+    super(`the private key is encrypted (passphrase-protected); the relay takes it unencrypted (${DECRYPT_KEY_COMMAND} decrypts it)`);
+    this.name = 'EncryptedKeyError';
+  }
+}
+
 /** OpenSSL's reason, without anything of the PEM it read ("no start line", "key values mismatch"). */
 function reasonOf(error: unknown): string {
   const reason = (error as { reason?: unknown } | undefined)?.reason;
@@ -116,6 +133,7 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
     throw new Error(`"${certificate === undefined ? 'certificate' : 'privateKey'}" is missing: the certificate and its key go together`);
   if (certificate === undefined && caCertificate === undefined)
     throw new Error(`has neither a certificate nor a CA: expected ${EXPECTED_JSON}`);
+  if (typeof privateKey === 'string' && ENCRYPTED_KEY.test(privateKey)) throw new EncryptedKeyError();
   const material = { certificate, privateKey, caCertificate } as TlsMaterial;
   try {
     secureContextOf(material);

@@ -3,7 +3,7 @@
  * the variable as the user typed it and never repeats a secret; NO_PROXY's matching (proxy.ts);
  * and nothing set, nothing built (the transmitter's agents stay node:http's own).
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, test } from 'vitest';
@@ -90,6 +90,10 @@ describe('the client certificate', () => {
   const caFile = file('ca.crt', ca.certificate);
   // A key of another type than the certificate's: OpenSSL's own check of a pair passes it.
   const ecKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  // Passphrase-protected, in PKCS #8's form and in OpenSSL's traditional one: OpenSSL says only "bad decrypt".
+  const encryptedKeys = (['pkcs8', 'pkcs1'] as const).map((type) =>
+    createPrivateKey(issued.privateKey).export({ type, format: 'pem', cipher: 'aes-256-cbc', passphrase: 'passphrase' }).toString(),
+  );
 
   test('files are one source read together; a secret and a CA file are two', () => {
     expect(load({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key, CA_CERTIFICATE_FILE: caFile }).clientCertificate).toEqual({
@@ -126,6 +130,14 @@ describe('the client certificate', () => {
       'CLIENT_CERTIFICATE_FILE',
       'the private key does not match the certificate (an ec key, an rsa certificate)',
     ],
+    ...encryptedKeys.map(
+      (encrypted, index) =>
+        [
+          () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file(`encrypted-${index}.key`, encrypted) }),
+          'CLIENT_KEY_FILE',
+          'an unencrypted PEM private key (this one is passphrase-protected: openssl pkey',
+        ] as const,
+    ),
     [() => ({ CA_CERTIFICATE_FILE: file('key-as-ca.crt', issued.privateKey) }), 'CA_CERTIFICATE_FILE', 'holds no certificate'],
     [
       () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key, CA_CERTIFICATE_FILE: file('not-pem-either.crt', 'hello') }),
@@ -144,6 +156,13 @@ describe('the client certificate', () => {
       'the private key does not match the certificate',
     );
     expect(() => parseTlsMaterial(JSON.stringify({ certificate: issued.certificate, privateKey: issued.privateKey }))).not.toThrow();
+  });
+
+  test("a secret's encrypted key is refused saying so, not in OpenSSL's words", () => {
+    for (const privateKey of encryptedKeys)
+      expect(() => parseTlsMaterial(JSON.stringify({ certificate: issued.certificate, privateKey }))).toThrow(
+        'the private key is encrypted (passphrase-protected); the relay takes it unencrypted (openssl pkey',
+      );
   });
 });
 
