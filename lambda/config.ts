@@ -207,10 +207,15 @@ export function checkAuthorizationValue(value: string): string {
   return value;
 }
 
-/** Refuses an empty OAuth client secret; the message never holds the value. */
+/**
+ * The OAuth client secret without the whitespace around it, as its variable is read: a secret saved from a file keeps the
+ * file's newline, which no client secret has (RFC 6749's are printable ASCII). Refuses an empty one; the message never holds
+ * the value.
+ */
 export function checkClientSecret(value: string): string {
-  if (value === '') throw new Error('the OAuth client secret is empty');
-  return value;
+  const secret = value.trim();
+  if (secret === '') throw new Error('the OAuth client secret is empty');
+  return secret;
 }
 
 /** A setting of the function, from its variable (or its default), parsed by its kind. */

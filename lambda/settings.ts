@@ -432,7 +432,8 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   OAUTH_TOKEN_URL:
     'OAuth 2.0 client credentials: the token endpoint. Every request then carries `Authorization: Bearer <token>`, one token per container, renewed before `expires_in` runs out and once on a `401` (the record is then resent once). `https://` only, except loopback hosts or with `ALLOW_INSECURE_HTTP`. Not with `AUTH_SECRET_ARN`/`AUTH_HEADER`',
   OAUTH_CLIENT_ID: 'the OAuth client id (required with `OAUTH_TOKEN_URL`)',
-  OAUTH_CLIENT_SECRET_ARN: 'a Secrets Manager secret holding the OAuth client secret (plain text); re-read every `SECRETS_REFRESH_SECONDS`',
+  OAUTH_CLIENT_SECRET_ARN:
+    'a Secrets Manager secret holding the OAuth client secret (plain text; whitespace around it, such as the newline of a file it was saved from, is not part of it); re-read every `SECRETS_REFRESH_SECONDS`',
   OAUTH_CLIENT_SECRET: 'the same, given as the value itself (local runs and daemons)',
   OAUTH_SCOPE: "the `scope` asked for, space-separated (unset: none, the endpoint's default)",
   OAUTH_AUDIENCE: 'the `audience` asked for (Auth0 and others mint a token per API); unset: none',

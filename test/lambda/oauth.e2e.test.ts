@@ -10,7 +10,7 @@ import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
 import { DEAD_LETTER_REASON_ATTRIBUTE } from '../../lambda/request';
 import { freshRecords } from '../../testkit/records';
 import { startTokenEndpoint } from '../../testkit/token-endpoint';
-import { emulatorForFile, webhookForFile } from '../support/fixtures';
+import { emulatorForFile, secretsManagerForFile, webhookForFile } from '../support/fixtures';
 import { capturedTelemetry, invoke, type LogLine, relayFor, sleep } from '../support/relay';
 
 const CLIENT_ID = 'relay client';
@@ -18,6 +18,7 @@ const CLIENT_SECRET = 'very-secret+client/secret';
 
 const emulator = await emulatorForFile({ visibilityTimeout: 30, maxReceiveCount: 5 });
 const tokens = await startTokenEndpoint(CLIENT_ID, CLIENT_SECRET);
+const secretsManager = await secretsManagerForFile();
 afterAll(() => tokens.close());
 afterEach(() => {
   tokens.grants.length = 0;
@@ -102,6 +103,22 @@ describe('one token per container', () => {
         form: { grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET },
       },
     ]);
+  });
+
+  test('the client secret from Secrets Manager: a newline around it (a secret saved from a file) is not sent, as a variable is trimmed', async () => {
+    const id = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:relay-oauth-client';
+    secretsManager.secrets.set(id, `${CLIENT_SECRET}\n`);
+    const { OAUTH_CLIENT_SECRET: _given, ...fromSecret } = OAUTH;
+    for (const authentication of ['client_secret_basic', 'client_secret_post']) {
+      const handler = relayFor({
+        WEBHOOK_URL: webhook.url,
+        ...fromSecret,
+        OAUTH_CLIENT_SECRET_ARN: id,
+        OAUTH_CLIENT_AUTHENTICATION: authentication,
+      });
+      expect((await invoke(handler, { Records: records(3) })).batchItemFailures).toEqual([]);
+    }
+    expect(tokens.issued).toHaveLength(2);
   });
 
   test('10,000 records with a one-hour token: one token request', async () => {
