@@ -16,7 +16,7 @@ import { type Connector, tokenEndpointConnector } from './connector';
 import type { SecretSource } from './config';
 import { withoutSecrets } from './scrub';
 import { CachedSecret, type CachedSecretOptions } from './secrets';
-import type { GrantedToken, TokenRequest } from './token-endpoint';
+import type { GrantedToken, TokenRequest, TokenRequestError } from './token-endpoint';
 import type { WebhookResult, WebhookTransmitter } from './transmitter';
 
 /** `OAUTH_*`: the grant's parameters and where the client secret comes from. */
@@ -50,6 +50,11 @@ const EXPIRY_MARGIN_MS = 5_000;
 export const TOKEN_RETRY_INITIAL_MS = 1_000;
 /** The longest wait between token requests while they fail. */
 export const TOKEN_RETRY_MAX_MS = 60_000;
+/**
+ * The longest a token endpoint's `Retry-After` keeps the relay from asking again: the circuit breaker's longest hold by
+ * default (`OUTAGE_BACKOFF_MAX_SECONDS`); a longer one is taken as this.
+ */
+export const TOKEN_RETRY_AFTER_MAX_MS = 900_000;
 /**
  * A `401` renews a token only if it is at least this old: a webhook that refuses every token (a wrong
  * audience) must not cost a token request per record. A younger token is resent as it is.
@@ -267,7 +272,9 @@ export class OAuthTokens {
       const { requestToken } = await import('./token-endpoint');
       granted = await requestToken(this.request, secret, this.options.connector, this.options.requestTimeoutMs, signal);
     } catch (error) {
-      return this.failed(error instanceof Error ? error.message : String(error));
+      // A TokenRequestError's (token-endpoint.ts, loaded with the first request: read by name, not imported).
+      const retryAfterSeconds = (error as Partial<TokenRequestError> | undefined)?.retryAfterSeconds;
+      return this.failed(error instanceof Error ? error.message : String(error), retryAfterSeconds);
     }
     const lifetimeMs = (granted.expiresInSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS) * 1000;
     const token: AccessToken = { kind: 'token', header: `Bearer ${granted.accessToken}` };
@@ -287,9 +294,11 @@ export class OAuthTokens {
     return token;
   }
 
-  private failed(reason: string): TokenUnavailable {
+  /** @param retryAfterSeconds the endpoint's `Retry-After`, when it said how long to wait: no sooner than that */
+  private failed(reason: string, retryAfterSeconds: number | undefined): TokenUnavailable {
     this.failures += 1;
-    const retryMs = Math.min(TOKEN_RETRY_MAX_MS, TOKEN_RETRY_INITIAL_MS * 2 ** Math.min(this.failures - 1, 16));
+    const backoffMs = Math.min(TOKEN_RETRY_MAX_MS, TOKEN_RETRY_INITIAL_MS * 2 ** Math.min(this.failures - 1, 16));
+    const retryMs = Math.max(backoffMs, Math.min(TOKEN_RETRY_AFTER_MAX_MS, (retryAfterSeconds ?? 0) * 1000));
     this.retryAt = Date.now() + retryMs;
     this.lastFailure = reason;
     const stillValid = this.held !== undefined && Date.now() < this.held.expiresAt;

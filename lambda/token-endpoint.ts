@@ -11,6 +11,7 @@
 import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { connectingAgent, type Connector } from './connector';
 import { isLegalHeaderValue } from './header-rules';
+import { parseRetryAfter } from './retry-timing';
 import { scrub } from './scrub';
 import type { OAuthClientAuthentication } from './settings';
 import { connectionErrorText } from './tls-material';
@@ -34,7 +35,11 @@ export interface GrantedToken {
 
 /** No token came back: the message says why, without the secret, a token or the endpoint's query string. */
 export class TokenRequestError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The endpoint's `Retry-After` (a `429`, a `503`), seconds: no token request before then. */
+    readonly retryAfterSeconds?: number,
+  ) {
     super(message);
     this.name = 'TokenRequestError';
   }
@@ -140,13 +145,13 @@ export function requestToken(
   return new Promise<GrantedToken>((resolve, reject) => {
     let settled = false;
     let http: ClientRequest | undefined;
-    const fail = (message: string): void => {
+    const fail = (message: string, retryAfterSeconds?: number): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       http?.destroy();
-      reject(new TokenRequestError(`the token endpoint ${name}: ${scrub(message, hidden)}`));
+      reject(new TokenRequestError(`the token endpoint ${name}: ${scrub(message, hidden)}`, retryAfterSeconds));
     };
     const succeed = (token: GrantedToken): void => {
       if (settled) return;
@@ -199,7 +204,7 @@ function readGrant(
   response: IncomingMessage,
   hidden: readonly string[],
   succeed: (token: GrantedToken) => void,
-  fail: (message: string) => void,
+  fail: (message: string, retryAfterSeconds?: number) => void,
 ): void {
   const chunks: Buffer[] = [];
   let read = 0;
@@ -213,7 +218,7 @@ function readGrant(
     const status = response.statusCode ?? 0;
     const text = Buffer.concat(chunks).toString('utf8');
     if (status < 200 || status > 299) {
-      fail(refusalOf(status, text, hidden));
+      fail(refusalOf(status, text, hidden), parseRetryAfter(response.headers['retry-after'], Date.now()));
       return;
     }
     try {

@@ -39,6 +39,8 @@ export interface TestTokenEndpoint {
   expiresInSeconds: number | undefined;
   /** When set, every request is answered with this status and an RFC 6749 error body. */
   failWith: number | undefined;
+  /** With `failWith`, the `Retry-After` (seconds) its answers carry, as a rate-limited endpoint's `429` does; unset: none. */
+  retryAfterSeconds: number | undefined;
   /** While true, requests are never answered. */
   hanging: boolean;
   /** Whether `header` (`Bearer …`) carries a token it issued that has not expired, nor been revoked. */
@@ -89,12 +91,15 @@ export async function startTokenEndpoint(
       }
       endpoint.grants.push(grant);
       if (endpoint.hanging) return;
-      const reply = (status: number, body: unknown): void => {
-        res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+      const reply = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
+        res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers });
         res.end(JSON.stringify(body));
       };
-      if (endpoint.failWith !== undefined)
-        return reply(endpoint.failWith, { error: 'temporarily_unavailable', error_description: 'the test says so' });
+      if (endpoint.failWith !== undefined) {
+        const { retryAfterSeconds } = endpoint;
+        const headers: Record<string, string> = retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) };
+        return reply(endpoint.failWith, { error: 'temporarily_unavailable', error_description: 'the test says so' }, headers);
+      }
       if (req.method !== 'POST' || form.grant_type !== 'client_credentials') return reply(400, { error: 'unsupported_grant_type' });
       // Quoting the secret it got, as careless endpoints do: the relay must not pass it on.
       if (grant.clientId !== clientId || secret !== clientSecret)
@@ -123,6 +128,7 @@ export async function startTokenEndpoint(
     issued: [],
     expiresInSeconds: 3600,
     failWith: undefined,
+    retryAfterSeconds: undefined,
     hanging: false,
     verify(header) {
       const token = /^Bearer (.+)$/.exec(header ?? '')?.[1];

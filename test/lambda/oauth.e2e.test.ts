@@ -25,6 +25,7 @@ afterEach(() => {
   tokens.issued.length = 0;
   tokens.expiresInSeconds = 3600;
   tokens.failWith = undefined;
+  tokens.retryAfterSeconds = undefined;
   tokens.hanging = false;
   vi.restoreAllMocks();
 });
@@ -239,6 +240,24 @@ describe('a token endpoint that fails', () => {
     expect(telemetry.lines.filter((line) => line.message === 'OAuth token obtained again')).toHaveLength(1);
     expectNoSecrets(linesText(telemetry.lines));
   }, 30_000);
+
+  test("a 429 with Retry-After: no token request before it, and the records wait that long too, not the relay's own backoff", async () => {
+    tokens.failWith = 429;
+    tokens.retryAfterSeconds = 30;
+    const telemetry = capturedTelemetry();
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, ...OAUTH }, telemetry);
+    expect((await invoke(handler, { Records: records(2) })).batchItemFailures).toHaveLength(2);
+    expect(telemetry.lines.find((line) => line.level === 'ERROR')).toMatchObject({
+      error: expect.stringContaining('HTTP 429'),
+      retryInSeconds: 30,
+    });
+    const returned = telemetry.lines.filter((line) => line.outcome === 'retry');
+    expect(returned.map((line) => line.delaySeconds)).toEqual([30, 30]);
+    // Past the relay's own first wait (1 s), within the endpoint's: not asked again.
+    await sleep(1_100);
+    expect((await invoke(handler, { Records: records(2) })).batchItemFailures).toHaveLength(2);
+    expect(tokens.grants).toHaveLength(1);
+  });
 
   test('a token endpoint that never answers holds records no longer than the invocation allows', async () => {
     tokens.hanging = true;
