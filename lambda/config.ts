@@ -17,7 +17,7 @@ import type { SettingValueOf } from './setting-kinds';
 import { FUNCTION_SETTINGS, type LogLevel, type PermanentFailureMode } from './settings';
 import { MIN_SIGNING_KEY_BYTES, parseSigningKeys } from './signing';
 import { isAttributeName, isQueueUrl, QUEUE_URL_EXAMPLE } from './sqs-util';
-import { type ClientCertificateSettings, DECRYPT_KEY_COMMAND, EncryptedKeyError, parseTlsMaterial } from './tls-material';
+import { type ClientCertificateSettings, parseTlsMaterial, type TlsMaterialField, TlsMaterialError } from './tls-material';
 import { checkSendUrl, parseProxyUrl, percentDecoded, redactUrl, type UrlProblem } from './url-rules';
 
 /**
@@ -333,21 +333,37 @@ function pemFile(name: string, path: string): string {
   }
 }
 
+/** The variable of the file each text comes from, in local runs. */
+const PEM_FILE_VARIABLES: Readonly<Record<TlsMaterialField, string>> = {
+  certificate: 'CLIENT_CERTIFICATE_FILE',
+  privateKey: 'CLIENT_KEY_FILE',
+  caCertificate: 'CA_CERTIFICATE_FILE',
+};
+
+/** What each text is, for a file's error, where the secret's field names mean nothing. */
+const PEM_FILE_CONTENTS: Readonly<Record<TlsMaterialField, string>> = {
+  certificate: 'the certificate',
+  privateKey: 'the private key',
+  caCertificate: 'the CA bundle',
+};
+
 /**
- * Checks PEM texts read from files as a secret's would be; the message names `name` and the files, never their text.
- * An encrypted key is the key file's fault alone: `keyFile` then names it.
+ * Reads PEM files (`paths`, by the text each holds) and checks them as a secret's texts would be; the message names the
+ * file at fault, or for the pair (a key that is not the certificate's) the first one, and never their text.
  */
-function checkPemFiles(texts: Record<string, string>, name: string, given: string, keyFile?: string): void {
+function checkPemFiles(paths: Partial<Record<TlsMaterialField, string>>): void {
+  const fields = Object.keys(paths) as TlsMaterialField[];
+  const texts = Object.fromEntries(fields.map((field) => [field, pemFile(PEM_FILE_VARIABLES[field], paths[field] as string)]));
   try {
     parseTlsMaterial(JSON.stringify(texts));
   } catch (error) {
-    if (error instanceof EncryptedKeyError && keyFile !== undefined)
-      throw new ConfigError(
-        'CLIENT_KEY_FILE',
-        `an unencrypted PEM private key (this one is passphrase-protected: ${DECRYPT_KEY_COMMAND} decrypts it)`,
-        keyFile,
-      );
-    throw new ConfigError(name, `PEM that OpenSSL accepts (${(error as Error).message})`, given);
+    if (error instanceof TlsMaterialError) {
+      const { field, problem } = error;
+      throw new ConfigError(PEM_FILE_VARIABLES[field], `PEM that OpenSSL accepts (${PEM_FILE_CONTENTS[field]} ${problem})`, paths[field]);
+    }
+    const first = fields[0] as TlsMaterialField;
+    const given = fields.length === 1 ? paths[first] : `${paths.certificate} with the key ${paths.privateKey}`;
+    throw new ConfigError(PEM_FILE_VARIABLES[first], `PEM that OpenSSL accepts (${(error as Error).message})`, given);
   }
 }
 
@@ -374,10 +390,9 @@ function clientCertificate(env: Env): ClientCertificateSettings | undefined {
   if (caFile !== undefined) files.caCertificate = caFile;
   // The pair and the CA checked apart (OpenSSL reads them apart too), so that an error names the file at fault.
   if (certificateFile !== undefined && keyFile !== undefined) {
-    const pair = { certificate: pemFile('CLIENT_CERTIFICATE_FILE', certificateFile), privateKey: pemFile('CLIENT_KEY_FILE', keyFile) };
-    checkPemFiles(pair, 'CLIENT_CERTIFICATE_FILE', `${certificateFile} with the key ${keyFile}`, keyFile);
+    checkPemFiles({ certificate: certificateFile, privateKey: keyFile });
   }
-  if (caFile !== undefined) checkPemFiles({ caCertificate: pemFile('CA_CERTIFICATE_FILE', caFile) }, 'CA_CERTIFICATE_FILE', caFile);
+  if (caFile !== undefined) checkPemFiles({ caCertificate: caFile });
   const sources: SecretSource[] = [];
   if (secretId !== undefined) sources.push({ kind: 'secrets-manager', secretId });
   if (Object.keys(files).length > 0) sources.push({ kind: 'files', files });

@@ -89,16 +89,23 @@ export function secureContextOf(material: TlsMaterial): SecureContext {
 const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type:\s*4,ENCRYPTED/;
 
 /** How to make an encrypted key one the relay takes, for messages. */
-export const DECRYPT_KEY_COMMAND = 'openssl pkey -in <key> -out <unencrypted key>';
+const DECRYPT_KEY_COMMAND = 'openssl pkey -in <key> -out <unencrypted key>';
+
+/** The texts of a source, as a secret's JSON names them. */
+export type TlsMaterialField = 'certificate' | 'privateKey' | 'caCertificate';
 
 /**
- * A private key given encrypted: the relay has no passphrase to open it with, and OpenSSL's own word for it
- * ("bad decrypt") says neither which text is at fault nor what to do.
+ * A source refused for one of its texts alone: `field` says which, so that in local runs, where each text is a file of
+ * its own, the error names that file's variable (config.ts).
  */
-export class EncryptedKeyError extends Error {
-  constructor() {
-    super(`the private key is encrypted (passphrase-protected); the relay takes it unencrypted (${DECRYPT_KEY_COMMAND} decrypts it)`);
-    this.name = 'EncryptedKeyError';
+export class TlsMaterialError extends Error {
+  constructor(
+    readonly field: TlsMaterialField,
+    /** What is wrong with it, after its name: "is not PEM text …". */
+    readonly problem: string,
+  ) {
+    super(`"${field}" ${problem}`);
+    this.name = 'TlsMaterialError';
   }
 }
 
@@ -127,13 +134,14 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
   const { certificate, privateKey, caCertificate } = parsed as Record<string, unknown>;
   for (const [name, value] of Object.entries({ certificate, privateKey, caCertificate })) {
     if (value !== undefined && (typeof value !== 'string' || !value.includes('-----BEGIN ')))
-      throw new Error(`"${name}" is not PEM text (-----BEGIN …)`);
+      throw new TlsMaterialError(name as TlsMaterialField, 'is not PEM text (-----BEGIN …)');
   }
   if ((certificate === undefined) !== (privateKey === undefined))
     throw new Error(`"${certificate === undefined ? 'certificate' : 'privateKey'}" is missing: the certificate and its key go together`);
   if (certificate === undefined && caCertificate === undefined)
     throw new Error(`has neither a certificate nor a CA: expected ${EXPECTED_JSON}`);
-  if (typeof privateKey === 'string' && ENCRYPTED_KEY.test(privateKey)) throw new EncryptedKeyError();
+  if (typeof certificate === 'string') checkCertificate(certificate);
+  if (typeof privateKey === 'string') checkPrivateKey(privateKey);
   const material = { certificate, privateKey, caCertificate } as TlsMaterial;
   try {
     secureContextOf(material);
@@ -142,8 +150,34 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
   }
   const validity = material.certificate === undefined ? undefined : checkKeyMatches(material.certificate, material.privateKey as string);
   if (material.caCertificate !== undefined && !CERTIFICATE_BLOCK.test(material.caCertificate))
-    throw new Error('"caCertificate" holds no certificate (-----BEGIN CERTIFICATE-----): a CA bundle is certificates');
+    throw new TlsMaterialError('caCertificate', 'holds no certificate (-----BEGIN CERTIFICATE-----): a CA bundle is certificates');
   return validity === undefined ? material : { ...material, validity };
+}
+
+/** Throws unless `certificate` starts with a certificate OpenSSL reads (a key in its place, say), checked alone as the key is. */
+function checkCertificate(certificate: string): void {
+  try {
+    new (process.getBuiltinModule('node:crypto').X509Certificate)(certificate);
+  } catch (error) {
+    throw new TlsMaterialError('certificate', `is not a certificate OpenSSL reads (${reasonOf(error)})`);
+  }
+}
+
+/**
+ * Throws unless `privateKey` is a key OpenSSL reads without a passphrase: checked alone, before the pair, so that the
+ * error is the key's (OpenSSL's word for an encrypted key, "bad decrypt", says neither which text nor what to do).
+ */
+function checkPrivateKey(privateKey: string): void {
+  if (ENCRYPTED_KEY.test(privateKey))
+    throw new TlsMaterialError(
+      'privateKey',
+      `is encrypted (passphrase-protected); the relay takes it unencrypted (${DECRYPT_KEY_COMMAND} decrypts it)`,
+    );
+  try {
+    process.getBuiltinModule('node:crypto').createPrivateKey(privateKey);
+  } catch (error) {
+    throw new TlsMaterialError('privateKey', `is not a private key OpenSSL reads (${reasonOf(error)})`);
+  }
 }
 
 /** The start of a PEM certificate, as a CA bundle holds them (OpenSSL's `TRUSTED CERTIFICATE` too). */

@@ -3,7 +3,7 @@
  * the variable as the user typed it and never repeats a secret; NO_PROXY's matching (proxy.ts);
  * and nothing set, nothing built (the transmitter's agents stay node:http's own).
  */
-import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, test } from 'vitest';
@@ -91,6 +91,8 @@ describe('the client certificate', () => {
   // A key of another type than the certificate's: OpenSSL's own check of a pair passes it.
   const ecKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   // Passphrase-protected, in PKCS #8's form and in OpenSSL's traditional one: OpenSSL says only "bad decrypt".
+  const derKey = createPrivateKey(issued.privateKey).export({ type: 'pkcs8', format: 'der' }).toString('latin1');
+  const publicKey = createPublicKey(issued.privateKey).export({ type: 'spki', format: 'pem' }).toString();
   const encryptedKeys = (['pkcs8', 'pkcs1'] as const).map((type) =>
     createPrivateKey(issued.privateKey).export({ type, format: 'pem', cipher: 'aes-256-cbc', passphrase: 'passphrase' }).toString(),
   );
@@ -135,9 +137,30 @@ describe('the client certificate', () => {
         [
           () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file(`encrypted-${index}.key`, encrypted) }),
           'CLIENT_KEY_FILE',
-          'an unencrypted PEM private key (this one is passphrase-protected: openssl pkey',
+          'the private key is encrypted (passphrase-protected); the relay takes it unencrypted (openssl pkey',
         ] as const,
     ),
+    // The key file at fault alone is named, not the certificate's.
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file('der.key', derKey) }),
+      'CLIENT_KEY_FILE',
+      'the private key is not PEM text',
+    ],
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file('certificate-as-key.key', issued.certificate) }),
+      'CLIENT_KEY_FILE',
+      'the private key is not a private key OpenSSL reads',
+    ],
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: file('public.key', publicKey) }),
+      'CLIENT_KEY_FILE',
+      'the private key is not a private key OpenSSL reads',
+    ],
+    [
+      () => ({ CLIENT_CERTIFICATE_FILE: key, CLIENT_KEY_FILE: key }),
+      'CLIENT_CERTIFICATE_FILE',
+      'the certificate is not a certificate OpenSSL reads',
+    ],
     [() => ({ CA_CERTIFICATE_FILE: file('key-as-ca.crt', issued.privateKey) }), 'CA_CERTIFICATE_FILE', 'holds no certificate'],
     [
       () => ({ CLIENT_CERTIFICATE_FILE: certificate, CLIENT_KEY_FILE: key, CA_CERTIFICATE_FILE: file('not-pem-either.crt', 'hello') }),
@@ -161,7 +184,7 @@ describe('the client certificate', () => {
   test("a secret's encrypted key is refused saying so, not in OpenSSL's words", () => {
     for (const privateKey of encryptedKeys)
       expect(() => parseTlsMaterial(JSON.stringify({ certificate: issued.certificate, privateKey }))).toThrow(
-        'the private key is encrypted (passphrase-protected); the relay takes it unencrypted (openssl pkey',
+        '"privateKey" is encrypted (passphrase-protected); the relay takes it unencrypted (openssl pkey',
       );
   });
 });
