@@ -478,7 +478,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
   POLLERS: "concurrent poll-and-invoke loops (the stack's counterpart is `maxConcurrency`)",
   DEMO_WEBHOOK_PORT: "the demo webhook's port on 127.0.0.1",
   WEBHOOK_HEALTH_CHECK_URL:
-    "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not. `https://`, or `http://` to a loopback host or with `ALLOW_INSECURE_HTTP`",
+    "Carrier's health check: polling waits until this URL answers 2xx, and pauses while it does not. `https://`, or `http://` to a loopback host or with `ALLOW_INSECURE_HTTP`. Reached as the webhook is: through `HTTPS_PROXY`/`HTTP_PROXY` (unless `NO_PROXY`), trusting `CA_CERTIFICATE_FILE`, presenting the client certificate",
   HEALTH_CHECK_INTERVAL_SECONDS: 'how often the health check URL is checked',
   LOG_FORMAT: 'how log lines are written',
   LOG_LEVEL: 'wins over `POWERTOOLS_LOG_LEVEL`; `DEBUG` adds per-batch and per-message detail',

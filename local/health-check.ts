@@ -3,20 +3,49 @@
  * set, polling waits until that URL answers 2xx and pauses while it does not, so a worker that
  * is starting or down is not handed messages (which would only spend their receives).
  */
-import { request as httpRequest } from 'node:http';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { RelayConfig } from '../lambda/config';
+import { connectingAgent, webhookConnector } from '../lambda/connector';
 import { sleep } from './sleep';
 
 /** How long one health check may take. */
 export const HEALTH_CHECK_TIMEOUT_MS = 2_000;
 
-/** True when `url` answers a GET with a 2xx within the timeout. Never throws. */
-export function checkHealth(url: URL, timeoutMs = HEALTH_CHECK_TIMEOUT_MS): Promise<boolean> {
+/**
+ * The agent that reaches `url` as the relay reaches its webhook (connector.ts): through the proxy when one applies to it,
+ * trusting the private CA, presenting the client certificate; `undefined` when none applies (node's own agent). A
+ * webhook reached only so would otherwise fail every check, and polling would never start.
+ * @param logger where the certificate's read failures and refusals are logged (shared with the webhook's requests)
+ */
+export function healthCheckAgent(
+  url: URL,
+  config: Pick<RelayConfig, 'proxy' | 'clientCertificate' | 'secretsRefreshSeconds' | 'requestTimeoutMs'>,
+  logger: Pick<Logger, 'warn' | 'error' | 'info'>,
+): Agent | undefined {
+  const connector = webhookConnector({ ...config, webhookUrl: url }, logger);
+  if (connector === undefined) return undefined;
+  const { Agent: Base } = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http');
+  // One check per interval needs no pool.
+  return new (connectingAgent(Base, connector))({ keepAlive: false });
+}
+
+/**
+ * True when `url` answers a GET with a 2xx within the timeout. Never throws.
+ * @param agent how to reach it ({@link healthCheckAgent}); `undefined`: directly
+ */
+export function checkHealth(url: URL, timeoutMs = HEALTH_CHECK_TIMEOUT_MS, agent?: Agent): Promise<boolean> {
   return new Promise((resolve) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     let request: ReturnType<typeof httpRequest>;
     try {
-      request = send(url, { method: 'GET', timeout: timeoutMs, headers: { 'User-Agent': 'sqs-webhook-relay health check' } });
+      request = send(url, {
+        method: 'GET',
+        timeout: timeoutMs,
+        headers: { 'User-Agent': 'sqs-webhook-relay health check' },
+        ...(agent === undefined ? {} : { agent }),
+      });
     } catch {
       resolve(false);
       return;

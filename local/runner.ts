@@ -20,7 +20,7 @@ import { errorText } from '../lambda/sqs-util';
 import { awsCliCommand, formatBanner, type ReadyInfo, sendCommand } from './banner';
 import { keepProtoNamedAttributes } from './event-source';
 import { clientConfig, type SqsConnection } from './existing-queue';
-import { HealthGate } from './health-check';
+import { checkHealth, HEALTH_CHECK_TIMEOUT_MS, HealthGate, healthCheckAgent } from './health-check';
 import { createLocalLog, type LocalLog, PLAIN, RelayLogger, type Styles, type TextOutput } from './log';
 import { type EventSourceMapping, type MappingObserver, startEventSourceMapping } from './poller';
 import { type LocalSettings, loadLocalSettings, mistypedVariables } from './settings';
@@ -219,15 +219,23 @@ export function startRunner(options: RunnerOptions): LocalRelay {
   else log.line('INFO', 'Local relay ready', { ...info, sendCommand: sendCommand(info), awsCliCommand: awsCliCommand(info) });
 
   const healthUrl = settings.healthCheckUrl;
+  const relayLogger = (observe?: (attributes: Record<string, unknown>) => void): RelayLogger =>
+    new RelayLogger({ serviceName: telemetry.serviceName, logLevel: settings.logLevel as LogLevel }, log, observe);
+  const healthAgent = healthUrl === undefined ? undefined : healthCheckAgent(healthUrl, config, relayLogger());
   const healthGate =
     healthUrl === undefined
       ? undefined
-      : new HealthGate(healthUrl, settings.healthCheckIntervalSeconds * 1000, {
-          unhealthy: (url) =>
-            log.line('WARN', `Webhook health check failing (${redactUrl(url)}): polling paused`, { healthCheckUrl: redactUrl(url) }),
-          healthy: (url) =>
-            log.line('INFO', `Webhook health check passing (${redactUrl(url)}): polling`, { healthCheckUrl: redactUrl(url) }),
-        });
+      : new HealthGate(
+          healthUrl,
+          settings.healthCheckIntervalSeconds * 1000,
+          {
+            unhealthy: (url) =>
+              log.line('WARN', `Webhook health check failing (${redactUrl(url)}): polling paused`, { healthCheckUrl: redactUrl(url) }),
+            healthy: (url) =>
+              log.line('INFO', `Webhook health check passing (${redactUrl(url)}): polling`, { healthCheckUrl: redactUrl(url) }),
+          },
+          (url) => checkHealth(url, HEALTH_CHECK_TIMEOUT_MS, healthAgent),
+        );
   const mapping: EventSourceMapping = startEventSourceMapping({
     sqs,
     queueUrl: queue.queueUrl,
@@ -244,7 +252,7 @@ export function startRunner(options: RunnerOptions): LocalRelay {
     // One handler per poller: each poller is a warm container of its own, as concurrent Lambda invocations are.
     createHandler: (poller) =>
       createRelayHandler(config, {
-        logger: new RelayLogger({ serviceName: telemetry.serviceName, logLevel: settings.logLevel as LogLevel }, log, (attributes) => {
+        logger: relayLogger((attributes) => {
           if (attributes.outcome === 'dead-lettered' && typeof attributes.messageId === 'string')
             deadLettered[poller]?.add(attributes.messageId);
         }),

@@ -22,7 +22,11 @@ const ca = createCa();
 const tokens = await startTokenEndpoint('relay', CLIENT_SECRET);
 const proxy = await startConnectProxy(`relay:${PROXY_PASSWORD}`);
 const webhook = await startWebhook(
-  (request) => ({ status: tokens.verify(request.headers.authorization) && request.clientCertificate === 'relay' ? 200 : 401 }),
+  (request) =>
+    // Its health check takes no token, but is behind the same proxy, CA and client certificate as the rest.
+    request.path === '/health'
+      ? { status: request.clientCertificate === 'relay' ? 204 : 401 }
+      : { status: tokens.verify(request.headers.authorization) && request.clientCertificate === 'relay' ? 200 : 401 },
   { tls: { ...ca.server(TEST_HOSTS), clientCa: ca.certificate }, host: 'webhook.test' },
 );
 afterAll(async () => {
@@ -71,6 +75,24 @@ describe('npm start', () => {
     expect(webhook.requests).toHaveLength(30);
     expect(tokens.grants).toHaveLength(1);
     expect(new Set(proxy.tunnels.map((tunnel) => tunnel.authority.split(':')[0]))).toEqual(new Set(['webhook.test', 'oauth.test']));
+    expect(await stopRelay(relay)).toBe(0);
+    expectNoSecrets(relay.output());
+  }, 60_000);
+
+  test('the health check reaches the webhook as deliveries do: through the proxy, trusting its CA, with the certificate', async () => {
+    webhook.reset();
+    const health = webhook.url.replace(/\/hook$/, '/health');
+    const { relay, ready, sqs } = await localRelayForTest({
+      ...ENTERPRISE,
+      WEBHOOK_HEALTH_CHECK_URL: health,
+      HEALTH_CHECK_INTERVAL_SECONDS: '1',
+    });
+    // Its first verdict: failing (reached directly, the proxy's host unknown, the CA untrusted) would pause polling for good.
+    const [verdict] = await relay.waitForOutput(/Webhook health check (passing|failing)/);
+    expect(verdict).toBe('Webhook health check passing');
+    expect(webhook.requests.find((request) => request.path === '/health')).toMatchObject({ clientCertificate: 'relay' });
+    await sendMessages(sqs, ready.queueUrl, 5);
+    await until(() => webhook.requests.filter((request) => request.path === '/hook').length >= 5);
     expect(await stopRelay(relay)).toBe(0);
     expectNoSecrets(relay.output());
   }, 60_000);
