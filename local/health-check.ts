@@ -8,6 +8,7 @@ import { type Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { RelayConfig } from '../lambda/config';
 import { connectingAgent, webhookConnector } from '../lambda/connector';
+import { connectionErrorText } from '../lambda/tls-material';
 import { sleep } from './sleep';
 
 /** How long one health check may take. */
@@ -31,13 +32,17 @@ export function healthCheckAgent(
   return new (connectingAgent(Base, connector))({ keepAlive: false });
 }
 
+/** What one check found: a pass, or why not (the answer's status, or what kept it from one), for the operator. */
+export type HealthVerdict = { readonly healthy: true } | { readonly healthy: false; readonly reason: string };
+
 /**
- * True when `url` answers a GET with a 2xx within the timeout. Never throws.
+ * Whether `url` answers a GET with a 2xx within the timeout, and if not, why. Never throws.
  * @param agent how to reach it ({@link healthCheckAgent}); `undefined`: directly
  */
-export function checkHealth(url: URL, timeoutMs = HEALTH_CHECK_TIMEOUT_MS, agent?: Agent): Promise<boolean> {
+export function checkHealth(url: URL, timeoutMs = HEALTH_CHECK_TIMEOUT_MS, agent?: Agent): Promise<HealthVerdict> {
   return new Promise((resolve) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const failed = (reason: string): void => resolve({ healthy: false, reason });
     let request: ReturnType<typeof httpRequest>;
     try {
       request = send(url, {
@@ -46,23 +51,31 @@ export function checkHealth(url: URL, timeoutMs = HEALTH_CHECK_TIMEOUT_MS, agent
         headers: { 'User-Agent': 'sqs-webhook-relay health check' },
         ...(agent === undefined ? {} : { agent }),
       });
-    } catch {
-      resolve(false);
+    } catch (error) {
+      failed(connectionErrorText(error));
       return;
     }
+    let timedOut = false;
     request.on('response', (response) => {
       response.resume(); // drain: only the status matters
-      resolve((response.statusCode ?? 0) >= 200 && (response.statusCode ?? 0) <= 299);
+      const status = response.statusCode ?? 0;
+      if (status >= 200 && status <= 299) resolve({ healthy: true });
+      else failed(`it answered HTTP ${status}`);
     });
-    request.on('timeout', () => request.destroy(new Error('health check timed out')));
-    request.on('error', () => resolve(false));
+    request.on('timeout', () => {
+      timedOut = true;
+      request.destroy();
+    });
+    // Its code and message: a proxy's refusal, a CA to give (tls-material.ts), a refused connection.
+    request.on('error', (error) => failed(timedOut ? `no answer within ${timeoutMs} ms` : connectionErrorText(error)));
     request.end();
   });
 }
 
 /** Tells about changes of health. */
 export interface HealthObserver {
-  unhealthy?(url: string): void;
+  /** @param reason why the check that found it failing failed */
+  unhealthy?(url: string, reason: string): void;
   healthy?(url: string): void;
 }
 
@@ -73,13 +86,13 @@ export interface HealthObserver {
 export class HealthGate {
   private lastHealthy: boolean | undefined;
   private lastCheckedAt = 0;
-  private pending: Promise<boolean> | undefined;
+  private pending: Promise<HealthVerdict> | undefined;
 
   constructor(
     private readonly url: URL,
     private readonly intervalMs: number,
     private readonly observer: HealthObserver = {},
-    private readonly check: (url: URL) => Promise<boolean> = checkHealth,
+    private readonly check: (url: URL) => Promise<HealthVerdict> = checkHealth,
   ) {}
 
   /** Resolves when the webhook is healthy, re-checking at most once per interval; resolves early if `signal` aborts. */
@@ -98,12 +111,12 @@ export class HealthGate {
     this.pending ??= this.check(this.url).finally(() => {
       this.pending = undefined;
     });
-    const healthy = await this.pending;
+    const verdict = await this.pending;
     this.lastCheckedAt = Date.now();
-    if (healthy !== this.lastHealthy) {
-      if (healthy) this.observer.healthy?.(this.url.href);
-      else this.observer.unhealthy?.(this.url.href);
+    if (verdict.healthy !== this.lastHealthy) {
+      if (verdict.healthy) this.observer.healthy?.(this.url.href);
+      else this.observer.unhealthy?.(this.url.href, verdict.reason);
     }
-    this.lastHealthy = healthy;
+    this.lastHealthy = verdict.healthy;
   }
 }

@@ -229,8 +229,11 @@ export function startRunner(options: RunnerOptions): LocalRelay {
           healthUrl,
           settings.healthCheckIntervalSeconds * 1000,
           {
-            unhealthy: (url) =>
-              log.line('WARN', `Webhook health check failing (${redactUrl(url)}): polling paused`, { healthCheckUrl: redactUrl(url) }),
+            unhealthy: (url, reason) =>
+              log.line('WARN', `Webhook health check failing (${redactUrl(url)}: ${reason}): polling paused`, {
+                healthCheckUrl: redactUrl(url),
+                reason,
+              }),
             healthy: (url) =>
               log.line('INFO', `Webhook health check passing (${redactUrl(url)}): polling`, { healthCheckUrl: redactUrl(url) }),
           },
