@@ -165,12 +165,20 @@ export class OAuthTokens {
 
   /**
    * A token other than `rejected`, which the webhook answered `401` to: the one another request
-   * already renewed it to, or a new one (unless `rejected` is younger than {@link MIN_FORCED_RENEWAL_AGE_MS}).
+   * already renewed it to, or a new one. Unavailable while `rejected` is younger than
+   * {@link MIN_FORCED_RENEWAL_AGE_MS}: sent again, it would be refused again, and the record
+   * dead-lettered for a token revoked just after it was issued.
    */
   renew(rejected: AccessToken, signal?: AbortSignal): Promise<AccessToken | TokenUnavailable> {
     const held = this.held;
     if (held?.token === rejected) {
-      if (Date.now() - held.requestedAt < MIN_FORCED_RENEWAL_AGE_MS) return Promise.resolve(held.token);
+      const renewableAt = held.requestedAt + MIN_FORCED_RENEWAL_AGE_MS;
+      if (Date.now() < renewableAt)
+        return Promise.resolve({
+          kind: 'unavailable',
+          reason: `the webhook answered 401 to an OAuth token under ${MIN_FORCED_RENEWAL_AGE_MS / 1000} s old, renewed no sooner`,
+          retryInSeconds: Math.ceil((renewableAt - Date.now()) / 1000),
+        });
       // The webhook no longer takes it: no request may send it again.
       this.held = undefined;
       this.retryAt = 0;
@@ -201,7 +209,7 @@ export class OAuthTokens {
   /**
    * Sends a request whose headers carry `token` (its `Authorization` value) and, if the webhook
    * answers `401`, renews the token and sends it once more on the same attempt; a second `401` is
-   * the webhook's answer. A webhook answer that quotes a token is scrubbed of it.
+   * the webhook's answer. A token too young to renew ({@link renew}) leaves the record to be retried. A webhook answer that quotes a token is scrubbed of it.
    * @param request the headers (the value replaced for the resend) and body
    */
   async send(

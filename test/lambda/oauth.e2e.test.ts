@@ -182,6 +182,20 @@ describe('a 401 from the webhook', () => {
     expect(tokens.grants).toHaveLength(2);
   });
 
+  test('a token revoked under 10 s after it was issued: the records retried (none dead-lettered), then sent with a new one', async () => {
+    const handler = relayFor({ WEBHOOK_URL: webhook.url, ...OAUTH, DLQ_URL: emulator.dlq.url, MAX_CONCURRENCY: '1' });
+    expect((await invoke(handler, { Records: records(1) })).batchItemFailures).toEqual([]);
+    tokens.revoke(tokens.issued[0] as string);
+    const batch = records(3);
+    const refused = await invoke(handler, { Records: batch });
+    expect(refused.batchItemFailures).toHaveLength(3);
+    expect(tokens.grants).toHaveLength(1);
+    timePasses(10_100);
+    expect((await invoke(handler, { Records: batch })).batchItemFailures).toEqual([]);
+    expect(tokens.grants).toHaveLength(2);
+    expect(await emulator.receive(emulator.dlq)).toEqual([]);
+  });
+
   test('a second 401 is the webhook answer, permanent as today: dead-lettered, and its reason does not quote the token', async () => {
     // A webhook that refuses every token, and quotes the one it got.
     webhook.respondWith((request) => ({ status: 401, body: `token ${String(request.headers.authorization)} is not for this API` }));
@@ -189,20 +203,25 @@ describe('a 401 from the webhook', () => {
     const event: SQSEvent = await emulator.receiveEvent();
     const telemetry = capturedTelemetry();
     const handler = relayFor({ WEBHOOK_URL: webhook.url, ...OAUTH, DLQ_URL: emulator.dlq.url }, telemetry);
-    const response = await invoke(handler, event);
+    // The first token, refused at once: too young to renew, the record is retried.
+    expect((await invoke(handler, event)).batchItemFailures).toHaveLength(1);
+    // Back from the queue once the token may be renewed (the emulator keeps time by the same clock).
+    timePasses(10_100);
+    const response = await invoke(handler, await emulator.receiveEvent());
     expect(response.batchItemFailures).toEqual([]);
-    // Sent twice, on one receive: the new token was refused too.
-    expect(webhook.requests).toHaveLength(2);
+    // Sent three times, the last two on one attempt: the new token was refused too.
+    expect(webhook.requests).toHaveLength(3);
+    expect(tokens.grants).toHaveLength(2);
     const [copy] = await emulator.receive(emulator.dlq);
     expect(copy?.Body).toBe('refused');
     const reason = copy?.MessageAttributes?.[DEAD_LETTER_REASON_ATTRIBUTE]?.StringValue ?? '';
     expect(reason).toContain('"status":401');
     expect(reason).toContain('is not for this API');
     expectNoSecrets([reason, ...linesText(telemetry.lines)]);
-    // A young token is not renewed again for every record a wrong audience refuses.
+    // A young token is not renewed again for every record a wrong audience refuses: that record is retried.
     await emulator.send('refused too');
-    await invoke(handler, await emulator.receiveEvent());
-    expect(tokens.grants.length).toBeLessThanOrEqual(2);
+    expect((await invoke(handler, await emulator.receiveEvent())).batchItemFailures).toHaveLength(1);
+    expect(tokens.grants).toHaveLength(2);
   });
 });
 
