@@ -161,7 +161,8 @@ export function requestToken(
       resolve(token);
     };
     const onAbort = (): void => fail("abandoned: the invocation's time for it ran out");
-    const timer = setTimeout(() => fail(`no complete answer within ${timeoutMs} ms`), timeoutMs);
+    // The token request shares the webhook's bound: the line names it, for an endpoint slower than that.
+    const timer = setTimeout(() => fail(`no complete answer within ${timeoutMs} ms (REQUEST_TIMEOUT_MS)`), timeoutMs);
     if (signal?.aborted) {
       onAbort();
       return;

@@ -106,7 +106,7 @@ describe('no token', () => {
 
   test('an endpoint that never answers is abandoned at the timeout', async () => {
     answer = { status: 200, body: '', hang: true };
-    expect(await failure()).toContain('no complete answer within 1000 ms');
+    expect(await failure()).toContain('no complete answer within 1000 ms (REQUEST_TIMEOUT_MS)');
   });
 
   test('an abort signal ends the wait sooner', async () => {
