@@ -5,10 +5,10 @@
  * has no room within {@link KEY_WAIT_MS}, or whose wait would outlast its deadline, is not sent at all (`false`): its record goes
  * back to the queue for {@link Pacer.retryInSeconds}. Like the circuit breaker, a pacer lives for the warm container.
  */
-import { FUNCTION_SETTINGS } from './settings';
 import type { SQSRecord } from 'aws-lambda';
 import { isLongWait, KEPT_BACK_MS } from './endpoint-hold';
 import { Pace, type PacedAnswer, type PaceLimits, type PaceSignal, type PaceSnapshot } from './pace';
+import { FUNCTION_SETTINGS } from './settings';
 import type { WebhookResult } from './transmitter';
 
 /** How a container paces its requests. */
