@@ -15,6 +15,7 @@ import { checkClientSecret, type RelayConfig } from './config';
 import { type Connector, tokenEndpointConnector } from './connector';
 import type { SecretSource } from './config';
 import { withoutSecrets } from './scrub';
+import { FUNCTION_SETTINGS } from './settings';
 import { CachedSecret, type CachedSecretOptions } from './secrets';
 import type { GrantedToken, TokenRequest, TokenRequestError } from './token-endpoint';
 import type { WebhookResult, WebhookTransmitter } from './transmitter';
@@ -54,10 +55,10 @@ export const TOKEN_RETRY_MAX_MS = 60_000;
  * The longest a token endpoint's `Retry-After` keeps the relay from asking again: the circuit breaker's longest hold by
  * default (`OUTAGE_BACKOFF_MAX_SECONDS`); a longer one is taken as this.
  */
-export const TOKEN_RETRY_AFTER_MAX_MS = 900_000;
+export const TOKEN_RETRY_AFTER_MAX_MS = FUNCTION_SETTINGS.OUTAGE_BACKOFF_MAX_SECONDS.default * 1000;
 /**
  * A `401` renews a token only if it is at least this old: a webhook that refuses every token (a wrong
- * audience) must not cost a token request per record. A younger token is resent as it is.
+ * audience) must not cost a token request per record. The record refused with a younger one is retried.
  */
 export const MIN_FORCED_RENEWAL_AGE_MS = 10_000;
 
@@ -209,7 +210,8 @@ export class OAuthTokens {
   /**
    * Sends a request whose headers carry `token` (its `Authorization` value) and, if the webhook
    * answers `401`, renews the token and sends it once more on the same attempt; a second `401` is
-   * the webhook's answer. A token too young to renew ({@link renew}) leaves the record to be retried. A webhook answer that quotes a token is scrubbed of it.
+   * the webhook's answer. A token too young to renew ({@link renew}) leaves the record to be retried. A webhook answer
+   * that quotes a token is scrubbed of it.
    * @param request the headers (the value replaced for the resend) and body
    */
   async send(
