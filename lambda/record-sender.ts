@@ -153,17 +153,12 @@ export class RecordSender {
   }
 
   /**
-   * True when the request timed out within a timeout the invocation's deadline cut below `REQUEST_TIMEOUT_MS`, when the
+   * True when a request that timed out had a timeout the invocation's deadline cut below `REQUEST_TIMEOUT_MS`, when the
    * invocation had room for the whole of it (with less, every request is cut, and a webhook that never answers must still count).
    */
-  private cutShortByDeadline(result: WebhookResult, timeoutMs: number, { longestTimeoutMs }: AttemptBounds): boolean {
+  private cutShortByDeadline(timeoutMs: number, { longestTimeoutMs }: AttemptBounds): boolean {
     const { requestTimeoutMs } = this.config;
-    return (
-      result.kind === 'transport-error' &&
-      result.error === 'timeout' &&
-      timeoutMs < requestTimeoutMs &&
-      longestTimeoutMs >= requestTimeoutMs
-    );
+    return timeoutMs < requestTimeoutMs && longestTimeoutMs >= requestTimeoutMs;
   }
 
   /** A record the pace kept from starting: back for what is left of the endpoint's hold or its key's wait, or dead-lettered. */
@@ -201,7 +196,8 @@ export class RecordSender {
       const answeredAt = Date.now();
       const receiveCount = receiveCountOf(record);
       const verdict = classify(result, this.config, receiveCount, answeredAt, this.parts.random);
-      const cutShort = this.cutShortByDeadline(result, requestTimeoutMs, bounds);
+      const timedOut = result.kind === 'transport-error' && result.error === 'timeout';
+      const cutShort = timedOut && this.cutShortByDeadline(requestTimeoutMs, bounds);
       pacer.release(
         {
           signal: paceSignalOf(result),
@@ -209,7 +205,7 @@ export class RecordSender {
           retryAfterSeconds: verdict.kind === 'retry' && verdict.delaySource === 'retry-after' ? verdict.delaySeconds : undefined,
           messageId: record.messageId,
           receivedBefore: receiveCount > 1,
-          timedOut: result.kind === 'transport-error' && result.error === 'timeout' && !cutShort,
+          timedOut: timedOut && !cutShort,
           // Read only when the answer carried rate-limit headers: most carry none, and cost nothing here.
           quota: result.kind === 'response' && result.rateLimit !== undefined ? quotaOf(result.rateLimit, answeredAt) : undefined,
         },
