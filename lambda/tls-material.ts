@@ -4,6 +4,7 @@
  * made into a TLS context. Loaded at cold start (lambda/config.ts checks files at start); the rest
  * of mutual TLS (client-certificate.ts) loads with the first connection.
  */
+import type { KeyObject, X509Certificate } from 'node:crypto';
 import type { SecureContext } from 'node:tls';
 import type { SecretSource } from './config';
 
@@ -140,41 +141,42 @@ export function parseTlsMaterial(raw: string): TlsMaterial {
     throw new Error(`"${certificate === undefined ? 'certificate' : 'privateKey'}" is missing: the certificate and its key go together`);
   if (certificate === undefined && caCertificate === undefined)
     throw new Error(`has neither a certificate nor a CA: expected ${EXPECTED_JSON}`);
-  if (typeof certificate === 'string') checkCertificate(certificate);
-  if (typeof privateKey === 'string') checkPrivateKey(privateKey);
+  // Each read alone first, so that an error names the text at fault; the pair is then checked on what was read.
+  const pair =
+    typeof certificate === 'string' ? { leaf: readCertificate(certificate), key: readPrivateKey(privateKey as string) } : undefined;
   const material = { certificate, privateKey, caCertificate } as TlsMaterial;
   try {
     secureContextOf(material);
   } catch (error) {
     throw new Error(`refused by OpenSSL: ${reasonOf(error)}`);
   }
-  const validity = material.certificate === undefined ? undefined : checkKeyMatches(material.certificate, material.privateKey as string);
+  const validity = pair === undefined ? undefined : checkKeyMatches(pair.leaf, pair.key);
   if (material.caCertificate !== undefined && !CERTIFICATE_BLOCK.test(material.caCertificate))
     throw new TlsMaterialError('caCertificate', 'holds no certificate (-----BEGIN CERTIFICATE-----): a CA bundle is certificates');
   return validity === undefined ? material : { ...material, validity };
 }
 
-/** Throws unless `certificate` starts with a certificate OpenSSL reads (a key in its place, say), checked alone as the key is. */
-function checkCertificate(certificate: string): void {
+/** `certificate`'s first certificate (the leaf); throws unless OpenSSL reads one there (a key in its place, say). */
+function readCertificate(certificate: string): X509Certificate {
   try {
-    new (process.getBuiltinModule('node:crypto').X509Certificate)(certificate);
+    return new (process.getBuiltinModule('node:crypto').X509Certificate)(certificate);
   } catch (error) {
     throw new TlsMaterialError('certificate', `is not a certificate OpenSSL reads (${reasonOf(error)})`);
   }
 }
 
 /**
- * Throws unless `privateKey` is a key OpenSSL reads without a passphrase: checked alone, before the pair, so that the
+ * `privateKey` read; throws unless it is a key OpenSSL reads without a passphrase: read alone, before the pair, so that the
  * error is the key's (OpenSSL's word for an encrypted key, "bad decrypt", says neither which text nor what to do).
  */
-function checkPrivateKey(privateKey: string): void {
+function readPrivateKey(privateKey: string): KeyObject {
   if (ENCRYPTED_KEY.test(privateKey))
     throw new TlsMaterialError(
       'privateKey',
       `is encrypted (passphrase-protected); the relay takes it unencrypted (${DECRYPT_KEY_COMMAND} decrypts it)`,
     );
   try {
-    process.getBuiltinModule('node:crypto').createPrivateKey(privateKey);
+    return process.getBuiltinModule('node:crypto').createPrivateKey(privateKey);
   } catch (error) {
     throw new TlsMaterialError('privateKey', `is not a private key OpenSSL reads (${reasonOf(error)})`);
   }
@@ -184,14 +186,11 @@ function checkPrivateKey(privateKey: string): void {
 const CERTIFICATE_BLOCK = /-----BEGIN (?:TRUSTED )?CERTIFICATE-----/;
 
 /**
- * Throws unless `privateKey` is the key of `certificate`'s first certificate (the leaf). OpenSSL
- * checks a pair only when both are of one type: an RSA key beside an EC certificate passes it,
- * and the handshake then presents no certificate at all. Returns the leaf's validity.
+ * Throws unless `key` is the key of `leaf`, the certificate's first. OpenSSL checks a pair only
+ * when both are of one type: an RSA key beside an EC certificate passes it, and the handshake then
+ * presents no certificate at all. Returns the leaf's validity.
  */
-function checkKeyMatches(certificate: string, privateKey: string): CertificateValidity {
-  const crypto = process.getBuiltinModule('node:crypto');
-  const leaf = new crypto.X509Certificate(certificate);
-  const key = crypto.createPrivateKey(privateKey);
+function checkKeyMatches(leaf: X509Certificate, key: KeyObject): CertificateValidity {
   if (!leaf.checkPrivateKey(key))
     throw new Error(
       `the private key does not match the certificate (an ${key.asymmetricKeyType ?? 'unknown'} key, an ${leaf.publicKey.asymmetricKeyType ?? 'unknown'} certificate)`,
