@@ -340,6 +340,14 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     return batch;
   };
 
+  /** The webhook's answer to a request for `message` reaching it now, counted (one the relay stopped waiting for too). */
+  const webhookAnswers = (message: SimMessage): SimAnswer => {
+    requests += 1;
+    const second = Math.floor((clock.now() - start) / 1000);
+    bySecond[second] = (bySecond[second] ?? 0) + 1;
+    return options.webhook(message, clock.now());
+  };
+
   const attempt = async (pacer: Pacer, message: SimMessage, requestsEnd: number): Promise<void> => {
     const key = options.keyOf?.(message);
     const slot = pacer.acquire(requestsEnd - 100, key, message.receiveCount === 1);
@@ -353,8 +361,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     if (took > requestTimeoutMs) {
       // The relay gives up; the webhook takes the request all the same, to no one: a delivery the relay will make again.
       void clock.sleep(took / 2).then(async () => {
-        const answer = options.webhook(message, clock.now());
-        requests += 1;
+        const answer = webhookAnswers(message);
         await clock.sleep(took / 2);
         atWebhook -= 1;
         if (answer.status < 200 || answer.status > 299) return;
@@ -376,10 +383,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       return;
     }
     await clock.sleep(took / 2);
-    const answer = options.webhook(message, clock.now());
-    requests += 1;
-    const second = Math.floor((clock.now() - start) / 1000);
-    bySecond[second] = (bySecond[second] ?? 0) + 1;
+    const answer = webhookAnswers(message);
     await clock.sleep(took / 2);
     atWebhook -= 1;
     const now = clock.now();
