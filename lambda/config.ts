@@ -10,7 +10,7 @@ import { ConfigError, type Env, read, readSetting } from './env';
 import { HEADER_TOKEN, isLegalHeaderValue } from './header-rules';
 import type { OAuthSettings } from './oauth-tokens';
 import type { PacingSettings } from './pacer';
-import type { ProxySettings } from './proxy';
+import { cidrRange, type ProxySettings } from './proxy';
 import type { BackoffSettings } from './retry-timing';
 import { MAX_BACKSTOP_RECEIVES } from './retry-window';
 import type { SettingValueOf } from './setting-kinds';
@@ -424,10 +424,16 @@ function proxySettings(env: Env): ProxySettings | undefined {
   const httpProxy = proxyUrl(env, 'HTTP_PROXY');
   if (httpsProxy === undefined && httpProxy === undefined) return undefined;
   // Comma- or space-separated, as curl and Go read it.
-  const noProxy = (read(env, proxyVariable(env, 'NO_PROXY')) ?? '')
+  const variable = proxyVariable(env, 'NO_PROXY');
+  const noProxy = (read(env, variable) ?? '')
     .split(/[\s,]+/)
     .map((entry) => entry.toLowerCase())
     .filter((entry) => entry !== '');
+  // curl and Go take a malformed range for a host name, which covers nothing: the requests it was meant for would go through
+  // the proxy, and fail there, with nothing to say why.
+  const badRange = noProxy.find((entry) => entry.includes('/') && cidrRange(entry) === undefined);
+  if (badRange !== undefined)
+    throw new ConfigError(variable, 'host names, IP addresses or CIDR ranges such as 10.0.0.0/8 or fd00::/8, comma-separated', badRange);
   return { httpsProxy, httpProxy, noProxy };
 }
 

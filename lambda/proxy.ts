@@ -56,24 +56,40 @@ function withoutRootDot(name: string): string {
   return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
+/** A CIDR range of `NO_PROXY`: its first address, prefix length and family. */
+interface CidrRange {
+  readonly base: string;
+  readonly prefix: number;
+  readonly family: 'ipv4' | 'ipv6';
+}
+
+/**
+ * `entry` read as a CIDR range (`10.0.0.0/8`, `fd00::/8`, `[fd00::]/8`); `undefined` when it is none. An entry with a slash
+ * can be nothing else (no host name has one), so lambda/config.ts refuses it at start rather than let it cover no host.
+ */
+export function cidrRange(entry: string): CidrRange | undefined {
+  const slash = entry.indexOf('/');
+  if (slash <= 0) return undefined;
+  const net = process.getBuiltinModule('node:net');
+  const base = bareHost(entry.slice(0, slash));
+  const digits = entry.slice(slash + 1);
+  const version = net.isIP(base);
+  const prefix = Number(digits);
+  if (version === 0 || !/^\d{1,3}$/.test(digits) || prefix > (version === 4 ? 32 : 128)) return undefined;
+  return { base, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
 /** True when `entry` (one of `NO_PROXY`'s) covers `host` (bare, lower-cased, no trailing dot) on `port`. */
 function covers(entry: string, host: string, port: number): boolean {
   if (entry === '*') return true;
   const net = process.getBuiltinModule('node:net');
-  // A CIDR range: 10.0.0.0/8, fd00::/8.
-  const slash = entry.indexOf('/');
-  if (slash > 0) {
+  if (entry.includes('/')) {
+    const range = cidrRange(entry);
     const family = net.isIP(host);
-    const base = bareHost(entry.slice(0, slash));
-    const prefix = Number(entry.slice(slash + 1));
-    if (family === 0 || net.isIP(base) !== family || !Number.isInteger(prefix)) return false;
+    if (range === undefined || family !== (range.family === 'ipv4' ? 4 : 6)) return false;
     const list = new net.BlockList();
-    try {
-      list.addSubnet(base, prefix, family === 4 ? 'ipv4' : 'ipv6');
-    } catch {
-      return false;
-    }
-    return list.check(host, family === 4 ? 'ipv4' : 'ipv6');
+    list.addSubnet(range.base, range.prefix, range.family);
+    return list.check(host, range.family);
   }
   // An optional port: host:443, [::1]:8443 (a bare IPv6 address has colons but no port).
   let name = entry;

@@ -450,7 +450,7 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     'a forward proxy for `https://` webhook and token requests (`http://[user:password@]host:port`, the user and password percent-encoded: `%25` for a `%`): an HTTP CONNECT tunnel, TLS end to end. AWS calls do not use it. The construct refuses a `user:password` (it would sit in the template)',
   HTTP_PROXY: 'the same for `http://` webhooks (a CONNECT tunnel too)',
   NO_PROXY:
-    'hosts reached without the proxy, comma-separated: names (`example.com` also covers its subdomains; a trailing dot, `example.com.`, on either side changes nothing), IP addresses, CIDR ranges (`10.0.0.0/8`), with an optional `:port`; `*` for all',
+    'hosts reached without the proxy, comma-separated: names (`example.com` also covers its subdomains; a trailing dot, `example.com.`, on either side changes nothing), IP addresses, CIDR ranges (`10.0.0.0/8`; a malformed one is refused at start), with an optional `:port`; `*` for all',
   https_proxy: '`HTTPS_PROXY` in lower case, read when the upper-case one is unset',
   http_proxy: '`HTTP_PROXY` in lower case, read when the upper-case one is unset',
   no_proxy: '`NO_PROXY` in lower case, read when the upper-case one is unset',

@@ -226,6 +226,25 @@ describe('the proxy', () => {
     expect(load({ HTTPS_PROXY: 'http://relay:50%25off%40x@proxy:3128' }).proxy?.httpsProxy?.password).toBe('50%25off%40x');
   });
 
+  test.each([
+    ['NO_PROXY', '.corp, 10.0.0.0/33', '10.0.0.0/33'],
+    ['NO_PROXY', '10.0.0.0/8,fd00::/129', 'fd00::/129'],
+    ['NO_PROXY', '10.0.0/8', '10.0.0/8'],
+    ['NO_PROXY', 'corp.example/8', 'corp.example/8'],
+    ['NO_PROXY', '10.0.0.0/', '10.0.0.0/'],
+    ['NO_PROXY', '10.0.0.0/8.5', '10.0.0.0/8.5'],
+    ['no_proxy', '/8', '/8'],
+  ])('%s=%j, a malformed CIDR range that would cover no host, is refused at start, quoting it', (name, raw, quoted) => {
+    const error = configErrorOf(() => load({ HTTPS_PROXY: 'http://proxy:3128', [name]: raw }));
+    expect(error.variable).toBe(name);
+    expect(error.message).toContain(`got ${JSON.stringify(quoted)}`);
+  });
+
+  test('CIDR ranges of either family, an IPv6 base in brackets, and prefixes 0 to the full length are taken', () => {
+    const noProxy = '10.0.0.0/8, 0.0.0.0/0, 192.168.1.1/32, fd00::/8, [fd00::]/16, ::/0, ::1/128';
+    expect(load({ HTTPS_PROXY: 'http://proxy:3128', NO_PROXY: noProxy }).proxy?.noProxy).toHaveLength(7);
+  });
+
   const settings = (noProxy: string[]) => ({ httpsProxy: new URL('http://proxy:3128'), httpProxy: undefined, noProxy });
   test.each([
     ['https://api.example.com/hook', ['example.com'], false],
@@ -244,6 +263,10 @@ describe('the proxy', () => {
     ['https://10.1.2.3/hook', ['10.0.0.0/8'], false],
     ['https://11.1.2.3/hook', ['10.0.0.0/8'], true],
     ['https://[fd00::1]/hook', ['fd00::/8'], false],
+    ['https://[fd00::1]/hook', ['[fd00::]/8'], false],
+    ['https://[fe80::1]/hook', ['fd00::/8'], true],
+    ['https://10.1.2.3/hook', ['fd00::/8'], true],
+    ['https://[fd00::1]/hook', ['10.0.0.0/8'], true],
     ['https://[fd00::1]:8443/hook', ['[fd00::1]:8443'], false],
     ['https://192.168.0.1/hook', ['192.168.0.1'], false],
     ['https://anything.io/hook', ['*'], false],

@@ -94,6 +94,7 @@ describe('the refusals at synth', () => {
     [{ httpsProxy: 'http://user:pass@proxy.corp:3128' }, 'httpsProxy', /must not carry user:password/],
     [{ httpProxy: 'user:pass@proxy.corp:3128' }, 'httpProxy', /must not carry user:password/],
     [{ httpsProxy: 'ftp://proxy.corp' }, 'httpsProxy', /HTTPS_PROXY must be a proxy URL/],
+    [{ httpsProxy: 'http://proxy.corp:3128', noProxy: '.corp,10.0.0.0/33' }, 'noProxy', /NO_PROXY must be .*CIDR.*"10.0.0.0\/33"/],
   ] as const)('%j is refused, naming %s', (props, prop, message) => {
     try {
       relay(() => props as Partial<WebhookRelayProps>);
