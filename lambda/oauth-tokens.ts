@@ -11,9 +11,8 @@
  * in a log line, an error, or a dead letter's reason: a webhook answer quoting the token is scrubbed.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { checkClientSecret, type RelayConfig } from './config';
+import { checkClientSecret, type RelayConfig, type SecretSource } from './config';
 import { type Connector, tokenEndpointConnector } from './connector';
-import type { SecretSource } from './config';
 import { withoutSecrets } from './scrub';
 import { FUNCTION_SETTINGS } from './settings';
 import { CachedSecret, type CachedSecretOptions } from './secrets';
