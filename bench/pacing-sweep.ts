@@ -197,6 +197,10 @@ const CASES: readonly SweepCase[] = [
   perMessage('45 % at random, no Retry-After', 5, ...refusingAtRandom(0.45)),
   ...[20, 10, 5, 3].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 50, ...overQuota(every))),
   ...[10, 5].map((every) => perMessage(`one tenant in ${every} over a quota of 10/s`, 200, ...overQuota(every))),
+  // Refusals that begin after a clean start (the first 1,000 messages taken), as a token bucket's flood does.
+  ...[5, 200].map((latencyMs) => perMessage('10 % at random from the 1,000th message', latencyMs, ...refusingAtRandom(0.1, 1, 1_000))),
+  perMessage('40 % at random from the 1,000th message', 5, ...refusingAtRandom(0.4, 1, 1_000)),
+  ...[5, 50].map((latencyMs) => perMessage('one tenant in 3 over a quota of 10/s, 200 deep', latencyMs, ...overQuota(3, 200))),
   perMessage('one tenant in 20 always refused, Retry-After: 3600', 5, ...tenantRefused(20, 3600)),
   ...[5, 200].map((latencyMs) => perMessage("one tenant's 20 %, Retry-After 1 s to 1 h", latencyMs, ...tenantRefused(5, 'any'))),
   // That tenant's backlog at the head of the queue, long enough to hold the endpoint: in both orders a queue may hand it out.

@@ -515,27 +515,32 @@ export const anyRetryAfter = (random: () => number): number => Math.round(Math.e
 
 /**
  * A webhook refusing `share` of requests at random (drawn from `seeded(seed)`), with `retryAfterSeconds`: a number, `'any'` (1 s
- * to an hour, drawn after the refusal), or none: tenant of message i (one for all), and the webhook.
+ * to an hour, drawn after the refusal), or none: tenant of message i, and the webhook. With `from`, only messages from the
+ * `from`th on are refused (tenant `t`; those before, `early`): refusals that begin after a clean start.
  */
 export const refusingAtRandom = (
   share: number,
   retryAfterSeconds?: number | 'any',
+  from = 0,
 ): readonly [(index: number) => string, (seed: number) => SimWebhook] => [
-  () => 't',
+  (i) => (i >= from ? 't' : 'early'),
   (seed) => {
     const random = seeded(seed);
-    return () => {
-      if (random() >= share) return { status: 200 };
+    return (m) => {
+      if (m.tenant !== 't' || random() >= share) return { status: 200 };
       return { status: 429, retryAfterSeconds: retryAfterSeconds === 'any' ? anyRetryAfter(random) : retryAfterSeconds };
     };
   },
 ];
 
-/** One tenant in `every` over a quota of 10 a second (`429` + `Retry-After: 1` above it), the others unlimited: tenant of message i, and the webhook. */
-export const overQuota = (every: number): readonly [(index: number) => string, () => SimWebhook] => [
+/**
+ * One tenant in `every` over a quota of 10 a second (`429` + `Retry-After: 1` above it), a bucket `burst` deep, the others
+ * unlimited: tenant of message i, and the webhook.
+ */
+export const overQuota = (every: number, burst = 1): readonly [(index: number) => string, () => SimWebhook] => [
   (i) => (i % every === 0 ? 'over' : `t${i % 7}`),
   () => {
-    const take = tokenBucket(10, 1);
+    const take = tokenBucket(10, burst);
     return (m, now) => (m.tenant === 'over' && !take(now) ? { status: 429, retryAfterSeconds: 1 } : { status: 200 });
   },
 ];
