@@ -27,6 +27,7 @@
  * than refuses is read from its latency: requests in flight stop being added once answers take twice as long as they did.
  */
 import { AnswerMeter, type MeterReading } from './answer-meter';
+import { CleanStart, FLOOD_SHARE } from './clean-start';
 import { CUTS_TRIED_MS, CutSeries } from './cut-series';
 import { DIP_DEPTH, Doubt, type Verdict } from './doubt';
 import { EndpointHold, isLongWait } from './endpoint-hold';
@@ -179,6 +180,8 @@ export class Pace {
   /** When a timeout last cut the in-flight limit. */
   private timeoutCutAt = Number.NEGATIVE_INFINITY;
   private readonly meter = new AnswerMeter();
+  /** Whether the first refusals came after a clean start: then they are the containers' flood, cut rather than doubted. */
+  private readonly cleanStart: CleanStart;
   /** The refused share that persists whatever the pace, as learned, and the share of messages back from the queue over it. */
   private readonly floor = new RefusalFloor();
   private doubt: Doubt | undefined;
@@ -206,6 +209,7 @@ export class Pace {
     this.limit = this.slowStart ? Math.min(limits.maxInFlight, INITIAL_IN_FLIGHT) : limits.maxInFlight;
     this.latency = new LatencyWatch(limits.requestTimeoutMs, this.limit, now);
     this.refilledAt = now;
+    this.cleanStart = new CleanStart(now);
     // Containers given the same ceiling start together: each takes its first request at a random moment of its first
     // interval, so they do not start in step either (see shiftPhase).
     this.tokens = this.capacity() - (limits.maxRequestsPerSecond === undefined ? 0 : this.random());
@@ -363,6 +367,7 @@ export class Pace {
       return this.noteRefusal(answer.retryAfterSeconds, answer.messageId, now, false);
     }
     const firstTime = answer.receivedBefore !== true;
+    this.cleanStart.answered(refused, firstTime, now);
     if (refused) this.meter.refused(now, firstTime);
     else this.meter.accepted(now, firstTime);
     if (!firstTime) this.learnReturnedShare(refused, now);
@@ -422,6 +427,7 @@ export class Pace {
     if (this.doubt !== undefined) this.dropDoubt(now);
     this.refill(now);
     const before = this.effectiveRate();
+    this.cleanStart.over();
     this.hold.begin(now, until, isLongWait(seconds), before);
     this.restartAfterHold(now, before);
     return until;
@@ -517,7 +523,11 @@ export class Pace {
       if (latest.refused <= MAX_FLOOR * latestAnswers) return;
       if (floorStale && calm && latestAnswers < SURE_ANSWERS && !latest.all) return;
     }
-    if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale && !this.climbingAfterQuickHold) {
+    // A clean start's flood: the containers reached the webhook's rate together, and a doubt would wait for the next whole
+    // second while they send at twice it. One begun and not yet dipping is dropped.
+    const flood = this.inFlood(now);
+    if (flood && this.doubt !== undefined && now < this.doubt.since) this.dropDoubt(now);
+    if (share <= MAX_FLOOR && this.doubt === undefined && calm && floorStale && !this.climbingAfterQuickHold && !flood) {
       this.beginDoubt(now, reading);
       return;
     }
@@ -529,7 +539,18 @@ export class Pace {
     // Swamped (over half refused of late): congestion, whatever a doubt begun before would say.
     if (doubt !== undefined) this.dropDoubt(now);
     if (this.persistsThroughCuts(now, reading.started / reading.seconds, judged, calm)) return;
-    this.cutTo(now, this.cutRate(now, reading));
+    // A flood's cut is judged on the latest answers: over the last second, the ramp that led to it would take it far lower.
+    this.cutTo(now, flood ? this.cutRate(now, this.meter.read(now, SWAMPED_MS), true) : this.cutRate(now, reading));
+  }
+
+  /**
+   * True in a clean start's flood (lambda/clean-start.ts) while over {@link FLOOD_SHARE} of the latest answers are refused (the
+   * last {@link SWAMPED_MS}, or back to {@link SURE_ANSWERS} of them: fewer, and a third refused at random shows it now and then).
+   */
+  private inFlood(now: number): boolean {
+    if (!this.cleanStart.inFlood) return false;
+    const latest = this.meter.read(now, SWAMPED_MS, SURE_ANSWERS);
+    return latest.refused > FLOOD_SHARE * (latest.accepted + latest.refused);
   }
 
   /**
@@ -694,8 +715,9 @@ export class Pace {
    * (a limit far above what is sent would slow nothing down), and down to the rate the webhook took (less its floor's
    * refusals: at a token bucket, this container's part of its rate), but by half at most, so a run of refusals does not
    * collapse it.
+   * @param latest `reading` is of the latest answers only (a flood's), and what they took counts as what the webhook took
    */
-  private cutRate(now: number, reading: MeterReading): number {
+  private cutRate(now: number, reading: MeterReading, latest = false): number {
     this.refill(now);
     const current = this.effectiveRate();
     const offered = Math.max(MIN_REQUESTS_PER_SECOND, reading.started / reading.seconds);
@@ -704,13 +726,16 @@ export class Pace {
     // of its rate. A cut goes to it (as BBR's bandwidth estimate), by 15 % at least and half at most: refusals that do not fall
     // with the pace can cost their share at most, never send the pace down and down while the doubts tell what they are.
     const lastSecond = this.meter.read(now, 1000);
+    const tookLately = latest ? reading.accepted / reading.seconds : 0;
     const took =
-      (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds)) / (1 - this.floor.share);
+      (TOOK_SHARE * Math.max(this.meter.mostAcceptedInASecond(now), lastSecond.accepted / lastSecond.seconds, tookLately)) /
+      (1 - this.floor.share);
     return Math.max(MIN_REQUESTS_PER_SECOND, Math.min(base * DECREASE_FACTOR, Math.max(took, base / 2)));
   }
 
   /** Cuts the adaptive rate to `rate`, and the in-flight limit. */
   private cutTo(now: number, rate: number): void {
+    this.cleanStart.over();
     this.slowStart = false;
     this.climbingAfterQuickHold = false;
     this.limit = Math.max(1, this.limit * DECREASE_FACTOR);

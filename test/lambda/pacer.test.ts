@@ -10,6 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
+import { CLEAN_START_ANSWERS, CLEAN_START_MS, FLOOD_SHARE } from '../../lambda/clean-start';
 import { UNMOVED_VERDICT_ANSWERS, VERDICT_ANSWERS } from '../../lambda/doubt';
 import { LOWEST_KEPT_MS } from '../../lambda/latency-watch';
 import {
@@ -734,6 +735,48 @@ describe('refusals that persist however the pace goes (one tenant over a quota o
     const from = since + 2_500;
     for (let n = 0; n < 100; n += 1) reply(refusedAt(n, share), from + 10 * n, from + 10 * n + 5);
     expect(pace.snapshot().requestsPerSecond !== undefined).toBe(cut);
+  });
+});
+
+describe('a flood after a clean start (containers that reach a token bucket together)', () => {
+  /**
+   * `clean` first receives taken, 10 ms apart (100/s) from the pace's start, spread over `overMs` if given; then 300 ms
+   * of answers 2.5 ms apart (400/s), refused evenly at `share` from the first. Returns the pace's rate at its first cut, or
+   * undefined if it stayed unpaced.
+   */
+  function flood(clean: number, share: number, overMs = 10 * clean): number | undefined {
+    const { pace, reply } = drivenPace();
+    for (let n = 0; n < clean; n += 1) {
+      const at = PACE_START + Math.round(((n + 1) * overMs) / clean);
+      reply(false, at - 1, at);
+    }
+    const from = PACE_START + overMs;
+    for (let n = 0; n < 120; n += 1) {
+      reply(refusedAt(n + 1, share), from + 2.5 * n, from + 2.5 * n + 1);
+      const rate = pace.snapshot().requestsPerSecond;
+      if (rate !== undefined) return rate;
+    }
+    return undefined;
+  }
+
+  test(`after ${CLEAN_START_ANSWERS} first receives taken, half refused of late is cut at once, on what was taken of late`, () => {
+    // Doubting, the pace would stay unpaced until the next whole second and dip then, sending all the while at twice the rate.
+    const rate = flood(CLEAN_START_ANSWERS, 0.5);
+    expect(rate).toBeDefined();
+    // Judged on the second before, a ramp at 100/s, the cut would go to 85 % of 1.25 × ~120/s; on the latest 250 ms, which
+    // sent 220/s and took 140/s, it keeps half of 1.25 × 220.
+    expect(rate as number).toBeGreaterThan(130);
+  });
+
+  test.each([
+    ['one first receive fewer taken first: refusals that may be a floor of its own', CLEAN_START_ANSWERS - 1, 0.5],
+    [`a share under ${100 * FLOOD_SHARE} % refused (a tenant with a third of the messages out of its burst)`, CLEAN_START_ANSWERS, 0.4],
+  ] as const)('no cut, a doubt, for %s', (_case, clean, share) => {
+    expect(flood(clean, share)).toBeUndefined();
+  });
+
+  test(`refusals that begin more than ${CLEAN_START_MS / 1000} s after the start are no start's flood: a doubt`, () => {
+    expect(flood(CLEAN_START_ANSWERS, 0.5, CLEAN_START_MS + 1000)).toBeUndefined();
   });
 });
 
