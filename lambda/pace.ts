@@ -10,7 +10,8 @@
  * that floor and the pace put back as it was (on fewer answers for a pace that was unpaced: without evidence of congestion it
  * does not fall). Cuts are tried the same way (lambda/cut-series.ts): cuts begun unpaced (or lowered only in doubt) that halve
  * what is sent, or near, without the share falling, end as a floor; once the share has fallen, the cuts after are tried
- * again, deeper.
+ * again, deeper. Refusals after a clean start (the first requests all taken, as a token bucket takes its burst) are the
+ * containers' flood when nearly half are refused: cut at once, not doubted (lambda/clean-start.ts).
  * The share judged is that of the messages received for the first time: those refused before, back from the queue, are mostly
  * refused again for their own sake, and fill more of a slower pace. Where first receives are too few to judge on (a tenant's
  * refused messages back every second ahead of the rest), the share those messages were refused at while the first receives
