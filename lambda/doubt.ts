@@ -30,7 +30,10 @@ export const UNMOVED_VERDICT_ANSWERS = 16;
  * every answer would find a fall in the noise of refusals that persist one doubt in a few.
  */
 const VERDICT_LOOKS: readonly number[] = [MIN_VERDICT_ANSWERS, UNMOVED_VERDICT_ANSWERS, 32, VERDICT_ANSWERS];
-/** In doubt, no cut for this long from its start; then cuts keep at least this share of the most the pace sent since it began. */
+/**
+ * In doubt, no cut for this long from its start (for a doubt begun unpaced); then cuts keep at least this share of the most the
+ * pace sent since it began.
+ */
 const DOUBT_UNCUT_MS = 1_000;
 const DOUBT_CUTS_KEEP = 0.7;
 /** Doubts begin on whole multiples of this many ms of the clock. */
@@ -88,11 +91,15 @@ export class Doubt {
   }
 
   /**
-   * The least a cut may take the pace to now, given what it sends (requests per second); `undefined` in the first
-   * {@link DOUBT_UNCUT_MS}, when it is not to be cut at all.
+   * The least a cut may take the pace to now, given what it sends (requests per second); `undefined` until
+   * {@link DOUBT_UNCUT_MS} after its start, when a doubt begun unpaced is not to be cut at all.
    */
   cutsKeep(now: number, sending: number): number | undefined {
     this.lowest = Math.max(this.lowest, DOUBT_CUTS_KEEP * sending);
+    // Begun on a pace cut for congestion before: containers that met the webhook's capacity meet it again together as they
+    // grow, and a second or two without cuts (the wait for the whole second, then the first) kept them all over it
+    // (docs/pacing.md, "Doubts and floors"). Cut at once, as far as the share kept: refusals that persist cost 30 % at most.
+    if (!this.begunUnpaced) return this.lowest;
     return now - this.since < DOUBT_UNCUT_MS ? undefined : this.lowest;
   }
 

@@ -85,12 +85,20 @@ describe('Doubt', () => {
     expect([...feed(doubt, UNMOVED_VERDICT_ANSWERS, refused, refused)]).toEqual([[UNMOVED_VERDICT_ANSWERS, 'congestion']]);
   });
 
-  test('no cut in its first second; then cuts keep 70 % of the most the pace sent since it began', () => {
+  test('begun unpaced, no cut in its first second (nor while it waits for it); then cuts keep 70 % of the most the pace sent since it began', () => {
     const doubt = new Doubt(BEGUN, Number.POSITIVE_INFINITY, 100);
+    expect(doubt.cutsKeep(BEGUN + 10, 100)).toBeUndefined();
     expect(doubt.cutsKeep(SINCE + 500, 50)).toBeUndefined();
     expect(doubt.cutsKeep(SINCE + 1_000, 200)).toBeCloseTo(140);
     expect(doubt.cutsKeep(SINCE + 1_100, 10)).toBeCloseTo(140);
     expect(new Doubt(BEGUN, Number.POSITIVE_INFINITY, 100).cutsKeep(SINCE + 1_000, 10)).toBeCloseTo(70);
+  });
+
+  test('begun on a pace cut for congestion before, cuts at once, as far as 70 % of the most it sent since it began', () => {
+    const doubt = new Doubt(BEGUN, 120, 100);
+    expect(doubt.cutsKeep(BEGUN + 10, 100)).toBeCloseTo(70);
+    expect(doubt.cutsKeep(SINCE + 500, 150)).toBeCloseTo(105);
+    expect(doubt.cutsKeep(SINCE + 600, 10)).toBeCloseTo(105);
   });
 
   test('is over after 5 s without a refusal, or 5 s after it began', () => {

@@ -346,6 +346,19 @@ describe('cuts', () => {
     expect(pacer.snapshot().requestsPerSecond ?? Number.POSITIVE_INFINITY).toBeGreaterThanOrEqual(0.7 * 100);
   });
 
+  test('paced when its doubt began (cut for congestion before), such a share is cut at once: no second over the capacity met before', async () => {
+    const pacer = pacerOf();
+    await answers(pacer, 15, 0, 10);
+    await answers(pacer, 20, 1, 10); // swamped: cut
+    await answers(pacer, 200, 0, 10); // calm again, still paced, growing back
+    const before = pacer.snapshot().requestsPerSecond as number;
+    const sentBefore = Math.min(before, 100);
+    await answers(pacer, 50, 3, 10); // a third refused, for half a second: a doubt, and cuts meanwhile
+    const rate = pacer.snapshot().requestsPerSecond as number;
+    expect(rate).toBeLessThan(before);
+    expect(rate).toBeGreaterThanOrEqual(0.7 * sentBefore * 0.99); // as far as the doubt keeps: refusals that persist cost 30 % at most
+  });
+
   test('once cut (the pace not calm), refusals over no floor cut again, each time at most to half', async () => {
     const pacer = pacerOf();
     await answers(pacer, 15, 0, 10);
