@@ -13,7 +13,7 @@ import { latencySample } from './latency';
 import { METRIC_NAMES } from './metric-names';
 import type { PaceSnapshot } from './pace';
 import type { Pacer } from './pacer';
-import type { RecordOutcome } from './record-outcome';
+import { isFailure, type RecordOutcome } from './record-outcome';
 import type { DeliveryRequest } from './request';
 import type { TransportFailure, WebhookResult } from './transmitter';
 
@@ -24,6 +24,21 @@ interface OutcomeCounts {
   deadLettered: number;
   notAttempted: number;
   held: number;
+}
+
+/**
+ * Seconds since the oldest of `records` that goes back to the queue was sent to it (`SentTimestamp`), whole; 0 when none
+ * goes back.
+ */
+export function ageOfOldestReturned(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], nowMs: number): number {
+  let oldest = nowMs;
+  records.forEach((record, index) => {
+    const outcome = outcomes[index];
+    if (outcome === undefined || !isFailure(outcome)) return;
+    const sent = Number(record.attributes?.SentTimestamp);
+    if (sent > 0 && sent < oldest) oldest = sent;
+  });
+  return Math.floor((nowMs - oldest) / 1000);
 }
 
 /** A batch to report: its records, what happened to each, and how they went back to the queue. */
@@ -144,6 +159,9 @@ export class BatchReporter {
     // 0 while closed: the alarm keeps its state through the minutes an outage's long holds leave without an invocation,
     // and goes back to OK on the first batch after the webhook's return.
     metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, breaker.openSeconds(Date.now()) ?? 0);
+    // 0 when every record found its end: the alarm on it keeps its state through the hours a long hold or `Retry-After` leaves
+    // without an invocation, and is OK again with the batch that delivers (or dead-letters) the last of them.
+    metrics.addMetric(METRIC_NAMES.ageOfOldestReturnedMessage, MetricUnit.Seconds, ageOfOldestReturned(records, outcomes, Date.now()));
     metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
     publishDeadLettersByCause(metrics, METRIC_NAMES.deadLettered, deadLettersByCause(records, outcomes, this.maxReceiveCount));
     const pace = pacer.snapshot();

@@ -13,6 +13,12 @@ export const METRIC_NAMES = {
   webhookLatency: 'WebhookLatency',
   /** Seconds the circuit breaker has been open, published by every invocation that finds it open. */
   breakerOpenSeconds: 'BreakerOpenSeconds',
+  /**
+   * Seconds since the oldest record a batch hands back to the queue was sent (0 when it hands none back). SQS's own
+   * `ApproximateAgeOfOldestMessage` stops counting a message once it has been received three times, so it misses the
+   * messages the relay keeps handing back through an outage or a webhook's refusals.
+   */
+  ageOfOldestReturnedMessage: 'AgeOfOldestReturnedMessage',
   /** A container's requests-per-second limit (pacer.ts), published per batch only while the container is paced. */
   paceRequestsPerSecond: 'PaceRequestsPerSecond',
   /** A container's in-flight limit, per batch. */

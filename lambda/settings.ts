@@ -505,7 +505,8 @@ export const SETTING_DOCS: Readonly<Record<SettingName, string>> = {
     "the function's subnets, comma-separated ids (in cdk.json a JSON array of them too; each once): private ones whose route leaves by the NAT gateway",
   securityGroupIds:
     "the function's security groups, comma-separated ids (in cdk.json a JSON array of them too; each once; with `vpcId`); unset: one the stack creates, all outbound allowed",
-  oldestMessageAgeAlarmMinutes: 'the threshold of the oldest-message alarm',
+  oldestMessageAgeAlarmMinutes:
+    "the threshold of the two message-age alarms: SQS's count (`oldest-message-age`) and the relay's, of the messages it handed back (`returned-message-age`)",
   breakerOpenAlarmMinutes: 'alarm when the circuit breaker has been open this long',
   deadLetterAgeAlarmDays:
     'alarm when the oldest dead letter is this old: the DLQ keeps a message 14 days, so the rest is the time left to read and replay it (`sqs-webhook-relay dead-letters`) before SQS deletes it',

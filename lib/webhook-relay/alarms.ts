@@ -1,7 +1,8 @@
 /**
- * The alarm factory: the five alarms an operator needs (DLQ not empty, oldest dead letter close to
- * its expiry, oldest message too old, function errors, circuit breaker open too long), each
- * telling the topic when it fires and when it is over, and what to run.
+ * The alarm factory: the six alarms an operator needs (DLQ not empty, oldest dead letter close to
+ * its expiry, oldest message too old, either as SQS counts or handed back again and again,
+ * function errors, circuit breaker open too long), each telling the topic when it fires and when
+ * it is over, and what to run.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -19,7 +20,10 @@ export interface RelayAlarms {
   readonly deadLetterQueueNotEmpty: cloudwatch.Alarm;
   /** The oldest dead letter is close to the DLQ's retention, when SQS deletes it. */
   readonly deadLetterAge: cloudwatch.Alarm;
+  /** The oldest message is too old, as SQS counts (until its third receive): a backlog the relay has not reached. */
   readonly oldestMessageAge: cloudwatch.Alarm;
+  /** The oldest message the relay keeps handing back (an outage, a webhook refusing) is too old (the relay's count). */
+  readonly returnedMessageAge: cloudwatch.Alarm;
   readonly functionErrors: cloudwatch.Alarm;
   readonly breakerOpen: cloudwatch.Alarm;
 }
@@ -100,9 +104,24 @@ export function createAlarms(
       threshold: thresholds.ageThresholdSeconds,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       alarmDescription:
-        `The oldest message in the queue of ${relay.name} is older than ${durationText(thresholds.ageThresholdSeconds)}: the webhook is down or pushing back (429/503), or the relay cannot keep up. ` +
-        'Check the dashboard (retried vs delivered, webhook latency, function errors).',
+        `The oldest message in the queue of ${relay.name} is older than ${durationText(thresholds.ageThresholdSeconds)} (SQS counts a message until its third receive): the relay cannot keep up or is not invoked, or the webhook began refusing. ` +
+        'Check the dashboard (concurrency, function errors, retried vs delivered). Messages the relay keeps handing back have an alarm of their own (returned-message-age).',
     }),
+    returnedMessageAge: alarm(
+      'ReturnedMessageAgeAlarm',
+      'returned-message-age',
+      {
+        metric: metrics.oldestReturnedMessageAge(period),
+        threshold: thresholds.ageThresholdSeconds,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        alarmDescription:
+          `A message the relay of ${relay.name} handed back to the queue is older than ${durationText(thresholds.ageThresholdSeconds)}: the webhook is down, failing (5xx) or pushing back (429/503). ` +
+          `Check the dashboard (retried vs delivered, the breaker, the webhook's pace). It is OK again with the batch that delivers (or dead-letters) the last such message.`,
+      },
+      // A long hold or Retry-After leaves hours without an invocation: the alarm keeps its state through them (not OK, then
+      // ALARM again) until a batch hands nothing back.
+      cloudwatch.TreatMissingData.IGNORE,
+    ),
     functionErrors: alarm('FunctionErrorsAlarm', 'function-errors', {
       metric: metrics.functionErrors(period),
       threshold: 1,

@@ -53,7 +53,14 @@ export function createDashboard(
   dashboard.addWidgets(
     new cloudwatch.AlarmStatusWidget({
       title: 'Alarms',
-      alarms: [alarms.deadLetterQueueNotEmpty, alarms.deadLetterAge, alarms.oldestMessageAge, alarms.functionErrors, alarms.breakerOpen],
+      alarms: [
+        alarms.deadLetterQueueNotEmpty,
+        alarms.deadLetterAge,
+        alarms.oldestMessageAge,
+        alarms.returnedMessageAge,
+        alarms.functionErrors,
+        alarms.breakerOpen,
+      ],
       width: 24,
       height: 2,
     }),
@@ -127,7 +134,8 @@ export function createDashboard(
     new cloudwatch.GraphWidget({
       title: 'Age of oldest message (s)',
       left: [
-        relay.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'oldest message' }),
+        metrics.oldestMessageAge(minute, 'oldest, until its third receive (SQS)'),
+        metrics.oldestReturnedMessageAge(minute, 'oldest handed back (relay)'),
       ],
       leftAnnotations: [{ value: ageThresholdSeconds, label: 'alarm', color: cloudwatch.Color.RED }],
       leftYAxis: { min: 0, showUnits: false },

@@ -66,9 +66,21 @@ export class RelayMetricFactory {
     return this.source.deadLetterQueue.metricApproximateAgeOfOldestMessage({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
   }
 
-  /** Age of the oldest message in the queue, seconds. */
+  /**
+   * Age of the oldest message in the queue, seconds, as SQS counts it: a message received three times and not deleted no
+   * longer counts (SQS moves it to the back): this is the age of a backlog the relay has not reached, not of the messages it
+   * keeps handing back ({@link oldestReturnedMessageAge}).
+   */
   oldestMessageAge(period: Duration, label?: string): cloudwatch.Metric {
     return this.source.queue.metricApproximateAgeOfOldestMessage({ period, statistic: cloudwatch.Stats.MAXIMUM, label });
+  }
+
+  /**
+   * Age of the oldest message the relay handed back to the queue, seconds (its `AgeOfOldestReturnedMessage`, 0 when a batch
+   * handed none back): the messages an outage or a webhook's refusals keep waiting, which SQS's own metric stops counting.
+   */
+  oldestReturnedMessageAge(period: Duration, label?: string): cloudwatch.Metric {
+    return this.relay(METRIC_NAMES.ageOfOldestReturnedMessage, cloudwatch.Stats.MAXIMUM, { label, period });
   }
 
   /** Whole batches the function failed. */

@@ -175,7 +175,10 @@ export interface WebhookRelayProps {
   readonly alarmEmail?: string;
   /** An existing topic for the alarms. @default a new topic */
   readonly alarmTopic?: sns.ITopic;
-  /** Alarm when the oldest message in the queue is older than this (1 minute to 14 days). @default 30 minutes */
+  /**
+   * Alarm when the oldest message in the queue is older than this (1 minute to 14 days): as SQS counts it, and among the
+   * messages the relay handed back (which SQS stops counting at their third receive). @default 30 minutes
+   */
   readonly oldestMessageAgeThreshold?: Duration;
 
   // ---- secrets (Secrets Manager; never plaintext in the template) ----

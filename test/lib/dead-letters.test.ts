@@ -59,7 +59,7 @@ describe('the stack, for dead letters', () => {
     expect(description).toContain('dead-letters summary --queue-url <QueueUrl>');
     expect(description).toContain('dead-letters replay --queue-url <QueueUrl> --status <status>');
     expect(description.length).toBeLessThanOrEqual(1024); // CloudWatch's limit
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
   });
 
   it('names the commands and the Logs Insights query in the DLQ alarm', () => {
@@ -99,7 +99,7 @@ describe('the stack, for dead letters', () => {
       [10, 'alarm'],
       [14, 'SQS deletes it'],
     ]);
-    expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(5);
+    expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(6);
     // Its three graphs share one row.
     const titles = widgets.map((w) => w.title);
     const depth = titles.indexOf('Dead-letter queue depth');

@@ -239,6 +239,21 @@ describe('WebhookRelay with default props', () => {
     });
   });
 
+  it('alarms when a message the relay handed back is older than 30 minutes, on its own metric, through the quiet hours', () => {
+    // SQS's age leaves out a message received three times: through an outage or a refusing webhook, only the relay's counts.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'Test-Relay-returned-message-age',
+      Namespace: 'SqsWebhookRelay',
+      MetricName: 'AgeOfOldestReturnedMessage',
+      Dimensions: [{ Name: 'service', Value: 'Test-Relay' }],
+      Statistic: 'Maximum',
+      Threshold: 1800,
+      ComparisonOperator: 'GreaterThanThreshold',
+      // A long hold or Retry-After leaves hours without an invocation: the alarm keeps its state, 0 ends it.
+      TreatMissingData: 'ignore',
+    });
+  });
+
   it('alarms on any function error', () => {
     const fn = onlyResource(template, 'AWS::Lambda::Function');
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
@@ -254,7 +269,7 @@ describe('WebhookRelay with default props', () => {
   });
 
   it('sends alarms to a TLS-only topic with no subscription unless an e-mail is given', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
     template.resourceCountIs('AWS::SNS::Subscription', 0);
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: {
@@ -299,6 +314,16 @@ describe('WebhookRelay with default props', () => {
       ]);
     });
 
+    it("draws the relay's age of the oldest message it handed back beside SQS's, on the same graph", () => {
+      expect(find('SqsWebhookRelay', 'AgeOfOldestReturnedMessage')).toEqual([
+        expect.objectContaining({
+          title: 'Age of oldest message (s)',
+          dimensions: { service: 'Test-Relay' },
+          options: expect.objectContaining({ stat: 'Maximum' }),
+        }),
+      ]);
+    });
+
     it('shows function errors, duration and concurrent executions', () => {
       expect(find('AWS/Lambda', 'Errors')).toHaveLength(1);
       expect(
@@ -309,8 +334,8 @@ describe('WebhookRelay with default props', () => {
       expect(find('AWS/Lambda', 'ConcurrentExecutions')).toHaveLength(1);
     });
 
-    it('shows the state of the five alarms', () => {
-      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(5);
+    it('shows the state of the six alarms', () => {
+      expect(widgets.find((w) => w.type === 'alarm')?.alarms).toHaveLength(6);
     });
 
     it("shows the webhook's pace: the requests/s limit (average and slowest container), the in-flight limit, requests refused", () => {
@@ -424,6 +449,7 @@ describe('WebhookRelay with non-default props', () => {
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 7 });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { ScalingConfig: { MaximumConcurrency: 50 } });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateAgeOfOldestMessage', Threshold: 7200 });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'AgeOfOldestReturnedMessage', Threshold: 7200 });
     template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
     template.hasResourceProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 3600, RedrivePolicy: Match.anyValue() });
   });
