@@ -26,7 +26,10 @@ async function batchSentAgo(bodies: readonly string[], agesMs: readonly number[]
   return event;
 }
 
-/** The metric of the one batch `event` makes, with the webhook answering `status` (and `retryAfter`, if given) to `refused`. */
+/**
+ * The metric of the one batch `event` makes, the webhook answering `429` (with `retryAfter`, if given) to the bodies `refused`
+ * picks, `200` to the rest.
+ */
 async function ageAfter(event: SQSEvent, refused: (body: string) => boolean, retryAfter?: string): Promise<unknown> {
   const headers: Record<string, string> = retryAfter === undefined ? {} : { 'Retry-After': retryAfter };
   webhook.respondWith((request) => (refused(request.body.toString()) ? { status: 429, headers } : { status: 200 }));
