@@ -30,7 +30,7 @@ interface OutcomeCounts {
  * Seconds since the oldest of `records` that goes back to the queue was sent to it (`SentTimestamp`), whole; 0 when none
  * goes back.
  */
-export function ageOfOldestReturned(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], nowMs: number): number {
+function ageOfOldestReturned(records: readonly SQSRecord[], outcomes: readonly RecordOutcome[], nowMs: number): number {
   let oldest = nowMs;
   records.forEach((record, index) => {
     const outcome = outcomes[index];
@@ -154,14 +154,15 @@ export class BatchReporter {
   /** The batch's metrics: its counts, the breaker's open time, the dead letters by cause, the pace, the latencies. */
   private publishMetrics({ records, outcomes, latenciesMs }: RelayedBatch, counts: OutcomeCounts): void {
     const { metrics, breaker, pacer } = this.parts;
+    const now = Date.now();
     metrics.addMetric(METRIC_NAMES.delivered, MetricUnit.Count, counts.delivered);
     metrics.addMetric(METRIC_NAMES.retried, MetricUnit.Count, counts.retried + counts.notAttempted + counts.held);
     // 0 while closed: the alarm keeps its state through the minutes an outage's long holds leave without an invocation,
     // and goes back to OK on the first batch after the webhook's return.
-    metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, breaker.openSeconds(Date.now()) ?? 0);
+    metrics.addMetric(METRIC_NAMES.breakerOpenSeconds, MetricUnit.Seconds, breaker.openSeconds(now) ?? 0);
     // 0 when every record found its end: the alarm on it keeps its state through the hours a long hold or `Retry-After` leaves
     // without an invocation, and is OK again with the batch that delivers (or dead-letters) the last of them.
-    metrics.addMetric(METRIC_NAMES.ageOfOldestReturnedMessage, MetricUnit.Seconds, ageOfOldestReturned(records, outcomes, Date.now()));
+    metrics.addMetric(METRIC_NAMES.ageOfOldestReturnedMessage, MetricUnit.Seconds, ageOfOldestReturned(records, outcomes, now));
     metrics.addMetric(METRIC_NAMES.deadLettered, MetricUnit.Count, counts.deadLettered);
     publishDeadLettersByCause(metrics, METRIC_NAMES.deadLettered, deadLettersByCause(records, outcomes, this.maxReceiveCount));
     const pace = pacer.snapshot();
