@@ -15,6 +15,7 @@ import type { PaceSnapshot } from './pace';
 import type { Pacer } from './pacer';
 import { isFailure, type RecordOutcome } from './record-outcome';
 import type { DeliveryRequest } from './request';
+import { sentAtMs } from './retry-window';
 import type { TransportFailure, WebhookResult } from './transmitter';
 
 /** The batch line's counts of records, by outcome. */
@@ -35,8 +36,8 @@ function ageOfOldestReturned(records: readonly SQSRecord[], outcomes: readonly R
   records.forEach((record, index) => {
     const outcome = outcomes[index];
     if (outcome === undefined || !isFailure(outcome)) return;
-    const sent = Number(record.attributes?.SentTimestamp);
-    if (sent > 0 && sent < oldest) oldest = sent;
+    const sent = sentAtMs(record);
+    if (sent !== undefined && sent < oldest) oldest = sent;
   });
   return Math.floor((nowMs - oldest) / 1000);
 }

@@ -45,13 +45,17 @@ export function retryWindowMarginSeconds(visibilitySeconds: number): number {
   return MAX_VISIBILITY_SECONDS + visibilitySeconds;
 }
 
+/** When the record was sent to the queue, ms (`SentTimestamp`); undefined when the attribute is missing or not a time. */
+export function sentAtMs(record: Pick<SQSRecord, 'attributes'>): number | undefined {
+  const sent = Number(record.attributes?.SentTimestamp);
+  return Number.isFinite(sent) && sent > 0 ? sent : undefined;
+}
+
 /** When the record's window opened, ms: its first receive (else when it was sent, else `nowMs`). */
 export function windowStartOf(record: Pick<SQSRecord, 'attributes'>, nowMs: number): number {
-  const attributes = record.attributes ?? {};
-  const first = Number(attributes.ApproximateFirstReceiveTimestamp);
+  const first = Number(record.attributes?.ApproximateFirstReceiveTimestamp);
   if (Number.isFinite(first) && first > 0) return first;
-  const sent = Number(attributes.SentTimestamp);
-  return Number.isFinite(sent) && sent > 0 ? sent : nowMs;
+  return sentAtMs(record) ?? nowMs;
 }
 
 /**
